@@ -1,0 +1,41 @@
+//! What `oxrun` promises its ranks beyond PMI-1 itself.
+//!
+//! Ranks started by another launcher (Hydra, Slurm) see none of these variables and fall back
+//! to safe defaults, so nothing here is required for correctness, only for clean-up and
+//! authentication under oxrun.
+
+/// Environment variable naming this job's key: a random lowercase-hex string that prefixes
+/// every file the ranks create, so the launcher can remove them all when the job ends.
+pub const JOBKEY_ENV: &str = "OXMPI_JOBKEY";
+
+/// Directory for shared-memory files.
+pub const SHM_DIR: &str = "/dev/shm";
+
+/// File-name prefix (inside [`SHM_DIR`]) of every shared-memory file of the job `jobkey`.
+pub fn shm_prefix(jobkey: &str) -> String {
+    format!("oxmpi.{jobkey}.")
+}
+
+/// Whether `jobkey` is well formed (8..=64 lowercase hex digits): the launcher deletes by
+/// prefix, so a malformed key must never widen the prefix.
+pub fn valid_jobkey(jobkey: &str) -> bool {
+    (8..=64).contains(&jobkey.len())
+        && jobkey
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobkeys_are_checked() {
+        assert!(valid_jobkey("0123abcd"));
+        assert!(!valid_jobkey("0123abc"));
+        assert!(!valid_jobkey("0123ABCD"));
+        assert!(!valid_jobkey("../../etc"));
+        assert!(!valid_jobkey(""));
+        assert_eq!(shm_prefix("0123abcd"), "oxmpi.0123abcd.");
+    }
+}

@@ -1,0 +1,1 @@
+//! oxmpi: MPI for Rust.
