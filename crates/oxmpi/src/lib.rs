@@ -1,1 +1,39 @@
 //! oxmpi: MPI for Rust.
+//!
+//! ```no_run
+//! let universe = oxmpi::init()?;
+//! let world = universe.world();
+//! println!("rank {} of {} on {}", world.rank(), world.size(), oxmpi::processor_name());
+//! # Ok::<(), oxmpi::Error>(())
+//! ```
+//!
+//! # Layers, top to bottom
+//! - [`environment`], [`comm`]: the public API (init, communicators).
+//! - [`runtime`]: start-up over PMI, placement, business cards.
+//! - [`config`]: `OXMPI_*` tunables; [`error`]: errors mapped to MPI error classes;
+//!   [`threading`]: thread levels as types.
+//!
+//! # Thread levels are types
+//! ```compile_fail
+//! fn needs_send<T: Send>(_: T) {}
+//! let universe = oxmpi::init().unwrap(); // Threading::Single
+//! needs_send(universe.world()); // error: a Single-level communicator cannot leave its thread
+//! ```
+//! ```no_run
+//! fn needs_send<T: Send + Sync>(_: T) {}
+//! let universe = oxmpi::init_with::<oxmpi::Multiple>().unwrap();
+//! needs_send(universe.world());
+//! ```
+#![deny(missing_docs, unsafe_op_in_unsafe_fn)]
+
+pub mod comm;
+pub mod config;
+pub mod environment;
+pub mod error;
+pub mod runtime;
+pub mod threading;
+
+pub use comm::Communicator;
+pub use environment::{init, init_with, processor_name, time, time_resolution, Universe};
+pub use error::{Error, ErrorClass, Result};
+pub use threading::{Funneled, Multiple, Serialized, Single, ThreadLevel, Threading};

@@ -1,0 +1,157 @@
+//! Tunables: every `OXMPI_*` environment variable, read once at start-up.
+//!
+//! The table is the single source of truth: `oxmpi-info` prints it, and [`Config::from_env`]
+//! parses it. Adding a tunable means adding one line to `tunables!` below.
+
+use crate::error::{Error, ErrorClass, Result};
+
+/// One documented tunable.
+#[derive(Debug, Clone, Copy)]
+pub struct Tunable {
+    /// Environment variable name.
+    pub name: &'static str,
+    /// Default value, as text.
+    pub default: &'static str,
+    /// One line saying what it changes.
+    pub help: &'static str,
+}
+
+macro_rules! tunables {
+    ($( $field:ident : $ty:ty = $default:expr, $name:literal, $help:literal; )*) => {
+        /// Run-time configuration, parsed from the environment once per process.
+        #[derive(Debug, Clone)]
+        pub struct Config {
+            $( #[doc = $help] pub $field: $ty, )*
+        }
+
+        /// Every tunable, in the order `oxmpi-info` lists them.
+        pub const TUNABLES: &[Tunable] = &[
+            $( Tunable { name: $name, default: stringify!($default), help: $help }, )*
+        ];
+
+        impl Config {
+            /// Reads every tunable from the process environment.
+            pub fn from_env() -> Result<Config> {
+                Self::from_lookup(|k| std::env::var(k).ok())
+            }
+
+            /// Reads every tunable through `get` (the environment, or a map in tests).
+            pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config> {
+                Ok(Config {
+                    $( $field: match get($name) {
+                        None => $default,
+                        Some(v) => parse::<$ty>($name, &v)?,
+                    }, )*
+                })
+            }
+        }
+
+        impl Default for Config {
+            fn default() -> Self {
+                Config { $( $field: $default, )* }
+            }
+        }
+    };
+}
+
+tunables! {
+    spin_count: u32 = 2000, "OXMPI_SPIN_COUNT",
+        "polls of the progress engine before a blocking wait starts to yield the core";
+    yield_sleep_us: u32 = 50, "OXMPI_YIELD_SLEEP_US",
+        "longest sleep between polls once a waiting rank backs off (microseconds)";
+    host_override: String = String::new(), "OXMPI_HOST_OVERRIDE",
+        "testing: comma-separated host index per rank, overriding the launcher's placement";
+}
+
+/// Text forms a tunable value can be parsed from.
+trait ParseTunable: Sized {
+    fn parse_text(s: &str) -> Option<Self>;
+}
+
+impl ParseTunable for u32 {
+    fn parse_text(s: &str) -> Option<Self> {
+        parse_size(s).and_then(|v| u32::try_from(v).ok())
+    }
+}
+
+impl ParseTunable for usize {
+    fn parse_text(s: &str) -> Option<Self> {
+        parse_size(s).and_then(|v| usize::try_from(v).ok())
+    }
+}
+
+impl ParseTunable for bool {
+    fn parse_text(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => Some(true),
+            "0" | "false" | "no" | "off" => Some(false),
+            _ => None,
+        }
+    }
+}
+
+impl ParseTunable for String {
+    fn parse_text(s: &str) -> Option<Self> {
+        Some(s.trim().to_owned())
+    }
+}
+
+fn parse<T: ParseTunable>(name: &str, value: &str) -> Result<T> {
+    T::parse_text(value).ok_or_else(|| {
+        Error::new(
+            ErrorClass::Arg,
+            format!("environment variable {name}={value:?} is not a valid value"),
+        )
+    })
+}
+
+/// Parses `123`, `64k`, `4M`, `1g` (binary multiples).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (digits, mult) = match s.char_indices().last()? {
+        (i, 'k' | 'K') => (&s[..i], 1u64 << 10),
+        (i, 'm' | 'M') => (&s[..i], 1 << 20),
+        (i, 'g' | 'G') => (&s[..i], 1 << 30),
+        _ => (s, 1),
+    };
+    digits.trim().parse::<u64>().ok()?.checked_mul(mult)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn sizes_parse_with_suffixes() {
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("64k"), Some(65536));
+        assert_eq!(parse_size("4M"), Some(4 << 20));
+        assert_eq!(parse_size(" 1g "), Some(1 << 30));
+        assert_eq!(parse_size("k"), None);
+        assert_eq!(parse_size("-1"), None);
+        assert_eq!(parse_size("99999999999999999999g"), None);
+    }
+
+    #[test]
+    fn environment_overrides_defaults_and_bad_values_are_errors() {
+        let env: HashMap<&str, &str> = [("OXMPI_SPIN_COUNT", "10")].into();
+        let c = Config::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap();
+        assert_eq!(c.spin_count, 10);
+        assert_eq!(c.yield_sleep_us, Config::default().yield_sleep_us);
+        let bad: HashMap<&str, &str> = [("OXMPI_SPIN_COUNT", "lots")].into();
+        let err = Config::from_lookup(|k| bad.get(k).map(|v| v.to_string())).unwrap_err();
+        assert_eq!(err.class(), ErrorClass::Arg);
+        assert!(err.message().contains("OXMPI_SPIN_COUNT"));
+    }
+
+    #[test]
+    fn every_tunable_is_documented_once() {
+        let mut names: Vec<_> = TUNABLES.iter().map(|t| t.name).collect();
+        assert!(names.iter().all(|n| n.starts_with("OXMPI_")));
+        assert!(TUNABLES.iter().all(|t| !t.help.is_empty()));
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), TUNABLES.len());
+    }
+}

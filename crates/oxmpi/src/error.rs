@@ -1,0 +1,116 @@
+//! Errors as values, each carrying the MPI error class it maps to.
+//!
+//! Class numbers are those of the MPI-5.0 standard ABI, so the C layer returns
+//! `err.class() as i32` unchanged.
+
+use std::fmt;
+
+/// MPI error classes (MPI-5.0 standard ABI values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// `MPI_ERR_BUFFER`: invalid buffer pointer or size.
+    Buffer = 1,
+    /// `MPI_ERR_COUNT`: invalid count.
+    Count = 2,
+    /// `MPI_ERR_TYPE`: invalid datatype.
+    Type = 3,
+    /// `MPI_ERR_TAG`: invalid tag.
+    Tag = 4,
+    /// `MPI_ERR_COMM`: invalid communicator.
+    Comm = 5,
+    /// `MPI_ERR_RANK`: invalid rank.
+    Rank = 6,
+    /// `MPI_ERR_REQUEST`: invalid request.
+    Request = 7,
+    /// `MPI_ERR_ROOT`: invalid root.
+    Root = 8,
+    /// `MPI_ERR_GROUP`: invalid group.
+    Group = 9,
+    /// `MPI_ERR_OP`: invalid reduction operation.
+    Op = 10,
+    /// `MPI_ERR_TOPOLOGY`: invalid topology.
+    Topology = 11,
+    /// `MPI_ERR_DIMS`: invalid dimensions.
+    Dims = 12,
+    /// `MPI_ERR_ARG`: another argument is invalid.
+    Arg = 13,
+    /// `MPI_ERR_UNKNOWN`: unknown error.
+    Unknown = 14,
+    /// `MPI_ERR_TRUNCATE`: message longer than the receive buffer.
+    Truncate = 15,
+    /// `MPI_ERR_OTHER`: a known error not in this list.
+    Other = 16,
+    /// `MPI_ERR_INTERN`: internal error.
+    Intern = 17,
+    /// `MPI_ERR_IN_STATUS`: see the status of each request.
+    InStatus = 19,
+    /// `MPI_ERR_PENDING`: request still pending.
+    Pending = 20,
+    /// `MPI_ERR_NO_MEM`: out of memory.
+    NoMem = 34,
+    /// `MPI_ERR_UNSUPPORTED_OPERATION`: operation not supported.
+    UnsupportedOperation = 55,
+    /// `MPI_ERR_PROC_ABORTED`: a peer process aborted.
+    ProcAborted = 58,
+}
+
+/// An MPI error: its class and a message naming the call and cause.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    class: ErrorClass,
+    message: String,
+}
+
+impl Error {
+    /// An error of `class` with a human-readable `message`.
+    pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
+        Error {
+            class,
+            message: message.into(),
+        }
+    }
+
+    /// The MPI error class.
+    pub fn class(&self) -> ErrorClass {
+        self.class
+    }
+
+    /// The message, without the class.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({:?})", self.message, self.class)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<oxmpi_pmi::PmiError> for Error {
+    fn from(e: oxmpi_pmi::PmiError) -> Self {
+        Error::new(ErrorClass::Other, e.to_string())
+    }
+}
+
+/// Result type of every fallible oxmpi call.
+pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_have_abi_values() {
+        assert_eq!(ErrorClass::Truncate as i32, 15);
+        assert_eq!(ErrorClass::Rank as i32, 6);
+        assert_eq!(ErrorClass::ProcAborted as i32, 58);
+        let e = Error::new(ErrorClass::Tag, "send: tag -5 is negative");
+        assert_eq!(e.class(), ErrorClass::Tag);
+        assert_eq!(e.to_string(), "send: tag -5 is negative (Tag)");
+    }
+}

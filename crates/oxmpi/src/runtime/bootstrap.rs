@@ -1,0 +1,105 @@
+//! The job's key-value store as a rank sees it: PMI-1 under a launcher, or a local map for a
+//! singleton started without one.
+
+use std::collections::HashMap;
+
+use oxmpi_pmi::Client;
+
+use crate::error::Result;
+
+/// Where this process learns about its peers.
+#[derive(Debug)]
+pub enum Bootstrap {
+    /// Started by oxrun, Hydra or Slurm.
+    Pmi(Client),
+    /// Started directly: size 1, rank 0; puts are visible to ourselves.
+    Singleton(HashMap<String, String>),
+}
+
+impl Bootstrap {
+    /// Connects to the launcher named by the environment, or becomes a singleton.
+    pub fn from_env() -> Result<Bootstrap> {
+        Ok(match Client::from_env()? {
+            Some(c) => Bootstrap::Pmi(c),
+            None => Bootstrap::Singleton(HashMap::new()),
+        })
+    }
+
+    /// This process's rank in the job.
+    pub fn rank(&self) -> u32 {
+        match self {
+            Bootstrap::Pmi(c) => c.rank(),
+            Bootstrap::Singleton(_) => 0,
+        }
+    }
+
+    /// Number of ranks in the job.
+    pub fn size(&self) -> u32 {
+        match self {
+            Bootstrap::Pmi(c) => c.size(),
+            Bootstrap::Singleton(_) => 1,
+        }
+    }
+
+    /// MPMD application index.
+    pub fn appnum(&self) -> i32 {
+        match self {
+            Bootstrap::Pmi(c) => c.appnum().max(0),
+            Bootstrap::Singleton(_) => 0,
+        }
+    }
+
+    /// Publishes a value, visible to all ranks after the next fence.
+    pub fn put(&mut self, key: &str, value: &str) -> Result<()> {
+        match self {
+            Bootstrap::Pmi(c) => Ok(c.put(key, value)?),
+            Bootstrap::Singleton(m) => {
+                m.insert(key.to_owned(), value.to_owned());
+                Ok(())
+            }
+        }
+    }
+
+    /// Waits for every rank; earlier puts become visible.
+    pub fn fence(&mut self) -> Result<()> {
+        match self {
+            Bootstrap::Pmi(c) => Ok(c.fence()?),
+            Bootstrap::Singleton(_) => Ok(()),
+        }
+    }
+
+    /// Reads a value published before the last fence.
+    pub fn get(&mut self, key: &str) -> Result<Option<String>> {
+        match self {
+            Bootstrap::Pmi(c) => Ok(c.get(key)?),
+            Bootstrap::Singleton(m) => Ok(m.get(key).cloned()),
+        }
+    }
+
+    /// Host index of each rank, if the launcher publishes its placement.
+    pub fn process_mapping(&mut self) -> Result<Option<Vec<u32>>> {
+        match self {
+            Bootstrap::Pmi(c) => Ok(c.process_mapping()?),
+            Bootstrap::Singleton(_) => Ok(Some(vec![0])),
+        }
+    }
+
+    /// Asks the launcher to end the job; a singleton just exits.
+    pub fn abort(&mut self, code: i32, message: &str) -> ! {
+        if let Bootstrap::Pmi(c) = self {
+            if c.abort(code, message).is_ok() {
+                // The launcher now kills every rank, us included; give it time to do so.
+                std::thread::sleep(std::time::Duration::from_secs(10));
+            }
+        }
+        std::process::exit(code)
+    }
+
+    /// Leaves the job's key-value store. Idempotent.
+    pub fn finalize(&mut self) -> Result<()> {
+        match self {
+            Bootstrap::Pmi(c) => Ok(c.finalize()?),
+            Bootstrap::Singleton(_) => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Process start-up and shutdown: the layer under everything else.
+//!
+//! `init` connects to the launcher ([`bootstrap`]), learns placement ([`locality`]), publishes
+//! this rank's business card ([`card`]) and fences once, so every card is readable afterwards.
+//! Peers' cards are fetched lazily, when a transport first connects to them.
+
+pub mod bootstrap;
+pub mod card;
+pub mod locality;
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Mutex;
+
+use crate::config::Config;
+use crate::error::{Error, ErrorClass, Result};
+use crate::threading::Threading;
+use bootstrap::Bootstrap;
+use card::Card;
+use locality::Locality;
+
+const NEVER: u8 = 0;
+const ACTIVE: u8 = 1;
+const FINALIZED: u8 = 2;
+
+/// MPI allows one initialization per process, and none after finalize.
+static STATE: AtomicU8 = AtomicU8::new(NEVER);
+
+/// Whether MPI is initialized and not yet finalized in this process.
+pub fn is_initialized() -> bool {
+    STATE.load(Ordering::Acquire) == ACTIVE
+}
+
+/// Whether MPI has been finalized in this process.
+pub fn is_finalized() -> bool {
+    STATE.load(Ordering::Acquire) == FINALIZED
+}
+
+/// Process-wide MPI state, shared by every handle.
+#[derive(Debug)]
+pub struct Runtime {
+    /// Rank in the job (`MPI_COMM_WORLD`).
+    pub rank: u32,
+    /// Ranks in the job.
+    pub size: u32,
+    /// MPMD application index.
+    pub appnum: i32,
+    /// Granted thread level.
+    pub level: Threading,
+    /// Tunables.
+    pub config: Config,
+    /// Which ranks share a host.
+    pub locality: Locality,
+    /// Random key naming this job's files (from oxrun, or made up for other launchers).
+    pub jobkey: String,
+    bootstrap: Mutex<Bootstrap>,
+}
+
+impl Runtime {
+    /// Initializes MPI for this process. Fails if it was initialized before.
+    pub fn init(level: Threading) -> Result<Runtime> {
+        if STATE
+            .compare_exchange(NEVER, ACTIVE, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return Err(Error::new(
+                ErrorClass::Other,
+                "init: MPI was already initialized in this process (MPI allows it once)",
+            ));
+        }
+        Runtime::start(level).inspect_err(|_| STATE.store(FINALIZED, Ordering::Release))
+    }
+
+    fn start(level: Threading) -> Result<Runtime> {
+        let config = Config::from_env()?;
+        let mut bootstrap = Bootstrap::from_env()?;
+        let (rank, size) = (bootstrap.rank(), bootstrap.size());
+        let jobkey = std::env::var(oxmpi_pmi::launch::JOBKEY_ENV)
+            .ok()
+            .filter(|k| oxmpi_pmi::launch::valid_jobkey(k))
+            .unwrap_or_else(random_key);
+
+        let card = Card::new()
+            .with("host", crate::environment::processor_name())
+            .with("pid", std::process::id());
+        bootstrap.put(&card::key(rank), &card.encode())?;
+        bootstrap.fence()?;
+
+        let locality = if !config.host_override.is_empty() {
+            Locality::parse_override(&config.host_override, size)?
+        } else {
+            match bootstrap.process_mapping()? {
+                Some(nodes) => Locality::new(nodes),
+                None => Locality::single_host(size),
+            }
+        };
+
+        Ok(Runtime {
+            rank,
+            size,
+            appnum: bootstrap.appnum(),
+            level,
+            config,
+            locality,
+            jobkey,
+            bootstrap: Mutex::new(bootstrap),
+        })
+    }
+
+    fn bootstrap(&self) -> std::sync::MutexGuard<'_, Bootstrap> {
+        // A panic while holding the PMI connection leaves it usable: the protocol is
+        // request/reply and no request is half sent after `write_all` returned.
+        self.bootstrap.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The business card `rank` published at start-up.
+    pub fn card_of(&self, rank: u32) -> Result<Card> {
+        let text = self.bootstrap().get(&card::key(rank))?.ok_or_else(|| {
+            Error::new(
+                ErrorClass::Intern,
+                format!("rank {rank} published no business card"),
+            )
+        })?;
+        Ok(Card::decode(&text))
+    }
+
+    /// Ends the whole job with `code`; does not return.
+    pub fn abort(&self, code: i32, message: &str) -> ! {
+        self.bootstrap().abort(code, message)
+    }
+
+    /// Collective shutdown: waits for every rank, then leaves the launcher's store.
+    pub fn finalize(&self) -> Result<()> {
+        if STATE
+            .compare_exchange(ACTIVE, FINALIZED, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return Err(Error::new(
+                ErrorClass::Other,
+                "finalize: MPI is not initialized",
+            ));
+        }
+        let mut b = self.bootstrap();
+        b.fence()?;
+        b.finalize()
+    }
+}
+
+/// A random 16-hex-digit key for a job whose launcher did not give one.
+fn random_key() -> String {
+    let mut bytes = [0u8; 8];
+    // Without randomness we still need distinct names; pid and time make collisions unlikely
+    // enough for file names that are opened with O_EXCL anyway.
+    if getrandom::getrandom(&mut bytes).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        bytes = (t ^ ((std::process::id() as u64) << 32)).to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_keys_are_valid_jobkeys() {
+        let a = random_key();
+        assert!(oxmpi_pmi::launch::valid_jobkey(&a), "{a}");
+        assert_ne!(a, random_key());
+    }
+}
