@@ -32,6 +32,7 @@ pub mod environment;
 pub mod error;
 pub mod runtime;
 pub mod threading;
+pub mod transport;
 
 pub use comm::Communicator;
 pub use environment::{init, init_with, processor_name, time, time_resolution, Universe};

@@ -1,0 +1,664 @@
+//! The shared-memory transport: ranks on one host.
+//!
+//! Each rank creates one segment holding (1) its receive queue, a ring of 64-byte cells that
+//! every peer writes into ([`fifo`]), and (2) its send pool, blocks only it allocates from
+//! ([`pool`]). Peers map the segment on their first message to or from it. Small fragments
+//! travel inline in cells; larger ones in a pool block announced by a cell. Large messages are
+//! left to the protocol layer, which uses [`cma`] single copies or chunks through the pool.
+//!
+//! Cell body layout (after the 4-byte sequence word):
+//! `am u8 | flags u8 | hdr_len u8 | ncells u8 | from u32 | len u32 | (block u32 if POOL) | hdr | inline payload...`
+
+pub mod cma;
+pub mod fifo;
+pub mod pool;
+pub mod segment;
+
+use std::marker::PhantomData;
+
+use crate::error::{Error, ErrorClass, Result};
+use fifo::{Consumer, FifoRef, Producer, CELL_BODY};
+use pool::{PoolOwner, PoolRef, PoolView};
+use segment::Segment;
+
+const MAGIC: u64 = 0x6f78_6d70_695f_7368; // "oxmpi_sh"
+const HEADER_BYTES: usize = 4096;
+const CTL_OFFSET: usize = 256;
+const FLAG_POOL: u8 = 1;
+/// Cell-body bytes before the fragment header of an inline fragment.
+const INLINE_META: usize = 12;
+/// Cell-body bytes before the fragment header of a pool fragment.
+const POOL_META: usize = 16;
+/// Largest fragment header a cell can carry.
+pub const MAX_HDR: usize = CELL_BODY - POOL_META;
+
+/// Sizes of a rank's segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShmLayout {
+    /// Cells in the receive ring (power of two, ≥ 256).
+    pub fifo_cells: usize,
+    /// Blocks in the send pool.
+    pub pool_blocks: u32,
+    /// Bytes per pool block.
+    pub block_size: u32,
+}
+
+impl ShmLayout {
+    fn cells_offset(&self) -> usize {
+        HEADER_BYTES
+    }
+    fn flags_offset(&self) -> usize {
+        self.cells_offset() + FifoRef::cells_bytes(self.fifo_cells)
+    }
+    fn data_offset(&self) -> usize {
+        (self.flags_offset() + pool::flags_bytes(self.pool_blocks as usize)).next_multiple_of(4096)
+    }
+    /// Total bytes of the segment.
+    pub fn bytes(&self) -> usize {
+        self.data_offset() + self.pool_blocks as usize * self.block_size as usize
+    }
+    fn validate(&self) -> Result<()> {
+        if !self.fifo_cells.is_power_of_two()
+            || self.fifo_cells < 256
+            || self.pool_blocks == 0
+            || self.block_size < 64
+        {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("invalid shared-memory layout {self:?}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Fixed fields at the start of a segment, so a peer can find everything else.
+#[repr(C)]
+struct SegHeader {
+    magic: u64,
+    pid: u32,
+    fifo_cells: u32,
+    pool_blocks: u32,
+    block_size: u32,
+}
+
+/// Why a send did not happen.
+#[derive(Debug)]
+pub enum SendError {
+    /// No room right now (ring full or pool exhausted): progress, then retry.
+    Busy,
+    /// The peer cannot be reached.
+    Fatal(Error),
+}
+
+/// Finds a peer's segment path (from its business card); called on first contact.
+pub type Resolver = Box<dyn FnMut(u32) -> Result<String> + Send>;
+
+struct Peer {
+    tx: Producer,
+    pool: PoolView,
+    pid: i32,
+    // Keeps the peer's mapping alive while `tx` and `pool` point into it.
+    _seg: Segment,
+}
+
+/// A rank's endpoint of the shared-memory transport.
+pub struct ShmTransport {
+    me: u32,
+    rx: Consumer,
+    pool: PoolOwner,
+    peers: Vec<Option<Box<Peer>>>,
+    inline_max: usize,
+    resolve: Resolver,
+    seg: Segment,
+}
+
+impl std::fmt::Debug for ShmTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShmTransport")
+            .field("me", &self.me)
+            .field("segment", &self.seg.path())
+            .finish()
+    }
+}
+
+/// A fragment as delivered to the protocol layer; valid only during the handler call.
+pub struct Frag<'a> {
+    /// World rank of the sender.
+    pub from: u32,
+    /// Active-message id chosen by the sender's protocol layer.
+    pub am: u8,
+    /// The fragment header (protocol-defined, ≤ [`MAX_HDR`] bytes).
+    pub hdr: &'a [u8],
+    /// The payload.
+    pub payload: Payload<'a>,
+}
+
+/// Payload bytes of a fragment, still in shared memory.
+pub struct Payload<'a> {
+    kind: PayloadKind,
+    len: usize,
+    _life: PhantomData<&'a ()>,
+}
+
+enum PayloadKind {
+    /// `first` points at the payload's start in the first cell (`first_len` bytes there); the
+    /// rest follows in continuation cells `1..`.
+    Cells {
+        first: *const u8,
+        first_len: usize,
+        rx: *const Consumer,
+    },
+    Block(*const u8),
+}
+
+impl Payload<'_> {
+    /// Payload length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the payload is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies the first `dst.len()` payload bytes (at most [`len`](Self::len)) into `dst`.
+    #[inline]
+    pub fn copy_to(&self, dst: &mut [u8]) {
+        let want = dst.len().min(self.len);
+        match self.kind {
+            // SAFETY: the block holds `len` announced bytes (checked against the pool bounds
+            // when the fragment was decoded) and stays untouched until we release it.
+            PayloadKind::Block(p) => unsafe {
+                std::ptr::copy_nonoverlapping(p, dst.as_mut_ptr(), want)
+            },
+            PayloadKind::Cells {
+                first,
+                first_len,
+                rx,
+            } => {
+                let n = want.min(first_len);
+                // SAFETY: `first` points at `first_len` payload bytes inside the first cell.
+                unsafe { std::ptr::copy_nonoverlapping(first, dst.as_mut_ptr(), n) };
+                let mut done = n;
+                let mut cell = 1;
+                while done < want {
+                    let n = (want - done).min(CELL_BODY);
+                    // SAFETY: the consumer outlives this payload (it is borrowed by `poll` for
+                    // the handler call); continuation cells belong to this published fragment.
+                    unsafe {
+                        let body = (*rx).body(cell);
+                        std::ptr::copy_nonoverlapping(
+                            body.cast::<u8>(),
+                            dst.as_mut_ptr().add(done),
+                            n,
+                        );
+                    }
+                    done += n;
+                    cell += 1;
+                }
+            }
+        }
+    }
+
+    /// The payload as a new vector (for the unexpected queue).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = vec![0; self.len];
+        self.copy_to(&mut v);
+        v
+    }
+}
+
+impl ShmTransport {
+    /// Creates this rank's segment at `path` with `layout`; `inline_max` bounds the payload
+    /// bytes sent inline in cells.
+    pub fn create(
+        me: u32,
+        size: u32,
+        path: &str,
+        layout: ShmLayout,
+        inline_max: usize,
+        resolve: Resolver,
+    ) -> Result<Self> {
+        layout.validate()?;
+        let seg = Segment::create(path, layout.bytes()).map_err(|e| {
+            Error::new(
+                ErrorClass::NoMem,
+                format!("cannot create shared memory {path}: {e}"),
+            )
+        })?;
+        let base = seg.base().as_ptr();
+        // SAFETY: the fresh mapping is zeroed, page-aligned and large enough for the header.
+        unsafe {
+            base.cast::<SegHeader>().write(SegHeader {
+                magic: MAGIC,
+                pid: std::process::id(),
+                fifo_cells: layout.fifo_cells as u32,
+                pool_blocks: layout.pool_blocks,
+                block_size: layout.block_size,
+            });
+        }
+        // SAFETY: offsets come from `layout`, which sized the segment; all are 64-byte aligned.
+        let (fifo, pool) = unsafe { views(base, &layout) };
+        // Keeps every inline fragment within the 255 cells a u8 count can name.
+        let max_inline = 4096;
+        Ok(ShmTransport {
+            me,
+            rx: Consumer::new(fifo),
+            pool: PoolOwner::new(pool),
+            peers: (0..size).map(|_| None).collect(),
+            inline_max: inline_max.min(max_inline),
+            resolve,
+            seg,
+        })
+    }
+
+    /// Path of this rank's segment (its shm business-card entry).
+    pub fn address(&self) -> &str {
+        self.seg.path()
+    }
+
+    /// Bytes of shared memory this rank created.
+    pub fn segment_bytes(&self) -> usize {
+        self.seg.len()
+    }
+
+    /// Removes the segment's file; peers that mapped it keep their mapping.
+    pub fn unlink(&mut self) {
+        self.seg.unlink();
+    }
+
+    /// Largest payload one fragment can carry (one pool block).
+    pub fn max_frag(&self) -> usize {
+        self.pool.block_size()
+    }
+
+    /// Number of peers mapped so far (deferred connections).
+    pub fn connected_peers(&self) -> usize {
+        self.peers.iter().filter(|p| p.is_some()).count()
+    }
+
+    #[cold]
+    fn connect(&mut self, rank: u32) -> Result<()> {
+        let path = (self.resolve)(rank)?;
+        let seg = Segment::open(&path).map_err(|e| {
+            Error::new(
+                ErrorClass::Other,
+                format!("cannot map rank {rank}'s shared memory {path}: {e}"),
+            )
+        })?;
+        let base = seg.base().as_ptr();
+        if seg.len() < HEADER_BYTES {
+            return Err(Error::new(
+                ErrorClass::Other,
+                format!("rank {rank}'s segment is truncated"),
+            ));
+        }
+        // SAFETY: the segment is at least HEADER_BYTES long and page aligned.
+        let h = unsafe { base.cast::<SegHeader>().read() };
+        let layout = ShmLayout {
+            fifo_cells: h.fifo_cells as usize,
+            pool_blocks: h.pool_blocks,
+            block_size: h.block_size,
+        };
+        if h.magic != MAGIC || layout.validate().is_err() || layout.bytes() > seg.len() {
+            return Err(Error::new(
+                ErrorClass::Other,
+                format!("rank {rank}'s segment {path} is not an oxmpi segment"),
+            ));
+        }
+        // SAFETY: layout validated against the mapping's length above.
+        let (fifo, pool) = unsafe { views(base, &layout) };
+        self.peers[rank as usize] = Some(Box::new(Peer {
+            tx: Producer::new(fifo),
+            pool: PoolView::new(pool),
+            pid: h.pid as i32,
+            _seg: seg,
+        }));
+        Ok(())
+    }
+
+    #[inline]
+    fn peer(&mut self, rank: u32) -> Result<&mut Peer> {
+        if self.peers[rank as usize].is_none() {
+            self.connect(rank)?;
+        }
+        Ok(self.peers[rank as usize]
+            .as_deref_mut()
+            .expect("connected above"))
+    }
+
+    /// Process id of `rank` (for single-copy transfers); connects if needed.
+    pub fn pid_of(&mut self, rank: u32) -> Result<i32> {
+        Ok(self.peer(rank)?.pid)
+    }
+
+    /// Sends one fragment: inline in cells when it fits `inline_max`, else in one pool block
+    /// (`payload.len()` must not exceed [`max_frag`](Self::max_frag)).
+    #[inline]
+    pub fn send(
+        &mut self,
+        to: u32,
+        am: u8,
+        hdr: &[u8],
+        payload: &[u8],
+    ) -> std::result::Result<(), SendError> {
+        debug_assert!(hdr.len() <= MAX_HDR);
+        let me = self.me;
+        let inline_max = self.inline_max;
+        if payload.len() <= inline_max {
+            let first_room = CELL_BODY - INLINE_META - hdr.len();
+            let ncells = if payload.len() <= first_room {
+                1
+            } else {
+                1 + (payload.len() - first_room).div_ceil(CELL_BODY)
+            };
+            let peer = self.peer(to).map_err(SendError::Fatal)?;
+            let claim = peer.tx.claim(ncells as u32).ok_or(SendError::Busy)?;
+            // SAFETY: cell 0 and continuation cells are claimed and unpublished; all writes stay
+            // inside their 60-byte bodies (sizes computed above).
+            unsafe {
+                let b = peer.tx.body(&claim, 0).cast::<u8>();
+                write_meta(
+                    b,
+                    am,
+                    0,
+                    hdr.len() as u8,
+                    ncells as u8,
+                    me,
+                    payload.len() as u32,
+                );
+                std::ptr::copy_nonoverlapping(hdr.as_ptr(), b.add(INLINE_META), hdr.len());
+                let n = payload.len().min(first_room);
+                std::ptr::copy_nonoverlapping(payload.as_ptr(), b.add(INLINE_META + hdr.len()), n);
+                let mut done = n;
+                let mut i = 1;
+                while done < payload.len() {
+                    let n = (payload.len() - done).min(CELL_BODY);
+                    let c = peer.tx.body(&claim, i).cast::<u8>();
+                    std::ptr::copy_nonoverlapping(payload.as_ptr().add(done), c, n);
+                    done += n;
+                    i += 1;
+                }
+            }
+            peer.tx.publish(claim);
+            return Ok(());
+        }
+        debug_assert!(payload.len() <= self.pool.block_size());
+        let block = self.pool.alloc().ok_or(SendError::Busy)?;
+        // SAFETY: the block is ours and unannounced; the payload fits (checked by the caller).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                payload.as_ptr(),
+                self.pool.block_mut(block),
+                payload.len(),
+            )
+        };
+        let peer = match self.peer(to) {
+            Ok(p) => p,
+            Err(e) => {
+                self.pool.unalloc(block);
+                return Err(SendError::Fatal(e));
+            }
+        };
+        let Some(claim) = peer.tx.claim(1) else {
+            self.pool.unalloc(block);
+            return Err(SendError::Busy);
+        };
+        // SAFETY: claimed, unpublished cell; header fits (hdr ≤ MAX_HDR).
+        unsafe {
+            let b = peer.tx.body(&claim, 0).cast::<u8>();
+            write_meta(
+                b,
+                am,
+                FLAG_POOL,
+                hdr.len() as u8,
+                1,
+                me,
+                payload.len() as u32,
+            );
+            b.add(INLINE_META)
+                .cast::<[u8; 4]>()
+                .write_unaligned(block.to_le_bytes());
+            std::ptr::copy_nonoverlapping(hdr.as_ptr(), b.add(POOL_META), hdr.len());
+        }
+        peer.tx.publish(claim);
+        Ok(())
+    }
+
+    /// Delivers up to `budget` arrived fragments to `handler`, then returns their cells and
+    /// blocks to the senders. Returns how many were delivered.
+    #[inline]
+    pub fn poll(&mut self, budget: usize, handler: &mut impl FnMut(Frag<'_>)) -> Result<usize> {
+        let mut n = 0;
+        while n < budget {
+            let Some(first) = self.rx.peek() else { break };
+            let first = first.cast::<u8>();
+            // SAFETY: a published cell: its 60-byte body is readable and stable until advanced.
+            let (am, flags, hdr_len, ncells, from, len) = unsafe { read_meta(first) };
+            if from as usize >= self.peers.len() || hdr_len as usize > MAX_HDR || ncells == 0 {
+                return Err(Error::new(
+                    ErrorClass::Intern,
+                    format!("corrupt shared-memory cell from rank {from}"),
+                ));
+            }
+            let mut hdr_buf = [0u8; MAX_HDR];
+            if flags & FLAG_POOL != 0 {
+                // SAFETY: body bytes POOL_META.. hold the header (hdr_len ≤ MAX_HDR checked).
+                let block = unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        first.add(POOL_META),
+                        hdr_buf.as_mut_ptr(),
+                        hdr_len as usize,
+                    );
+                    u32::from_le_bytes(first.add(INLINE_META).cast::<[u8; 4]>().read_unaligned())
+                };
+                let view = self.peer(from)?.pool;
+                let data = view.block(block, len as usize).ok_or_else(|| {
+                    Error::new(
+                        ErrorClass::Intern,
+                        format!("rank {from} announced a bad pool block"),
+                    )
+                })?;
+                handler(Frag {
+                    from,
+                    am,
+                    hdr: &hdr_buf[..hdr_len as usize],
+                    payload: Payload {
+                        kind: PayloadKind::Block(data),
+                        len: len as usize,
+                        _life: PhantomData,
+                    },
+                });
+                view.release(block);
+            } else {
+                let first_room = CELL_BODY - INLINE_META - hdr_len as usize;
+                let needed = if len as usize <= first_room {
+                    1
+                } else {
+                    1 + (len as usize - first_room).div_ceil(CELL_BODY)
+                };
+                if needed != ncells as usize {
+                    return Err(Error::new(
+                        ErrorClass::Intern,
+                        format!("corrupt inline fragment from rank {from}"),
+                    ));
+                }
+                // SAFETY: header bytes lie inside the first cell's body.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        first.add(INLINE_META),
+                        hdr_buf.as_mut_ptr(),
+                        hdr_len as usize,
+                    )
+                };
+                let payload = Payload {
+                    kind: PayloadKind::Cells {
+                        // SAFETY: still inside the first cell's body (hdr_len ≤ MAX_HDR).
+                        first: unsafe { first.add(INLINE_META + hdr_len as usize) },
+                        first_len: first_room.min(len as usize),
+                        rx: &self.rx,
+                    },
+                    len: len as usize,
+                    _life: PhantomData,
+                };
+                handler(Frag {
+                    from,
+                    am,
+                    hdr: &hdr_buf[..hdr_len as usize],
+                    payload,
+                });
+            }
+            self.rx.advance(ncells as u32);
+            n += 1;
+        }
+        self.rx.release();
+        Ok(n)
+    }
+}
+
+/// # Safety
+/// `b` points at a writable cell body.
+#[inline]
+unsafe fn write_meta(b: *mut u8, am: u8, flags: u8, hdr_len: u8, ncells: u8, from: u32, len: u32) {
+    // SAFETY: the first 12 bytes of the body are the metadata (caller contract).
+    unsafe {
+        b.cast::<[u8; 4]>().write([am, flags, hdr_len, ncells]);
+        b.add(4)
+            .cast::<[u8; 4]>()
+            .write_unaligned(from.to_le_bytes());
+        b.add(8)
+            .cast::<[u8; 4]>()
+            .write_unaligned(len.to_le_bytes());
+    }
+}
+
+/// # Safety
+/// `b` points at a readable, published cell body.
+#[inline]
+unsafe fn read_meta(b: *const u8) -> (u8, u8, u8, u8, u32, u32) {
+    // SAFETY: the first 12 bytes of the body are the metadata (caller contract).
+    unsafe {
+        let [am, flags, hdr_len, ncells] = b.cast::<[u8; 4]>().read();
+        let from = u32::from_le_bytes(b.add(4).cast::<[u8; 4]>().read_unaligned());
+        let len = u32::from_le_bytes(b.add(8).cast::<[u8; 4]>().read_unaligned());
+        (am, flags, hdr_len, ncells, from, len)
+    }
+}
+
+/// # Safety
+/// `base` is a live mapping laid out as `layout` describes.
+unsafe fn views(base: *mut u8, layout: &ShmLayout) -> (FifoRef, PoolRef) {
+    // SAFETY: offsets are inside the mapping and 64-byte aligned (HEADER_BYTES, CTL_OFFSET and
+    // the cell/flag sizes are multiples of 64; the data offset is page aligned).
+    unsafe {
+        let fifo = FifoRef::new(
+            base.add(CTL_OFFSET),
+            base.add(layout.cells_offset()),
+            layout.fifo_cells,
+        );
+        let pool = PoolRef::new(
+            base.add(layout.flags_offset()),
+            base.add(layout.data_offset()),
+            layout.pool_blocks,
+            layout.block_size,
+        );
+        (fifo, pool)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LAYOUT: ShmLayout = ShmLayout {
+        fifo_cells: 256,
+        pool_blocks: 4,
+        block_size: 4096,
+    };
+
+    fn pair(tag: &str) -> (ShmTransport, ShmTransport) {
+        let path = |tag: &str, r: u32| format!("/dev/shm/oxmpi.t{}{tag}.{r}", std::process::id());
+        let make = |r: u32| {
+            let owned = tag.to_owned();
+            let resolve: Resolver = Box::new(move |x| Ok(path(&owned, x)));
+            ShmTransport::create(r, 2, &path(tag, r), LAYOUT, 1024, resolve).unwrap()
+        };
+        (make(0), make(1))
+    }
+
+    fn drain(t: &mut ShmTransport) -> Vec<(u32, u8, Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        t.poll(usize::MAX, &mut |f: Frag<'_>| {
+            out.push((f.from, f.am, f.hdr.to_vec(), f.payload.to_vec()))
+        })
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn inline_and_pool_fragments_arrive_intact_and_in_order() {
+        let (mut a, mut b) = pair("io");
+        assert_eq!(a.connected_peers(), 0, "connections are deferred");
+        let sizes = [0usize, 1, 35, 36, 37, 96, 97, 500, 1024, 1025, 4096];
+        for (i, &n) in sizes.iter().enumerate() {
+            let payload: Vec<u8> = (0..n).map(|k| (k * 31 + i) as u8).collect();
+            a.send(1, i as u8, &[i as u8; 12], &payload).unwrap();
+            let got = drain(&mut b);
+            assert_eq!(
+                got,
+                vec![(0, i as u8, vec![i as u8; 12], payload)],
+                "size {n}"
+            );
+        }
+        assert_eq!(a.connected_peers(), 1);
+        assert_eq!(
+            b.connected_peers(),
+            1,
+            "receiver mapped the sender for its pool"
+        );
+    }
+
+    #[test]
+    fn full_ring_and_empty_pool_report_busy() {
+        let (mut a, mut b) = pair("busy");
+        let mut sent = 0;
+        while a.send(1, 0, &[0; 12], &[7; 8]).is_ok() {
+            sent += 1;
+        }
+        assert_eq!(sent, LAYOUT.fifo_cells);
+        assert_eq!(drain(&mut b).len(), sent);
+        for _ in 0..LAYOUT.pool_blocks {
+            a.send(1, 0, &[0; 12], &[1; 2000]).unwrap();
+        }
+        assert!(matches!(
+            a.send(1, 0, &[0; 12], &[1; 2000]),
+            Err(SendError::Busy)
+        ));
+        assert_eq!(drain(&mut b).len(), LAYOUT.pool_blocks as usize);
+        a.send(1, 0, &[0; 12], &[1; 2000]).unwrap();
+    }
+
+    #[test]
+    fn segment_is_removed_on_drop_and_bad_layouts_are_refused() {
+        let (a, _b) = pair("drop");
+        let path = a.address().to_owned();
+        assert!(std::path::Path::new(&path).exists());
+        drop(a);
+        assert!(!std::path::Path::new(&path).exists());
+        let bad = ShmLayout {
+            fifo_cells: 100,
+            ..LAYOUT
+        };
+        assert!(ShmTransport::create(
+            0,
+            1,
+            "/dev/shm/oxmpi.bad",
+            bad,
+            0,
+            Box::new(|_| unreachable!())
+        )
+        .is_err());
+    }
+}

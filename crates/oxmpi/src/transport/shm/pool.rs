@@ -1,0 +1,202 @@
+//! The sender-owned pool: fixed-size blocks in the sender's own segment that carry payloads too
+//! large for cells (seed 000's buffer pools).
+//!
+//! Only the owner allocates, so allocation takes no lock; a receiver returns a block by storing
+//! `FREE` into its flag (the "small acknowledgement") once it has copied the data out. One pool
+//! per rank serves every destination, so shared memory grows linearly with ranks per host.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+const FREE: u32 = 0;
+const BUSY: u32 = 1;
+
+/// One block's state word, alone on its cache line so receivers releasing different blocks do
+/// not contend.
+#[repr(C, align(64))]
+pub struct BlockFlag {
+    state: AtomicU32,
+    _pad: [u8; 60],
+}
+
+/// Bytes the flags of `blocks` blocks take.
+pub const fn flags_bytes(blocks: usize) -> usize {
+    blocks * std::mem::size_of::<BlockFlag>()
+}
+
+/// Where a pool lives.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolRef {
+    flags: *const BlockFlag,
+    data: *mut u8,
+    blocks: u32,
+    block_size: u32,
+}
+
+// SAFETY: points into a shared mapping; blocks are handed between owner and receiver through
+// the flag protocol above.
+unsafe impl Send for PoolRef {}
+
+impl PoolRef {
+    /// Views a pool.
+    ///
+    /// # Safety
+    /// `flags` (64-byte aligned, `blocks` flags, zero-initialized at creation) and `data`
+    /// (`blocks * block_size` bytes) must lie in a live mapping that outlives every use.
+    pub unsafe fn new(flags: *mut u8, data: *mut u8, blocks: u32, block_size: u32) -> PoolRef {
+        debug_assert_eq!(flags as usize % 64, 0);
+        PoolRef {
+            flags: flags.cast(),
+            data,
+            blocks,
+            block_size,
+        }
+    }
+
+    /// Size of each block.
+    pub fn block_size(&self) -> usize {
+        self.block_size as usize
+    }
+
+    fn flag(&self, i: u32) -> &AtomicU32 {
+        // SAFETY: callers pass i < blocks; the flag array is live (constructor contract).
+        unsafe { &(*self.flags.add(i as usize)).state }
+    }
+
+    fn data(&self, i: u32) -> *mut u8 {
+        // SAFETY: i < blocks, so the block lies inside the data area.
+        unsafe { self.data.add(i as usize * self.block_size as usize) }
+    }
+}
+
+/// The owner's allocator over its pool.
+#[derive(Debug)]
+pub struct PoolOwner {
+    pool: PoolRef,
+    cursor: u32,
+}
+
+impl PoolOwner {
+    /// The allocator of `pool`; exactly one per pool.
+    pub fn new(pool: PoolRef) -> PoolOwner {
+        PoolOwner { pool, cursor: 0 }
+    }
+
+    /// Size of each block.
+    pub fn block_size(&self) -> usize {
+        self.pool.block_size()
+    }
+
+    /// Takes a free block, scanning from where the last allocation ended.
+    #[inline]
+    pub fn alloc(&mut self) -> Option<u32> {
+        let n = self.pool.blocks;
+        for k in 0..n {
+            let i = (self.cursor + k) % n;
+            // Acquire: the receiver finished reading the block before it stored FREE.
+            if self.pool.flag(i).load(Ordering::Acquire) == FREE {
+                self.pool.flag(i).store(BUSY, Ordering::Relaxed);
+                self.cursor = (i + 1) % n;
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// The bytes of an allocated block, for filling before it is announced in a cell.
+    ///
+    /// # Safety
+    /// `block` came from [`alloc`](Self::alloc) and has not been announced yet.
+    #[inline]
+    pub unsafe fn block_mut(&mut self, block: u32) -> *mut u8 {
+        self.pool.data(block)
+    }
+
+    /// Returns a block that was allocated but never announced.
+    pub fn unalloc(&mut self, block: u32) {
+        self.pool.flag(block).store(FREE, Ordering::Relaxed);
+    }
+}
+
+/// A receiver's view of a peer's pool.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolView {
+    pool: PoolRef,
+}
+
+impl PoolView {
+    /// A receiver's view of `pool`.
+    pub fn new(pool: PoolRef) -> PoolView {
+        PoolView { pool }
+    }
+
+    /// The announced bytes of `block`, or `None` if the peer named a block or length outside
+    /// its pool (never trust indices that came through shared memory).
+    #[inline]
+    pub fn block(&self, block: u32, len: usize) -> Option<*const u8> {
+        (block < self.pool.blocks && len <= self.pool.block_size())
+            .then(|| self.pool.data(block).cast_const())
+    }
+
+    /// Hands `block` back to its owner; the caller has finished reading it.
+    #[inline]
+    pub fn release(&self, block: u32) {
+        if block < self.pool.blocks {
+            self.pool.flag(block).store(FREE, Ordering::Release);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(blocks: u32, size: u32) -> (Vec<BlockFlag>, Vec<u8>, PoolRef) {
+        let flags: Vec<BlockFlag> = (0..blocks)
+            .map(|_| BlockFlag {
+                state: AtomicU32::new(FREE),
+                _pad: [0; 60],
+            })
+            .collect();
+        let mut data = vec![0u8; (blocks * size) as usize];
+        // SAFETY: both vectors outlive the PoolRef within each test.
+        let p = unsafe {
+            PoolRef::new(
+                flags.as_ptr().cast_mut().cast(),
+                data.as_mut_ptr(),
+                blocks,
+                size,
+            )
+        };
+        (flags, data, p)
+    }
+
+    #[test]
+    fn owner_allocates_receiver_releases() {
+        let (_f, _d, p) = pool(3, 128);
+        let mut o = PoolOwner::new(p);
+        let v = PoolView::new(p);
+        let a = o.alloc().unwrap();
+        let b = o.alloc().unwrap();
+        let c = o.alloc().unwrap();
+        assert_eq!(o.alloc(), None, "exhausted");
+        assert_eq!([a, b, c], [0, 1, 2]);
+        // SAFETY: `b` is allocated and not announced.
+        unsafe { o.block_mut(b).write(9) };
+        // SAFETY: the view's pointer is inside the pool.
+        assert_eq!(unsafe { v.block(b, 128).unwrap().read() }, 9);
+        v.release(b);
+        assert_eq!(o.alloc(), Some(b));
+        o.unalloc(a);
+        assert_eq!(o.alloc(), Some(a));
+    }
+
+    #[test]
+    fn untrusted_indices_are_refused() {
+        let (_f, _d, p) = pool(2, 64);
+        let v = PoolView::new(p);
+        assert!(v.block(2, 1).is_none());
+        assert!(v.block(0, 65).is_none());
+        assert!(v.block(1, 64).is_some());
+        v.release(7);
+    }
+}

@@ -1,0 +1,195 @@
+//! Shared-memory segments: files in /dev/shm mapped into every rank on the host.
+//!
+//! The only OS-facing code of the shm transport. A segment is created by its owner with
+//! `O_EXCL` and mode 0600 under an unguessable name, and mapped read-write by peers on their
+//! first message to or from the owner (deferred connection).
+
+use std::ffi::CString;
+use std::io;
+use std::ptr::NonNull;
+
+/// A mapped shared-memory file.
+#[derive(Debug)]
+pub struct Segment {
+    base: NonNull<u8>,
+    len: usize,
+    path: String,
+    owner: bool,
+}
+
+// SAFETY: the mapping is plain shared memory; all concurrent access to it goes through atomics
+// or through regions handed over by the transport's protocol (see fifo.rs and pool.rs).
+unsafe impl Send for Segment {}
+// SAFETY: as above; `&Segment` only exposes the base pointer and length.
+unsafe impl Sync for Segment {}
+
+fn cpath(path: &str) -> io::Result<CString> {
+    CString::new(path).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))
+}
+
+impl Segment {
+    /// Creates `path` (must not exist) with `len` zeroed bytes, mode 0600, and maps it.
+    pub fn create(path: &str, len: usize) -> io::Result<Segment> {
+        let c = cpath(path)?;
+        // SAFETY: `c` is a valid NUL-terminated path; flags and mode are constants.
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0o600 as libc::c_uint,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is the descriptor we just opened.
+        let rc = unsafe { libc::ftruncate(fd, len as libc::off_t) };
+        let res = if rc != 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            map(fd, len)
+        };
+        // SAFETY: we own `fd`; the mapping (if any) stays valid after close.
+        unsafe { libc::close(fd) };
+        match res {
+            Ok(base) => Ok(Segment {
+                base,
+                len,
+                path: path.to_owned(),
+                owner: true,
+            }),
+            Err(e) => {
+                // SAFETY: `c` is a valid path; we created the file and must not leave it behind.
+                unsafe { libc::unlink(c.as_ptr()) };
+                Err(e)
+            }
+        }
+    }
+
+    /// Maps an existing segment created by a peer; its length is the file's length.
+    pub fn open(path: &str) -> io::Result<Segment> {
+        let c = cpath(path)?;
+        // SAFETY: `c` is a valid NUL-terminated path.
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_RDWR | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: zeroed `stat` is a valid out-parameter for fstat on our open fd.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `fd` is open and `st` is a valid, writable stat buffer.
+        let res = if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            map(fd, st.st_size as usize)
+        };
+        // SAFETY: we own `fd`.
+        unsafe { libc::close(fd) };
+        Ok(Segment {
+            base: res?,
+            len: st.st_size as usize,
+            path: path.to_owned(),
+            owner: false,
+        })
+    }
+
+    /// Start of the mapping.
+    pub fn base(&self) -> NonNull<u8> {
+        self.base
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the segment has zero length.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Path of the backing file.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Removes the backing file; mappings stay valid. Idempotent.
+    pub fn unlink(&mut self) {
+        if self.owner {
+            if let Ok(c) = cpath(&self.path) {
+                // SAFETY: `c` is a valid path; ENOENT (already removed) is fine.
+                unsafe { libc::unlink(c.as_ptr()) };
+            }
+            self.owner = false;
+        }
+    }
+}
+
+fn map(fd: libc::c_int, len: usize) -> io::Result<NonNull<u8>> {
+    if len == 0 {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "empty segment"));
+    }
+    // SAFETY: mapping `len` bytes of an open file, shared, at an address the kernel picks.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    NonNull::new(p.cast()).ok_or_else(|| io::Error::other("mmap returned null"))
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        self.unlink();
+        // SAFETY: `base`/`len` are exactly the mapping made in `map`; no reference into it
+        // outlives the segment (the transport drops peers' views before their segments).
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(tag: &str) -> String {
+        format!("/dev/shm/oxmpi.test{}.{tag}", std::process::id())
+    }
+
+    #[test]
+    fn create_is_exclusive_private_and_shared() {
+        let p = path("seg");
+        let a = Segment::create(&p, 8192).unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(mode.mode() & 0o777, 0o600);
+        assert!(Segment::create(&p, 8192).is_err(), "O_EXCL");
+        let b = Segment::open(&p).unwrap();
+        assert_eq!(b.len(), 8192);
+        // SAFETY: both mappings are 8192 bytes long and alive; test-only plain access.
+        unsafe {
+            a.base().as_ptr().add(100).write(42);
+            assert_eq!(b.base().as_ptr().add(100).read(), 42);
+        }
+        drop(a);
+        assert!(!std::path::Path::new(&p).exists(), "owner unlinks on drop");
+        // SAFETY: `b` is still mapped after the file was removed.
+        assert_eq!(unsafe { b.base().as_ptr().add(100).read() }, 42);
+    }
+
+    #[test]
+    fn opening_a_missing_segment_is_an_error() {
+        assert!(Segment::open(&path("missing")).is_err());
+    }
+}
