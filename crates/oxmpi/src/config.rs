@@ -59,6 +59,18 @@ tunables! {
         "polls of the progress engine before a blocking wait starts to yield the core";
     yield_sleep_us: u32 = 50, "OXMPI_YIELD_SLEEP_US",
         "longest sleep between polls once a waiting rank backs off (microseconds)";
+    eager_limit: usize = 16384, "OXMPI_EAGER_LIMIT",
+        "largest message sent eagerly; larger ones use rendezvous (capped at the pool block size)";
+    single_copy: bool = true, "OXMPI_SINGLE_COPY",
+        "rendezvous pulls data with one process_vm_readv; 0 forces the pipelined two-copy path";
+    shm_fifo_cells: usize = 1024, "OXMPI_SHM_FIFO_CELLS",
+        "64-byte cells in each rank's receive ring (power of two, at least 256)";
+    shm_pool_blocks: u32 = 128, "OXMPI_SHM_POOL_BLOCKS",
+        "blocks in each rank's send pool";
+    shm_block_size: u32 = 16384, "OXMPI_SHM_BLOCK_SIZE",
+        "bytes per pool block: the largest fragment and the two-copy chunk size";
+    shm_inline_max: usize = 1024, "OXMPI_SHM_INLINE_MAX",
+        "largest payload carried inline in cells rather than in a pool block";
     host_override: String = String::new(), "OXMPI_HOST_OVERRIDE",
         "testing: comma-separated host index per rank, overriding the launcher's placement";
 }

@@ -28,13 +28,18 @@
 
 pub mod comm;
 pub mod config;
+pub mod datatype;
 pub mod environment;
 pub mod error;
+pub mod p2p;
+pub mod point_to_point;
 pub mod runtime;
 pub mod threading;
 pub mod transport;
 
 pub use comm::Communicator;
+pub use datatype::{Buffer, BufferMut, Equivalence};
 pub use environment::{init, init_with, processor_name, time, time_resolution, Universe};
 pub use error::{Error, ErrorClass, Result};
+pub use point_to_point::{scope, Request, Scope, Source, Status, Tag, TAG_UB};
 pub use threading::{Funneled, Multiple, Serialized, Single, ThreadLevel, Threading};

@@ -9,11 +9,14 @@ pub mod card;
 pub mod locality;
 
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::config::Config;
 use crate::error::{Error, ErrorClass, Result};
+use crate::p2p::engine::{Engine, Limits, Route};
+use crate::p2p::progress::EngineCell;
 use crate::threading::Threading;
+use crate::transport::shm::{ShmLayout, ShmTransport};
 use bootstrap::Bootstrap;
 use card::Card;
 use locality::Locality;
@@ -52,7 +55,9 @@ pub struct Runtime {
     pub locality: Locality,
     /// Random key naming this job's files (from oxrun, or made up for other launchers).
     pub jobkey: String,
-    bootstrap: Mutex<Bootstrap>,
+    /// The point-to-point engine.
+    pub engine: EngineCell,
+    bootstrap: Arc<Mutex<Bootstrap>>,
 }
 
 impl Runtime {
@@ -79,12 +84,6 @@ impl Runtime {
             .filter(|k| oxmpi_pmi::launch::valid_jobkey(k))
             .unwrap_or_else(random_key);
 
-        let card = Card::new()
-            .with("host", crate::environment::processor_name())
-            .with("pid", std::process::id());
-        bootstrap.put(&card::key(rank), &card.encode())?;
-        bootstrap.fence()?;
-
         let locality = if !config.host_override.is_empty() {
             Locality::parse_override(&config.host_override, size)?
         } else {
@@ -93,23 +92,91 @@ impl Runtime {
                 None => Locality::single_host(size),
             }
         };
+        let bootstrap = Arc::new(Mutex::new(bootstrap));
+
+        let local = locality.local_ranks(rank);
+        let shm = if local.len() > 1 {
+            let path = format!(
+                "{}/{}{rank}.{}",
+                oxmpi_pmi::launch::SHM_DIR,
+                oxmpi_pmi::launch::shm_prefix(&jobkey),
+                &random_key()[..8]
+            );
+            let layout = ShmLayout {
+                fifo_cells: config.shm_fifo_cells,
+                pool_blocks: config.shm_pool_blocks,
+                block_size: config.shm_block_size,
+            };
+            let cards = bootstrap.clone();
+            let resolve = Box::new(move |peer: u32| -> Result<String> {
+                let text = lock(&cards).get(&card::key(peer))?.unwrap_or_default();
+                Card::decode(&text)
+                    .get("shm")
+                    .map(str::to_owned)
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorClass::Intern,
+                            format!("rank {peer} published no shared-memory segment"),
+                        )
+                    })
+            });
+            Some(ShmTransport::create(
+                rank,
+                size,
+                &path,
+                layout,
+                config.shm_inline_max,
+                resolve,
+            )?)
+        } else {
+            None
+        };
+
+        let mut card = Card::new()
+            .with("host", crate::environment::processor_name())
+            .with("pid", std::process::id());
+        if let Some(s) = &shm {
+            card = card.with("shm", s.address());
+        }
+        {
+            let mut b = lock(&bootstrap);
+            b.put(&card::key(rank), &card.encode())?;
+            b.fence()?;
+        }
+
+        let route = (0..size)
+            .map(|r| {
+                if r == rank {
+                    Route::SelfLoop
+                } else if shm.is_some() && locality.same_host(r, rank) {
+                    Route::Shm
+                } else {
+                    Route::Unreachable
+                }
+            })
+            .collect();
+        let limits = Limits {
+            eager_limit: config.eager_limit,
+            single_copy: config.single_copy,
+        };
+        let engine = EngineCell::new(Engine::new(rank, route, shm, limits), level.needs_lock());
+        let appnum = lock(&bootstrap).appnum();
 
         Ok(Runtime {
             rank,
             size,
-            appnum: bootstrap.appnum(),
+            appnum,
             level,
             config,
             locality,
             jobkey,
-            bootstrap: Mutex::new(bootstrap),
+            engine,
+            bootstrap,
         })
     }
 
     fn bootstrap(&self) -> std::sync::MutexGuard<'_, Bootstrap> {
-        // A panic while holding the PMI connection leaves it usable: the protocol is
-        // request/reply and no request is half sent after `write_all` returned.
-        self.bootstrap.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.bootstrap)
     }
 
     /// The business card `rank` published at start-up.
@@ -139,10 +206,27 @@ impl Runtime {
                 "finalize: MPI is not initialized",
             ));
         }
+        // Control fragments (FIN, ACK, CTS) still queued must reach their peers, who may be
+        // waiting on them, before we stop progressing.
+        let mut backoff =
+            crate::p2p::progress::Backoff::new(self.config.spin_count, self.config.yield_sleep_us);
+        while self
+            .engine
+            .with(|e| e.progress().map(|_| e.has_outgoing()))?
+        {
+            backoff.snooze();
+        }
         let mut b = self.bootstrap();
         b.fence()?;
+        self.engine.with(|e| e.unlink_shm());
         b.finalize()
     }
+}
+
+/// Locks the PMI connection. A panic while holding it leaves it usable: the protocol is
+/// request/reply and no request is half sent after `write_all` returned.
+fn lock(b: &Mutex<Bootstrap>) -> std::sync::MutexGuard<'_, Bootstrap> {
+    b.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A random 16-hex-digit key for a job whose launcher did not give one.

@@ -1,0 +1,108 @@
+//! Typed buffers: which Rust values can travel in a message, viewed as bytes.
+//!
+//! A type is [`Equivalence`] when every bit pattern is a valid value and it has no padding
+//! (`bytemuck::Pod`): then a received message can be written straight into it. `bool` and
+//! `char` are not (not every byte pattern is valid); send them as `u8`/`u32`.
+//!
+//! # Standard sections
+//! MPI-5.0 §3.2.2 (message data), §5 (datatypes).
+
+use bytemuck::Pod;
+
+/// A type whose values can be sent and received as raw bytes.
+pub trait Equivalence: Pod {}
+
+macro_rules! equivalence {
+    ($($t:ty),*) => { $( impl Equivalence for $t {} )* };
+}
+equivalence!(u8, i8, u16, i16, u32, i32, u64, i64, u128, i128, usize, isize, f32, f64);
+
+impl<T: Equivalence, const N: usize> Equivalence for [T; N] where [T; N]: Pod {}
+
+/// Something that can be sent: one value, an array, a slice or a vector of [`Equivalence`].
+pub trait Buffer {
+    /// The bytes to send.
+    fn bytes(&self) -> &[u8];
+    /// Size of one element in bytes (for element counts in statuses).
+    fn element_size(&self) -> usize;
+}
+
+/// Something a message can be received into.
+pub trait BufferMut {
+    /// The bytes to fill.
+    fn bytes_mut(&mut self) -> &mut [u8];
+    /// Size of one element in bytes.
+    fn element_size(&self) -> usize;
+}
+
+impl<T: Equivalence> Buffer for T {
+    fn bytes(&self) -> &[u8] {
+        bytemuck::bytes_of(self)
+    }
+    fn element_size(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+}
+
+impl<T: Equivalence> Buffer for [T] {
+    fn bytes(&self) -> &[u8] {
+        bytemuck::cast_slice(self)
+    }
+    fn element_size(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+}
+
+impl<T: Equivalence> Buffer for Vec<T> {
+    fn bytes(&self) -> &[u8] {
+        bytemuck::cast_slice(self)
+    }
+    fn element_size(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+}
+
+impl<T: Equivalence> BufferMut for T {
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        bytemuck::bytes_of_mut(self)
+    }
+    fn element_size(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+}
+
+impl<T: Equivalence> BufferMut for [T] {
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        bytemuck::cast_slice_mut(self)
+    }
+    fn element_size(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+}
+
+impl<T: Equivalence> BufferMut for Vec<T> {
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        bytemuck::cast_slice_mut(self)
+    }
+    fn element_size(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn views_are_native_bytes() {
+        let v = vec![1u32, 2];
+        assert_eq!(v.bytes(), &[1, 0, 0, 0, 2, 0, 0, 0]);
+        assert_eq!(Buffer::element_size(&v), 4);
+        let mut x = 0f64;
+        x.bytes_mut().copy_from_slice(&1.5f64.to_ne_bytes());
+        assert_eq!(x, 1.5);
+        let a = [[1u8, 2]; 3];
+        assert_eq!(a[..].bytes().len(), 6);
+        assert_eq!(Buffer::element_size(&a[..]), 2);
+    }
+}

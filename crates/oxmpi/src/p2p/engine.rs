@@ -1,0 +1,815 @@
+//! The progress engine: point-to-point protocols over the transports, top to bottom.
+//!
+//! Path of a small message: [`Engine::isend`] picks the route by array index, encodes the
+//! envelope and hands header + data to `ShmTransport::send` (inline cells or one pool block).
+//! The receiver's [`Engine::progress`] polls its ring, and `Core::on_frag` matches the
+//! envelope against posted receives and copies the data into the user's buffer.
+//!
+//! Messages above the eager limit use rendezvous: `RTS` carries the sender's address; the
+//! receiver pulls the data with one `process_vm_readv` and answers `FIN`. If the kernel refuses
+//! the single copy (or `OXMPI_SINGLE_COPY=0`), the receiver answers `CTS` and the sender
+//! streams `DATA` chunks through its pool, which the receiver drains as they arrive.
+//! Messages to oneself are matched in place (the `self` path) and never touch a transport.
+
+use std::collections::VecDeque;
+
+use super::matching::{Body, Matcher, Posted, Unexpected, PROC_NULL};
+use super::request::{ReqId, Slab, State, Status};
+use super::wire::{am, CtrlHdr, Envelope, MatchHdr, CTRL_HDR_LEN};
+use crate::error::{Error, ErrorClass, Result};
+use crate::transport::shm::{cma, Payload, SendError, ShmTransport};
+
+/// How a send completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendMode {
+    /// Standard (and ready) mode: complete once the buffer may be reused.
+    Standard,
+    /// Synchronous mode: complete once the receive has matched.
+    Synchronous,
+}
+
+/// How a pair of ranks is connected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// Ourselves.
+    SelfLoop,
+    /// Same host: shared memory.
+    Shm,
+    /// No transport reaches the rank.
+    Unreachable,
+}
+
+/// The result of starting a receive.
+#[derive(Debug)]
+pub enum RecvStart {
+    /// Completed at once.
+    Done(Status),
+    /// In flight.
+    Pending(ReqId),
+}
+
+/// Protocol thresholds.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest message sent eagerly.
+    pub eager_limit: usize,
+    /// Whether receivers may try single-copy pulls.
+    pub single_copy: bool,
+}
+
+/// Payload bytes handed to the protocol: in shared memory, or in this process.
+enum Data<'a> {
+    Shm(&'a Payload<'a>),
+    Local(&'a [u8]),
+}
+
+impl Data<'_> {
+    #[inline]
+    fn len(&self) -> usize {
+        match self {
+            Data::Shm(p) => p.len(),
+            Data::Local(s) => s.len(),
+        }
+    }
+
+    #[inline]
+    fn copy_to(&self, dst: &mut [u8]) {
+        match self {
+            Data::Shm(p) => p.copy_to(dst),
+            Data::Local(s) => {
+                let n = dst.len().min(s.len());
+                dst[..n].copy_from_slice(&s[..n]);
+            }
+        }
+    }
+
+    fn to_vec(&self) -> Vec<u8> {
+        match self {
+            Data::Shm(p) => p.to_vec(),
+            Data::Local(s) => s.to_vec(),
+        }
+    }
+}
+
+/// A fragment waiting for transport room, in send order.
+#[derive(Debug)]
+struct Pending {
+    to: u32,
+    am: u8,
+    hdr: [u8; 36],
+    hdr_len: u8,
+    data: *const u8,
+    len: usize,
+    /// Request to complete once sent (eager standard sends).
+    complete: Option<ReqId>,
+}
+
+/// Matching and protocol state: everything a fragment handler touches (never the transport).
+#[derive(Debug)]
+struct Core {
+    me: u32,
+    matcher: Matcher,
+    reqs: Slab,
+    /// Control fragments to send: (destination, am, header).
+    outbox: VecDeque<(u32, u8, CtrlHdr)>,
+    single_copy: bool,
+    /// Sends whose receiver asked for pushed chunks (CTS); the engine starts them after the poll.
+    start_push: Vec<u32>,
+    /// A fatal protocol error found while handling a fragment.
+    fault: Option<Error>,
+}
+
+/// One process's point-to-point engine.
+#[derive(Debug)]
+pub struct Engine {
+    core: Core,
+    route: Vec<Route>,
+    shm: Option<ShmTransport>,
+    limits: Limits,
+    pending: VecDeque<Pending>,
+    pending_to: Vec<u32>,
+    pushing: Vec<ReqId>,
+}
+
+/// Writes `n` bytes at `buf`.
+///
+/// # Safety
+/// `buf` is valid for `n` bytes of writes: the API layer keeps the receive buffer borrowed
+/// until the request completes.
+#[inline]
+unsafe fn user_buf<'a>(buf: *mut u8, n: usize) -> &'a mut [u8] {
+    if n == 0 {
+        return &mut [];
+    }
+    // SAFETY: caller contract.
+    unsafe { std::slice::from_raw_parts_mut(buf, n) }
+}
+
+impl Core {
+    fn fail(&mut self, msg: String) {
+        self.fault
+            .get_or_insert(Error::new(ErrorClass::Intern, msg));
+    }
+
+    /// Handles one arrived fragment.
+    #[inline]
+    fn on_frag(&mut self, from: u32, kind: u8, hdr: &[u8], data: Data<'_>) {
+        match kind {
+            am::EAGER | am::EAGER_SYNC | am::RTS => {
+                let Some(h) = MatchHdr::decode(kind, hdr) else {
+                    return self.fail(format!("short header from rank {from}"));
+                };
+                match self.matcher.match_arrival(&h.env) {
+                    Some(p) => self.deliver(p.req, from, kind, &h, &data),
+                    None => {
+                        let body = match kind {
+                            am::EAGER => Body::Eager(data.to_vec()),
+                            am::EAGER_SYNC => Body::EagerSync {
+                                data: data.to_vec(),
+                                sreq: h.sreq,
+                            },
+                            _ => Body::Rts {
+                                sreq: h.sreq,
+                                len: h.len,
+                                addr: h.addr,
+                                pid: h.pid,
+                            },
+                        };
+                        self.matcher.push_unexpected(Unexpected {
+                            env: h.env,
+                            from,
+                            body,
+                        });
+                    }
+                }
+            }
+            am::ACK | am::FIN => match CtrlHdr::decode(hdr) {
+                Some(c) => self.finish_send(c.sreq),
+                None => self.fail(format!("short control header from rank {from}")),
+            },
+            am::CTS => {
+                let Some(c) = CtrlHdr::decode(hdr) else {
+                    return self.fail(format!("short CTS from rank {from}"));
+                };
+                match self.reqs.state_at(c.sreq) {
+                    Some(st @ State::SendWait { .. }) => {
+                        let State::SendWait { buf, len } = *st else {
+                            unreachable!()
+                        };
+                        *st = State::SendPush {
+                            buf,
+                            len,
+                            offset: 0,
+                            to: from,
+                            rreq: c.rreq,
+                        };
+                        self.start_push.push(c.sreq);
+                    }
+                    _ => self.fail(format!("CTS for unknown send {} from rank {from}", c.sreq)),
+                }
+            }
+            am::DATA => {
+                let Some(c) = CtrlHdr::decode(hdr) else {
+                    return self.fail(format!("short DATA from rank {from}"));
+                };
+                match self.reqs.state_at(c.rreq) {
+                    Some(State::RecvChunks {
+                        buf,
+                        expect,
+                        total,
+                        got,
+                    }) => {
+                        let n = data.len() as u64;
+                        if c.offset < *expect {
+                            let keep = (*expect - c.offset).min(n) as usize;
+                            // SAFETY: offset + keep ≤ expect ≤ the receive buffer's capacity.
+                            let dst = unsafe { user_buf(buf.add(c.offset as usize), keep) };
+                            data.copy_to(dst);
+                        }
+                        *got += n;
+                        if *got >= *total {
+                            let st = Status {
+                                bytes: *expect,
+                                error: (*total > *expect).then_some(ErrorClass::Truncate),
+                                ..Status::default()
+                            };
+                            self.complete_recv_chunks(c.rreq, st);
+                        }
+                    }
+                    _ => self.fail(format!(
+                        "DATA for unknown receive {} from rank {from}",
+                        c.rreq
+                    )),
+                }
+            }
+            other => self.fail(format!("unknown fragment kind {other} from rank {from}")),
+        }
+    }
+
+    fn complete_recv_chunks(&mut self, idx: u32, mut st: Status) {
+        // Source and tag were recorded in the slot's status when the rendezvous started.
+        let id = self.reqs.id_at(idx);
+        if let Some(prev) = self.reqs.peek_status(id) {
+            st.source = prev.source;
+            st.tag = prev.tag;
+        }
+        self.reqs.complete(idx, st);
+    }
+
+    fn finish_send(&mut self, sreq: u32) {
+        match self.reqs.state_at(sreq) {
+            Some(State::SendWait { len, .. }) => {
+                let bytes = *len as u64;
+                self.reqs.complete(
+                    sreq,
+                    Status {
+                        bytes,
+                        ..Status::default()
+                    },
+                );
+            }
+            _ => self.fail(format!("completion for unknown send {sreq}")),
+        }
+    }
+
+    /// Delivers a matched message into posted receive `req`.
+    #[inline]
+    fn deliver(&mut self, req: u32, from: u32, kind: u8, h: &MatchHdr, data: &Data<'_>) {
+        let Some(&mut State::Recv { buf, cap, .. }) = self.reqs.state_at(req) else {
+            return self.fail(format!("posted receive {req} vanished"));
+        };
+        if kind == am::RTS {
+            return self.start_rendezvous(req, from, h, buf, cap);
+        }
+        let len = data.len();
+        let n = len.min(cap);
+        // SAFETY: n ≤ cap, the posted receive's buffer capacity.
+        data.copy_to(unsafe { user_buf(buf, n) });
+        self.reqs.complete(
+            req,
+            Status {
+                source: h.env.src as i32,
+                tag: h.env.tag,
+                bytes: n as u64,
+                error: (len > cap).then_some(ErrorClass::Truncate),
+                cancelled: false,
+            },
+        );
+        if kind == am::EAGER_SYNC {
+            self.outbox.push_back((
+                from,
+                am::ACK,
+                CtrlHdr {
+                    sreq: h.sreq,
+                    rreq: 0,
+                    offset: 0,
+                },
+            ));
+        }
+    }
+
+    /// A rendezvous message matched receive `req`: pull it, or ask for it to be pushed.
+    fn start_rendezvous(&mut self, req: u32, from: u32, h: &MatchHdr, buf: *mut u8, cap: usize) {
+        let n = (h.len as usize).min(cap);
+        let mut st = Status {
+            source: h.env.src as i32,
+            tag: h.env.tag,
+            bytes: n as u64,
+            error: (h.len as usize > cap).then_some(ErrorClass::Truncate),
+            cancelled: false,
+        };
+        if self.single_copy {
+            // SAFETY: n ≤ cap, the receive buffer's capacity.
+            match cma::read_from(h.pid as i32, h.addr, unsafe { user_buf(buf, n) }) {
+                Ok(()) => {
+                    self.reqs.complete(req, st);
+                    self.outbox.push_back((
+                        from,
+                        am::FIN,
+                        CtrlHdr {
+                            sreq: h.sreq,
+                            rreq: 0,
+                            offset: 0,
+                        },
+                    ));
+                    return;
+                }
+                Err(_) => {
+                    // The kernel refuses cross-process copies here (ptrace policy, namespaces):
+                    // use the two-copy path from now on.
+                    self.single_copy = false;
+                }
+            }
+        }
+        st.bytes = 0;
+        if let Some(s) = self.reqs.state_at(req) {
+            *s = State::RecvChunks {
+                buf,
+                expect: n as u64,
+                total: h.len,
+                got: 0,
+            };
+        }
+        self.reqs.set_status(req, st);
+        self.outbox.push_back((
+            from,
+            am::CTS,
+            CtrlHdr {
+                sreq: h.sreq,
+                rreq: req,
+                offset: 0,
+            },
+        ));
+    }
+}
+
+impl Engine {
+    /// An engine for world rank `me` of `size`, with routes per rank.
+    pub fn new(me: u32, route: Vec<Route>, shm: Option<ShmTransport>, limits: Limits) -> Engine {
+        let size = route.len();
+        let limits = Limits {
+            eager_limit: shm
+                .as_ref()
+                .map_or(limits.eager_limit, |s| limits.eager_limit.min(s.max_frag())),
+            ..limits
+        };
+        Engine {
+            core: Core {
+                me,
+                matcher: Matcher::new(),
+                reqs: Slab::default(),
+                outbox: VecDeque::new(),
+                single_copy: limits.single_copy,
+                start_push: Vec::new(),
+                fault: None,
+            },
+            route,
+            shm,
+            limits,
+            pending: VecDeque::new(),
+            pending_to: vec![0; size],
+            pushing: Vec::new(),
+        }
+    }
+
+    /// The shared-memory transport, if this rank has local peers.
+    pub fn shm(&self) -> Option<&ShmTransport> {
+        self.shm.as_ref()
+    }
+
+    /// Removes this rank's shared-memory file (peers keep their mappings).
+    pub fn unlink_shm(&mut self) {
+        if let Some(s) = &mut self.shm {
+            s.unlink();
+        }
+    }
+
+    /// Effective protocol limits.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Starts sending `len` bytes at `buf` to world rank `to`. `Ok(None)`: already complete;
+    /// `Ok(Some(id))`: wait on `id`.
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads of `len` bytes until the send completes.
+    #[inline]
+    pub unsafe fn isend(
+        &mut self,
+        mode: SendMode,
+        buf: *const u8,
+        len: usize,
+        to: u32,
+        env: Envelope,
+    ) -> Result<Option<ReqId>> {
+        let sync = mode == SendMode::Synchronous;
+        match self.route[to as usize] {
+            Route::SelfLoop => Ok(self.send_to_self(sync, buf, len, env)),
+            Route::Shm => {
+                let mut h = MatchHdr { env, sreq: 0, len: len as u64, addr: buf as u64, pid: std::process::id() };
+                let (kind, wait) = if len > self.limits.eager_limit {
+                    (am::RTS, true)
+                } else if sync {
+                    (am::EAGER_SYNC, true)
+                } else {
+                    (am::EAGER, false)
+                };
+                let waiting = wait.then(|| self.core.reqs.alloc(State::SendWait { buf, len }));
+                if let Some(id) = waiting {
+                    h.sreq = id.idx;
+                }
+                let mut hdr = [0u8; 36];
+                let hdr_len = h.encode(kind, &mut hdr);
+                let payload: &[u8] = if kind == am::RTS || len == 0 {
+                    &[]
+                } else {
+                    // SAFETY: the caller guarantees `buf` is valid for `len` bytes.
+                    unsafe { std::slice::from_raw_parts(buf, len) }
+                };
+                if self.pending_to[to as usize] == 0 {
+                    match self.shm_send(to, kind, &hdr[..hdr_len], payload) {
+                        Ok(()) => return Ok(waiting),
+                        Err(SendError::Busy) => {}
+                        Err(SendError::Fatal(e)) => return Err(e),
+                    }
+                }
+                let complete = match waiting {
+                    Some(_) => None,
+                    None => Some(self.core.reqs.alloc(State::SendQueued)),
+                };
+                self.pending_to[to as usize] += 1;
+                self.pending.push_back(Pending {
+                    to,
+                    am: kind,
+                    hdr,
+                    hdr_len: hdr_len as u8,
+                    data: payload.as_ptr(),
+                    len: payload.len(),
+                    complete,
+                });
+                Ok(waiting.or(complete))
+            }
+            Route::Unreachable => Err(Error::new(
+                ErrorClass::Rank,
+                format!("no transport reaches world rank {to} from rank {} (it is on another host; the TCP transport is not built yet)", self.core.me),
+            )),
+        }
+    }
+
+    #[inline]
+    fn shm_send(
+        &mut self,
+        to: u32,
+        kind: u8,
+        hdr: &[u8],
+        payload: &[u8],
+    ) -> std::result::Result<(), SendError> {
+        match &mut self.shm {
+            Some(s) => s.send(to, kind, hdr, payload),
+            None => Err(SendError::Fatal(Error::new(
+                ErrorClass::Intern,
+                "no shared-memory transport",
+            ))),
+        }
+    }
+
+    fn send_to_self(
+        &mut self,
+        sync: bool,
+        buf: *const u8,
+        len: usize,
+        env: Envelope,
+    ) -> Option<ReqId> {
+        let data: &[u8] = if len == 0 {
+            &[]
+        } else {
+            // SAFETY: the caller guarantees `buf` is valid for `len` bytes.
+            unsafe { std::slice::from_raw_parts(buf, len) }
+        };
+        let waiting = sync.then(|| self.core.reqs.alloc(State::SendWait { buf, len }));
+        let h = MatchHdr {
+            env,
+            sreq: waiting.map_or(0, |w| w.idx),
+            len: len as u64,
+            addr: 0,
+            pid: 0,
+        };
+        let mut hdr = [0u8; 36];
+        let kind = if sync { am::EAGER_SYNC } else { am::EAGER };
+        let n = h.encode(kind, &mut hdr);
+        let me = self.core.me;
+        self.core.on_frag(me, kind, &hdr[..n], Data::Local(data));
+        self.drain_local_outbox();
+        waiting
+    }
+
+    /// Handles control fragments addressed to ourselves and pushing transitions at once.
+    fn drain_local_outbox(&mut self) {
+        let me = self.core.me;
+        let mut i = 0;
+        while i < self.core.outbox.len() {
+            let (to, kind, c) = self.core.outbox[i];
+            if to == me {
+                self.core.outbox.remove(i);
+                self.core.on_frag(me, kind, &c.encode(), Data::Local(&[]));
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Starts a receive of up to `cap` bytes into `buf` on context `ctx` from communicator rank
+    /// `src` (or a wildcard) with `tag` (or a wildcard).
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `cap` bytes, and not otherwise accessed, until the
+    /// receive completes.
+    #[inline]
+    pub unsafe fn irecv(
+        &mut self,
+        buf: *mut u8,
+        cap: usize,
+        ctx: u32,
+        src: i32,
+        tag: i32,
+    ) -> Result<RecvStart> {
+        if src == PROC_NULL {
+            return Ok(RecvStart::Done(Status {
+                source: PROC_NULL,
+                tag: super::matching::ANY_TAG,
+                ..Status::default()
+            }));
+        }
+        match self.core.matcher.take_unexpected(ctx, src, tag) {
+            // SAFETY: forwarded from our caller.
+            Some(u) => Ok(unsafe { self.recv_unexpected(u, buf, cap) }),
+            None => {
+                let id = self.core.reqs.alloc(State::Recv { buf, cap, ctx });
+                self.core.matcher.post(
+                    ctx,
+                    Posted {
+                        src,
+                        tag,
+                        req: id.idx,
+                    },
+                );
+                Ok(RecvStart::Pending(id))
+            }
+        }
+    }
+
+    /// Receives a message already taken from the unexpected queue (also matched probe).
+    ///
+    /// # Safety
+    /// As for [`irecv`](Self::irecv).
+    pub unsafe fn recv_unexpected(&mut self, u: Unexpected, buf: *mut u8, cap: usize) -> RecvStart {
+        let id = self.core.reqs.alloc(State::Recv {
+            buf,
+            cap,
+            ctx: u.env.ctx,
+        });
+        let (kind, sreq, data, len, addr, pid) = match u.body {
+            Body::Eager(d) => (am::EAGER, 0, d, 0, 0, 0),
+            Body::EagerSync { data, sreq } => (am::EAGER_SYNC, sreq, data, 0, 0, 0),
+            Body::Rts {
+                sreq,
+                len,
+                addr,
+                pid,
+            } => (am::RTS, sreq, Vec::new(), len, addr, pid),
+        };
+        let h = MatchHdr {
+            env: u.env,
+            sreq,
+            len,
+            addr,
+            pid,
+        };
+        self.core
+            .deliver(id.idx, u.from, kind, &h, &Data::Local(&data));
+        self.drain_local_outbox();
+        match self.core.reqs.take_if_done(id) {
+            Some(st) => RecvStart::Done(st),
+            None => RecvStart::Pending(id),
+        }
+    }
+
+    /// The envelope and length of the earliest unexpected message a receive would match.
+    pub fn iprobe(&mut self, ctx: u32, src: i32, tag: i32) -> Option<Status> {
+        self.core
+            .matcher
+            .peek_unexpected(ctx, src, tag)
+            .map(|u| Status {
+                source: u.env.src as i32,
+                tag: u.env.tag,
+                bytes: u.body.len(),
+                ..Status::default()
+            })
+    }
+
+    /// Removes and returns the earliest unexpected message a receive would match (mprobe).
+    pub fn improbe(&mut self, ctx: u32, src: i32, tag: i32) -> Option<Unexpected> {
+        self.core.matcher.take_unexpected(ctx, src, tag)
+    }
+
+    /// If request `id` is complete, frees it and returns its status.
+    #[inline]
+    pub fn test(&mut self, id: ReqId) -> Option<Status> {
+        self.core.reqs.take_if_done(id)
+    }
+
+    /// Whether `id` is complete (not freed).
+    pub fn is_done(&mut self, id: ReqId) -> bool {
+        self.core.reqs.is_done(id)
+    }
+
+    /// Cancels a pending receive. Returns false if it already matched (it then completes
+    /// normally). Sends cannot be cancelled once started.
+    pub fn cancel(&mut self, id: ReqId) -> bool {
+        let Some(&mut State::Recv { ctx, .. }) = self.core.reqs.state(id) else {
+            return false;
+        };
+        if self.core.matcher.cancel(ctx, id.idx) {
+            self.core.reqs.complete(
+                id.idx,
+                Status {
+                    cancelled: true,
+                    ..Status::default()
+                },
+            );
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Whether fragments this rank owes its peers are still queued.
+    pub fn has_outgoing(&self) -> bool {
+        !self.core.outbox.is_empty() || !self.pending.is_empty() || !self.pushing.is_empty()
+    }
+
+    /// Requests not yet collected.
+    pub fn live_requests(&self) -> usize {
+        self.core.reqs.live()
+    }
+
+    /// Polls transports and advances every protocol; returns how much work it did.
+    #[inline]
+    pub fn progress(&mut self) -> Result<usize> {
+        let mut n = 0;
+        if let Some(shm) = &mut self.shm {
+            let core = &mut self.core;
+            n += shm.poll(64, &mut |f| {
+                core.on_frag(f.from, f.am, f.hdr, Data::Shm(&f.payload))
+            })?;
+        }
+        if let Some(e) = self.core.fault.take() {
+            return Err(e);
+        }
+        if !self.core.outbox.is_empty() {
+            n += self.flush_outbox()?;
+        }
+        while let Some(idx) = self.core.start_push.pop() {
+            self.pushing.push(self.core.reqs.id_at(idx));
+        }
+        if !self.pending.is_empty() {
+            n += self.flush_pending()?;
+        }
+        if !self.pushing.is_empty() {
+            n += self.push_chunks()?;
+        }
+        Ok(n)
+    }
+
+    #[cold]
+    fn flush_outbox(&mut self) -> Result<usize> {
+        self.drain_local_outbox();
+        let mut n = 0;
+        while let Some(&(to, kind, c)) = self.core.outbox.front() {
+            match self.shm_send(to, kind, &c.encode()[..CTRL_HDR_LEN], &[]) {
+                Ok(()) => {
+                    self.core.outbox.pop_front();
+                    n += 1;
+                }
+                Err(SendError::Busy) => break,
+                Err(SendError::Fatal(e)) => return Err(e),
+            }
+        }
+        Ok(n)
+    }
+
+    #[cold]
+    fn flush_pending(&mut self) -> Result<usize> {
+        let mut n = 0;
+        while let Some(p) = self.pending.front() {
+            let payload: &[u8] = if p.len == 0 {
+                &[]
+            } else {
+                // SAFETY: the request owning this buffer is not complete, so the API layer still
+                // holds the buffer borrowed.
+                unsafe { std::slice::from_raw_parts(p.data, p.len) }
+            };
+            let (to, kind, hdr, hdr_len, complete) =
+                (p.to, p.am, p.hdr, p.hdr_len as usize, p.complete);
+            match self.shm_send(to, kind, &hdr[..hdr_len], payload) {
+                Ok(()) => {
+                    self.pending.pop_front();
+                    self.pending_to[to as usize] -= 1;
+                    if let Some(id) = complete {
+                        self.core.reqs.complete(
+                            id.idx,
+                            Status {
+                                bytes: payload.len() as u64,
+                                ..Status::default()
+                            },
+                        );
+                    }
+                    n += 1;
+                }
+                Err(SendError::Busy) => break,
+                Err(SendError::Fatal(e)) => return Err(e),
+            }
+        }
+        Ok(n)
+    }
+
+    #[cold]
+    fn push_chunks(&mut self) -> Result<usize> {
+        let max = self.shm.as_ref().map_or(0, |s| s.max_frag());
+        let mut n = 0;
+        let mut i = 0;
+        while i < self.pushing.len() {
+            let id = self.pushing[i];
+            let Some(&mut State::SendPush {
+                buf,
+                len,
+                mut offset,
+                to,
+                rreq,
+            }) = self.core.reqs.state(id)
+            else {
+                self.pushing.swap_remove(i);
+                continue;
+            };
+            let mut busy = false;
+            while offset < len {
+                let k = (len - offset).min(max);
+                // SAFETY: the send is incomplete, so its buffer is still borrowed by the API.
+                let chunk = unsafe { std::slice::from_raw_parts(buf.add(offset), k) };
+                let c = CtrlHdr {
+                    sreq: id.idx,
+                    rreq,
+                    offset: offset as u64,
+                };
+                match self.shm_send(to, am::DATA, &c.encode(), chunk) {
+                    Ok(()) => {
+                        offset += k;
+                        n += 1;
+                    }
+                    Err(SendError::Busy) => {
+                        busy = true;
+                        break;
+                    }
+                    Err(SendError::Fatal(e)) => return Err(e),
+                }
+            }
+            if let Some(State::SendPush { offset: o, .. }) = self.core.reqs.state(id) {
+                *o = offset;
+            }
+            if !busy && offset >= len {
+                self.core.reqs.complete(
+                    id.idx,
+                    Status {
+                        bytes: len as u64,
+                        ..Status::default()
+                    },
+                );
+                self.pushing.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        Ok(n)
+    }
+}

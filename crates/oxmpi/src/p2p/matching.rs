@@ -1,0 +1,277 @@
+//! MPI matching: posted receives and unexpected messages, per communicator context.
+//!
+//! Both queues keep MPI's order: a message matches the earliest posted receive it fits, and a
+//! receive matches the earliest arrived message it fits. Messages from one sender arrive in the
+//! order they were sent (every transport is FIFO per pair), so non-overtaking holds, wildcards
+//! included. Queues are plain lists indexed by context id (no hashing on the message path).
+
+use std::collections::VecDeque;
+
+use super::wire::Envelope;
+
+/// Wildcard source (`MPI_ANY_SOURCE`, ABI value).
+pub const ANY_SOURCE: i32 = -1;
+/// Wildcard tag (`MPI_ANY_TAG`, ABI value).
+pub const ANY_TAG: i32 = -2;
+/// The null process (`MPI_PROC_NULL`, ABI value).
+pub const PROC_NULL: i32 = -3;
+
+/// A posted receive waiting for a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Posted {
+    /// Source rank or [`ANY_SOURCE`].
+    pub src: i32,
+    /// Tag or [`ANY_TAG`].
+    pub tag: i32,
+    /// Request to complete.
+    pub req: u32,
+}
+
+/// What an unexpected message holds until a receive matches it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body {
+    /// Eager data, copied out of the transport.
+    Eager(Vec<u8>),
+    /// Eager data of a synchronous send; the sender waits for an `ACK` naming `sreq`.
+    EagerSync {
+        /// The data.
+        data: Vec<u8>,
+        /// Sender's request.
+        sreq: u32,
+    },
+    /// A rendezvous request; the data is still in the sender.
+    Rts {
+        /// Sender's request.
+        sreq: u32,
+        /// Message length.
+        len: u64,
+        /// Address in the sender.
+        addr: u64,
+        /// Sender's process id.
+        pid: u32,
+    },
+}
+
+impl Body {
+    /// Length of the message in bytes.
+    pub fn len(&self) -> u64 {
+        match self {
+            Body::Eager(d) | Body::EagerSync { data: d, .. } => d.len() as u64,
+            Body::Rts { len, .. } => *len,
+        }
+    }
+
+    /// Whether the message is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A message that arrived before its receive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unexpected {
+    /// Its envelope.
+    pub env: Envelope,
+    /// World rank of the sender.
+    pub from: u32,
+    /// Its content.
+    pub body: Body,
+}
+
+#[derive(Debug, Default)]
+struct Queues {
+    posted: VecDeque<Posted>,
+    unexpected: VecDeque<Unexpected>,
+}
+
+/// All matching state of a process.
+#[derive(Debug, Default)]
+pub struct Matcher {
+    ctx: Vec<Queues>,
+}
+
+/// Whether a receive for (`src`, `tag`) accepts a message with envelope `env`.
+#[inline]
+pub fn accepts(src: i32, tag: i32, env: &Envelope) -> bool {
+    (src == ANY_SOURCE || src as u32 == env.src) && (tag == ANY_TAG || tag == env.tag)
+}
+
+impl Matcher {
+    /// Empty queues.
+    pub fn new() -> Self {
+        Matcher::default()
+    }
+
+    #[inline]
+    fn queues(&mut self, ctx: u32) -> &mut Queues {
+        let i = ctx as usize;
+        if i >= self.ctx.len() {
+            self.ctx.resize_with(i + 1, Queues::default);
+        }
+        &mut self.ctx[i]
+    }
+
+    /// Matches an arriving message against posted receives, removing the receive it matched.
+    #[inline]
+    pub fn match_arrival(&mut self, env: &Envelope) -> Option<Posted> {
+        let q = self.ctx.get_mut(env.ctx as usize)?;
+        let i = q.posted.iter().position(|p| accepts(p.src, p.tag, env))?;
+        q.posted.remove(i)
+    }
+
+    /// Queues a receive that found no unexpected message.
+    #[inline]
+    pub fn post(&mut self, ctx: u32, p: Posted) {
+        self.queues(ctx).posted.push_back(p);
+    }
+
+    /// Removes and returns the earliest unexpected message a receive (`src`, `tag`) accepts.
+    #[inline]
+    pub fn take_unexpected(&mut self, ctx: u32, src: i32, tag: i32) -> Option<Unexpected> {
+        let q = self.ctx.get_mut(ctx as usize)?;
+        let i = q
+            .unexpected
+            .iter()
+            .position(|u| accepts(src, tag, &u.env))?;
+        q.unexpected.remove(i)
+    }
+
+    /// The earliest unexpected message a receive (`src`, `tag`) would accept (probe).
+    pub fn peek_unexpected(&self, ctx: u32, src: i32, tag: i32) -> Option<&Unexpected> {
+        self.ctx
+            .get(ctx as usize)?
+            .unexpected
+            .iter()
+            .find(|u| accepts(src, tag, &u.env))
+    }
+
+    /// Stores a message no posted receive accepted.
+    pub fn push_unexpected(&mut self, u: Unexpected) {
+        self.queues(u.env.ctx).unexpected.push_back(u);
+    }
+
+    /// Removes a posted receive (cancel); false if it already matched.
+    pub fn cancel(&mut self, ctx: u32, req: u32) -> bool {
+        let Some(q) = self.ctx.get_mut(ctx as usize) else {
+            return false;
+        };
+        match q.posted.iter().position(|p| p.req == req) {
+            Some(i) => {
+                q.posted.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Number of posted receives and unexpected messages on `ctx`.
+    pub fn depth(&self, ctx: u32) -> (usize, usize) {
+        self.ctx
+            .get(ctx as usize)
+            .map_or((0, 0), |q| (q.posted.len(), q.unexpected.len()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(ctx: u32, src: u32, tag: i32) -> Envelope {
+        Envelope { ctx, src, tag }
+    }
+
+    fn msg(ctx: u32, src: u32, tag: i32, byte: u8) -> Unexpected {
+        Unexpected {
+            env: env(ctx, src, tag),
+            from: src,
+            body: Body::Eager(vec![byte]),
+        }
+    }
+
+    #[test]
+    fn arrivals_match_the_earliest_fitting_receive() {
+        let mut m = Matcher::new();
+        m.post(
+            0,
+            Posted {
+                src: 1,
+                tag: 5,
+                req: 10,
+            },
+        );
+        m.post(
+            0,
+            Posted {
+                src: ANY_SOURCE,
+                tag: 5,
+                req: 11,
+            },
+        );
+        m.post(
+            0,
+            Posted {
+                src: 2,
+                tag: ANY_TAG,
+                req: 12,
+            },
+        );
+        assert_eq!(m.match_arrival(&env(0, 2, 5)).map(|p| p.req), Some(11));
+        assert_eq!(m.match_arrival(&env(0, 2, 5)).map(|p| p.req), Some(12));
+        assert_eq!(m.match_arrival(&env(0, 2, 5)), None);
+        assert_eq!(m.match_arrival(&env(0, 1, 5)).map(|p| p.req), Some(10));
+        assert_eq!(m.depth(0), (0, 0));
+    }
+
+    #[test]
+    fn receives_take_unexpected_messages_in_arrival_order() {
+        let mut m = Matcher::new();
+        m.push_unexpected(msg(0, 1, 7, b'a'));
+        m.push_unexpected(msg(0, 2, 7, b'b'));
+        m.push_unexpected(msg(0, 1, 8, b'c'));
+        m.push_unexpected(msg(0, 1, 7, b'd'));
+        let take = |m: &mut Matcher, s, t| match m.take_unexpected(0, s, t).map(|u| u.body) {
+            Some(Body::Eager(d)) => d[0],
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(m.peek_unexpected(0, 1, ANY_TAG).map(|u| u.env.tag), Some(7));
+        assert_eq!(take(&mut m, 1, ANY_TAG), b'a');
+        assert_eq!(take(&mut m, ANY_SOURCE, 7), b'b');
+        assert_eq!(take(&mut m, 1, 7), b'd');
+        assert_eq!(take(&mut m, ANY_SOURCE, ANY_TAG), b'c');
+        assert!(m.take_unexpected(0, ANY_SOURCE, ANY_TAG).is_none());
+    }
+
+    #[test]
+    fn contexts_never_mix() {
+        let mut m = Matcher::new();
+        m.push_unexpected(msg(3, 0, 1, 0));
+        assert!(m.take_unexpected(0, ANY_SOURCE, ANY_TAG).is_none());
+        m.post(
+            2,
+            Posted {
+                src: ANY_SOURCE,
+                tag: ANY_TAG,
+                req: 1,
+            },
+        );
+        assert!(m.match_arrival(&env(3, 0, 1)).is_none());
+        assert!(m.take_unexpected(3, 0, 1).is_some());
+    }
+
+    #[test]
+    fn cancel_removes_only_pending_receives() {
+        let mut m = Matcher::new();
+        m.post(
+            0,
+            Posted {
+                src: 0,
+                tag: 0,
+                req: 4,
+            },
+        );
+        assert!(m.cancel(0, 4));
+        assert!(!m.cancel(0, 4));
+        assert!(!m.cancel(9, 4));
+        assert!(m.match_arrival(&env(0, 0, 0)).is_none());
+    }
+}

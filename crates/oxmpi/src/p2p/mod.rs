@@ -1,0 +1,13 @@
+//! Point-to-point messaging: MPI semantics above the transports.
+//!
+//! - [`wire`]: fragment kinds and headers;
+//! - [`matching`]: posted and unexpected queues with MPI's ordering rules;
+//! - [`request`]: the request slab and statuses;
+//! - [`engine`]: protocols (eager, rendezvous with single copy or pushed chunks) and progress;
+//! - [`progress`]: the lock (only at thread levels that need one) and the waiting policy.
+
+pub mod engine;
+pub mod matching;
+pub mod progress;
+pub mod request;
+pub mod wire;

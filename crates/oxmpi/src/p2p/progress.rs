@@ -1,0 +1,111 @@
+//! How callers reach the engine and how they wait for it.
+//!
+//! [`EngineCell`] takes a lock only at `THREAD_SERIALIZED`/`MULTIPLE`; at lower levels the
+//! handle types are neither `Send` nor `Sync`, so only one thread can ever get here.
+//! [`Backoff`] is the waiting policy: spin on the engine for a while, then yield the core,
+//! then sleep in growing steps, so more ranks than cores still make progress.
+
+use std::cell::UnsafeCell;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::engine::Engine;
+
+/// The engine plus the lock its thread level needs.
+pub struct EngineCell {
+    lock: Option<Mutex<()>>,
+    engine: UnsafeCell<Engine>,
+}
+
+impl std::fmt::Debug for EngineCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineCell")
+            .field("locked", &self.lock.is_some())
+            .finish()
+    }
+}
+
+// SAFETY: with `lock` present every access is serialized by the mutex. Without it, the thread
+// level is SINGLE or FUNNELED and every handle that can reach this cell is `!Send + !Sync`
+// (see `threading`), so all accesses come from the one thread that initialized MPI.
+unsafe impl Sync for EngineCell {}
+// SAFETY: as above; moving the cell itself happens only before handles exist or under the lock.
+unsafe impl Send for EngineCell {}
+
+impl EngineCell {
+    /// Wraps `engine`, locking if `locked`.
+    pub fn new(engine: Engine, locked: bool) -> Self {
+        EngineCell {
+            lock: locked.then(|| Mutex::new(())),
+            engine: UnsafeCell::new(engine),
+        }
+    }
+
+    /// Runs `f` with exclusive access to the engine. `f` must not call back into `with`.
+    #[inline]
+    pub fn with<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
+        let _guard = self
+            .lock
+            .as_ref()
+            .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
+        // SAFETY: exclusive access: the guard (or the single-thread guarantee above) excludes
+        // any other `with`, and `f` does not re-enter.
+        f(unsafe { &mut *self.engine.get() })
+    }
+}
+
+/// Escalating wait: spin, then yield, then sleep.
+#[derive(Debug)]
+pub struct Backoff {
+    polls: u32,
+    spin: u32,
+    max_sleep_us: u32,
+}
+
+impl Backoff {
+    /// A fresh wait that spins for `spin` polls and then sleeps at most `max_sleep_us` per step.
+    #[inline]
+    pub fn new(spin: u32, max_sleep_us: u32) -> Self {
+        Backoff {
+            polls: 0,
+            spin,
+            max_sleep_us,
+        }
+    }
+
+    /// Starts over after progress was made.
+    #[inline]
+    pub fn reset(&mut self) {
+        self.polls = 0;
+    }
+
+    /// Waits a little before the next poll.
+    #[inline]
+    pub fn snooze(&mut self) {
+        self.polls = self.polls.saturating_add(1);
+        if self.polls <= self.spin {
+            std::hint::spin_loop();
+        } else if self.polls <= self.spin + 64 {
+            std::thread::yield_now();
+        } else {
+            let step = (self.polls - self.spin - 64).min(self.max_sleep_us.max(1));
+            std::thread::sleep(Duration::from_micros(step as u64));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_escalates_and_resets() {
+        let mut b = Backoff::new(2, 5);
+        for _ in 0..80 {
+            b.snooze();
+        }
+        assert!(b.polls > 66);
+        b.reset();
+        assert_eq!(b.polls, 0);
+    }
+}
