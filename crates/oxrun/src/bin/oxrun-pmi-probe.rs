@@ -1,0 +1,186 @@
+//! `oxrun-pmi-probe`: a tiny PMI-1 client for oxrun's tests (and for checking by hand that a
+//! launcher serves PMI correctly).
+//!
+//! Usage: `oxrun-pmi-probe [MODE [ARGS...]]`, one process per rank:
+//!
+//! - `cards` (default): publish a card, fence, read and check every rank's card, finalize,
+//!   print `probe rank=R size=N appnum=A kvsname=K cards=ok`. Exits 1 on any mismatch.
+//! - `abort RANK CODE [MESSAGE...]`: rank RANK calls PMI abort and exits with CODE; the others
+//!   wait in a fence (and are stopped by the launcher).
+//! - `exit CODE`: init, finalize, exit with CODE.
+//! - `sleep SECONDS`: init, print `probe rank=R sleeping pid=P`, sleep, finalize.
+//! - `badline RANK`, `hugeline RANK`, `badsecret RANK`: rank RANK writes a malformed line, an
+//!   over-long line, or inits with a wrong secret; the others wait in a fence.
+//! - `spew LINES LEN`: no PMI; write LINES lines of about LEN bytes, even ones to stdout and
+//!   odd ones to stderr, each line in three separate writes: `r<rank> i<i> <payload> end`.
+
+use std::io::{self, Write};
+use std::os::fd::FromRawFd;
+use std::os::unix::net::UnixStream;
+use std::process::exit;
+use std::time::Duration;
+
+use oxmpi_pmi::{Client, SECRET_ENV};
+
+fn fail(what: impl std::fmt::Display) -> ! {
+    eprintln!("probe: {what}");
+    exit(1)
+}
+
+fn env_rank() -> u32 {
+    std::env::var("PMI_RANK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| fail("PMI_RANK is not set"))
+}
+
+fn arg<T: std::str::FromStr>(args: &[String], i: usize, what: &str) -> T {
+    args.get(i)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| fail(format!("missing or bad {what}")))
+}
+
+fn connect() -> Client {
+    match Client::from_env() {
+        Ok(Some(c)) => c,
+        Ok(None) => fail("not started by a PMI launcher (no PMI_FD)"),
+        Err(e) => fail(format!("rank {}: {e}", env_rank())),
+    }
+}
+
+/// The card rank `r` publishes.
+fn card(r: u32, appnum: i32) -> String {
+    format!("card of rank {r} app {appnum}")
+}
+
+/// Writes `bytes` straight to the PMI socket, bypassing the client.
+fn raw_pmi_write(bytes: &[u8]) {
+    let fd: i32 = std::env::var("PMI_FD")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| fail("PMI_FD is not set"));
+    // SAFETY: the launcher handed us this descriptor for PMI; the client is not used in this
+    // process, so nothing else owns it.
+    let mut s = unsafe { UnixStream::from_raw_fd(fd) };
+    if let Err(e) = s.write_all(bytes) {
+        fail(format!("writing to PMI_FD: {e}"));
+    }
+    // Keep the socket open and wait to be stopped by the launcher.
+    std::thread::sleep(Duration::from_secs(60));
+    exit(0)
+}
+
+/// What ranks that are not the special one do: wait in a fence that cannot complete.
+fn wait_in_fence() -> ! {
+    let mut c = connect();
+    let r = c.fence();
+    // The launcher closes our connection when it stops the job.
+    eprintln!("probe: rank {}: fence ended: {r:?}", c.rank());
+    exit(2)
+}
+
+fn cards() {
+    let mut c = connect();
+    let (rank, size) = (c.rank(), c.size());
+    if rank != env_rank() {
+        fail(format!("client rank {rank} != PMI_RANK {}", env_rank()));
+    }
+    let appnum = c.appnum();
+    c.put(&format!("card-{rank}"), &card(rank, appnum))
+        .unwrap_or_else(|e| fail(e));
+    c.put(&format!("app-{rank}"), &appnum.to_string())
+        .unwrap_or_else(|e| fail(e));
+    c.fence().unwrap_or_else(|e| fail(e));
+    for p in 0..size {
+        let app: i32 = c
+            .get(&format!("app-{p}"))
+            .unwrap_or_else(|e| fail(e))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| fail(format!("rank {rank}: no appnum from rank {p}")));
+        let got = c.get(&format!("card-{p}")).unwrap_or_else(|e| fail(e));
+        if got.as_deref() != Some(card(p, app).as_str()) {
+            fail(format!("rank {rank}: card of rank {p} is {got:?}"));
+        }
+    }
+    match c.process_mapping() {
+        Ok(Some(nodes)) if nodes == vec![0; size as usize] => {}
+        other => fail(format!("rank {rank}: process mapping {other:?}")),
+    }
+    let kvsname = c.kvsname().to_owned();
+    c.fence().unwrap_or_else(|e| fail(e));
+    c.finalize().unwrap_or_else(|e| fail(e));
+    println!("probe rank={rank} size={size} appnum={appnum} kvsname={kvsname} cards=ok");
+}
+
+fn spew(lines: usize, len: usize) {
+    let rank = env_rank();
+    let payload: String = (0..len).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+    let (mut out, mut err) = (io::stdout().lock(), io::stderr().lock());
+    for i in 0..lines {
+        let line = format!("r{rank} i{i} {payload} end\n");
+        let b = line.as_bytes();
+        let (a, rest) = b.split_at(b.len() / 3);
+        let (m, z) = rest.split_at(rest.len() / 2);
+        let w: &mut dyn Write = if i % 2 == 0 { &mut out } else { &mut err };
+        for piece in [a, m, z] {
+            if w.write_all(piece).and_then(|()| w.flush()).is_err() {
+                exit(3);
+            }
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mode = args.first().map(String::as_str).unwrap_or("cards");
+    match mode {
+        "cards" => cards(),
+        "abort" => {
+            let who: u32 = arg(&args, 1, "RANK");
+            let code: i32 = arg(&args, 2, "CODE");
+            if env_rank() != who {
+                wait_in_fence();
+            }
+            let mut c = connect();
+            let message = args[3..].join(" ");
+            c.abort(code, &message).unwrap_or_else(|e| fail(e));
+            exit(code)
+        }
+        "exit" => {
+            let code: i32 = arg(&args, 1, "CODE");
+            let mut c = connect();
+            c.finalize().unwrap_or_else(|e| fail(e));
+            exit(code)
+        }
+        "sleep" => {
+            let secs: u64 = arg(&args, 1, "SECONDS");
+            let mut c = connect();
+            println!(
+                "probe rank={} sleeping pid={}",
+                c.rank(),
+                std::process::id()
+            );
+            std::thread::sleep(Duration::from_secs(secs));
+            c.finalize().unwrap_or_else(|e| fail(e));
+        }
+        "badline" | "hugeline" | "badsecret" => {
+            let who: u32 = arg(&args, 1, "RANK");
+            if env_rank() != who {
+                wait_in_fence();
+            }
+            match mode {
+                "badline" => raw_pmi_write(b"this is not PMI\n"),
+                "hugeline" => raw_pmi_write(&vec![b'x'; 100_000]),
+                _ => {
+                    std::env::set_var(SECRET_ENV, "0123456789abcdef-wrong");
+                    match Client::from_env() {
+                        Ok(_) => fail("init with a wrong secret succeeded"),
+                        Err(e) => fail(format!("init refused as expected: {e}")),
+                    }
+                }
+            }
+        }
+        "spew" => spew(arg(&args, 1, "LINES"), arg(&args, 2, "LEN")),
+        other => fail(format!("unknown mode {other:?}")),
+    }
+}

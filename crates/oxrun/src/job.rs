@@ -1,0 +1,586 @@
+//! A running job: the single-threaded `poll(2)` event loop, and how the job ends.
+//!
+//! One loop watches every rank's stdout and stderr pipes, every PMI socket, oxrun's stdin
+//! (and rank 0's stdin while there is something to write), and the signal self-pipe. It
+//! blocks in `poll` with a timeout taken from the nearest deadline (`--timeout`, the grace
+//! period before `SIGKILL`, the output drain limit), so a waiting job costs no CPU.
+//!
+//! Ending: the first of a failing rank (non-zero exit or death by signal), a PMI abort, a PMI
+//! protocol error, `--timeout`, or a signal to oxrun prints one line naming the cause and
+//! stops the job: `SIGTERM` to every rank's process group, `SIGKILL` after [`GRACE`]. A rank
+//! whose process exits has its process group killed at once, so nothing it started outlives
+//! it. When every rank is reaped and their output drained, the job's `/dev/shm` files are
+//! removed and oxrun exits with the status the first cause dictates.
+
+use std::collections::HashMap;
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+
+use oxmpi_pmi::JobInfo;
+
+use crate::pmi::{PmiEvent, PmiServer};
+use crate::signals::{self, SignalPipe};
+use crate::stdio::{RankStream, Sink, StdinForward, READ_CHUNK};
+use crate::{shm, sys};
+
+/// Time between `SIGTERM` and `SIGKILL` when stopping the job.
+pub const GRACE: Duration = Duration::from_secs(1);
+/// Time after `SIGKILL` after which oxrun stops waiting for ranks that will not die (stuck in
+/// the kernel) and exits anyway.
+pub const ABANDON: Duration = Duration::from_secs(10);
+/// Time after the last rank exited that oxrun keeps forwarding output still written by
+/// processes that escaped the ranks' process groups.
+pub const DRAIN: Duration = Duration::from_secs(1);
+
+/// Exit status when a rank breaks the PMI protocol or the job cannot run.
+pub const EXIT_FAILURE: i32 = 1;
+/// Exit status when `--timeout` expires (as `timeout(1)`).
+pub const EXIT_TIMEOUT: i32 = 124;
+
+/// One rank as the loop sees it.
+#[derive(Debug)]
+pub struct Rank {
+    /// Process id, also the id of its process group.
+    pub pid: libc::pid_t,
+    /// Raw wait status once reaped.
+    pub status: Option<libc::c_int>,
+    /// Its stdout pipe, until end of file.
+    pub stdout: Option<RankStream>,
+    /// Its stderr pipe, until end of file.
+    pub stderr: Option<RankStream>,
+}
+
+/// Where the job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Ranks are running; nothing has gone wrong.
+    Running,
+    /// Stopping since the given instant; `killed` once `SIGKILL` was sent.
+    Stopping { since: Instant, killed: bool },
+}
+
+/// What each poll entry stands for.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    Signals,
+    Stdin,
+    RankStdin,
+    Stdout(u32),
+    Stderr(u32),
+    Pmi(u32),
+}
+
+/// A started job.
+#[derive(Debug)]
+pub struct RunningJob {
+    ranks: Vec<Rank>,
+    by_pid: HashMap<libc::pid_t, u32>,
+    pmi: PmiServer,
+    stdin: StdinForward,
+    out: Sink,
+    err: Sink,
+    signals: SignalPipe,
+    jobkey: String,
+    phase: Phase,
+    /// Exit status decided by the first cause of the job's end.
+    exit: Option<i32>,
+    /// `--timeout` deadline and its value in seconds for the message.
+    deadline: Option<(Instant, f64)>,
+    /// When the last rank was reaped.
+    all_reaped_at: Option<Instant>,
+    buf: Vec<u8>,
+}
+
+impl RunningJob {
+    /// A job with no ranks yet: the PMI server for `info`, the signal pipe (already
+    /// installed) and the output sinks.
+    pub fn new(
+        info: JobInfo,
+        jobkey: String,
+        signals: SignalPipe,
+        tag_output: bool,
+        timeout: Option<Duration>,
+    ) -> RunningJob {
+        RunningJob {
+            ranks: Vec::with_capacity(info.size as usize),
+            by_pid: HashMap::new(),
+            pmi: PmiServer::new(info),
+            stdin: StdinForward::new(None),
+            out: Sink::new(1, tag_output),
+            err: Sink::new(2, tag_output),
+            signals,
+            jobkey,
+            phase: Phase::Running,
+            exit: None,
+            deadline: timeout.map(|t| (Instant::now() + t, t.as_secs_f64())),
+            all_reaped_at: None,
+            buf: vec![0; READ_CHUNK],
+        }
+    }
+
+    /// Adds the next rank, just started.
+    pub fn add_rank(&mut self, s: crate::spawn::Spawned) {
+        let rank = self.ranks.len() as u32;
+        self.by_pid.insert(s.pid, rank);
+        self.pmi.attach(rank, s.pmi);
+        if rank == 0 {
+            self.stdin = StdinForward::new(s.stdin);
+        }
+        self.ranks.push(Rank {
+            pid: s.pid,
+            status: None,
+            stdout: Some(RankStream::new(s.stdout)),
+            stderr: Some(RankStream::new(s.stderr)),
+        });
+    }
+
+    /// The pid of rank `rank`.
+    pub fn pid(&self, rank: u32) -> libc::pid_t {
+        self.ranks[rank as usize].pid
+    }
+
+    /// Number of ranks started so far.
+    pub fn started(&self) -> u32 {
+        self.ranks.len() as u32
+    }
+
+    /// Prints one line of oxrun's own on stderr, between whole lines of the ranks' output.
+    pub fn say(&mut self, line: &str) {
+        self.err.message(line);
+    }
+
+    /// Ends the job with exit status `exit` (unless an earlier cause already decided it):
+    /// `SIGTERM` to every live rank, `SIGKILL` after [`GRACE`]. The caller has printed why.
+    pub fn stop(&mut self, exit: i32) {
+        if self.phase != Phase::Running {
+            return;
+        }
+        self.exit = Some(exit);
+        self.phase = Phase::Stopping {
+            since: Instant::now(),
+            killed: false,
+        };
+        // Ranks blocked in a fence get end of file and fail fast; no more requests are served.
+        self.pmi.close_all();
+        self.stdin.abandon();
+        self.signal_live_ranks(libc::SIGTERM);
+    }
+
+    fn signal_live_ranks(&self, sig: libc::c_int) {
+        for r in self.ranks.iter().filter(|r| r.status.is_none()) {
+            let _ = sys::kill_group(r.pid, sig);
+        }
+    }
+
+    fn all_reaped(&self) -> bool {
+        self.ranks.iter().all(|r| r.status.is_some())
+    }
+
+    fn output_open(&self) -> bool {
+        self.ranks
+            .iter()
+            .any(|r| r.stdout.is_some() || r.stderr.is_some())
+    }
+
+    /// Runs the event loop until the job is over; returns oxrun's exit status.
+    pub fn run(mut self) -> i32 {
+        // A rank may have died while later ones were being started.
+        self.reap();
+        let mut fds: Vec<libc::pollfd> = Vec::new();
+        let mut sources: Vec<Source> = Vec::new();
+        loop {
+            let now = Instant::now();
+            self.check_deadlines(now);
+            if self.finished(now) {
+                break;
+            }
+            self.poll_set(&mut fds, &mut sources);
+            let timeout = self.poll_timeout(Instant::now());
+            if let Err(e) = sys::poll(&mut fds, timeout) {
+                self.say(&format!("oxrun: poll failed: {e}; killing the job"));
+                self.stop(EXIT_FAILURE);
+                self.kill_and_wait();
+                break;
+            }
+            for (p, &src) in fds.iter().zip(&sources) {
+                if p.revents != 0 {
+                    self.on_ready(src, p.revents);
+                }
+            }
+            self.check_sinks();
+        }
+        self.finish()
+    }
+
+    /// Builds the poll set for this turn.
+    fn poll_set(&self, fds: &mut Vec<libc::pollfd>, sources: &mut Vec<Source>) {
+        fds.clear();
+        sources.clear();
+        let mut add = |fd: RawFd, events: libc::c_short, src: Source| {
+            fds.push(libc::pollfd {
+                fd,
+                events,
+                revents: 0,
+            });
+            sources.push(src);
+        };
+        add(self.signals.fd(), libc::POLLIN, Source::Signals);
+        if self.stdin.wants_read() {
+            add(0, libc::POLLIN, Source::Stdin);
+        }
+        if let Some(fd) = self.stdin.wants_write() {
+            add(fd, libc::POLLOUT, Source::RankStdin);
+        }
+        for (r, rank) in self.ranks.iter().enumerate() {
+            let r = r as u32;
+            if let Some(s) = &rank.stdout {
+                add(s.raw_fd(), libc::POLLIN, Source::Stdout(r));
+            }
+            if let Some(s) = &rank.stderr {
+                add(s.raw_fd(), libc::POLLIN, Source::Stderr(r));
+            }
+        }
+        for (r, fd, wants_write) in self.pmi.poll_set() {
+            let events = libc::POLLIN | if wants_write { libc::POLLOUT } else { 0 };
+            add(fd, events, Source::Pmi(r));
+        }
+    }
+
+    /// Milliseconds until the nearest deadline, or -1 (wait for an event).
+    fn poll_timeout(&self, now: Instant) -> libc::c_int {
+        let next = [
+            self.deadline
+                .filter(|_| self.phase == Phase::Running)
+                .map(|(d, _)| d),
+            match self.phase {
+                Phase::Stopping { since, killed } => {
+                    Some(since + if killed { GRACE + ABANDON } else { GRACE })
+                }
+                Phase::Running => None,
+            },
+            self.all_reaped_at.map(|t| t + DRAIN),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        match next {
+            None => -1,
+            Some(t) => {
+                let d = t.saturating_duration_since(now);
+                // Round up so that we do not wake up just before the deadline and spin.
+                let ms = d.as_micros().div_ceil(1000);
+                ms.min(i32::MAX as u128) as libc::c_int
+            }
+        }
+    }
+
+    fn on_ready(&mut self, src: Source, revents: libc::c_short) {
+        match src {
+            Source::Signals => {
+                for sig in self.signals.take() {
+                    self.on_signal(sig);
+                }
+            }
+            Source::Stdin => self.stdin.on_readable(),
+            Source::RankStdin => {
+                if revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+                    self.stdin.abandon();
+                } else {
+                    self.stdin.on_writable();
+                }
+            }
+            Source::Stdout(r) => {
+                let rank = &mut self.ranks[r as usize];
+                if let Some(s) = rank.stdout.as_mut() {
+                    if s.pump(r, &mut self.out, &mut self.buf) {
+                        rank.stdout = None;
+                    }
+                }
+            }
+            Source::Stderr(r) => {
+                let rank = &mut self.ranks[r as usize];
+                if let Some(s) = rank.stderr.as_mut() {
+                    if s.pump(r, &mut self.err, &mut self.buf) {
+                        rank.stderr = None;
+                    }
+                }
+            }
+            Source::Pmi(r) => {
+                let mut events = Vec::new();
+                self.pmi.on_ready(r, &mut events);
+                self.on_pmi_events(events);
+            }
+        }
+    }
+
+    fn on_signal(&mut self, sig: libc::c_int) {
+        if sig == libc::SIGCHLD {
+            self.reap();
+            return;
+        }
+        match self.phase {
+            Phase::Running => {
+                self.say(&format!(
+                    "oxrun: received {}; stopping the job",
+                    signals::name(sig)
+                ));
+                self.stop(128 + sig);
+            }
+            // Asked again while stopping: do not wait for the grace period.
+            Phase::Stopping { killed: false, .. } => {
+                self.signal_live_ranks(libc::SIGKILL);
+                // Count the wait for SIGKILL to take effect from now.
+                let now = Instant::now();
+                self.phase = Phase::Stopping {
+                    since: now.checked_sub(GRACE).unwrap_or(now),
+                    killed: true,
+                };
+            }
+            Phase::Stopping { killed: true, .. } => {}
+        }
+    }
+
+    fn on_pmi_events(&mut self, events: Vec<PmiEvent>) {
+        for e in events {
+            if self.phase != Phase::Running {
+                return;
+            }
+            match e {
+                PmiEvent::Abort {
+                    rank,
+                    code,
+                    message,
+                } => {
+                    let pid = self.pid(rank);
+                    let what = if message.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {message}")
+                    };
+                    self.say(&format!(
+                        "oxrun: rank {rank} (pid {pid}) called abort with code {code}{what}; stopping the job"
+                    ));
+                    self.stop(abort_exit_status(code));
+                }
+                PmiEvent::ProtocolError { rank, reason } => {
+                    self.say(&format!(
+                        "oxrun: rank {rank} broke the PMI protocol: {reason}; aborting the job"
+                    ));
+                    self.stop(EXIT_FAILURE);
+                }
+            }
+        }
+    }
+
+    /// Reaps every exited rank. Each one's process group is killed while the rank is still a
+    /// zombie (so its group id cannot have been reused), then what it sent on PMI and its
+    /// output are drained, then its exit status is judged.
+    fn reap(&mut self) {
+        loop {
+            let pid = match sys::exited_child() {
+                Ok(Some(pid)) => pid,
+                Ok(None) => break,
+                Err(e) => {
+                    self.say(&format!("oxrun: waitid failed: {e}"));
+                    break;
+                }
+            };
+            let _ = sys::kill_group(pid, libc::SIGKILL);
+            let status = match sys::reap(pid) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.say(&format!("oxrun: waitpid({pid}) failed: {e}"));
+                    break;
+                }
+            };
+            if let Some(&rank) = self.by_pid.get(&pid) {
+                self.on_rank_exit(rank, status);
+            }
+        }
+        if self.all_reaped() && self.all_reaped_at.is_none() && !self.ranks.is_empty() {
+            self.all_reaped_at = Some(Instant::now());
+        }
+    }
+
+    fn on_rank_exit(&mut self, rank: u32, status: libc::c_int) {
+        let mut events = Vec::new();
+        self.pmi.drain(rank, &mut events);
+        self.on_pmi_events(events);
+        let r = &mut self.ranks[rank as usize];
+        if let Some(s) = r.stdout.as_mut() {
+            if s.drain(rank, &mut self.out, &mut self.buf) {
+                r.stdout = None;
+            }
+        }
+        if let Some(s) = r.stderr.as_mut() {
+            if s.drain(rank, &mut self.err, &mut self.buf) {
+                r.stderr = None;
+            }
+        }
+        r.status = Some(status);
+        let pid = r.pid;
+        if rank == 0 {
+            self.stdin.abandon();
+        }
+        if self.phase != Phase::Running {
+            return;
+        }
+        if let Some((why, exit)) = describe_failure(status) {
+            self.say(&format!(
+                "oxrun: rank {rank} (pid {pid}) {why}; stopping the job"
+            ));
+            self.stop(exit);
+        }
+    }
+
+    fn check_deadlines(&mut self, now: Instant) {
+        if let (Phase::Running, Some((deadline, secs))) = (self.phase, self.deadline) {
+            if now >= deadline {
+                self.say(&format!(
+                    "oxrun: job exceeded --timeout of {secs} s; stopping it"
+                ));
+                self.stop(EXIT_TIMEOUT);
+            }
+        }
+        if let Phase::Stopping {
+            since,
+            killed: false,
+        } = self.phase
+        {
+            if now >= since + GRACE {
+                self.signal_live_ranks(libc::SIGKILL);
+                self.phase = Phase::Stopping {
+                    since,
+                    killed: true,
+                };
+            }
+        }
+    }
+
+    /// Whether the loop is done: every rank reaped and its output forwarded (or the drain
+    /// limit reached), or ranks that survive `SIGKILL` given up on.
+    fn finished(&mut self, now: Instant) -> bool {
+        if let Phase::Stopping {
+            since,
+            killed: true,
+        } = self.phase
+        {
+            if now >= since + GRACE + ABANDON && !self.all_reaped() {
+                let stuck: Vec<String> = self
+                    .ranks
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.status.is_none())
+                    .map(|(i, r)| format!("{i} (pid {})", r.pid))
+                    .collect();
+                self.say(&format!(
+                    "oxrun: rank(s) {} did not exit after SIGKILL; giving up on them",
+                    stuck.join(", ")
+                ));
+                return true;
+            }
+        }
+        if !self.all_reaped() {
+            return false;
+        }
+        !self.output_open() || self.all_reaped_at.is_some_and(|t| now >= t + DRAIN)
+    }
+
+    /// If nobody reads oxrun's stdout (or stderr) any more, closes the ranks' pipes of that
+    /// kind so that they get `SIGPIPE`, as in a shell pipeline.
+    fn check_sinks(&mut self) {
+        if self.out.is_broken() {
+            self.ranks.iter_mut().for_each(|r| r.stdout = None);
+        }
+        if self.err.is_broken() {
+            self.ranks.iter_mut().for_each(|r| r.stderr = None);
+        }
+    }
+
+    /// Kills every rank and waits for each (used when the loop itself cannot go on).
+    fn kill_and_wait(&mut self) {
+        for i in 0..self.ranks.len() {
+            let r = &mut self.ranks[i];
+            if r.status.is_none() {
+                let _ = sys::kill_group(r.pid, libc::SIGKILL);
+                r.status = sys::reap(r.pid).ok().or(Some(0));
+            }
+        }
+    }
+
+    /// Removes the job's shared-memory files and returns the exit status.
+    fn finish(mut self) -> i32 {
+        for (path, e) in shm::remove_job_files(&self.jobkey) {
+            self.say(&format!("oxrun: could not remove {}: {e}", path.display()));
+        }
+        self.exit.unwrap_or(0)
+    }
+}
+
+/// How a rank's wait status counts: `None` for success, else the words for the message
+/// ("exited with status 3") and oxrun's exit status.
+pub fn describe_failure(status: libc::c_int) -> Option<(String, i32)> {
+    if libc::WIFEXITED(status) {
+        match libc::WEXITSTATUS(status) {
+            0 => None,
+            code => Some((format!("exited with status {code}"), code)),
+        }
+    } else if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        let core = if libc::WCOREDUMP(status) {
+            ", core dumped"
+        } else {
+            ""
+        };
+        Some((
+            format!("was killed by signal {sig} ({}{core})", signals::name(sig)),
+            128 + sig,
+        ))
+    } else {
+        Some((format!("ended with wait status {status:#x}"), EXIT_FAILURE))
+    }
+}
+
+/// oxrun's exit status for a PMI abort with `code`: the code modulo 256, but never 0, since
+/// an aborted job did not succeed.
+pub fn abort_exit_status(code: i32) -> i32 {
+    match code.rem_euclid(256) {
+        0 => EXIT_FAILURE,
+        c => c,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exited(code: i32) -> libc::c_int {
+        code << 8
+    }
+
+    #[test]
+    fn exit_statuses_are_described() {
+        assert_eq!(describe_failure(exited(0)), None);
+        assert_eq!(
+            describe_failure(exited(3)),
+            Some(("exited with status 3".into(), 3))
+        );
+        assert_eq!(
+            describe_failure(9),
+            Some(("was killed by signal 9 (SIGKILL)".into(), 137))
+        );
+        assert_eq!(
+            describe_failure(11 | 0x80),
+            Some(("was killed by signal 11 (SIGSEGV, core dumped)".into(), 139))
+        );
+    }
+
+    #[test]
+    fn abort_codes_map_to_nonzero_exit_statuses() {
+        assert_eq!(abort_exit_status(7), 7);
+        assert_eq!(abort_exit_status(0), 1);
+        assert_eq!(abort_exit_status(256), 1);
+        assert_eq!(abort_exit_status(-1), 255);
+        assert_eq!(abort_exit_status(300), 44);
+    }
+}

@@ -1,0 +1,331 @@
+//! The PMI-1 server's connections: one non-blocking socket per rank, framed into lines and
+//! fed to [`oxmpi_pmi::Job`], whose replies are queued and written back.
+//!
+//! The protocol state lives in `oxmpi_pmi::server`; this module owns only the I/O. A rank
+//! that closes its socket (or never uses it, like any non-MPI program) simply drops out; its
+//! exit status decides whether the job failed. Replies go through a per-rank outbox, written
+//! as the socket accepts them, so a rank that does not read its replies cannot block the
+//! launcher; if its outbox grows beyond [`MAX_OUTBOX`] that rank is declared broken.
+
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+
+use oxmpi_pmi::wire::{LineBuffer, MAX_SERVER_LINE};
+use oxmpi_pmi::{Action, Job, JobInfo};
+
+/// Most reply bytes queued for one rank before it counts as not following the protocol.
+pub const MAX_OUTBOX: usize = 1 << 20;
+/// Size of one read from a PMI socket.
+const READ_CHUNK: usize = 4096;
+/// Reads per socket per event-loop turn.
+const READS_PER_TURN: usize = 16;
+/// Reads when draining a dead rank's socket; bounded in case a descendant that escaped the
+/// rank's process group still holds the socket and keeps writing.
+const READS_PER_DRAIN: usize = 256;
+
+/// Something the job as a whole must react to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PmiEvent {
+    /// A rank called abort.
+    Abort {
+        /// Who.
+        rank: u32,
+        /// The exit code it asked for.
+        code: i32,
+        /// Its message (may be empty).
+        message: String,
+    },
+    /// A rank broke the protocol.
+    ProtocolError {
+        /// Who.
+        rank: u32,
+        /// What it did wrong.
+        reason: String,
+    },
+}
+
+#[derive(Debug)]
+struct Conn {
+    sock: UnixStream,
+    inbox: LineBuffer,
+    outbox: Vec<u8>,
+    /// Writing failed (the rank is gone); what it sent is still read and handled.
+    write_failed: bool,
+}
+
+/// All ranks' PMI connections and the job's key-value state.
+#[derive(Debug)]
+pub struct PmiServer {
+    job: Job,
+    conns: Vec<Option<Conn>>,
+}
+
+impl PmiServer {
+    /// A server for the job described by `info`; connections are added with
+    /// [`attach`](Self::attach) as ranks start.
+    pub fn new(info: JobInfo) -> PmiServer {
+        let n = info.size as usize;
+        PmiServer {
+            job: Job::new(info),
+            conns: (0..n).map(|_| None).collect(),
+        }
+    }
+
+    /// Adds rank `rank`'s socket (already non-blocking).
+    pub fn attach(&mut self, rank: u32, sock: UnixStream) {
+        self.conns[rank as usize] = Some(Conn {
+            sock,
+            inbox: LineBuffer::new(MAX_SERVER_LINE),
+            outbox: Vec::new(),
+            write_failed: false,
+        });
+    }
+
+    /// Open connections as `(rank, fd, wants_write)`, for polling.
+    pub fn poll_set(&self) -> impl Iterator<Item = (u32, RawFd, bool)> + '_ {
+        self.conns.iter().enumerate().filter_map(|(r, c)| {
+            c.as_ref()
+                .map(|c| (r as u32, c.sock.as_raw_fd(), !c.outbox.is_empty()))
+        })
+    }
+
+    /// Closes rank `rank`'s connection; it gets end of file on its next read.
+    pub fn close(&mut self, rank: u32) {
+        self.conns[rank as usize] = None;
+    }
+
+    /// Closes every connection.
+    pub fn close_all(&mut self) {
+        self.conns.iter_mut().for_each(|c| *c = None);
+    }
+
+    /// Rank `rank`'s socket is ready: writes pending replies, then reads and handles a
+    /// bounded number of requests.
+    pub fn on_ready(&mut self, rank: u32, events: &mut Vec<PmiEvent>) {
+        self.flush(rank);
+        self.read(rank, READS_PER_TURN, events);
+    }
+
+    /// Handles everything rank `rank` sent before it exited, so that, say, an abort that
+    /// raced with the rank's exit is still seen.
+    pub fn drain(&mut self, rank: u32, events: &mut Vec<PmiEvent>) {
+        self.read(rank, READS_PER_DRAIN, events);
+        self.close(rank);
+    }
+
+    fn read(&mut self, rank: u32, reads: usize, events: &mut Vec<PmiEvent>) {
+        let mut buf = [0u8; READ_CHUNK];
+        for _ in 0..reads {
+            let Some(conn) = self.conns[rank as usize].as_mut() else {
+                return;
+            };
+            let n = match conn.sock.read(&mut buf) {
+                Ok(0) => {
+                    // Closing without finalize is not an error by itself: non-MPI programs
+                    // never speak PMI. The rank's exit status decides.
+                    self.close(rank);
+                    return;
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.close(rank);
+                    return;
+                }
+            };
+            conn.inbox.extend(&buf[..n]);
+            self.handle_lines(rank, events);
+        }
+    }
+
+    /// Feeds every complete line rank `rank` sent to the job state and acts on the result.
+    fn handle_lines(&mut self, rank: u32, events: &mut Vec<PmiEvent>) {
+        loop {
+            let Some(conn) = self.conns[rank as usize].as_mut() else {
+                return;
+            };
+            let actions = match conn.inbox.next_line() {
+                Ok(Some(line)) => self.job.handle(rank, &line),
+                Ok(None) => return,
+                Err(e) => vec![self.job.framing_error(rank, &e)],
+            };
+            for action in actions {
+                match action {
+                    Action::Reply { rank: to, line } => self.send(to, line.as_bytes(), events),
+                    Action::Abort {
+                        rank,
+                        code,
+                        message,
+                    } => events.push(PmiEvent::Abort {
+                        rank,
+                        code,
+                        message,
+                    }),
+                    Action::ProtocolError { rank: bad, reason } => {
+                        self.close(bad);
+                        events.push(PmiEvent::ProtocolError { rank: bad, reason });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Queues `bytes` for rank `to` and writes what the socket accepts now.
+    fn send(&mut self, to: u32, bytes: &[u8], events: &mut Vec<PmiEvent>) {
+        let Some(conn) = self.conns.get_mut(to as usize).and_then(Option::as_mut) else {
+            // The rank is gone; nobody is left to read the reply.
+            return;
+        };
+        if conn.write_failed {
+            return;
+        }
+        conn.outbox.extend_from_slice(bytes);
+        if conn.outbox.len() > MAX_OUTBOX {
+            self.close(to);
+            events.push(PmiEvent::ProtocolError {
+                rank: to,
+                reason: format!("it does not read its PMI replies ({MAX_OUTBOX} bytes queued)"),
+            });
+            return;
+        }
+        self.flush(to);
+    }
+
+    /// Writes as much of rank `rank`'s outbox as its socket accepts.
+    fn flush(&mut self, rank: u32) {
+        let Some(conn) = self.conns[rank as usize].as_mut() else {
+            return;
+        };
+        while !conn.outbox.is_empty() {
+            match conn.sock.write(&conn.outbox) {
+                Ok(n) => {
+                    conn.outbox.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // The rank closed its end (exited). Keep reading what it sent before.
+                Err(_) => {
+                    conn.write_failed = true;
+                    conn.outbox.clear();
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxmpi_pmi::Client;
+    use std::thread;
+
+    fn info(n: u32) -> JobInfo {
+        JobInfo {
+            kvsname: "kvs_t".into(),
+            size: n,
+            appnum: vec![0; n as usize],
+            node_of: vec![0; n as usize],
+            secret: Some("sec".into()),
+        }
+    }
+
+    /// Serves until every connection is closed, polling like the event loop does.
+    fn serve(mut server: PmiServer) -> Vec<PmiEvent> {
+        let mut events = Vec::new();
+        loop {
+            let set: Vec<(u32, RawFd, bool)> = server.poll_set().collect();
+            if set.is_empty() {
+                return events;
+            }
+            let mut fds: Vec<libc::pollfd> = set
+                .iter()
+                .map(|&(_, fd, w)| libc::pollfd {
+                    fd,
+                    events: libc::POLLIN | if w { libc::POLLOUT } else { 0 },
+                    revents: 0,
+                })
+                .collect();
+            crate::sys::poll(&mut fds, 5000).unwrap();
+            for (i, p) in fds.iter().enumerate() {
+                if p.revents != 0 {
+                    server.on_ready(set[i].0, &mut events);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn serves_a_card_exchange() {
+        let n = 3;
+        let mut server = PmiServer::new(info(n));
+        let mut clients = Vec::new();
+        for r in 0..n {
+            let (a, b) = UnixStream::pair().unwrap();
+            b.set_nonblocking(true).unwrap();
+            server.attach(r, b);
+            clients.push(thread::spawn(move || {
+                let mut c = Client::init(a, r, n, Some("sec")).unwrap();
+                c.put(&format!("k{r}"), &format!("v{r}")).unwrap();
+                c.fence().unwrap();
+                let got: Vec<String> = (0..n)
+                    .map(|p| c.get(&format!("k{p}")).unwrap().unwrap())
+                    .collect();
+                c.finalize().unwrap();
+                got
+            }));
+        }
+        let server = thread::spawn(move || serve(server));
+        for c in clients {
+            assert_eq!(c.join().unwrap(), vec!["v0", "v1", "v2"]);
+        }
+        assert_eq!(server.join().unwrap(), vec![]);
+    }
+
+    #[test]
+    fn malformed_and_oversized_lines_are_protocol_errors() {
+        let mut server = PmiServer::new(info(2));
+        let (mut a, b) = UnixStream::pair().unwrap();
+        b.set_nonblocking(true).unwrap();
+        server.attach(0, b);
+        let (mut c, d) = UnixStream::pair().unwrap();
+        d.set_nonblocking(true).unwrap();
+        server.attach(1, d);
+        a.write_all(b"hello there\n").unwrap();
+        c.write_all(&vec![b'x'; MAX_SERVER_LINE + 10]).unwrap();
+        let events = serve(server);
+        assert_eq!(events.len(), 2, "{events:?}");
+        assert!(events
+            .iter()
+            .any(|e| matches!(e, PmiEvent::ProtocolError { rank: 0, .. })));
+        assert!(events
+            .iter()
+            .any(|e| matches!(e, PmiEvent::ProtocolError { rank: 1, reason } if reason.contains("too long"))));
+    }
+
+    #[test]
+    fn abort_is_reported_even_after_the_rank_is_gone() {
+        let mut server = PmiServer::new(info(1));
+        let (mut a, b) = UnixStream::pair().unwrap();
+        b.set_nonblocking(true).unwrap();
+        server.attach(0, b);
+        // What a rank's MPI_Abort does: init, abort, exit at once (the reply to init is never
+        // read, so writing it fails).
+        a.write_all(b"cmd=init pmi_version=1 pmi_subversion=1 oxmpi_secret=sec\n")
+            .unwrap();
+        a.write_all(b"cmd=abort exitcode=7 message=bye\n").unwrap();
+        drop(a);
+        let mut events = Vec::new();
+        server.drain(0, &mut events);
+        assert_eq!(
+            events,
+            vec![PmiEvent::Abort {
+                rank: 0,
+                code: 7,
+                message: "bye".into()
+            }]
+        );
+    }
+}
