@@ -101,6 +101,12 @@ impl Job {
         }
     }
 
+    /// Whether `rank` has sent `init` but not `finalize`: it is an MPI process that must not
+    /// leave without finalizing, or peers waiting for it in a fence would hang.
+    pub fn in_session(&self, rank: u32) -> bool {
+        !matches!(self.phase[rank as usize], Phase::Fresh | Phase::Finalized)
+    }
+
     /// Whether `rank` has sent `finalize`.
     pub fn finalized(&self, rank: u32) -> bool {
         self.phase[rank as usize] == Phase::Finalized
@@ -471,9 +477,11 @@ mod tests {
         let mut j = job(2);
         init(&mut j, 0);
         init(&mut j, 1);
+        assert!(j.in_session(1));
         let out = j.handle(1, "cmd=finalize");
         assert_eq!(lines(&out)[0].1, "cmd=finalize_ack rc=0\n");
         assert!(j.finalized(1));
+        assert!(!j.in_session(1));
         let out = j.handle(0, "cmd=barrier_in");
         assert_eq!(lines(&out), vec![(0, "cmd=barrier_out rc=0\n".into())]);
     }

@@ -72,6 +72,11 @@ impl<L: ThreadLevel> Universe<L> {
 
 impl<L: ThreadLevel> Drop for Universe<L> {
     fn drop(&mut self) {
+        if !self.finalized && std::thread::panicking() {
+            // Finalizing is collective: peers may wait forever for a rank that panicked. End
+            // the job instead, as MPI_Abort would.
+            self.rt.abort(101, "rank panicked");
+        }
         if !self.finalized {
             if let Err(e) = self.rt.finalize() {
                 eprintln!("oxmpi: rank {}: finalize failed: {e}", self.rt.rank);

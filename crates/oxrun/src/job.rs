@@ -430,6 +430,13 @@ impl RunningJob {
                 "oxrun: rank {rank} (pid {pid}) {why}; stopping the job"
             ));
             self.stop(exit);
+        } else if self.pmi.in_session(rank) {
+            // Its peers may be waiting for it in a fence or a message: treat it as a failure,
+            // as MPICH's Hydra does, rather than let the job hang until --timeout.
+            self.say(&format!(
+                "oxrun: rank {rank} (pid {pid}) exited without finalizing MPI; stopping the job"
+            ));
+            self.stop(EXIT_FAILURE);
         }
     }
 

@@ -72,6 +72,11 @@ impl PmiServer {
         }
     }
 
+    /// Whether `rank` initialized PMI and has not finalized it.
+    pub fn in_session(&self, rank: u32) -> bool {
+        self.job.in_session(rank)
+    }
+
     /// Adds rank `rank`'s socket (already non-blocking).
     pub fn attach(&mut self, rank: u32, sock: UnixStream) {
         self.conns[rank as usize] = Some(Conn {

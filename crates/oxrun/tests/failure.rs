@@ -183,3 +183,15 @@ fn stdin_eof_does_not_end_the_job() {
     lines.sort_unstable();
     assert_eq!(lines, vec!["done0", "done1"]);
 }
+
+#[test]
+fn a_rank_leaving_without_finalize_ends_the_job_instead_of_hanging_its_peers() {
+    let r = run(&["--timeout", "25", "-n", "3", probe(), "leave", "1"]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("rank 1") && r.stderr.contains("without finalizing"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("--timeout"), "{}", r.stderr);
+}

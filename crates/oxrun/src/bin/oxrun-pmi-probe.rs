@@ -8,6 +8,7 @@
 //! - `abort RANK CODE [MESSAGE...]`: rank RANK calls PMI abort and exits with CODE; the others
 //!   wait in a fence (and are stopped by the launcher).
 //! - `exit CODE`: init, finalize, exit with CODE.
+//! - `leave RANK`: rank RANK inits and exits 0 without finalize; the others wait in a fence.
 //! - `sleep SECONDS`: init, print `probe rank=R sleeping pid=P`, sleep, finalize.
 //! - `badline RANK`, `hugeline RANK`, `badsecret RANK`: rank RANK writes a malformed line, an
 //!   over-long line, or inits with a wrong secret; the others wait in a fence.
@@ -145,6 +146,15 @@ fn main() {
             let message = args[3..].join(" ");
             c.abort(code, &message).unwrap_or_else(|e| fail(e));
             exit(code)
+        }
+        "leave" => {
+            let who: u32 = arg(&args, 1, "RANK");
+            if env_rank() != who {
+                wait_in_fence();
+            }
+            let _c = connect();
+            // Exits 0 after init without finalize, leaving the others in their fence.
+            exit(0)
         }
         "exit" => {
             let code: i32 = arg(&args, 1, "CODE");
