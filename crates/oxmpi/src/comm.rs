@@ -9,9 +9,11 @@ use crate::runtime::Runtime;
 use crate::threading::{Single, ThreadLevel};
 
 /// Context id of `MPI_COMM_WORLD`; each communicator has its own, so their messages never mix.
+/// Ids come in pairs: `2k` carries point-to-point traffic, `2k + 1` the communicator's
+/// collectives, so a collective can never match a user's receive.
 pub const WORLD_CONTEXT: u32 = 0;
 /// Context id of `MPI_COMM_SELF`.
-pub const SELF_CONTEXT: u32 = 1;
+pub const SELF_CONTEXT: u32 = 2;
 
 /// What every handle to one communicator shares.
 #[derive(Debug)]

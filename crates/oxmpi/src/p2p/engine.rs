@@ -119,6 +119,14 @@ struct Core {
     fault: Option<Error>,
 }
 
+/// A multi-step operation (a collective) that the engine advances on every progress call, so
+/// that several can be in flight at once and complete in any order of waits.
+pub trait Schedule: std::fmt::Debug {
+    /// Advances as far as possible without blocking, using the engine's point-to-point
+    /// operations (never [`Engine::progress`]); returns `Ok(true)` once finished.
+    fn advance(&mut self, e: &mut Engine) -> Result<bool>;
+}
+
 /// One process's point-to-point engine.
 #[derive(Debug)]
 pub struct Engine {
@@ -129,6 +137,7 @@ pub struct Engine {
     pending: VecDeque<Pending>,
     pending_to: Vec<u32>,
     pushing: Vec<ReqId>,
+    schedules: Vec<(ReqId, Box<dyn Schedule>)>,
 }
 
 /// Writes `n` bytes at `buf`.
@@ -389,6 +398,7 @@ impl Engine {
             pending: VecDeque::new(),
             pending_to: vec![0; size],
             pushing: Vec::new(),
+            schedules: Vec::new(),
         }
     }
 
@@ -664,6 +674,47 @@ impl Engine {
         }
     }
 
+    /// Starts a schedule; the returned request completes when it finishes.
+    pub fn start_schedule(&mut self, s: Box<dyn Schedule>) -> Result<ReqId> {
+        let id = self.core.reqs.alloc(State::Schedule);
+        self.schedules.push((id, s));
+        self.advance_schedules()?;
+        Ok(id)
+    }
+
+    fn advance_schedules(&mut self) -> Result<usize> {
+        let mut list = std::mem::take(&mut self.schedules);
+        let mut done = 0;
+        let mut i = 0;
+        let mut result = Ok(());
+        while i < list.len() {
+            match list[i].1.advance(self) {
+                Ok(true) => {
+                    let (id, _) = list.swap_remove(i);
+                    self.core.reqs.complete(id.idx, Status::default());
+                    done += 1;
+                }
+                Ok(false) => i += 1,
+                Err(e) => {
+                    let (id, _) = list.swap_remove(i);
+                    self.core.reqs.complete(
+                        id.idx,
+                        Status {
+                            error: Some(e.class()),
+                            ..Status::default()
+                        },
+                    );
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        // Schedules started from inside `advance` landed in the (emptied) field.
+        list.append(&mut self.schedules);
+        self.schedules = list;
+        result.map(|()| done)
+    }
+
     /// Whether fragments this rank owes its peers are still queued.
     pub fn has_outgoing(&self) -> bool {
         !self.core.outbox.is_empty() || !self.pending.is_empty() || !self.pushing.is_empty()
@@ -698,6 +749,9 @@ impl Engine {
         }
         if !self.pushing.is_empty() {
             n += self.push_chunks()?;
+        }
+        if !self.schedules.is_empty() {
+            n += self.advance_schedules()?;
         }
         Ok(n)
     }

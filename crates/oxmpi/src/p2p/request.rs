@@ -74,6 +74,8 @@ pub enum State {
     },
     /// An eager send waiting in the pending queue for transport room.
     SendQueued,
+    /// A multi-step operation (collective) advanced by the engine's schedule list.
+    Schedule,
 }
 
 #[derive(Debug)]

@@ -53,6 +53,10 @@ pub struct Runtime {
     pub config: Config,
     /// Which ranks share a host.
     pub locality: Locality,
+    /// Host grouping collectives plan with: `locality`, unless `OXMPI_HOST_OVERRIDE` pretends
+    /// ranks sit on other hosts (tests of node-aware algorithms on one machine). Transports
+    /// always follow the real placement.
+    pub coll_locality: Locality,
     /// Random key naming this job's files (from oxrun, or made up for other launchers).
     pub jobkey: String,
     /// The point-to-point engine.
@@ -84,13 +88,14 @@ impl Runtime {
             .filter(|k| oxmpi_pmi::launch::valid_jobkey(k))
             .unwrap_or_else(random_key);
 
-        let locality = if !config.host_override.is_empty() {
-            Locality::parse_override(&config.host_override, size)?
+        let locality = match bootstrap.process_mapping()? {
+            Some(nodes) => Locality::new(nodes),
+            None => Locality::single_host(size),
+        };
+        let coll_locality = if config.host_override.is_empty() {
+            locality.clone()
         } else {
-            match bootstrap.process_mapping()? {
-                Some(nodes) => Locality::new(nodes),
-                None => Locality::single_host(size),
-            }
+            Locality::parse_override(&config.host_override, size)?
         };
         let bootstrap = Arc::new(Mutex::new(bootstrap));
 
@@ -169,6 +174,7 @@ impl Runtime {
             level,
             config,
             locality,
+            coll_locality,
             jobkey,
             engine,
             bootstrap,
