@@ -65,3 +65,60 @@ fn random_small_messages_with_tiny_rings_exercise_backpressure() {
         ],
     );
 }
+
+fn run_ok(np: usize, prog: &str, args: &[&str], env: &[(&str, &str)]) -> String {
+    let out = oxrun_job(np, std::path::Path::new(prog), args, env);
+    let (so, se) = text(&out);
+    assert!(out.status.success(), "{prog} np {np} {env:?}:\n{so}\n{se}");
+    so
+}
+
+#[test]
+fn semantics_bsend_probes_persistent_cancel_and_error_classes() {
+    for np in [2, 3] {
+        let so = run_ok(np, env!("CARGO_BIN_EXE_p2p_semantics"), &[], &[]);
+        assert_eq!(so.matches("semantics OK").count(), np, "{so}");
+    }
+    let so = run_ok(
+        2,
+        env!("CARGO_BIN_EXE_p2p_semantics"),
+        &[],
+        &[("OXMPI_SINGLE_COPY", "0")],
+    );
+    assert_eq!(so.matches("semantics OK").count(), 2, "{so}");
+}
+
+#[test]
+fn thread_multiple_concurrent_sends_and_receives() {
+    let so = run_ok(4, env!("CARGO_BIN_EXE_p2p_threads"), &["4", "100"], &[]);
+    assert_eq!(so.matches("exchanges OK").count(), 4, "{so}");
+    let so = run_ok(
+        2,
+        env!("CARGO_BIN_EXE_p2p_threads"),
+        &["3", "60"],
+        &[("OXMPI_SINGLE_COPY", "0")],
+    );
+    assert_eq!(so.matches("exchanges OK").count(), 2, "{so}");
+}
+
+#[test]
+fn message_longer_than_i32_max_bytes() {
+    let so = run_ok(2, env!("CARGO_BIN_EXE_p2p_big"), &[], &[]);
+    assert!(
+        so.contains(&format!("received {} bytes intact", i32::MAX as u64 + 4097)),
+        "{so}"
+    );
+}
+
+#[test]
+fn a_rank_killed_mid_rendezvous_ends_the_job() {
+    let out = oxrun_job(
+        2,
+        std::path::Path::new(env!("CARGO_BIN_EXE_p2p_die")),
+        &[],
+        &[],
+    );
+    let (_, se) = text(&out);
+    assert_eq!(out.status.code(), Some(137), "{se}");
+    assert!(se.contains("rank 1") && se.contains("signal 9"), "{se}");
+}

@@ -63,6 +63,30 @@ impl<L: ThreadLevel> Universe<L> {
         self.rt.abort(code, "")
     }
 
+    /// Attaches `bytes` of space for [`buffered_send`](crate::Communicator::buffered_send)
+    /// (`MPI_Buffer_attach`); each message takes its size plus
+    /// [`BSEND_OVERHEAD`](crate::p2p::bsend::BSEND_OVERHEAD).
+    pub fn buffer_attach(&self, bytes: usize) -> Result<()> {
+        self.rt.engine.with(|e| e.buffer_attach(bytes))
+    }
+
+    /// Waits until every buffered send has gone out, then detaches the space and returns its
+    /// size (`MPI_Buffer_detach`).
+    pub fn buffer_detach(&self) -> Result<usize> {
+        let mut backoff = crate::p2p::progress::Backoff::new(
+            self.rt.config.spin_count,
+            self.rt.config.yield_sleep_us,
+        );
+        while self
+            .rt
+            .engine
+            .with(|e| e.progress().map(|_| e.bsend_busy()))?
+        {
+            backoff.snooze();
+        }
+        self.rt.engine.with(|e| e.buffer_detach())
+    }
+
     /// Finalizes MPI, reporting errors that dropping would have to ignore.
     pub fn finalize(mut self) -> Result<()> {
         self.finalized = true;

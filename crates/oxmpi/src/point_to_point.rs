@@ -7,18 +7,17 @@
 //! # Standard sections
 //! MPI-5.0 §3 (point-to-point communication).
 
-use std::cell::RefCell;
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::comm::Communicator;
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::engine::{RecvStart, SendMode};
-use crate::p2p::matching::{ANY_SOURCE, ANY_TAG, PROC_NULL};
+use crate::p2p::matching::{Unexpected, ANY_SOURCE, ANY_TAG, PROC_NULL};
 use crate::p2p::progress::Backoff;
 use crate::p2p::request::{ReqId, Status as RawStatus};
 use crate::p2p::wire::Envelope;
+use crate::request::{scope, status_result, wait_raw, Persistent, PersistentOp, Request, Scope};
 use crate::runtime::Runtime;
 use crate::threading::ThreadLevel;
 
@@ -33,7 +32,7 @@ pub struct Status {
 }
 
 impl Status {
-    fn new(raw: RawStatus, elem: usize) -> Self {
+    pub(crate) fn new(raw: RawStatus, elem: usize) -> Self {
         Status {
             raw,
             elem: elem.max(1),
@@ -107,167 +106,6 @@ impl From<i32> for Tag {
         } else {
             Tag::Is(t)
         }
-    }
-}
-
-/// Where outstanding nonblocking operations live; see [`scope`].
-pub struct Scope<'a> {
-    outstanding: RefCell<Vec<(Arc<Runtime>, ReqId)>>,
-    _buffers: PhantomData<&'a mut &'a ()>,
-}
-
-/// Runs `f` with a scope for nonblocking operations; when `f` returns, every request started
-/// in the scope and not yet completed is waited for.
-pub fn scope<'a, R>(f: impl FnOnce(&Scope<'a>) -> R) -> R {
-    let s = Scope {
-        outstanding: RefCell::new(Vec::new()),
-        _buffers: PhantomData,
-    };
-    let r = f(&s);
-    for (rt, id) in s.outstanding.take() {
-        if let Err(e) = wait_raw(&rt, id) {
-            eprintln!(
-                "oxmpi: rank {}: request left at scope end failed: {e}",
-                rt.rank
-            );
-        }
-    }
-    r
-}
-
-/// A nonblocking operation in flight, borrowing its buffer for `'a`.
-#[must_use = "a request must be waited for or tested"]
-pub struct Request<'a, 's> {
-    rt: Arc<Runtime>,
-    state: ReqState,
-    elem: usize,
-    scope: &'s Scope<'a>,
-}
-
-enum ReqState {
-    Pending(ReqId),
-    Done(RawStatus),
-    Collected,
-}
-
-impl<'a, 's> Request<'a, 's> {
-    fn new(rt: Arc<Runtime>, start: RecvStart, elem: usize, scope: &'s Scope<'a>) -> Self {
-        let state = match start {
-            RecvStart::Done(st) => ReqState::Done(st),
-            RecvStart::Pending(id) => {
-                scope.outstanding.borrow_mut().push((rt.clone(), id));
-                ReqState::Pending(id)
-            }
-        };
-        Request {
-            rt,
-            state,
-            elem,
-            scope,
-        }
-    }
-
-    fn forget_in_scope(&self, id: ReqId) {
-        self.scope
-            .outstanding
-            .borrow_mut()
-            .retain(|(_, r)| *r != id);
-    }
-
-    /// Blocks until the operation completes (`MPI_Wait`).
-    pub fn wait(mut self) -> Result<Status> {
-        let raw = match std::mem::replace(&mut self.state, ReqState::Collected) {
-            ReqState::Pending(id) => {
-                let st = wait_raw(&self.rt, id);
-                self.forget_in_scope(id);
-                st?
-            }
-            ReqState::Done(st) => st,
-            ReqState::Collected => {
-                return Err(Error::new(
-                    ErrorClass::Request,
-                    "wait: request already completed",
-                ))
-            }
-        };
-        status_result(raw, self.elem)
-    }
-
-    /// Completes the operation if it is done (`MPI_Test`); `None` if still in flight.
-    pub fn test(&mut self) -> Option<Result<Status>> {
-        match self.state {
-            ReqState::Pending(id) => {
-                let r = self.rt.engine.with(|e| e.progress().map(|_| e.test(id)));
-                match r {
-                    Err(e) => Some(Err(e)),
-                    Ok(None) => None,
-                    Ok(Some(st)) => {
-                        self.forget_in_scope(id);
-                        self.state = ReqState::Collected;
-                        Some(status_result(st, self.elem))
-                    }
-                }
-            }
-            ReqState::Done(st) => {
-                self.state = ReqState::Collected;
-                Some(status_result(st, self.elem))
-            }
-            ReqState::Collected => Some(Err(Error::new(
-                ErrorClass::Request,
-                "test: request already completed",
-            ))),
-        }
-    }
-
-    /// Cancels a pending receive (`MPI_Cancel`); returns whether it was cancelled before
-    /// matching. The request must still be waited for.
-    pub fn cancel(&self) -> bool {
-        match self.state {
-            ReqState::Pending(id) => self.rt.engine.with(|e| e.cancel(id)),
-            _ => false,
-        }
-    }
-}
-
-impl Drop for Request<'_, '_> {
-    fn drop(&mut self) {
-        if let ReqState::Pending(id) = self.state {
-            // Completing here keeps the borrowed buffer valid for as long as the engine uses it.
-            let _ = wait_raw(&self.rt, id);
-            self.forget_in_scope(id);
-        }
-    }
-}
-
-fn status_result(raw: RawStatus, elem: usize) -> Result<Status> {
-    match raw.error {
-        Some(ErrorClass::Truncate) => Err(Error::new(
-            ErrorClass::Truncate,
-            format!("receive: message from rank {} (tag {}) is longer than the receive buffer ({} bytes kept)", raw.source, raw.tag, raw.bytes),
-        )),
-        Some(c) => Err(Error::new(c, "operation failed")),
-        None => Ok(Status::new(raw, elem)),
-    }
-}
-
-/// Waits for request `id`, spinning then backing off.
-pub(crate) fn wait_raw(rt: &Runtime, id: ReqId) -> Result<RawStatus> {
-    let mut backoff = Backoff::new(rt.config.spin_count, rt.config.yield_sleep_us);
-    loop {
-        let (done, worked) = rt.engine.with(|e| -> Result<(Option<RawStatus>, bool)> {
-            if let Some(st) = e.test(id) {
-                return Ok((Some(st), true));
-            }
-            let n = e.progress()?;
-            Ok((e.test(id), n > 0))
-        })?;
-        if let Some(st) = done {
-            return Ok(st);
-        }
-        if worked {
-            backoff.reset();
-        }
-        backoff.snooze();
     }
 }
 
@@ -534,6 +372,201 @@ impl<L: ThreadLevel> Communicator<L> {
             self.send(send, dest, send_tag)?;
             r.wait()
         })
+    }
+
+    /// Sends in ready mode (`MPI_Rsend`): the receive must already be posted. oxmpi gives it
+    /// the standard-mode protocol, which the standard allows.
+    pub fn ready_send<B: Buffer + ?Sized>(&self, buf: &B, dest: i32, tag: i32) -> Result<()> {
+        self.send(buf, dest, tag)
+    }
+
+    /// Copies `buf` into the space attached with
+    /// [`Universe::buffer_attach`](crate::Universe::buffer_attach) and returns at once
+    /// (`MPI_Bsend`). Too little space is an [`ErrorClass::Buffer`] error.
+    pub fn buffered_send<B: Buffer + ?Sized>(&self, buf: &B, dest: i32, tag: i32) -> Result<()> {
+        self.check_finalized("buffered_send")?;
+        let env = self.envelope("buffered_send", tag)?;
+        let Some(to) = self.dest("buffered_send", dest)? else {
+            return Ok(());
+        };
+        self.rt.engine.with(|e| e.bsend(buf.bytes(), to, env))
+    }
+
+    /// Sends `buf` and receives a message of the same size into it (`MPI_Sendrecv_replace`).
+    pub fn send_receive_replace_into<B: BufferMut + ?Sized>(
+        &self,
+        buf: &mut B,
+        dest: i32,
+        send_tag: i32,
+        source: impl Into<Source>,
+        recv_tag: impl Into<Tag>,
+    ) -> Result<Status> {
+        let copy: Vec<u8> = buf.bytes_mut().to_vec();
+        let elem = buf.element_size();
+        let st =
+            self.send_receive_into(&copy[..], dest, send_tag, buf.bytes_mut(), source, recv_tag)?;
+        Ok(Status::new(st.raw, elem))
+    }
+
+    /// Waits for a matching message and takes it out of the matching queues, so that only the
+    /// returned [`Message`] can receive it (`MPI_Mprobe`).
+    pub fn matched_probe(
+        &self,
+        source: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<(Message, Status)> {
+        let (source, tag) = (source.into(), tag.into());
+        let mut backoff = Backoff::new(self.rt.config.spin_count, self.rt.config.yield_sleep_us);
+        loop {
+            if let Some(found) = self.immediate_matched_probe(source, tag)? {
+                return Ok(found);
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// Like [`matched_probe`](Self::matched_probe) but returns `None` at once if no message
+    /// matches (`MPI_Improbe`).
+    pub fn immediate_matched_probe(
+        &self,
+        source: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<Option<(Message, Status)>> {
+        self.check_finalized("matched_probe")?;
+        let (src, tag) = self.recv_args("matched_probe", source.into(), tag.into())?;
+        if src == PROC_NULL {
+            let raw = RawStatus {
+                source: PROC_NULL,
+                tag: ANY_TAG,
+                ..RawStatus::default()
+            };
+            return Ok(Some((
+                Message {
+                    rt: self.rt.clone(),
+                    msg: None,
+                },
+                Status::new(raw, 1),
+            )));
+        }
+        let ctx = self.state.context;
+        let found = self.rt.engine.with(|e| -> Result<Option<Unexpected>> {
+            if let Some(u) = e.improbe(ctx, src, tag) {
+                return Ok(Some(u));
+            }
+            e.progress()?;
+            Ok(e.improbe(ctx, src, tag))
+        })?;
+        Ok(found.map(|u| {
+            let raw = RawStatus {
+                source: u.env.src as i32,
+                tag: u.env.tag,
+                bytes: u.body.len(),
+                ..RawStatus::default()
+            };
+            (
+                Message {
+                    rt: self.rt.clone(),
+                    msg: Some(u),
+                },
+                Status::new(raw, 1),
+            )
+        }))
+    }
+
+    /// A persistent send (`MPI_Send_init`): [`Persistent::start`] sends `buf` each time.
+    pub fn send_init<'a, 's, B: Buffer + ?Sized>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a B,
+        dest: i32,
+        tag: i32,
+    ) -> Result<Persistent<'a, 's>> {
+        let env = self.envelope("send_init", tag)?;
+        let to = self.dest("send_init", dest)?;
+        let bytes = buf.bytes();
+        let op = PersistentOp::Send {
+            buf: bytes.as_ptr(),
+            len: bytes.len(),
+            to,
+            env,
+        };
+        Ok(Persistent::new(
+            self.rt.clone(),
+            op,
+            buf.element_size(),
+            scope,
+        ))
+    }
+
+    /// A persistent receive (`MPI_Recv_init`): [`Persistent::start`] posts it each time.
+    pub fn receive_init<'a, 's, B: BufferMut + ?Sized>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut B,
+        source: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<Persistent<'a, 's>> {
+        let (src, tag) = self.recv_args("receive_init", source.into(), tag.into())?;
+        let elem = buf.element_size();
+        let bytes = buf.bytes_mut();
+        let op = PersistentOp::Recv {
+            buf: bytes.as_mut_ptr(),
+            cap: bytes.len(),
+            ctx: self.state.context,
+            src,
+            tag,
+        };
+        Ok(Persistent::new(self.rt.clone(), op, elem, scope))
+    }
+}
+
+/// A message taken by a matched probe; only it can receive the message (`MPI_Message`).
+/// Dropping it without receiving loses the message.
+#[derive(Debug)]
+pub struct Message {
+    rt: Arc<Runtime>,
+    /// `None` for the message of a probe on `PROC_NULL` (`MPI_MESSAGE_NO_PROC`).
+    msg: Option<Unexpected>,
+}
+
+impl Message {
+    fn start(self, bytes: &mut [u8]) -> (Arc<Runtime>, RecvStart) {
+        let start = match self.msg {
+            None => RecvStart::Done(RawStatus {
+                source: PROC_NULL,
+                tag: ANY_TAG,
+                ..RawStatus::default()
+            }),
+            // SAFETY: `bytes` is borrowed by the caller until the receive completes (blocking
+            // receive waits; the immediate form ties it to a scoped Request).
+            Some(u) => self
+                .rt
+                .engine
+                .with(|e| unsafe { e.recv_unexpected(u, bytes.as_mut_ptr(), bytes.len()) }),
+        };
+        (self.rt, start)
+    }
+
+    /// Receives the message into `buf` (`MPI_Mrecv`).
+    pub fn matched_receive_into<B: BufferMut + ?Sized>(self, buf: &mut B) -> Result<Status> {
+        let elem = buf.element_size();
+        let (rt, start) = self.start(buf.bytes_mut());
+        let raw = match start {
+            RecvStart::Done(st) => st,
+            RecvStart::Pending(id) => wait_raw(&rt, id)?,
+        };
+        status_result(raw, elem)
+    }
+
+    /// Starts receiving the message into `buf` (`MPI_Imrecv`).
+    pub fn immediate_matched_receive_into<'a, 's, B: BufferMut + ?Sized>(
+        self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut B,
+    ) -> Request<'a, 's> {
+        let elem = buf.element_size();
+        let (rt, start) = self.start(buf.bytes_mut());
+        Request::new(rt, start, elem, scope)
     }
 }
 

@@ -138,6 +138,7 @@ pub struct Engine {
     pending_to: Vec<u32>,
     pushing: Vec<ReqId>,
     schedules: Vec<(ReqId, Box<dyn Schedule>)>,
+    pub(super) bsend: super::bsend::BsendBuffer,
 }
 
 /// Writes `n` bytes at `buf`.
@@ -399,6 +400,7 @@ impl Engine {
             pending_to: vec![0; size],
             pushing: Vec::new(),
             schedules: Vec::new(),
+            bsend: Default::default(),
         }
     }
 
@@ -718,6 +720,22 @@ impl Engine {
     /// Whether fragments this rank owes its peers are still queued.
     pub fn has_outgoing(&self) -> bool {
         !self.core.outbox.is_empty() || !self.pending.is_empty() || !self.pushing.is_empty()
+    }
+
+    /// Attaches `bytes` of space for buffered sends.
+    pub fn buffer_attach(&mut self, bytes: usize) -> Result<()> {
+        self.bsend.attach(bytes)
+    }
+
+    /// Whether buffered sends are still in flight (detach must wait for them).
+    pub fn bsend_busy(&mut self) -> bool {
+        self.reclaim_bsend();
+        self.bsend.busy()
+    }
+
+    /// Detaches the buffered-send space; call once [`bsend_busy`](Self::bsend_busy) is false.
+    pub fn buffer_detach(&mut self) -> Result<usize> {
+        self.bsend.detach()
     }
 
     /// Requests not yet collected.

@@ -3,9 +3,11 @@
 //! - [`wire`]: fragment kinds and headers;
 //! - [`matching`]: posted and unexpected queues with MPI's ordering rules;
 //! - [`request`]: the request slab and statuses;
+//! - [`bsend`]: buffered sends through attached space;
 //! - [`engine`]: protocols (eager, rendezvous with single copy or pushed chunks) and progress;
 //! - [`progress`]: the lock (only at thread levels that need one) and the waiting policy.
 
+pub mod bsend;
 pub mod engine;
 pub mod matching;
 pub mod progress;
