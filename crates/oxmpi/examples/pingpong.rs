@@ -1,6 +1,6 @@
 //! Ping-pong between ranks 0 and 1 at a few sizes, printing one-way latency in microseconds.
 //!
-//! `oxrun -n 2 target/release/examples/pingpong`
+//! `oxrun -n 2 target/release/examples/pingpong [MAX_SIZE]`
 
 fn main() -> Result<(), oxmpi::Error> {
     let universe = oxmpi::init()?;
@@ -10,7 +10,12 @@ fn main() -> Result<(), oxmpi::Error> {
         eprintln!("pingpong needs 2 ranks");
         universe.abort(2);
     }
-    for size in [0usize, 8, 64, 512, 4096, 16384, 65536, 1 << 20, 4 << 20] {
+    let max: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(4 << 20);
+    let sizes = [0usize, 8, 64, 512, 4096, 16384, 65536, 1 << 20, 4 << 20];
+    for size in sizes.into_iter().filter(|&s| s <= max) {
         let iters = if size >= 1 << 20 { 200 } else { 20000 };
         let mut buf = vec![rank as u8; size];
         let mut elapsed = 0.0;

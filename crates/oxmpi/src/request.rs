@@ -171,6 +171,12 @@ pub(crate) fn wait_raw(rt: &Runtime, id: ReqId) -> Result<RawStatus> {
             if let Some(st) = e.test(id) {
                 return Ok((Some(st), true));
             }
+            // Spin on the arrival word alone before paying for a full progress pass; bounded
+            // so that, under a lock, other threads get their turn.
+            let mut k = 0;
+            while k < 64 && e.quiet() {
+                k += 1;
+            }
             let n = e.progress()?;
             Ok((e.test(id), n > 0))
         })?;

@@ -138,6 +138,8 @@ pub struct Engine {
     pending_to: Vec<u32>,
     pushing: Vec<ReqId>,
     schedules: Vec<(ReqId, Box<dyn Schedule>)>,
+    /// Our process id, for rendezvous headers (getpid is a system call).
+    pid: u32,
     pub(super) bsend: super::bsend::BsendBuffer,
 }
 
@@ -400,6 +402,7 @@ impl Engine {
             pending_to: vec![0; size],
             pushing: Vec::new(),
             schedules: Vec::new(),
+            pid: std::process::id(),
             bsend: Default::default(),
         }
     }
@@ -439,7 +442,7 @@ impl Engine {
         match self.route[to as usize] {
             Route::SelfLoop => Ok(self.send_to_self(sync, buf, len, env)),
             Route::Shm => {
-                let mut h = MatchHdr { env, sreq: 0, len: len as u64, addr: buf as u64, pid: std::process::id() };
+                let mut h = MatchHdr { env, sreq: 0, len: len as u64, addr: buf as u64, pid: self.pid };
                 let (kind, wait) = if len > self.limits.eager_limit {
                     (am::RTS, true)
                 } else if sync {
@@ -741,6 +744,17 @@ impl Engine {
     /// Requests not yet collected.
     pub fn live_requests(&self) -> usize {
         self.core.reqs.live()
+    }
+
+    /// Whether a progress pass would find nothing to do: no arrival, nothing queued to send,
+    /// no schedule running. Cheap enough to spin on.
+    #[inline]
+    pub fn quiet(&self) -> bool {
+        !self.shm.as_ref().is_some_and(|s| s.has_arrival())
+            && self.core.outbox.is_empty()
+            && self.pending.is_empty()
+            && self.pushing.is_empty()
+            && self.schedules.is_empty()
     }
 
     /// Polls transports and advances every protocol; returns how much work it did.

@@ -84,7 +84,9 @@ impl Backoff {
     pub fn snooze(&mut self) {
         self.polls = self.polls.saturating_add(1);
         if self.polls <= self.spin {
-            std::hint::spin_loop();
+            // Poll again at once: a `pause` costs ~40 ns on recent x86, a large share of a
+            // small message's latency, and the engine poll itself is the back-off here.
+            std::hint::black_box(());
         } else if self.polls <= self.spin + 64 {
             std::thread::yield_now();
         } else {

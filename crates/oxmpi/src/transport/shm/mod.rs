@@ -427,6 +427,12 @@ impl ShmTransport {
         Ok(())
     }
 
+    /// Whether a fragment is waiting in the receive ring (one load of one cache line).
+    #[inline]
+    pub fn has_arrival(&self) -> bool {
+        self.rx.peek().is_some()
+    }
+
     /// Delivers up to `budget` arrived fragments to `handler`, then returns their cells and
     /// blocks to the senders. Returns how many were delivered.
     #[inline]

@@ -1,0 +1,390 @@
+//! Reduction operations: the predefined ones on the types they apply to, and user operations
+//! (Rust closures), commutative or not.
+//!
+//! Every operation is applied as `inout[i] = in[i] ∘ inout[i]`, where `in` holds the
+//! contribution of the *lower* ranks: that is the argument order of `MPI_User_function`, and
+//! what lets non-commutative operations reduce in rank order. The predefined kernels are
+//! plain element loops over slices that the compiler vectorizes.
+//!
+//! # Standard sections
+//! MPI-5.0 §6.9.2 (predefined reduction operations), §6.9.4 (MINLOC and MAXLOC), §6.9.5
+//! (user-defined reduction operations).
+
+use std::fmt;
+use std::sync::Arc;
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::datatype::Equivalence;
+use crate::error::{Error, ErrorClass, Result};
+
+/// A reduction operation (`MPI_Op`).
+#[derive(Clone)]
+pub enum Op {
+    /// `MPI_SUM`: numbers.
+    Sum,
+    /// `MPI_PROD`: numbers.
+    Prod,
+    /// `MPI_MIN`: numbers.
+    Min,
+    /// `MPI_MAX`: numbers.
+    Max,
+    /// `MPI_LAND`: integers (non-zero is true; the result is 0 or 1).
+    LogicalAnd,
+    /// `MPI_LOR`: integers.
+    LogicalOr,
+    /// `MPI_LXOR`: integers.
+    LogicalXor,
+    /// `MPI_BAND`: integers and bytes.
+    BitwiseAnd,
+    /// `MPI_BOR`: integers and bytes.
+    BitwiseOr,
+    /// `MPI_BXOR`: integers and bytes.
+    BitwiseXor,
+    /// `MPI_MINLOC`: value/index pairs ([`FloatInt`], [`DoubleInt`], [`LongInt`], [`TwoInt`],
+    /// [`ShortInt`]); ties take the smaller index.
+    MinLoc,
+    /// `MPI_MAXLOC`: value/index pairs; ties take the smaller index.
+    MaxLoc,
+    /// `MPI_REPLACE`: `a ∘ b = b` (the higher rank's value wins). Not commutative.
+    Replace,
+    /// `MPI_NO_OP`: `a ∘ b = a` (the lower rank's value stays). Not commutative.
+    NoOp,
+    /// A user-defined operation ([`UserOp`]).
+    User(UserOp),
+}
+
+impl fmt::Debug for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Op::User(u) => write!(f, "User(commutative: {})", u.commutative),
+            other => f.write_str(other.name()),
+        }
+    }
+}
+
+/// A byte-level kernel: `inout = in ∘ inout`, both holding whole elements.
+pub(crate) type Kernel = Arc<dyn Fn(&[u8], &mut [u8]) + Send + Sync>;
+
+/// A user-defined reduction (`MPI_Op_create`), built from a Rust closure over typed slices.
+#[derive(Clone)]
+pub struct UserOp {
+    f: Kernel,
+    elem: usize,
+    commutative: bool,
+}
+
+impl UserOp {
+    /// An operation on `T`: `f(in, inout)` must set `inout[i] = in[i] ∘ inout[i]` for every
+    /// `i` (both slices have the same length). With `commutative == false` oxmpi combines
+    /// contributions strictly in rank order; the operation must still be associative.
+    pub fn new<T: Equivalence>(
+        commutative: bool,
+        f: impl Fn(&[T], &mut [T]) + Send + Sync + 'static,
+    ) -> Self {
+        UserOp {
+            f: Arc::new(move |a: &[u8], b: &mut [u8]| {
+                f(bytemuck::cast_slice(a), bytemuck::cast_slice_mut(b))
+            }),
+            elem: std::mem::size_of::<T>(),
+            commutative,
+        }
+    }
+
+    /// Whether the operation was declared commutative (`MPI_Op_commutative`).
+    pub fn is_commutative(&self) -> bool {
+        self.commutative
+    }
+}
+
+impl Op {
+    /// A user operation on `T` (see [`UserOp::new`]).
+    pub fn user<T: Equivalence>(
+        commutative: bool,
+        f: impl Fn(&[T], &mut [T]) + Send + Sync + 'static,
+    ) -> Op {
+        Op::User(UserOp::new(commutative, f))
+    }
+
+    /// Whether contributions may be combined in any order (`MPI_Op_commutative`).
+    pub fn is_commutative(&self) -> bool {
+        match self {
+            Op::Replace | Op::NoOp => false,
+            Op::User(u) => u.commutative,
+            _ => true,
+        }
+    }
+
+    /// The operation's MPI name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Sum => "MPI_SUM",
+            Op::Prod => "MPI_PROD",
+            Op::Min => "MPI_MIN",
+            Op::Max => "MPI_MAX",
+            Op::LogicalAnd => "MPI_LAND",
+            Op::LogicalOr => "MPI_LOR",
+            Op::LogicalXor => "MPI_LXOR",
+            Op::BitwiseAnd => "MPI_BAND",
+            Op::BitwiseOr => "MPI_BOR",
+            Op::BitwiseXor => "MPI_BXOR",
+            Op::MinLoc => "MPI_MINLOC",
+            Op::MaxLoc => "MPI_MAXLOC",
+            Op::Replace => "MPI_REPLACE",
+            Op::NoOp => "MPI_NO_OP",
+            Op::User(_) => "user-defined",
+        }
+    }
+
+    /// The byte kernel applying this operation to elements of `T`, or an
+    /// [`ErrorClass::Op`] error when the operation is not defined on `T`.
+    pub(crate) fn kernel_for<T: Reducible>(&self) -> Result<Kernel> {
+        match self {
+            Op::User(u) => {
+                let size = std::mem::size_of::<T>();
+                if u.elem != size {
+                    return Err(Error::new(
+                        ErrorClass::Op,
+                        format!(
+                            "user operation was made for {}-byte elements, used on {}-byte {}",
+                            u.elem,
+                            size,
+                            std::any::type_name::<T>()
+                        ),
+                    ));
+                }
+                Ok(u.f.clone())
+            }
+            Op::Replace => Ok(Arc::new(|_a: &[u8], _b: &mut [u8]| {})),
+            Op::NoOp => Ok(Arc::new(|a: &[u8], b: &mut [u8]| b.copy_from_slice(a))),
+            op => T::kernel(op).map(|k| Arc::new(k) as Kernel).ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Op,
+                    format!(
+                        "{} is not defined on {}",
+                        op.name(),
+                        std::any::type_name::<T>()
+                    ),
+                )
+            }),
+        }
+    }
+}
+
+/// A plain kernel function (predefined operations need no allocation per call).
+pub(crate) type KernelFn = fn(&[u8], &mut [u8]);
+
+/// Element types reductions apply to: every [`Equivalence`] type, with the predefined
+/// operations defined on it. Arrays `[T; N]` reduce element by element.
+pub trait Reducible: Equivalence {
+    /// The kernel of predefined operation `op` on this type, if it is defined.
+    #[doc(hidden)]
+    fn kernel(op: &Op) -> Option<KernelFn>;
+}
+
+#[inline]
+fn zip<T: Pod>(a: &[u8], b: &mut [u8], f: impl Fn(T, T) -> T) {
+    let a: &[T] = bytemuck::cast_slice(a);
+    let b: &mut [T] = bytemuck::cast_slice_mut(b);
+    for (y, &x) in b.iter_mut().zip(a) {
+        *y = f(x, *y);
+    }
+}
+
+macro_rules! int_reducible {
+    ($($t:ty),*) => { $(
+        impl Reducible for $t {
+            fn kernel(op: &Op) -> Option<KernelFn> {
+                Some(match op {
+                    Op::Sum => |a, b| zip::<$t>(a, b, |x, y| x.wrapping_add(y)),
+                    Op::Prod => |a, b| zip::<$t>(a, b, |x, y| x.wrapping_mul(y)),
+                    Op::Min => |a, b| zip::<$t>(a, b, |x, y| x.min(y)),
+                    Op::Max => |a, b| zip::<$t>(a, b, |x, y| x.max(y)),
+                    Op::LogicalAnd => |a, b| zip::<$t>(a, b, |x, y| ((x != 0) & (y != 0)) as $t),
+                    Op::LogicalOr => |a, b| zip::<$t>(a, b, |x, y| ((x != 0) | (y != 0)) as $t),
+                    Op::LogicalXor => |a, b| zip::<$t>(a, b, |x, y| ((x != 0) ^ (y != 0)) as $t),
+                    Op::BitwiseAnd => |a, b| zip::<$t>(a, b, |x, y| x & y),
+                    Op::BitwiseOr => |a, b| zip::<$t>(a, b, |x, y| x | y),
+                    Op::BitwiseXor => |a, b| zip::<$t>(a, b, |x, y| x ^ y),
+                    _ => return None,
+                })
+            }
+        }
+    )* };
+}
+int_reducible!(u8, i8, u16, i16, u32, i32, u64, i64, u128, i128, usize, isize);
+
+macro_rules! float_reducible {
+    ($($t:ty),*) => { $(
+        impl Reducible for $t {
+            fn kernel(op: &Op) -> Option<KernelFn> {
+                Some(match op {
+                    Op::Sum => |a, b| zip::<$t>(a, b, |x, y| x + y),
+                    Op::Prod => |a, b| zip::<$t>(a, b, |x, y| x * y),
+                    Op::Min => |a, b| zip::<$t>(a, b, |x, y| x.min(y)),
+                    Op::Max => |a, b| zip::<$t>(a, b, |x, y| x.max(y)),
+                    _ => return None,
+                })
+            }
+        }
+    )* };
+}
+float_reducible!(f32, f64);
+
+impl<T: Reducible, const N: usize> Reducible for [T; N]
+where
+    [T; N]: Pod,
+{
+    fn kernel(op: &Op) -> Option<KernelFn> {
+        T::kernel(op)
+    }
+}
+
+macro_rules! loc_pair {
+    ($(#[$doc:meta] $name:ident { $v:ty, $i:ty $(, $pad:ident : $padty:ty)? })*) => { $(
+        #[$doc]
+        #[repr(C)]
+        #[derive(Debug, Clone, Copy, PartialEq, Default, Pod, Zeroable)]
+        pub struct $name {
+            /// The value compared.
+            pub value: $v,
+            /// Its location (usually a rank or an array index).
+            pub index: $i,
+            $( #[doc(hidden)] pub $pad: $padty, )?
+        }
+
+        impl $name {
+            /// A pair.
+            pub fn new(value: $v, index: $i) -> Self {
+                $name { value, index, ..Default::default() }
+            }
+        }
+
+        impl Equivalence for $name {}
+
+        impl Reducible for $name {
+            fn kernel(op: &Op) -> Option<KernelFn> {
+                Some(match op {
+                    Op::MinLoc => |a, b| zip::<$name>(a, b, |x, y| {
+                        if x.value < y.value || (x.value == y.value && x.index < y.index) { x } else { y }
+                    }),
+                    Op::MaxLoc => |a, b| zip::<$name>(a, b, |x, y| {
+                        if x.value > y.value || (x.value == y.value && x.index < y.index) { x } else { y }
+                    }),
+                    _ => return None,
+                })
+            }
+        }
+    )* };
+}
+
+loc_pair! {
+    /// `MPI_FLOAT_INT`: an `f32` value and an `i32` index.
+    FloatInt { f32, i32 }
+    /// `MPI_DOUBLE_INT`: an `f64` value and an `i32` index (C layout: 16 bytes).
+    DoubleInt { f64, i32, _pad: u32 }
+    /// `MPI_LONG_INT`: an `i64` value and an `i32` index (C layout: 16 bytes).
+    LongInt { i64, i32, _pad: u32 }
+    /// `MPI_2INT`: an `i32` value and an `i32` index.
+    TwoInt { i32, i32 }
+    /// `MPI_SHORT_INT`: an `i16` value and an `i32` index (C layout: 8 bytes).
+    ShortInt { i16, i32, _pad0: u16 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn apply<T: Reducible>(op: Op, a: &[T], b: &mut [T]) -> Result<()> {
+        let k = op.kernel_for::<T>()?;
+        k(bytemuck::cast_slice(a), bytemuck::cast_slice_mut(b));
+        Ok(())
+    }
+
+    #[test]
+    fn predefined_ops_on_numbers() {
+        let mut b = [1i32, 5, -3, 0];
+        apply(Op::Sum, &[2, 2, 2, 2], &mut b).unwrap();
+        assert_eq!(b, [3, 7, -1, 2]);
+        apply(Op::Max, &[0, 10, 0, 0], &mut b).unwrap();
+        assert_eq!(b, [3, 10, 0, 2]);
+        apply(Op::LogicalAnd, &[1, 0, 7, 7], &mut b).unwrap();
+        assert_eq!(b, [1, 0, 0, 1]);
+        apply(Op::LogicalXor, &[1, 1, 0, 0], &mut b).unwrap();
+        assert_eq!(b, [0, 1, 0, 1]);
+        let mut f = [1.5f64, -2.0];
+        apply(Op::Prod, &[2.0, 3.0], &mut f).unwrap();
+        assert_eq!(f, [3.0, -6.0]);
+        apply(Op::Min, &[0.0, 0.0], &mut f).unwrap();
+        assert_eq!(f, [0.0, -6.0]);
+        let mut u = [0b1100u8];
+        apply(Op::BitwiseXor, &[0b1010], &mut u).unwrap();
+        assert_eq!(u, [0b0110]);
+        let mut arr = [[1.0f32, 2.0, 3.0]];
+        apply(Op::Sum, &[[1.0, 1.0, 1.0]], &mut arr).unwrap();
+        assert_eq!(arr, [[2.0, 3.0, 4.0]]);
+    }
+
+    #[test]
+    fn undefined_combinations_are_op_errors() {
+        let e = apply(Op::BitwiseAnd, &[1.0f64], &mut [2.0]).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Op);
+        let e = apply(Op::MinLoc, &[1i32], &mut [2]).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Op);
+        let e = apply(Op::Sum, &[TwoInt::new(1, 1)], &mut [TwoInt::new(1, 2)]).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Op);
+        let wrong = Op::user::<u64>(true, |_, _| {});
+        let e = apply(wrong, &[1i32], &mut [2]).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Op);
+    }
+
+    #[test]
+    fn minloc_maxloc_break_ties_by_index() {
+        let mut b = [DoubleInt::new(1.0, 3), DoubleInt::new(5.0, 9), TwoInt::new(0, 0).into_double()];
+        apply(
+            Op::MinLoc,
+            &[DoubleInt::new(1.0, 1), DoubleInt::new(6.0, 0), DoubleInt::new(-1.0, 4)],
+            &mut b,
+        )
+        .unwrap();
+        assert_eq!(b[0], DoubleInt::new(1.0, 1));
+        assert_eq!(b[1], DoubleInt::new(5.0, 9));
+        assert_eq!(b[2], DoubleInt::new(-1.0, 4));
+        let mut m = [TwoInt::new(4, 7)];
+        apply(Op::MaxLoc, &[TwoInt::new(4, 2)], &mut m).unwrap();
+        assert_eq!(m, [TwoInt::new(4, 2)]);
+        assert_eq!(std::mem::size_of::<DoubleInt>(), 16);
+        assert_eq!(std::mem::size_of::<ShortInt>(), 8);
+    }
+
+    impl TwoInt {
+        fn into_double(self) -> DoubleInt {
+            DoubleInt::new(self.value as f64, self.index)
+        }
+    }
+
+    #[test]
+    fn replace_noop_and_user_ops_keep_argument_order() {
+        let mut b = [1u8, 2];
+        apply(Op::Replace, &[9, 9], &mut b).unwrap();
+        assert_eq!(b, [1, 2], "the later (inout) operand wins");
+        apply(Op::NoOp, &[9, 9], &mut b).unwrap();
+        assert_eq!(b, [9, 9], "the earlier (in) operand stays");
+        assert!(!Op::Replace.is_commutative() && Op::Sum.is_commutative());
+        // 2x2 matrix product, row-major: inout = in · inout.
+        let matmul = Op::user::<[i64; 4]>(false, |a, b| {
+            for (x, y) in a.iter().zip(b.iter_mut()) {
+                *y = [
+                    x[0] * y[0] + x[1] * y[2],
+                    x[0] * y[1] + x[1] * y[3],
+                    x[2] * y[0] + x[3] * y[2],
+                    x[2] * y[1] + x[3] * y[3],
+                ];
+            }
+        });
+        assert!(!matmul.is_commutative());
+        let mut m = [[1i64, 1, 0, 1]];
+        apply(matmul, &[[1, 0, 1, 1]], &mut m).unwrap();
+        assert_eq!(m, [[1, 1, 1, 2]]);
+    }
+}
