@@ -14,7 +14,7 @@ fn main() -> Result<(), oxmpi::Error> {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(4 << 20);
-    let sizes = [0usize, 8, 64, 512, 4096, 16384, 65536, 1 << 20, 4 << 20];
+    let sizes = [0usize, 8, 64, 512, 4096, 16384, 65536, 131072, 262144, 1 << 20, 4 << 20];
     for size in sizes.into_iter().filter(|&s| s <= max) {
         let iters = if size >= 1 << 20 { 200 } else { 20000 };
         let mut buf = vec![rank as u8; size];

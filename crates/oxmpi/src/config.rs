@@ -59,8 +59,8 @@ tunables! {
         "polls of the progress engine before a blocking wait starts to yield the core";
     yield_sleep_us: u32 = 50, "OXMPI_YIELD_SLEEP_US",
         "longest sleep between polls once a waiting rank backs off (microseconds)";
-    eager_limit: usize = 16384, "OXMPI_EAGER_LIMIT",
-        "largest message sent eagerly; larger ones use rendezvous (capped at the pool block size)";
+    eager_limit: usize = 131072, "OXMPI_EAGER_LIMIT",
+        "largest message sent eagerly (in pool-block chunks above the block size); larger ones use rendezvous";
     single_copy: bool = true, "OXMPI_SINGLE_COPY",
         "rendezvous pulls data with one process_vm_readv; 0 forces the pipelined two-copy path";
     shm_fifo_cells: usize = 1024, "OXMPI_SHM_FIFO_CELLS",

@@ -104,6 +104,26 @@ struct Pending {
     complete: Option<ReqId>,
 }
 
+/// Where the chunks of a chunked eager message go.
+#[derive(Debug)]
+enum Target {
+    /// Straight into a posted receive.
+    Posted { req: u32, buf: *mut u8, cap: usize },
+    /// Into a buffer, matched once complete.
+    Buffer(Vec<u8>),
+}
+
+/// A chunked eager message in the middle of arriving.
+#[derive(Debug)]
+struct Assembly {
+    env: Envelope,
+    total: u64,
+    got: u64,
+    /// Sender's request to acknowledge (synchronous sends).
+    sync: Option<u32>,
+    target: Target,
+}
+
 /// Matching and protocol state: everything a fragment handler touches (never the transport).
 #[derive(Debug)]
 struct Core {
@@ -113,6 +133,8 @@ struct Core {
     /// Control fragments to send: (destination, am, header).
     outbox: VecDeque<(u32, u8, CtrlHdr)>,
     single_copy: bool,
+    /// Chunked eager messages being assembled, by sender world rank.
+    assembling: Vec<Option<Assembly>>,
     /// Sends whose receiver asked for pushed chunks (CTS); the engine starts them after the poll.
     start_push: Vec<u32>,
     /// A fatal protocol error found while handling a fragment.
@@ -195,6 +217,58 @@ impl Core {
                     }
                 }
             }
+            am::EAGER_HEAD => {
+                let Some(h) = MatchHdr::decode(am::RTS, hdr) else {
+                    return self.fail(format!("short header from rank {from}"));
+                };
+                let n = data.len();
+                let target = match self.matcher.match_arrival(&h.env) {
+                    Some(p) => match self.reqs.state_at(p.req) {
+                        Some(&mut State::Recv { buf, cap, .. }) => {
+                            // SAFETY: at most `cap` bytes, the posted receive's capacity.
+                            data.copy_to(unsafe { user_buf(buf, n.min(cap)) });
+                            Target::Posted { req: p.req, buf, cap }
+                        }
+                        _ => return self.fail(format!("posted receive {} vanished", p.req)),
+                    },
+                    None => {
+                        let mut v = Vec::with_capacity(h.len as usize);
+                        v.resize(n, 0);
+                        data.copy_to(&mut v);
+                        Target::Buffer(v)
+                    }
+                };
+                let a = Assembly { env: h.env, total: h.len, got: n as u64, sync: (h.addr == 1).then_some(h.sreq), target };
+                if from as usize >= self.assembling.len() {
+                    self.assembling.resize_with(from as usize + 1, || None);
+                }
+                self.assembling[from as usize] = Some(a);
+            }
+            am::EAGER_CONT => {
+                let Some(a) = self.assembling.get_mut(from as usize).and_then(Option::as_mut) else {
+                    return self.fail(format!("chunk without a message head from rank {from}"));
+                };
+                let n = data.len();
+                match &mut a.target {
+                    Target::Posted { buf, cap, .. } => {
+                        let at = (a.got as usize).min(*cap);
+                        let keep = n.min(*cap - at);
+                        // SAFETY: at + keep ≤ cap, inside the posted receive's buffer.
+                        data.copy_to(unsafe { user_buf(buf.add(at), keep) });
+                    }
+                    Target::Buffer(v) => {
+                        let old = v.len();
+                        v.resize(old + n, 0);
+                        data.copy_to(&mut v[old..]);
+                    }
+                }
+                a.got += n as u64;
+                if a.got >= a.total {
+                    if let Some(a) = self.assembling[from as usize].take() {
+                        self.finish_assembly(from, a);
+                    }
+                }
+            }
             am::ACK | am::FIN => match CtrlHdr::decode(hdr) {
                 Some(c) => self.finish_send(c.sreq),
                 None => self.fail(format!("short control header from rank {from}")),
@@ -255,6 +329,39 @@ impl Core {
                 }
             }
             other => self.fail(format!("unknown fragment kind {other} from rank {from}")),
+        }
+    }
+
+    fn finish_assembly(&mut self, from: u32, a: Assembly) {
+        let kind = if a.sync.is_some() { am::EAGER_SYNC } else { am::EAGER };
+        let h = MatchHdr { env: a.env, sreq: a.sync.unwrap_or(0), len: a.total, addr: 0, pid: 0 };
+        match a.target {
+            Target::Posted { req, cap, .. } => {
+                self.reqs.complete(
+                    req,
+                    Status {
+                        source: a.env.src as i32,
+                        tag: a.env.tag,
+                        bytes: a.total.min(cap as u64),
+                        error: (a.total > cap as u64).then_some(ErrorClass::Truncate),
+                        cancelled: false,
+                    },
+                );
+                if let Some(sreq) = a.sync {
+                    self.outbox.push_back((from, am::ACK, CtrlHdr { sreq, rreq: 0, offset: 0 }));
+                }
+            }
+            // Matched only now: a receive posted while the chunks arrived must still get it.
+            Target::Buffer(v) => match self.matcher.match_arrival(&a.env) {
+                Some(p) => self.deliver(p.req, from, kind, &h, &Data::Local(&v)),
+                None => {
+                    let body = match a.sync {
+                        Some(sreq) => Body::EagerSync { data: v, sreq },
+                        None => Body::Eager(v),
+                    };
+                    self.matcher.push_unexpected(Unexpected { env: a.env, from, body });
+                }
+            },
         }
     }
 
@@ -379,12 +486,6 @@ impl Engine {
     /// An engine for world rank `me` of `size`, with routes per rank.
     pub fn new(me: u32, route: Vec<Route>, shm: Option<ShmTransport>, limits: Limits) -> Engine {
         let size = route.len();
-        let limits = Limits {
-            eager_limit: shm
-                .as_ref()
-                .map_or(limits.eager_limit, |s| limits.eager_limit.min(s.max_frag())),
-            ..limits
-        };
         Engine {
             core: Core {
                 me,
@@ -392,6 +493,7 @@ impl Engine {
                 reqs: Slab::default(),
                 outbox: VecDeque::new(),
                 single_copy: limits.single_copy,
+                assembling: Vec::new(),
                 start_push: Vec::new(),
                 fault: None,
             },
@@ -442,6 +544,11 @@ impl Engine {
         match self.route[to as usize] {
             Route::SelfLoop => Ok(self.send_to_self(sync, buf, len, env)),
             Route::Shm => {
+                let max_frag = self.shm.as_ref().map_or(usize::MAX, |s| s.max_frag());
+                if len > max_frag && len <= self.limits.eager_limit {
+                    // SAFETY: forwarded from our caller.
+                    return unsafe { self.isend_chunked(sync, buf, len, to, env, max_frag) };
+                }
                 let mut h = MatchHdr { env, sreq: 0, len: len as u64, addr: buf as u64, pid: self.pid };
                 let (kind, wait) = if len > self.limits.eager_limit {
                     (am::RTS, true)
@@ -490,6 +597,55 @@ impl Engine {
                 format!("no transport reaches world rank {to} from rank {} (it is on another host; the TCP transport is not built yet)", self.core.me),
             )),
         }
+    }
+
+    /// Sends an eager message in pool-block chunks: a head carrying the envelope, then the
+    /// rest, queued behind anything already pending for `to` so chunks never interleave with
+    /// other messages to the same peer.
+    ///
+    /// # Safety
+    /// As for [`isend`](Self::isend).
+    unsafe fn isend_chunked(&mut self, sync: bool, buf: *const u8, len: usize, to: u32, env: Envelope, max: usize) -> Result<Option<ReqId>> {
+        let waiting = sync.then(|| self.core.reqs.alloc(State::SendWait { buf, len }));
+        let h = MatchHdr { env, sreq: waiting.map_or(0, |w| w.idx), len: len as u64, addr: sync as u64, pid: 0 };
+        let mut hdr = [0u8; 36];
+        let head_len = h.encode(am::RTS, &mut hdr);
+        let mut off = 0;
+        while off < len {
+            let k = max.min(len - off);
+            let (kind, hl) = if off == 0 { (am::EAGER_HEAD, head_len) } else { (am::EAGER_CONT, 0) };
+            if self.pending_to[to as usize] == 0 {
+                // SAFETY: off + k ≤ len, inside the caller's buffer.
+                let chunk = unsafe { std::slice::from_raw_parts(buf.add(off), k) };
+                match self.shm_send(to, kind, &hdr[..hl], chunk) {
+                    Ok(()) => {
+                        off += k;
+                        continue;
+                    }
+                    Err(SendError::Busy) => {}
+                    Err(SendError::Fatal(e)) => return Err(e),
+                }
+            }
+            let last = waiting.is_none().then(|| self.core.reqs.alloc(State::SendQueued));
+            while off < len {
+                let k = max.min(len - off);
+                let (kind, hl) = if off == 0 { (am::EAGER_HEAD, head_len) } else { (am::EAGER_CONT, 0) };
+                self.pending_to[to as usize] += 1;
+                self.pending.push_back(Pending {
+                    to,
+                    am: kind,
+                    hdr,
+                    hdr_len: hl as u8,
+                    // SAFETY: off < len, inside the caller's buffer.
+                    data: unsafe { buf.add(off) },
+                    len: k,
+                    complete: if off + k >= len { last } else { None },
+                });
+                off += k;
+            }
+            return Ok(waiting.or(last));
+        }
+        Ok(waiting)
     }
 
     #[inline]

@@ -2,6 +2,8 @@
 //!
 //! - `EAGER`: the whole message travels with its envelope.
 //! - `EAGER_SYNC`: the same, and the receiver answers `ACK` once it matched (synchronous send).
+//! - `EAGER_HEAD` + `EAGER_CONT`...: an eager message cut into pool-block chunks, so the
+//!   receiver copies early chunks out while the sender fills later ones.
 //! - `RTS`: rendezvous request: envelope, length and where the data lives in the sender; the
 //!   receiver pulls it with one copy and answers `FIN`, or answers `CTS` when it cannot
 //!   (single copy refused), and the sender then streams `DATA` chunks through its pool.
@@ -22,6 +24,11 @@ pub mod am {
     pub const CTS: u8 = 6;
     /// One chunk of pushed rendezvous data.
     pub const DATA: u8 = 7;
+    /// First chunk of an eager message larger than one fragment (full 36-byte header; its
+    /// `addr` field is 1 for a synchronous send).
+    pub const EAGER_HEAD: u8 = 8;
+    /// A following chunk of that message (no header: chunks from one sender arrive in order).
+    pub const EAGER_CONT: u8 = 9;
 }
 
 /// The matching envelope: context, source rank in the communicator, tag.
