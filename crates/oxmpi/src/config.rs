@@ -17,7 +17,7 @@ pub struct Tunable {
 }
 
 macro_rules! tunables {
-    ($( $field:ident : $ty:ty = $default:expr, $name:literal, $help:literal; )*) => {
+    ($( $field:ident : $ty:ty = $default:expr => $shown:literal, $name:literal, $help:literal; )*) => {
         /// Run-time configuration, parsed from the environment once per process.
         #[derive(Debug, Clone)]
         pub struct Config {
@@ -26,7 +26,7 @@ macro_rules! tunables {
 
         /// Every tunable, in the order `oxmpi-info` lists them.
         pub const TUNABLES: &[Tunable] = &[
-            $( Tunable { name: $name, default: stringify!($default), help: $help }, )*
+            $( Tunable { name: $name, default: $shown, help: $help }, )*
         ];
 
         impl Config {
@@ -55,23 +55,23 @@ macro_rules! tunables {
 }
 
 tunables! {
-    spin_count: u32 = 2000, "OXMPI_SPIN_COUNT",
+    spin_count: u32 = 2000 => "2000", "OXMPI_SPIN_COUNT",
         "polls of the progress engine before a blocking wait starts to yield the core";
-    yield_sleep_us: u32 = 50, "OXMPI_YIELD_SLEEP_US",
+    yield_sleep_us: u32 = 50 => "50", "OXMPI_YIELD_SLEEP_US",
         "longest sleep between polls once a waiting rank backs off (microseconds)";
-    eager_limit: usize = 131072, "OXMPI_EAGER_LIMIT",
+    eager_limit: usize = 131072 => "131072", "OXMPI_EAGER_LIMIT",
         "largest message sent eagerly (in pool-block chunks above the block size); larger ones use rendezvous";
-    single_copy: bool = true, "OXMPI_SINGLE_COPY",
+    single_copy: bool = true => "true", "OXMPI_SINGLE_COPY",
         "rendezvous pulls data with one process_vm_readv; 0 forces the pipelined two-copy path";
-    shm_fifo_cells: usize = 1024, "OXMPI_SHM_FIFO_CELLS",
+    shm_fifo_cells: usize = 1024 => "1024", "OXMPI_SHM_FIFO_CELLS",
         "64-byte cells in each rank's receive ring (power of two, at least 256)";
-    shm_pool_blocks: u32 = 128, "OXMPI_SHM_POOL_BLOCKS",
+    shm_pool_blocks: u32 = 128 => "128", "OXMPI_SHM_POOL_BLOCKS",
         "blocks in each rank's send pool";
-    shm_block_size: u32 = 16384, "OXMPI_SHM_BLOCK_SIZE",
+    shm_block_size: u32 = 16384 => "16384", "OXMPI_SHM_BLOCK_SIZE",
         "bytes per pool block: the largest fragment and the two-copy chunk size";
-    shm_inline_max: usize = 1024, "OXMPI_SHM_INLINE_MAX",
+    shm_inline_max: usize = 1024 => "1024", "OXMPI_SHM_INLINE_MAX",
         "largest payload carried inline in cells rather than in a pool block";
-    host_override: String = String::new(), "OXMPI_HOST_OVERRIDE",
+    host_override: String = String::new() => "(unset)", "OXMPI_HOST_OVERRIDE",
         "testing: comma-separated host index per rank, overriding the launcher's placement";
 }
 
@@ -155,6 +155,14 @@ mod tests {
         let err = Config::from_lookup(|k| bad.get(k).map(|v| v.to_string())).unwrap_err();
         assert_eq!(err.class(), ErrorClass::Arg);
         assert!(err.message().contains("OXMPI_SPIN_COUNT"));
+    }
+
+    #[test]
+    fn shown_defaults_are_the_real_defaults() {
+        for t in TUNABLES.iter().filter(|t| t.default != "(unset)") {
+            let c = Config::from_lookup(|k| (k == t.name).then(|| t.default.to_owned())).unwrap();
+            assert_eq!(format!("{c:?}"), format!("{:?}", Config::default()), "{}", t.name);
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@
 use std::collections::VecDeque;
 
 use super::matching::{Body, Matcher, Posted, Unexpected, PROC_NULL};
+use super::protocol::{Protocol, Thresholds};
 use super::request::{ReqId, Slab, State, Status};
 use super::wire::{am, CtrlHdr, Envelope, MatchHdr, CTRL_HDR_LEN};
 use crate::error::{Error, ErrorClass, Result};
@@ -48,14 +49,6 @@ pub enum RecvStart {
     Pending(ReqId),
 }
 
-/// Protocol thresholds.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// Largest message sent eagerly.
-    pub eager_limit: usize,
-    /// Whether receivers may try single-copy pulls.
-    pub single_copy: bool,
-}
 
 /// Payload bytes handed to the protocol: in shared memory, or in this process.
 enum Data<'a> {
@@ -155,7 +148,7 @@ pub struct Engine {
     core: Core,
     route: Vec<Route>,
     shm: Option<ShmTransport>,
-    limits: Limits,
+    limits: Thresholds,
     pending: VecDeque<Pending>,
     pending_to: Vec<u32>,
     pushing: Vec<ReqId>,
@@ -484,7 +477,7 @@ impl Core {
 
 impl Engine {
     /// An engine for world rank `me` of `size`, with routes per rank.
-    pub fn new(me: u32, route: Vec<Route>, shm: Option<ShmTransport>, limits: Limits) -> Engine {
+    pub fn new(me: u32, route: Vec<Route>, shm: Option<ShmTransport>, limits: Thresholds) -> Engine {
         let size = route.len();
         Engine {
             core: Core {
@@ -521,8 +514,8 @@ impl Engine {
         }
     }
 
-    /// Effective protocol limits.
-    pub fn limits(&self) -> Limits {
+    /// Protocol thresholds in force.
+    pub fn limits(&self) -> Thresholds {
         self.limits
     }
 
@@ -544,13 +537,13 @@ impl Engine {
         match self.route[to as usize] {
             Route::SelfLoop => Ok(self.send_to_self(sync, buf, len, env)),
             Route::Shm => {
-                let max_frag = self.shm.as_ref().map_or(usize::MAX, |s| s.max_frag());
-                if len > max_frag && len <= self.limits.eager_limit {
+                let protocol = self.limits.choose(len);
+                if protocol == Protocol::ChunkedEager {
                     // SAFETY: forwarded from our caller.
-                    return unsafe { self.isend_chunked(sync, buf, len, to, env, max_frag) };
+                    return unsafe { self.isend_chunked(sync, buf, len, to, env, self.limits.block_size) };
                 }
                 let mut h = MatchHdr { env, sreq: 0, len: len as u64, addr: buf as u64, pid: self.pid };
-                let (kind, wait) = if len > self.limits.eager_limit {
+                let (kind, wait) = if protocol == Protocol::Rendezvous {
                     (am::RTS, true)
                 } else if sync {
                     (am::EAGER_SYNC, true)

@@ -5,11 +5,13 @@
 //! - [`request`]: the request slab and statuses;
 //! - [`bsend`]: buffered sends through attached space;
 //! - [`engine`]: protocols (eager, rendezvous with single copy or pushed chunks) and progress;
+//! - [`protocol`]: which protocol each message size takes;
 //! - [`progress`]: the lock (only at thread levels that need one) and the waiting policy.
 
 pub mod bsend;
 pub mod engine;
 pub mod matching;
 pub mod progress;
+pub mod protocol;
 pub mod request;
 pub mod wire;

@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::config::Config;
 use crate::error::{Error, ErrorClass, Result};
-use crate::p2p::engine::{Engine, Limits, Route};
+use crate::p2p::engine::{Engine, Route};
+use crate::p2p::protocol::Thresholds;
 use crate::p2p::progress::EngineCell;
 use crate::threading::Threading;
 use crate::transport::shm::{ShmLayout, ShmTransport};
@@ -130,7 +131,7 @@ impl Runtime {
                 size,
                 &path,
                 layout,
-                config.shm_inline_max,
+                Thresholds::from_config(&config).inline_max,
                 resolve,
             )?)
         } else {
@@ -160,10 +161,7 @@ impl Runtime {
                 }
             })
             .collect();
-        let limits = Limits {
-            eager_limit: config.eager_limit,
-            single_copy: config.single_copy,
-        };
+        let limits = Thresholds::from_config(&config);
         let engine = EngineCell::new(Engine::new(rank, route, shm, limits), level.needs_lock());
         let appnum = lock(&bootstrap).appnum();
 

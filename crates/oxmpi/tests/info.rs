@@ -1,0 +1,34 @@
+//! `oxmpi-info` lists every tunable and the protocol table, and reports bad settings.
+
+use std::process::Command;
+
+#[test]
+fn lists_every_tunable_and_the_protocols() {
+    let out = Command::new(env!("CARGO_BIN_EXE_oxmpi-info")).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for t in oxmpi::config::TUNABLES {
+        assert!(text.contains(t.name), "{} missing", t.name);
+        assert!(text.contains(t.help), "help of {} missing", t.name);
+    }
+    assert!(text.contains("process_vm_readv"));
+    assert!(text.contains("Shared memory per rank"));
+}
+
+#[test]
+fn shows_overrides_and_rejects_bad_values() {
+    let out = Command::new(env!("CARGO_BIN_EXE_oxmpi-info"))
+        .env("OXMPI_SINGLE_COPY", "0")
+        .env("OXMPI_EAGER_LIMIT", "2k")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("2k (default 131072)"), "{text}");
+    assert!(text.contains("single copy off"), "{text}");
+    let out = Command::new(env!("CARGO_BIN_EXE_oxmpi-info"))
+        .env("OXMPI_SHM_POOL_BLOCKS", "many")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("OXMPI_SHM_POOL_BLOCKS"));
+}
