@@ -122,3 +122,22 @@ fn a_rank_killed_mid_rendezvous_ends_the_job() {
     assert_eq!(out.status.code(), Some(137), "{se}");
     assert!(se.contains("rank 1") && se.contains("signal 9"), "{se}");
 }
+
+fn recv_writes(so: &str) -> u64 {
+    so.lines()
+        .find_map(|l| l.strip_prefix("recv_writes="))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no recv_writes line in {so:?}"))
+}
+
+#[test]
+fn receiver_initiated_write_is_used_when_the_receive_is_posted_first() {
+    let prog = env!("CARGO_BIN_EXE_p2p_recv_write");
+    let so = run_ok(2, prog, &["20"], &[]);
+    // Rounds 3, 7, 11, ... make the advert stale on purpose; the others must use it.
+    assert_eq!(recv_writes(&so), 15, "{so}");
+    let so = run_ok(2, prog, &["8"], &[("OXMPI_RECV_WRITE", "0")]);
+    assert_eq!(recv_writes(&so), 0, "{so}");
+    let so = run_ok(2, prog, &["8"], &[("OXMPI_SINGLE_COPY", "0")]);
+    assert_eq!(recv_writes(&so), 0, "{so}");
+}

@@ -63,6 +63,8 @@ tunables! {
         "largest message sent eagerly (in pool-block chunks above the block size); larger ones use rendezvous";
     single_copy: bool = true => "true", "OXMPI_SINGLE_COPY",
         "rendezvous pulls data with one process_vm_readv; 0 forces the pipelined two-copy path";
+    recv_write: bool = true => "true", "OXMPI_RECV_WRITE",
+        "a large receive posted before its message tells the sender where to write it (seed 002)";
     shm_fifo_cells: usize = 1024 => "1024", "OXMPI_SHM_FIFO_CELLS",
         "64-byte cells in each rank's receive ring (power of two, at least 256)";
     shm_pool_blocks: u32 = 128 => "128", "OXMPI_SHM_POOL_BLOCKS",

@@ -87,6 +87,11 @@ impl<L: ThreadLevel> Universe<L> {
         self.rt.engine.with(|e| e.buffer_detach())
     }
 
+    /// How often each point-to-point protocol path ran in this process so far.
+    pub fn protocol_stats(&self) -> crate::p2p::engine::Stats {
+        self.rt.engine.with(|e| e.stats())
+    }
+
     /// Finalizes MPI, reporting errors that dropping would have to ignore.
     pub fn finalize(mut self) -> Result<()> {
         self.finalized = true;

@@ -133,6 +133,11 @@ impl<L: ThreadLevel> Communicator<L> {
             .ok_or_else(|| bad_rank(call, dest, self.size()))
     }
 
+    /// World rank of a validated communicator rank (`None` for wildcards and `PROC_NULL`).
+    fn world_rank_of(&self, src: i32) -> Option<u32> {
+        usize::try_from(src).ok().and_then(|s| self.state.members.get(s).copied())
+    }
+
     fn envelope(&self, call: &str, tag: i32) -> Result<Envelope> {
         if tag < 0 {
             return Err(Error::new(
@@ -222,11 +227,12 @@ impl<L: ThreadLevel> Communicator<L> {
         let elem = buf.element_size();
         let bytes = buf.bytes_mut();
         let ctx = self.state.context;
+        let world_src = self.world_rank_of(src);
         // SAFETY: `bytes` stays exclusively borrowed until this blocking receive completes.
         let start = self
             .rt
             .engine
-            .with(|e| unsafe { e.irecv(bytes.as_mut_ptr(), bytes.len(), ctx, src, tag) })?;
+            .with(|e| unsafe { e.irecv_from(bytes.as_mut_ptr(), bytes.len(), ctx, src, tag, world_src) })?;
         let raw = match start {
             RecvStart::Done(st) => st,
             RecvStart::Pending(id) => wait_raw(&self.rt, id)?,
@@ -347,12 +353,13 @@ impl<L: ThreadLevel> Communicator<L> {
         let elem = buf.element_size();
         let bytes = buf.bytes_mut();
         let ctx = self.state.context;
+        let world_src = self.world_rank_of(src);
         // SAFETY: the exclusive borrow `'a` is held by the Request (which waits on drop) and
         // outlives its Scope (which waits for leaked requests).
         let start = self
             .rt
             .engine
-            .with(|e| unsafe { e.irecv(bytes.as_mut_ptr(), bytes.len(), ctx, src, tag) })?;
+            .with(|e| unsafe { e.irecv_from(bytes.as_mut_ptr(), bytes.len(), ctx, src, tag, world_src) })?;
         Ok(Request::new(self.rt.clone(), start, elem, scope))
     }
 

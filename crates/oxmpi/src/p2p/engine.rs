@@ -15,6 +15,7 @@ use std::collections::VecDeque;
 
 use super::matching::{Body, Matcher, Posted, Unexpected, PROC_NULL};
 use super::protocol::{Protocol, Thresholds};
+use super::recv_write::{Advert, SeqCounters};
 use super::request::{ReqId, Slab, State, Status};
 use super::wire::{am, CtrlHdr, Envelope, MatchHdr, CTRL_HDR_LEN};
 use crate::error::{Error, ErrorClass, Result};
@@ -84,6 +85,17 @@ impl Data<'_> {
     }
 }
 
+/// How often each protocol path ran in this process (for tests and tuning).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Messages written straight into an advertised receive buffer.
+    pub recv_writes: u64,
+    /// Rendezvous messages pulled with one copy.
+    pub single_copy_pulls: u64,
+    /// Rendezvous messages pushed in chunks.
+    pub pushed: u64,
+}
+
 /// A fragment waiting for transport room, in send order.
 #[derive(Debug)]
 struct Pending {
@@ -126,6 +138,14 @@ struct Core {
     /// Control fragments to send: (destination, am, header).
     outbox: VecDeque<(u32, u8, CtrlHdr)>,
     single_copy: bool,
+    /// Rendezvous messages pulled with one copy.
+    pulls: u64,
+    /// Matching messages seen per (sender, context): the receiver side of recv_write.
+    arrived: SeqCounters,
+    /// Adverts received from peers, waiting for our next large send to them.
+    adverts: Vec<Advert>,
+    /// Our posted receives that a peer may write into (they cannot be cancelled).
+    advertised: Vec<u32>,
     /// Chunked eager messages being assembled, by sender world rank.
     assembling: Vec<Option<Assembly>>,
     /// Sends whose receiver asked for pushed chunks (CTS); the engine starts them after the poll.
@@ -155,6 +175,10 @@ pub struct Engine {
     schedules: Vec<(ReqId, Box<dyn Schedule>)>,
     /// Our process id, for rendezvous headers (getpid is a system call).
     pid: u32,
+    /// Matching messages we sent per (receiver, context): the sender side of recv_write.
+    sent: SeqCounters,
+    /// Protocol counters.
+    stats: Stats,
     pub(super) bsend: super::bsend::BsendBuffer,
 }
 
@@ -186,6 +210,7 @@ impl Core {
                 let Some(h) = MatchHdr::decode(kind, hdr) else {
                     return self.fail(format!("short header from rank {from}"));
                 };
+                self.arrived.bump(from, h.env.ctx);
                 match self.matcher.match_arrival(&h.env) {
                     Some(p) => self.deliver(p.req, from, kind, &h, &data),
                     None => {
@@ -214,12 +239,16 @@ impl Core {
                 let Some(h) = MatchHdr::decode(am::RTS, hdr) else {
                     return self.fail(format!("short header from rank {from}"));
                 };
+                self.arrived.bump(from, h.env.ctx);
                 let n = data.len();
                 let target = match self.matcher.match_arrival(&h.env) {
                     Some(p) => match self.reqs.state_at(p.req) {
                         Some(&mut State::Recv { buf, cap, .. }) => {
                             // SAFETY: at most `cap` bytes, the posted receive's capacity.
                             data.copy_to(unsafe { user_buf(buf, n.min(cap)) });
+                            if !self.advertised.is_empty() {
+                                self.advertised.retain(|&r| r != p.req);
+                            }
                             Target::Posted { req: p.req, buf, cap }
                         }
                         _ => return self.fail(format!("posted receive {} vanished", p.req)),
@@ -260,6 +289,31 @@ impl Core {
                     if let Some(a) = self.assembling[from as usize].take() {
                         self.finish_assembly(from, a);
                     }
+                }
+            }
+            am::ADVERT => match Advert::decode(from, hdr) {
+                Some(a) => self.adverts.push(a),
+                None => self.fail(format!("short advert from rank {from}")),
+            },
+            am::WRITTEN => {
+                let Some(h) = MatchHdr::decode(am::RTS, hdr) else {
+                    return self.fail(format!("short WRITTEN from rank {from}"));
+                };
+                self.arrived.bump(from, h.env.ctx);
+                let req = h.sreq;
+                let Some(i) = self.advertised.iter().position(|&r| r == req) else {
+                    return self.fail(format!("rank {from} wrote into receive {req}, which was not advertised"));
+                };
+                self.advertised.swap_remove(i);
+                match self.reqs.state_at(req) {
+                    Some(&mut State::Recv { ctx, .. }) => {
+                        self.matcher.cancel(ctx, req);
+                        self.reqs.complete(
+                            req,
+                            Status { source: h.env.src as i32, tag: h.env.tag, bytes: h.len, ..Status::default() },
+                        );
+                    }
+                    _ => self.fail(format!("rank {from} wrote into receive {req}, which is gone")),
                 }
             }
             am::ACK | am::FIN => match CtrlHdr::decode(hdr) {
@@ -387,6 +441,10 @@ impl Core {
     /// Delivers a matched message into posted receive `req`.
     #[inline]
     fn deliver(&mut self, req: u32, from: u32, kind: u8, h: &MatchHdr, data: &Data<'_>) {
+        if !self.advertised.is_empty() {
+            // The message came the ordinary way; the sender will find its advert stale.
+            self.advertised.retain(|&r| r != req);
+        }
         let Some(&mut State::Recv { buf, cap, .. }) = self.reqs.state_at(req) else {
             return self.fail(format!("posted receive {req} vanished"));
         };
@@ -434,6 +492,7 @@ impl Core {
             // SAFETY: n ≤ cap, the receive buffer's capacity.
             match cma::read_from(h.pid as i32, h.addr, unsafe { user_buf(buf, n) }) {
                 Ok(()) => {
+                    self.pulls += 1;
                     self.reqs.complete(req, st);
                     self.outbox.push_back((
                         from,
@@ -486,6 +545,10 @@ impl Engine {
                 reqs: Slab::default(),
                 outbox: VecDeque::new(),
                 single_copy: limits.single_copy,
+                pulls: 0,
+                arrived: SeqCounters::default(),
+                adverts: Vec::new(),
+                advertised: Vec::new(),
                 assembling: Vec::new(),
                 start_push: Vec::new(),
                 fault: None,
@@ -498,6 +561,8 @@ impl Engine {
             pushing: Vec::new(),
             schedules: Vec::new(),
             pid: std::process::id(),
+            sent: SeqCounters::default(),
+            stats: Stats::default(),
             bsend: Default::default(),
         }
     }
@@ -538,6 +603,13 @@ impl Engine {
             Route::SelfLoop => Ok(self.send_to_self(sync, buf, len, env)),
             Route::Shm => {
                 let protocol = self.limits.choose(len);
+                let seq = self.sent.bump(to, env.ctx);
+                if protocol == Protocol::Rendezvous && !self.core.adverts.is_empty() {
+                    // SAFETY: forwarded from our caller.
+                    if unsafe { self.try_recv_write(buf, len, to, env, seq)? } {
+                        return Ok(None);
+                    }
+                }
                 if protocol == Protocol::ChunkedEager {
                     // SAFETY: forwarded from our caller.
                     return unsafe { self.isend_chunked(sync, buf, len, to, env, self.limits.block_size) };
@@ -590,6 +662,88 @@ impl Engine {
                 format!("no transport reaches world rank {to} from rank {} (it is on another host; the TCP transport is not built yet)", self.core.me),
             )),
         }
+    }
+
+    /// Writes a rendezvous-size message straight into the receiver's buffer if it advertised
+    /// one that this message is sure to match; returns whether it did.
+    ///
+    /// # Safety
+    /// As for [`isend`](Self::isend).
+    unsafe fn try_recv_write(&mut self, buf: *const u8, len: usize, to: u32, env: Envelope, seq: u64) -> Result<bool> {
+        let mut hit = None;
+        // Every advert from `to` on this context is used now or stale after this message.
+        self.core.adverts.retain(|a| {
+            if a.from != to || a.ctx != env.ctx {
+                return true;
+            }
+            if hit.is_none() && a.accepts(env.ctx, seq, env.tag, len) {
+                hit = Some(*a);
+            }
+            false
+        });
+        let Some(a) = hit else {
+            return Ok(false);
+        };
+        // SAFETY: the caller guarantees `buf` is valid for `len` bytes.
+        let data = unsafe { std::slice::from_raw_parts(buf, len) };
+        if cma::write_to(a.pid as i32, a.addr, data).is_err() {
+            // The kernel refuses cross-process writes: stop advertising-based writes and let
+            // the ordinary rendezvous (and its own fallback) carry this message.
+            self.limits.recv_write = false;
+            return Ok(false);
+        }
+        let h = MatchHdr { env, sreq: a.rreq, len: len as u64, addr: 0, pid: 0 };
+        let mut hdr = [0u8; 36];
+        let n = h.encode(am::RTS, &mut hdr);
+        self.send_ctrl(to, am::WRITTEN, hdr, n)?;
+        self.stats.recv_writes += 1;
+        Ok(true)
+    }
+
+    /// Sends a header-only fragment now, or queues it behind pending traffic to `to`.
+    fn send_ctrl(&mut self, to: u32, kind: u8, hdr: [u8; 36], hdr_len: usize) -> Result<()> {
+        if self.pending_to[to as usize] == 0 {
+            match self.shm_send(to, kind, &hdr[..hdr_len], &[]) {
+                Ok(()) => return Ok(()),
+                Err(SendError::Busy) => {}
+                Err(SendError::Fatal(e)) => return Err(e),
+            }
+        }
+        self.pending_to[to as usize] += 1;
+        self.pending.push_back(Pending { to, am: kind, hdr, hdr_len: hdr_len as u8, data: std::ptr::null(), len: 0, complete: None });
+        Ok(())
+    }
+
+    /// Like [`irecv`](Self::irecv) for a receive naming its source (world rank `src_world`):
+    /// a large receive that stays posted advertises its buffer to that source (recv_write).
+    ///
+    /// # Safety
+    /// As for [`irecv`](Self::irecv).
+    #[inline]
+    pub unsafe fn irecv_from(&mut self, buf: *mut u8, cap: usize, ctx: u32, src: i32, tag: i32, src_world: Option<u32>) -> Result<RecvStart> {
+        // SAFETY: forwarded from our caller.
+        let start = unsafe { self.irecv(buf, cap, ctx, src, tag)? };
+        if let (RecvStart::Pending(id), Some(w)) = (&start, src_world) {
+            if self.limits.recv_write
+                && cap > self.limits.eager_limit
+                && self.route[w as usize] == Route::Shm
+                && !self.core.matcher.other_posted_from(ctx, src, id.idx)
+            {
+                let a = Advert {
+                    from: self.core.me,
+                    ctx,
+                    tag,
+                    rreq: id.idx,
+                    seq: self.core.arrived.get(w, ctx) as u32,
+                    addr: buf as u64,
+                    cap: cap as u64,
+                    pid: self.pid,
+                };
+                self.core.advertised.push(id.idx);
+                self.send_ctrl(w, am::ADVERT, a.encode(), super::recv_write::ADVERT_LEN)?;
+            }
+        }
+        Ok(start)
     }
 
     /// Sends an eager message in pool-block chunks: a head carrying the envelope, then the
@@ -814,6 +968,10 @@ impl Engine {
         let Some(&mut State::Recv { ctx, .. }) = self.core.reqs.state(id) else {
             return false;
         };
+        if self.core.advertised.contains(&id.idx) {
+            // The sender may be writing into the buffer right now.
+            return false;
+        }
         if self.core.matcher.cancel(ctx, id.idx) {
             self.core.reqs.complete(
                 id.idx,
@@ -890,6 +1048,11 @@ impl Engine {
         self.bsend.detach()
     }
 
+    /// Protocol counters so far.
+    pub fn stats(&self) -> Stats {
+        Stats { single_copy_pulls: self.core.pulls, ..self.stats }
+    }
+
     /// Requests not yet collected.
     pub fn live_requests(&self) -> usize {
         self.core.reqs.live()
@@ -924,6 +1087,7 @@ impl Engine {
         }
         while let Some(idx) = self.core.start_push.pop() {
             self.pushing.push(self.core.reqs.id_at(idx));
+            self.stats.pushed += 1;
         }
         if !self.pending.is_empty() {
             n += self.flush_pending()?;

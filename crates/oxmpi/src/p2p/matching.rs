@@ -164,6 +164,15 @@ impl Matcher {
         }
     }
 
+    /// Whether a posted receive other than `req` on `ctx` could take a message from `src`.
+    pub fn other_posted_from(&self, ctx: u32, src: i32, req: u32) -> bool {
+        self.ctx.get(ctx as usize).is_some_and(|q| {
+            q.posted
+                .iter()
+                .any(|p| p.req != req && (p.src == src || p.src == ANY_SOURCE))
+        })
+    }
+
     /// Number of posted receives and unexpected messages on `ctx`.
     pub fn depth(&self, ctx: u32) -> (usize, usize) {
         self.ctx

@@ -6,6 +6,7 @@
 //! - [`bsend`]: buffered sends through attached space;
 //! - [`engine`]: protocols (eager, rendezvous with single copy or pushed chunks) and progress;
 //! - [`protocol`]: which protocol each message size takes;
+//! - [`recv_write`]: receiver-initiated writes into posted buffers;
 //! - [`progress`]: the lock (only at thread levels that need one) and the waiting policy.
 
 pub mod bsend;
@@ -13,5 +14,6 @@ pub mod engine;
 pub mod matching;
 pub mod progress;
 pub mod protocol;
+pub mod recv_write;
 pub mod request;
 pub mod wire;

@@ -20,6 +20,8 @@ pub struct Thresholds {
     pub eager_limit: usize,
     /// Whether rendezvous tries single-copy pulls.
     pub single_copy: bool,
+    /// Whether large posted receives advertise their buffers (receiver-initiated write).
+    pub recv_write: bool,
 }
 
 /// The protocol of one message.
@@ -45,6 +47,7 @@ impl Thresholds {
             block_size,
             eager_limit: c.eager_limit,
             single_copy: c.single_copy,
+            recv_write: c.recv_write && c.single_copy,
         }
     }
 

@@ -29,6 +29,11 @@ pub mod am {
     pub const EAGER_HEAD: u8 = 8;
     /// A following chunk of that message (no header: chunks from one sender arrive in order).
     pub const EAGER_CONT: u8 = 9;
+    /// Receiver-initiated write: where a posted receive's buffer is (see `recv_write`).
+    pub const ADVERT: u8 = 10;
+    /// The sender wrote a message into an advertised buffer (36-byte header, `sreq` holds the
+    /// receiver's request).
+    pub const WRITTEN: u8 = 11;
 }
 
 /// The matching envelope: context, source rank in the communicator, tag.
