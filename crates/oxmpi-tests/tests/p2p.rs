@@ -141,3 +141,28 @@ fn receiver_initiated_write_is_used_when_the_receive_is_posted_first() {
     let so = run_ok(2, prog, &["8"], &[("OXMPI_SINGLE_COPY", "0")]);
     assert_eq!(recv_writes(&so), 0, "{so}");
 }
+
+fn shm_per_rank(np: usize) -> (u64, usize) {
+    let so = run_ok(np, env!("CARGO_BIN_EXE_shm_usage"), &[], &[]);
+    let per_rank = so
+        .lines()
+        .find_map(|l| l.split("bytes_per_rank=").nth(1))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{so}"));
+    let max_mapped = so
+        .lines()
+        .filter_map(|l| l.split("mapped=").nth(1)?.trim().parse::<usize>().ok())
+        .max()
+        .unwrap_or(usize::MAX);
+    (per_rank, max_mapped)
+}
+
+#[test]
+fn shared_memory_per_rank_does_not_grow_with_ranks_and_connections_are_deferred() {
+    let (two, mapped2) = shm_per_rank(2);
+    let (sixteen, mapped16) = shm_per_rank(16);
+    assert!(two > 0);
+    assert_eq!(two, sixteen, "bytes per rank changed with np");
+    // A ring touches two neighbours; nobody maps more than those.
+    assert!(mapped2 <= 1 && mapped16 <= 2, "{mapped2} {mapped16}");
+}

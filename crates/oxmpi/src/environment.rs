@@ -87,6 +87,12 @@ impl<L: ThreadLevel> Universe<L> {
         self.rt.engine.with(|e| e.buffer_detach())
     }
 
+    /// Peers whose shared memory this rank has mapped so far (connections are deferred until a
+    /// pair's first message).
+    pub fn mapped_peers(&self) -> usize {
+        self.rt.engine.with(|e| e.shm().map_or(0, |s| s.connected_peers()))
+    }
+
     /// How often each point-to-point protocol path ran in this process so far.
     pub fn protocol_stats(&self) -> crate::p2p::engine::Stats {
         self.rt.engine.with(|e| e.stats())
