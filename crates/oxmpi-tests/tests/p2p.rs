@@ -166,3 +166,19 @@ fn shared_memory_per_rank_does_not_grow_with_ranks_and_connections_are_deferred(
     // A ring touches two neighbours; nobody maps more than those.
     assert!(mapped2 <= 1 && mapped16 <= 2, "{mapped2} {mapped16}");
 }
+
+#[test]
+fn alloc_mem_buffers_are_read_straight_from_the_senders_arena() {
+    let prog = env!("CARGO_BIN_EXE_p2p_alloc_mem");
+    for env in [&[][..], &[("OXMPI_SINGLE_COPY", "0")][..]] {
+        let so = run_ok(2, prog, &[], env);
+        let pulls: u64 = so
+            .lines()
+            .find_map(|l| l.strip_prefix("arena_pulls="))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{so}"));
+        assert_eq!(pulls, 6, "{env:?}: {so}");
+    }
+    let so = run_ok(1, prog, &[], &[]);
+    assert!(so.contains("heap fallback OK"), "{so}");
+}

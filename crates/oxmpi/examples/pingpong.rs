@@ -1,6 +1,6 @@
 //! Ping-pong between ranks 0 and 1 at a few sizes, printing one-way latency in microseconds.
 //!
-//! `oxrun -n 2 target/release/examples/pingpong [MAX_SIZE]`
+//! `oxrun -n 2 target/release/examples/pingpong [MAX_SIZE [shared]]`
 
 fn main() -> Result<(), oxmpi::Error> {
     let universe = oxmpi::init()?;
@@ -17,7 +17,16 @@ fn main() -> Result<(), oxmpi::Error> {
     let sizes = [0usize, 8, 64, 512, 4096, 16384, 65536, 131072, 262144, 1 << 20, 4 << 20];
     for size in sizes.into_iter().filter(|&s| s <= max) {
         let iters = if size >= 1 << 20 { 200 } else { 20000 };
-        let mut buf = vec![rank as u8; size];
+        // `pingpong MAX shared` sends from alloc_mem buffers (message memory in shared memory).
+        let mut shared;
+        let mut heap;
+        let buf: &mut [u8] = if std::env::args().nth(2).as_deref() == Some("shared") {
+            shared = universe.alloc_mem::<u8>(size)?;
+            &mut shared[..]
+        } else {
+            heap = vec![rank as u8; size];
+            &mut heap[..]
+        };
         let mut elapsed = 0.0;
         for round in 0..2 {
             let t0 = oxmpi::time();

@@ -65,6 +65,8 @@ tunables! {
         "rendezvous pulls data with one process_vm_readv; 0 forces the pipelined two-copy path";
     recv_write: bool = true => "true", "OXMPI_RECV_WRITE",
         "a large receive posted before its message tells the sender where to write it (seed 002)";
+    alloc_mem_bytes: usize = 1073741824 => "1073741824", "OXMPI_ALLOC_MEM_BYTES",
+        "size of each rank's shared arena for alloc_mem (a sparse file: only used pages cost memory)";
     shm_fifo_cells: usize = 1024 => "1024", "OXMPI_SHM_FIFO_CELLS",
         "64-byte cells in each rank's receive ring (power of two, at least 256)";
     shm_pool_blocks: u32 = 128 => "128", "OXMPI_SHM_POOL_BLOCKS",

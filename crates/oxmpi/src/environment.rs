@@ -93,6 +93,12 @@ impl<L: ThreadLevel> Universe<L> {
         self.rt.engine.with(|e| e.shm().map_or(0, |s| s.connected_peers()))
     }
 
+    /// Allocates `len` zeroed values in message memory (`MPI_Alloc_mem`): large sends from
+    /// such a buffer to ranks on this host are a single plain copy by the receiver.
+    pub fn alloc_mem<T: crate::Equivalence>(&self, len: usize) -> Result<crate::memory::SharedBuffer<T>> {
+        crate::memory::SharedBuffer::new(self.rt.clone(), len)
+    }
+
     /// How often each point-to-point protocol path ran in this process so far.
     pub fn protocol_stats(&self) -> crate::p2p::engine::Stats {
         self.rt.engine.with(|e| e.stats())

@@ -17,7 +17,7 @@ use super::matching::{Body, Matcher, Posted, Unexpected, PROC_NULL};
 use super::protocol::{Protocol, Thresholds};
 use super::recv_write::{Advert, SeqCounters};
 use super::request::{ReqId, Slab, State, Status};
-use super::wire::{am, CtrlHdr, Envelope, MatchHdr, CTRL_HDR_LEN};
+use super::wire::{am, CtrlHdr, Envelope, MatchHdr, CTRL_HDR_LEN, FLAG_ARENA, HDR_MAX};
 use crate::error::{Error, ErrorClass, Result};
 use crate::transport::shm::{cma, Payload, SendError, ShmTransport};
 
@@ -94,6 +94,8 @@ pub struct Stats {
     pub single_copy_pulls: u64,
     /// Rendezvous messages pushed in chunks.
     pub pushed: u64,
+    /// Rendezvous messages copied straight out of the sender's shared arena.
+    pub arena_pulls: u64,
 }
 
 /// A fragment waiting for transport room, in send order.
@@ -101,7 +103,7 @@ pub struct Stats {
 struct Pending {
     to: u32,
     am: u8,
-    hdr: [u8; 36],
+    hdr: [u8; HDR_MAX],
     hdr_len: u8,
     data: *const u8,
     len: usize,
@@ -140,6 +142,8 @@ struct Core {
     single_copy: bool,
     /// Rendezvous messages pulled with one copy.
     pulls: u64,
+    /// Matched rendezvous messages whose data is in the sender's arena, to copy after the poll.
+    arena_pulls: Vec<(u32, u32, MatchHdr, *mut u8, usize)>,
     /// Matching messages seen per (sender, context): the receiver side of recv_write.
     arrived: SeqCounters,
     /// Adverts received from peers, waiting for our next large send to them.
@@ -225,6 +229,7 @@ impl Core {
                                 len: h.len,
                                 addr: h.addr,
                                 pid: h.pid,
+                                flags: h.flags,
                             },
                         };
                         self.matcher.push_unexpected(Unexpected {
@@ -381,7 +386,7 @@ impl Core {
 
     fn finish_assembly(&mut self, from: u32, a: Assembly) {
         let kind = if a.sync.is_some() { am::EAGER_SYNC } else { am::EAGER };
-        let h = MatchHdr { env: a.env, sreq: a.sync.unwrap_or(0), len: a.total, addr: 0, pid: 0 };
+        let h = MatchHdr { env: a.env, sreq: a.sync.unwrap_or(0), len: a.total, addr: 0, pid: 0 , flags: 0};
         match a.target {
             Target::Posted { req, cap, .. } => {
                 self.reqs.complete(
@@ -479,32 +484,30 @@ impl Core {
     }
 
     /// A rendezvous message matched receive `req`: pull it, or ask for it to be pushed.
-    fn start_rendezvous(&mut self, req: u32, from: u32, h: &MatchHdr, buf: *mut u8, cap: usize) {
+    fn rendezvous_status(h: &MatchHdr, cap: usize) -> Status {
         let n = (h.len as usize).min(cap);
-        let mut st = Status {
+        Status {
             source: h.env.src as i32,
             tag: h.env.tag,
             bytes: n as u64,
             error: (h.len as usize > cap).then_some(ErrorClass::Truncate),
             cancelled: false,
-        };
+        }
+    }
+
+    /// A rendezvous message matched receive `req`: pull it, or ask for it to be pushed.
+    fn start_rendezvous(&mut self, req: u32, from: u32, h: &MatchHdr, buf: *mut u8, cap: usize) {
+        if h.flags & FLAG_ARENA != 0 {
+            // The data sits in the sender's shared arena: the engine copies it after the poll
+            // (it needs the transport, which the poll is borrowing).
+            self.arena_pulls.push((req, from, *h, buf, cap));
+            return;
+        }
+        let st = Self::rendezvous_status(h, cap);
         if self.single_copy {
-            // SAFETY: n ≤ cap, the receive buffer's capacity.
-            match cma::read_from(h.pid as i32, h.addr, unsafe { user_buf(buf, n) }) {
-                Ok(()) => {
-                    self.pulls += 1;
-                    self.reqs.complete(req, st);
-                    self.outbox.push_back((
-                        from,
-                        am::FIN,
-                        CtrlHdr {
-                            sreq: h.sreq,
-                            rreq: 0,
-                            offset: 0,
-                        },
-                    ));
-                    return;
-                }
+            // SAFETY: st.bytes ≤ cap, the receive buffer's capacity.
+            match cma::read_from(h.pid as i32, h.addr, unsafe { user_buf(buf, st.bytes as usize) }) {
+                Ok(()) => return self.finish_pull(req, from, h, st),
                 Err(_) => {
                     // The kernel refuses cross-process copies here (ptrace policy, namespaces):
                     // use the two-copy path from now on.
@@ -512,25 +515,26 @@ impl Core {
                 }
             }
         }
+        self.ask_for_push(req, from, h, buf, cap);
+    }
+
+    /// The data of rendezvous `h` is in receive `req`: complete it and release the sender.
+    fn finish_pull(&mut self, req: u32, from: u32, h: &MatchHdr, st: Status) {
+        self.pulls += 1;
+        self.reqs.complete(req, st);
+        self.outbox.push_back((from, am::FIN, CtrlHdr { sreq: h.sreq, rreq: 0, offset: 0 }));
+    }
+
+    /// Asks the sender of rendezvous `h` to push its data in chunks into receive `req`.
+    fn ask_for_push(&mut self, req: u32, from: u32, h: &MatchHdr, buf: *mut u8, cap: usize) {
+        let mut st = Self::rendezvous_status(h, cap);
+        let n = st.bytes;
         st.bytes = 0;
         if let Some(s) = self.reqs.state_at(req) {
-            *s = State::RecvChunks {
-                buf,
-                expect: n as u64,
-                total: h.len,
-                got: 0,
-            };
+            *s = State::RecvChunks { buf, expect: n, total: h.len, got: 0 };
         }
         self.reqs.set_status(req, st);
-        self.outbox.push_back((
-            from,
-            am::CTS,
-            CtrlHdr {
-                sreq: h.sreq,
-                rreq: req,
-                offset: 0,
-            },
-        ));
+        self.outbox.push_back((from, am::CTS, CtrlHdr { sreq: h.sreq, rreq: req, offset: 0 }));
     }
 }
 
@@ -546,6 +550,7 @@ impl Engine {
                 outbox: VecDeque::new(),
                 single_copy: limits.single_copy,
                 pulls: 0,
+                arena_pulls: Vec::new(),
                 arrived: SeqCounters::default(),
                 adverts: Vec::new(),
                 advertised: Vec::new(),
@@ -604,7 +609,12 @@ impl Engine {
             Route::Shm => {
                 let protocol = self.limits.choose(len);
                 let seq = self.sent.bump(to, env.ctx);
-                if protocol == Protocol::Rendezvous && !self.core.adverts.is_empty() {
+                // Data in our arena is a plain copy for the receiver: better than any write.
+                let arena = match protocol {
+                    Protocol::Rendezvous => self.shm.as_ref().and_then(|s| s.arena_offset(buf as u64, len)),
+                    _ => None,
+                };
+                if protocol == Protocol::Rendezvous && arena.is_none() && !self.core.adverts.is_empty() {
                     // SAFETY: forwarded from our caller.
                     if unsafe { self.try_recv_write(buf, len, to, env, seq)? } {
                         return Ok(None);
@@ -614,7 +624,11 @@ impl Engine {
                     // SAFETY: forwarded from our caller.
                     return unsafe { self.isend_chunked(sync, buf, len, to, env, self.limits.block_size) };
                 }
-                let mut h = MatchHdr { env, sreq: 0, len: len as u64, addr: buf as u64, pid: self.pid };
+                let mut h = MatchHdr { env, sreq: 0, len: len as u64, addr: buf as u64, pid: self.pid , flags: 0};
+                if let Some(off) = arena {
+                    h.flags = FLAG_ARENA;
+                    h.addr = off as u64;
+                }
                 let (kind, wait) = if protocol == Protocol::Rendezvous {
                     (am::RTS, true)
                 } else if sync {
@@ -626,7 +640,7 @@ impl Engine {
                 if let Some(id) = waiting {
                     h.sreq = id.idx;
                 }
-                let mut hdr = [0u8; 36];
+                let mut hdr = [0u8; HDR_MAX];
                 let hdr_len = h.encode(kind, &mut hdr);
                 let payload: &[u8] = if kind == am::RTS || len == 0 {
                     &[]
@@ -692,8 +706,8 @@ impl Engine {
             self.limits.recv_write = false;
             return Ok(false);
         }
-        let h = MatchHdr { env, sreq: a.rreq, len: len as u64, addr: 0, pid: 0 };
-        let mut hdr = [0u8; 36];
+        let h = MatchHdr { env, sreq: a.rreq, len: len as u64, addr: 0, pid: 0 , flags: 0};
+        let mut hdr = [0u8; HDR_MAX];
         let n = h.encode(am::RTS, &mut hdr);
         self.send_ctrl(to, am::WRITTEN, hdr, n)?;
         self.stats.recv_writes += 1;
@@ -701,7 +715,7 @@ impl Engine {
     }
 
     /// Sends a header-only fragment now, or queues it behind pending traffic to `to`.
-    fn send_ctrl(&mut self, to: u32, kind: u8, hdr: [u8; 36], hdr_len: usize) -> Result<()> {
+    fn send_ctrl(&mut self, to: u32, kind: u8, hdr: [u8; HDR_MAX], hdr_len: usize) -> Result<()> {
         if self.pending_to[to as usize] == 0 {
             match self.shm_send(to, kind, &hdr[..hdr_len], &[]) {
                 Ok(()) => return Ok(()),
@@ -754,8 +768,8 @@ impl Engine {
     /// As for [`isend`](Self::isend).
     unsafe fn isend_chunked(&mut self, sync: bool, buf: *const u8, len: usize, to: u32, env: Envelope, max: usize) -> Result<Option<ReqId>> {
         let waiting = sync.then(|| self.core.reqs.alloc(State::SendWait { buf, len }));
-        let h = MatchHdr { env, sreq: waiting.map_or(0, |w| w.idx), len: len as u64, addr: sync as u64, pid: 0 };
-        let mut hdr = [0u8; 36];
+        let h = MatchHdr { env, sreq: waiting.map_or(0, |w| w.idx), len: len as u64, addr: sync as u64, pid: 0 , flags: 0};
+        let mut hdr = [0u8; HDR_MAX];
         let head_len = h.encode(am::RTS, &mut hdr);
         let mut off = 0;
         while off < len {
@@ -832,8 +846,9 @@ impl Engine {
             len: len as u64,
             addr: 0,
             pid: 0,
+            flags: 0,
         };
-        let mut hdr = [0u8; 36];
+        let mut hdr = [0u8; HDR_MAX];
         let kind = if sync { am::EAGER_SYNC } else { am::EAGER };
         let n = h.encode(kind, &mut hdr);
         let me = self.core.me;
@@ -907,15 +922,16 @@ impl Engine {
             cap,
             ctx: u.env.ctx,
         });
-        let (kind, sreq, data, len, addr, pid) = match u.body {
-            Body::Eager(d) => (am::EAGER, 0, d, 0, 0, 0),
-            Body::EagerSync { data, sreq } => (am::EAGER_SYNC, sreq, data, 0, 0, 0),
+        let (kind, sreq, data, len, addr, pid, flags) = match u.body {
+            Body::Eager(d) => (am::EAGER, 0, d, 0, 0, 0, 0),
+            Body::EagerSync { data, sreq } => (am::EAGER_SYNC, sreq, data, 0, 0, 0, 0),
             Body::Rts {
                 sreq,
                 len,
                 addr,
                 pid,
-            } => (am::RTS, sreq, Vec::new(), len, addr, pid),
+                flags,
+            } => (am::RTS, sreq, Vec::new(), len, addr, pid, flags),
         };
         let h = MatchHdr {
             env: u.env,
@@ -923,10 +939,14 @@ impl Engine {
             len,
             addr,
             pid,
+            flags,
         };
         self.core
             .deliver(id.idx, u.from, kind, &h, &Data::Local(&data));
         self.drain_local_outbox();
+        if !self.core.arena_pulls.is_empty() {
+            self.arena_pulls();
+        }
         match self.core.reqs.take_if_done(id) {
             Some(st) => RecvStart::Done(st),
             None => RecvStart::Pending(id),
@@ -1082,6 +1102,9 @@ impl Engine {
         if let Some(e) = self.core.fault.take() {
             return Err(e);
         }
+        if !self.core.arena_pulls.is_empty() {
+            n += self.arena_pulls();
+        }
         if !self.core.outbox.is_empty() {
             n += self.flush_outbox()?;
         }
@@ -1099,6 +1122,43 @@ impl Engine {
             n += self.advance_schedules()?;
         }
         Ok(n)
+    }
+
+    /// Copies matched rendezvous data out of senders' arenas (plain memcpy, no system call).
+    #[cold]
+    fn arena_pulls(&mut self) -> usize {
+        let pulls = std::mem::take(&mut self.core.arena_pulls);
+        let n = pulls.len();
+        for (req, from, h, buf, cap) in pulls {
+            let st = Core::rendezvous_status(&h, cap);
+            // SAFETY: st.bytes ≤ cap, the posted receive's capacity.
+            let dst = unsafe { user_buf(buf, st.bytes as usize) };
+            let copied = self.shm.as_mut().map(|s| s.read_peer_arena(from, h.addr, dst));
+            match copied {
+                Some(Ok(())) => {
+                    self.stats.arena_pulls += 1;
+                    self.core.finish_pull(req, from, &h, st);
+                }
+                // Cannot map the sender's arena: let it push from its own buffer instead.
+                _ => self.core.ask_for_push(req, from, &h, buf, cap),
+            }
+        }
+        n
+    }
+
+    /// Allocates `len` bytes of message memory in this rank's shared arena.
+    pub fn alloc_mem(&mut self, len: usize) -> Result<*mut u8> {
+        match &mut self.shm {
+            Some(s) => s.alloc_mem(len),
+            None => Err(Error::new(ErrorClass::NoMem, "alloc_mem: no shared-memory transport (no peer on this host)")),
+        }
+    }
+
+    /// Frees memory from [`alloc_mem`](Self::alloc_mem).
+    pub fn free_mem(&mut self, ptr: *mut u8, len: usize) {
+        if let Some(s) = &mut self.shm {
+            s.free_mem(ptr, len);
+        }
     }
 
     #[cold]

@@ -49,6 +49,8 @@ pub enum Body {
         addr: u64,
         /// Sender's process id.
         pid: u32,
+        /// `RTS` flags (data in the sender's arena).
+        flags: u32,
     },
 }
 

@@ -40,9 +40,10 @@ pub struct Advert {
 pub const ADVERT_LEN: usize = 36;
 
 impl Advert {
-    /// Encodes the header (without `from`, which the transport supplies).
-    pub fn encode(&self) -> [u8; ADVERT_LEN] {
-        let mut b = [0u8; ADVERT_LEN];
+    /// Encodes the header (without `from`, which the transport supplies) into the first
+    /// [`ADVERT_LEN`] bytes.
+    pub fn encode(&self) -> [u8; super::wire::HDR_MAX] {
+        let mut b = [0u8; super::wire::HDR_MAX];
         b[0..4].copy_from_slice(&self.ctx.to_le_bytes());
         b[4..8].copy_from_slice(&self.tag.to_le_bytes());
         b[8..12].copy_from_slice(&self.rreq.to_le_bytes());

@@ -60,14 +60,23 @@ pub struct MatchHdr {
     pub addr: u64,
     /// Sender's process id (`RTS`).
     pub pid: u32,
+    /// `RTS` flags ([`FLAG_ARENA`]).
+    pub flags: u32,
 }
+
+/// Room for the largest header the protocol sends.
+pub const HDR_MAX: usize = 40;
+
+/// `MatchHdr::flags` bit: the `RTS` data lies in the sender's shared-memory arena at offset
+/// `addr` (read it with a plain copy instead of `process_vm_readv`).
+pub const FLAG_ARENA: u32 = 1;
 
 /// Encoded length of a header for `am`.
 pub const fn match_hdr_len(am: u8) -> usize {
     match am {
         am::EAGER => 12,
         am::EAGER_SYNC => 16,
-        _ => 36,
+        _ => 40,
     }
 }
 
@@ -96,7 +105,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 impl MatchHdr {
     /// Writes the header for `am` into `out`, returning its length.
     #[inline]
-    pub fn encode(&self, am: u8, out: &mut [u8; 36]) -> usize {
+    pub fn encode(&self, am: u8, out: &mut [u8; HDR_MAX]) -> usize {
         out[0..4].copy_from_slice(&self.env.ctx.to_le_bytes());
         out[4..8].copy_from_slice(&self.env.src.to_le_bytes());
         out[8..12].copy_from_slice(&self.env.tag.to_le_bytes());
@@ -108,6 +117,7 @@ impl MatchHdr {
             out[16..24].copy_from_slice(&self.len.to_le_bytes());
             out[24..32].copy_from_slice(&self.addr.to_le_bytes());
             out[32..36].copy_from_slice(&self.pid.to_le_bytes());
+            out[36..40].copy_from_slice(&self.flags.to_le_bytes());
         }
         n
     }
@@ -130,6 +140,7 @@ impl MatchHdr {
             len: 0,
             addr: 0,
             pid: 0,
+            flags: 0,
         };
         if n > 12 {
             h.sreq = u32_at(b, 12);
@@ -138,6 +149,7 @@ impl MatchHdr {
             h.len = u64_at(b, 16);
             h.addr = u64_at(b, 24);
             h.pid = u32_at(b, 32);
+            h.flags = u32_at(b, 36);
         }
         Some(h)
     }
@@ -170,11 +182,11 @@ mod tests {
 
     proptest! {
         #[test]
-        fn match_headers_round_trip(ctx: u32, src: u32, tag: i32, sreq: u32, len: u64, addr: u64, pid: u32) {
+        fn match_headers_round_trip(ctx: u32, src: u32, tag: i32, sreq: u32, len: u64, addr: u64, pid: u32, flags: u32) {
             let env = Envelope { ctx, src, tag };
-            let h = MatchHdr { env, sreq, len, addr, pid };
+            let h = MatchHdr { env, sreq, len, addr, pid, flags };
             for kind in [am::EAGER, am::EAGER_SYNC, am::RTS] {
-                let mut buf = [0u8; 36];
+                let mut buf = [0u8; HDR_MAX];
                 let n = h.encode(kind, &mut buf);
                 let back = MatchHdr::decode(kind, &buf[..n]).unwrap();
                 prop_assert_eq!(back.env, env);

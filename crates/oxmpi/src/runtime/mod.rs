@@ -126,14 +126,16 @@ impl Runtime {
                         )
                     })
             });
-            Some(ShmTransport::create(
+            let mut t = ShmTransport::create(
                 rank,
                 size,
                 &path,
                 layout,
                 Thresholds::from_config(&config).inline_max,
                 resolve,
-            )?)
+            )?;
+            t.set_arena_bytes(config.alloc_mem_bytes);
+            Some(t)
         } else {
             None
         };

@@ -9,6 +9,7 @@
 //! Cell body layout (after the 4-byte sequence word):
 //! `am u8 | flags u8 | hdr_len u8 | ncells u8 | from u32 | len u32 | (block u32 if POOL) | hdr | inline payload...`
 
+pub mod arena;
 pub mod cma;
 pub mod fifo;
 pub mod pool;
@@ -98,6 +99,10 @@ struct Peer {
     tx: Producer,
     pool: PoolView,
     pid: i32,
+    /// Path of the peer's segment (its arena is `<path>.mem`).
+    path: String,
+    /// The peer's arena, mapped on the first rendezvous that points into it.
+    arena: Option<Segment>,
     // Keeps the peer's mapping alive while `tx` and `pool` point into it.
     _seg: Segment,
 }
@@ -110,6 +115,10 @@ pub struct ShmTransport {
     peers: Vec<Option<Box<Peer>>>,
     inline_max: usize,
     resolve: Resolver,
+    /// This rank's arena for `alloc_mem`, created on first use.
+    arena: Option<arena::Arena>,
+    /// Size of the arena file (sparse: only used pages cost memory).
+    arena_bytes: usize,
     seg: Segment,
 }
 
@@ -250,8 +259,67 @@ impl ShmTransport {
             peers: (0..size).map(|_| None).collect(),
             inline_max: inline_max.min(max_inline),
             resolve,
+            arena: None,
+            arena_bytes: 1 << 30,
             seg,
         })
+    }
+
+    /// Sets the size of this rank's arena (before the first allocation).
+    pub fn set_arena_bytes(&mut self, bytes: usize) {
+        self.arena_bytes = bytes;
+    }
+
+    /// Allocates `len` bytes of message memory that peers can read directly.
+    pub fn alloc_mem(&mut self, len: usize) -> Result<*mut u8> {
+        if self.arena.is_none() {
+            let path = format!("{}.mem", self.seg.path());
+            let a = arena::Arena::create(&path, self.arena_bytes).map_err(|e| {
+                Error::new(ErrorClass::NoMem, format!("alloc_mem: cannot create {path}: {e}"))
+            })?;
+            self.arena = Some(a);
+        }
+        let a = self.arena.as_mut().expect("created above");
+        a.alloc(len).ok_or_else(|| {
+            Error::new(
+                ErrorClass::NoMem,
+                format!("alloc_mem: {len} bytes do not fit in the {}-byte arena (OXMPI_ALLOC_MEM_BYTES)", self.arena_bytes),
+            )
+        })
+    }
+
+    /// Frees memory from [`alloc_mem`](Self::alloc_mem).
+    pub fn free_mem(&mut self, ptr: *mut u8, len: usize) {
+        if let Some(a) = &mut self.arena {
+            a.free(ptr, len);
+        }
+    }
+
+    /// Offset of `[addr, addr + len)` in this rank's arena, if it lies there.
+    #[inline]
+    pub fn arena_offset(&self, addr: u64, len: usize) -> Option<usize> {
+        self.arena.as_ref()?.offset_of(addr, len)
+    }
+
+    /// Copies `dst.len()` bytes at offset `off` of `rank`'s arena into `dst`.
+    pub fn read_peer_arena(&mut self, rank: u32, off: u64, dst: &mut [u8]) -> Result<()> {
+        let peer = self.peer(rank)?;
+        if peer.arena.is_none() {
+            let path = format!("{}.mem", peer.path);
+            let seg = Segment::open(&path).map_err(|e| {
+                Error::new(ErrorClass::Other, format!("cannot map rank {rank}'s message memory {path}: {e}"))
+            })?;
+            peer.arena = Some(seg);
+        }
+        let seg = peer.arena.as_ref().expect("mapped above");
+        let end = off.checked_add(dst.len() as u64);
+        if end.is_none_or(|e| e > seg.len() as u64) {
+            return Err(Error::new(ErrorClass::Intern, format!("rank {rank} announced data outside its message memory")));
+        }
+        // SAFETY: the range was checked against the mapping; the sender keeps the buffer
+        // unchanged until our FIN (its send is incomplete until then).
+        unsafe { std::ptr::copy_nonoverlapping(seg.base().as_ptr().add(off as usize), dst.as_mut_ptr(), dst.len()) };
+        Ok(())
     }
 
     /// Path of this rank's segment (its shm business-card entry).
@@ -266,6 +334,9 @@ impl ShmTransport {
 
     /// Removes the segment's file; peers that mapped it keep their mapping.
     pub fn unlink(&mut self) {
+        if let Some(a) = &mut self.arena {
+            a.unlink();
+        }
         self.seg.unlink();
     }
 
@@ -314,6 +385,8 @@ impl ShmTransport {
             tx: Producer::new(fifo),
             pool: PoolView::new(pool),
             pid: h.pid as i32,
+            path,
+            arena: None,
             _seg: seg,
         }));
         Ok(())
