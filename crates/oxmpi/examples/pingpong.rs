@@ -14,7 +14,19 @@ fn main() -> Result<(), oxmpi::Error> {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(4 << 20);
-    let sizes = [0usize, 8, 64, 512, 4096, 16384, 65536, 131072, 262144, 1 << 20, 4 << 20];
+    let sizes = [
+        0usize,
+        8,
+        64,
+        512,
+        4096,
+        16384,
+        65536,
+        131072,
+        262144,
+        1 << 20,
+        4 << 20,
+    ];
     for size in sizes.into_iter().filter(|&s| s <= max) {
         let iters = if size >= 1 << 20 { 200 } else { 20000 };
         // `pingpong MAX shared` sends from alloc_mem buffers (message memory in shared memory).

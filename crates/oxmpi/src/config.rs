@@ -165,7 +165,12 @@ mod tests {
     fn shown_defaults_are_the_real_defaults() {
         for t in TUNABLES.iter().filter(|t| t.default != "(unset)") {
             let c = Config::from_lookup(|k| (k == t.name).then(|| t.default.to_owned())).unwrap();
-            assert_eq!(format!("{c:?}"), format!("{:?}", Config::default()), "{}", t.name);
+            assert_eq!(
+                format!("{c:?}"),
+                format!("{:?}", Config::default()),
+                "{}",
+                t.name
+            );
         }
     }
 

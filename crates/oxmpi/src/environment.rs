@@ -73,29 +73,28 @@ impl<L: ThreadLevel> Universe<L> {
     /// Waits until every buffered send has gone out, then detaches the space and returns its
     /// size (`MPI_Buffer_detach`).
     pub fn buffer_detach(&self) -> Result<usize> {
-        let mut backoff = crate::p2p::progress::Backoff::new(
-            self.rt.config.spin_count,
-            self.rt.config.yield_sleep_us,
-        );
-        while self
-            .rt
-            .engine
-            .with(|e| e.progress().map(|_| e.bsend_busy()))?
-        {
-            backoff.snooze();
-        }
+        crate::request::block_on(&self.rt, || {
+            self.rt
+                .engine
+                .with(|e| e.progress().map(|_| (!e.bsend_busy()).then_some(())))
+        })?;
         self.rt.engine.with(|e| e.buffer_detach())
     }
 
     /// Peers whose shared memory this rank has mapped so far (connections are deferred until a
     /// pair's first message).
     pub fn mapped_peers(&self) -> usize {
-        self.rt.engine.with(|e| e.shm().map_or(0, |s| s.connected_peers()))
+        self.rt
+            .engine
+            .with(|e| e.shm().map_or(0, |s| s.connected_peers()))
     }
 
     /// Allocates `len` zeroed values in message memory (`MPI_Alloc_mem`): large sends from
     /// such a buffer to ranks on this host are a single plain copy by the receiver.
-    pub fn alloc_mem<T: crate::Equivalence>(&self, len: usize) -> Result<crate::memory::SharedBuffer<T>> {
+    pub fn alloc_mem<T: crate::Equivalence>(
+        &self,
+        len: usize,
+    ) -> Result<crate::memory::SharedBuffer<T>> {
         crate::memory::SharedBuffer::new(self.rt.clone(), len)
     }
 

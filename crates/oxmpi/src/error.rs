@@ -50,7 +50,7 @@ pub enum ErrorClass {
     Pending = 20,
     /// `MPI_ERR_NO_MEM`: out of memory.
     NoMem = 34,
-    /// `MPI_ERR_UNSUPPORTED_OPERATION`: operation not supported.
+    /// The operation is not supported (ABI class 55).
     UnsupportedOperation = 55,
     /// `MPI_ERR_PROC_ABORTED`: a peer process aborted.
     ProcAborted = 58,

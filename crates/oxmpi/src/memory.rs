@@ -32,12 +32,22 @@ impl<T: Equivalence> SharedBuffer<T> {
                 // Equivalence type); zero is a valid value of every Pod type.
                 unsafe { p.write_bytes(0, bytes) };
                 let ptr = NonNull::new(p.cast::<T>()).expect("arena pointers are non-null");
-                Ok(SharedBuffer { rt, ptr, len, heap: None })
+                Ok(SharedBuffer {
+                    rt,
+                    ptr,
+                    len,
+                    heap: None,
+                })
             }
             Err(e) if e.message().contains("no shared-memory transport") => {
                 let mut v = vec![T::zeroed(); len];
                 let ptr = NonNull::new(v.as_mut_ptr()).unwrap_or(NonNull::dangling());
-                Ok(SharedBuffer { rt, ptr, len, heap: Some(v) })
+                Ok(SharedBuffer {
+                    rt,
+                    ptr,
+                    len,
+                    heap: Some(v),
+                })
             }
             Err(e) => Err(e),
         }
@@ -77,6 +87,9 @@ impl<T: Equivalence> Drop for SharedBuffer<T> {
 
 impl<T: Equivalence + std::fmt::Debug> std::fmt::Debug for SharedBuffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SharedBuffer").field("len", &self.len).field("shared", &self.is_shared()).finish()
+        f.debug_struct("SharedBuffer")
+            .field("len", &self.len)
+            .field("shared", &self.is_shared())
+            .finish()
     }
 }

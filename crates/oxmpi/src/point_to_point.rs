@@ -14,10 +14,11 @@ use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::engine::{RecvStart, SendMode};
 use crate::p2p::matching::{Unexpected, ANY_SOURCE, ANY_TAG, PROC_NULL};
-use crate::p2p::progress::Backoff;
 use crate::p2p::request::{ReqId, Status as RawStatus};
 use crate::p2p::wire::Envelope;
-use crate::request::{scope, status_result, wait_raw, Persistent, PersistentOp, Request, Scope};
+use crate::request::{
+    block_on, scope, status_result, wait_raw, Persistent, PersistentOp, Request, Scope,
+};
 use crate::runtime::Runtime;
 use crate::threading::ThreadLevel;
 
@@ -135,7 +136,9 @@ impl<L: ThreadLevel> Communicator<L> {
 
     /// World rank of a validated communicator rank (`None` for wildcards and `PROC_NULL`).
     fn world_rank_of(&self, src: i32) -> Option<u32> {
-        usize::try_from(src).ok().and_then(|s| self.state.members.get(s).copied())
+        usize::try_from(src)
+            .ok()
+            .and_then(|s| self.state.members.get(s).copied())
     }
 
     fn envelope(&self, call: &str, tag: i32) -> Result<Envelope> {
@@ -222,22 +225,37 @@ impl<L: ThreadLevel> Communicator<L> {
         source: impl Into<Source>,
         tag: impl Into<Tag>,
     ) -> Result<Status> {
-        self.check_finalized("receive")?;
-        let (src, tag) = self.recv_args("receive", source.into(), tag.into())?;
+        // SAFETY: `buf` stays exclusively borrowed until this blocking receive completes.
+        let start =
+            unsafe { self.start_receive("receive", buf.bytes_mut(), source.into(), tag.into())? };
         let elem = buf.element_size();
-        let bytes = buf.bytes_mut();
-        let ctx = self.state.context;
-        let world_src = self.world_rank_of(src);
-        // SAFETY: `bytes` stays exclusively borrowed until this blocking receive completes.
-        let start = self
-            .rt
-            .engine
-            .with(|e| unsafe { e.irecv_from(bytes.as_mut_ptr(), bytes.len(), ctx, src, tag, world_src) })?;
         let raw = match start {
             RecvStart::Done(st) => st,
             RecvStart::Pending(id) => wait_raw(&self.rt, id)?,
         };
         status_result(raw, elem)
+    }
+
+    /// Starts a receive into `bytes`.
+    ///
+    /// # Safety
+    /// `bytes` must stay valid and otherwise untouched until the receive completes.
+    unsafe fn start_receive(
+        &self,
+        call: &str,
+        bytes: &mut [u8],
+        source: Source,
+        tag: Tag,
+    ) -> Result<RecvStart> {
+        self.check_finalized(call)?;
+        let (src, tag) = self.recv_args(call, source, tag)?;
+        let ctx = self.state.context;
+        let world_src = self.world_rank_of(src);
+        let (ptr, cap) = (bytes.as_mut_ptr(), bytes.len());
+        // SAFETY: forwarded from our caller.
+        self.rt
+            .engine
+            .with(|e| unsafe { e.irecv_from(ptr, cap, ctx, src, tag, world_src) })
     }
 
     /// Receives a message of any length into a new vector (probe, then receive).
@@ -257,13 +275,7 @@ impl<L: ThreadLevel> Communicator<L> {
     /// Waits for a matching message without receiving it (`MPI_Probe`).
     pub fn probe(&self, source: impl Into<Source>, tag: impl Into<Tag>) -> Result<Status> {
         let (source, tag) = (source.into(), tag.into());
-        let mut backoff = Backoff::new(self.rt.config.spin_count, self.rt.config.yield_sleep_us);
-        loop {
-            if let Some(st) = self.immediate_probe(source, tag)? {
-                return Ok(st);
-            }
-            backoff.snooze();
-        }
+        block_on(&self.rt, || self.immediate_probe(source, tag))
     }
 
     /// Checks for a matching message without receiving it (`MPI_Iprobe`).
@@ -348,18 +360,17 @@ impl<L: ThreadLevel> Communicator<L> {
         source: impl Into<Source>,
         tag: impl Into<Tag>,
     ) -> Result<Request<'a, 's>> {
-        self.check_finalized("immediate_receive")?;
-        let (src, tag) = self.recv_args("immediate_receive", source.into(), tag.into())?;
-        let elem = buf.element_size();
-        let bytes = buf.bytes_mut();
-        let ctx = self.state.context;
-        let world_src = self.world_rank_of(src);
         // SAFETY: the exclusive borrow `'a` is held by the Request (which waits on drop) and
         // outlives its Scope (which waits for leaked requests).
-        let start = self
-            .rt
-            .engine
-            .with(|e| unsafe { e.irecv_from(bytes.as_mut_ptr(), bytes.len(), ctx, src, tag, world_src) })?;
+        let start = unsafe {
+            self.start_receive(
+                "immediate_receive",
+                buf.bytes_mut(),
+                source.into(),
+                tag.into(),
+            )?
+        };
+        let elem = buf.element_size();
         Ok(Request::new(self.rt.clone(), start, elem, scope))
     }
 
@@ -423,13 +434,7 @@ impl<L: ThreadLevel> Communicator<L> {
         tag: impl Into<Tag>,
     ) -> Result<(Message, Status)> {
         let (source, tag) = (source.into(), tag.into());
-        let mut backoff = Backoff::new(self.rt.config.spin_count, self.rt.config.yield_sleep_us);
-        loop {
-            if let Some(found) = self.immediate_matched_probe(source, tag)? {
-                return Ok(found);
-            }
-            backoff.snooze();
-        }
+        block_on(&self.rt, || self.immediate_matched_probe(source, tag))
     }
 
     /// Like [`matched_probe`](Self::matched_probe) but returns `None` at once if no message

@@ -163,6 +163,17 @@ pub(crate) fn status_result(raw: RawStatus, elem: usize) -> Result<Status> {
     }
 }
 
+/// Calls `poll` until it yields a value, spinning then backing off between calls.
+pub(crate) fn block_on<R>(rt: &Runtime, mut poll: impl FnMut() -> Result<Option<R>>) -> Result<R> {
+    let mut backoff = Backoff::new(rt.config.spin_count, rt.config.yield_sleep_us);
+    loop {
+        if let Some(r) = poll()? {
+            return Ok(r);
+        }
+        backoff.snooze();
+    }
+}
+
 /// Waits for request `id`, spinning then backing off.
 pub(crate) fn wait_raw(rt: &Runtime, id: ReqId) -> Result<RawStatus> {
     let mut backoff = Backoff::new(rt.config.spin_count, rt.config.yield_sleep_us);
@@ -202,13 +213,7 @@ pub fn wait_all(requests: Vec<Request<'_, '_>>) -> Result<Vec<Status>> {
 /// empty.
 pub fn wait_any(requests: &mut Vec<Request<'_, '_>>) -> Option<(usize, Result<Status>)> {
     let rt = requests.first()?.rt.clone();
-    let mut backoff = Backoff::new(rt.config.spin_count, rt.config.yield_sleep_us);
-    loop {
-        if let Some(found) = test_any(requests) {
-            return Some(found);
-        }
-        backoff.snooze();
-    }
+    block_on(&rt, || Ok(test_any(requests))).ok()
 }
 
 /// Completes one finished request if there is one, removing it from `requests`
@@ -231,14 +236,11 @@ pub fn wait_some(requests: &mut Vec<Request<'_, '_>>) -> Vec<(usize, Result<Stat
     let Some(rt) = requests.first().map(|r| r.rt.clone()) else {
         return Vec::new();
     };
-    let mut backoff = Backoff::new(rt.config.spin_count, rt.config.yield_sleep_us);
-    loop {
+    block_on(&rt, || {
         let done = test_some(requests);
-        if !done.is_empty() {
-            return done;
-        }
-        backoff.snooze();
-    }
+        Ok((!done.is_empty()).then_some(done))
+    })
+    .unwrap_or_default()
 }
 
 /// Completes every finished request, removing them from `requests` (`MPI_Testsome`).

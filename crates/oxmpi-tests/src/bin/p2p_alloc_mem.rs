@@ -8,7 +8,11 @@ fn main() {
     let world = universe.world();
     let rounds = 6;
     let len = 4 << 20;
-    let pattern = |round: usize, i: usize| (i as u64).wrapping_mul(2654435761).wrapping_add(round as u64);
+    let pattern = |round: usize, i: usize| {
+        (i as u64)
+            .wrapping_mul(2654435761)
+            .wrapping_add(round as u64)
+    };
     if world.size() == 1 {
         let mut b = universe.alloc_mem::<u64>(1000).expect("alloc_mem");
         assert!(!b.is_shared(), "no peers: heap fallback");

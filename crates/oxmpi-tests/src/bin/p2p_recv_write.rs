@@ -7,7 +7,10 @@
 use oxmpi::{Source, Tag};
 
 fn main() {
-    let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(20);
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(20);
     let universe = oxmpi::init().expect("init");
     let world = universe.world();
     let len = 1 << 20;
@@ -28,13 +31,18 @@ fn main() {
                 let mut v = vec![0u8; len];
                 let mut small = [0u8; 3];
                 oxmpi::scope(|s| {
-                    let big = world.immediate_receive_into(s, &mut v[..], Source::Rank(0), Tag::Is(2)).unwrap();
+                    let big = world
+                        .immediate_receive_into(s, &mut v[..], Source::Rank(0), Tag::Is(2))
+                        .unwrap();
                     world.send(&1u8, 0, 1).unwrap();
                     if stale {
                         world.receive_into(&mut small[..], 0, 3).unwrap();
                     }
                     let st = big.wait().unwrap();
-                    assert_eq!((st.source(), st.tag(), st.count()), (0, 2, Some(len as u64)));
+                    assert_eq!(
+                        (st.source(), st.tag(), st.count()),
+                        (0, 2, Some(len as u64))
+                    );
                 });
                 if let Some(i) = (0..len).find(|&i| v[i] != pattern(round, i)) {
                     eprintln!("round {round}: byte {i} wrong");

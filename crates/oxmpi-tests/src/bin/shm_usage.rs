@@ -9,11 +9,25 @@ fn main() {
     let (me, np) = (world.rank(), world.size());
     let mut x = 0u32;
     world
-        .send_receive_into(&(me as u32), (me + 1) % np, 0, &mut x, (me + np - 1) % np, 0)
+        .send_receive_into(
+            &(me as u32),
+            (me + 1) % np,
+            0,
+            &mut x,
+            (me + np - 1) % np,
+            0,
+        )
         .expect("ring");
     // A second lap so that every rank's segment exists before rank 0 looks.
     world
-        .send_receive_into(&(me as u32), (me + 1) % np, 1, &mut x, (me + np - 1) % np, 1)
+        .send_receive_into(
+            &(me as u32),
+            (me + 1) % np,
+            1,
+            &mut x,
+            (me + np - 1) % np,
+            1,
+        )
         .expect("ring");
     println!("rank {me} mapped={}", universe.mapped_peers());
     if me == 0 {
@@ -34,7 +48,14 @@ fn main() {
     }
     // Nobody unlinks before everyone has looked.
     world
-        .send_receive_into(&(me as u32), (me + 1) % np, 2, &mut x, (me + np - 1) % np, 2)
+        .send_receive_into(
+            &(me as u32),
+            (me + 1) % np,
+            2,
+            &mut x,
+            (me + np - 1) % np,
+            2,
+        )
         .expect("ring");
     universe.finalize().expect("finalize");
 }

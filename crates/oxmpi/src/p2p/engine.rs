@@ -50,7 +50,6 @@ pub enum RecvStart {
     Pending(ReqId),
 }
 
-
 /// Payload bytes handed to the protocol: in shared memory, or in this process.
 enum Data<'a> {
     Shm(&'a Payload<'a>),
@@ -254,7 +253,11 @@ impl Core {
                             if !self.advertised.is_empty() {
                                 self.advertised.retain(|&r| r != p.req);
                             }
-                            Target::Posted { req: p.req, buf, cap }
+                            Target::Posted {
+                                req: p.req,
+                                buf,
+                                cap,
+                            }
                         }
                         _ => return self.fail(format!("posted receive {} vanished", p.req)),
                     },
@@ -265,14 +268,24 @@ impl Core {
                         Target::Buffer(v)
                     }
                 };
-                let a = Assembly { env: h.env, total: h.len, got: n as u64, sync: (h.addr == 1).then_some(h.sreq), target };
+                let a = Assembly {
+                    env: h.env,
+                    total: h.len,
+                    got: n as u64,
+                    sync: (h.addr == 1).then_some(h.sreq),
+                    target,
+                };
                 if from as usize >= self.assembling.len() {
                     self.assembling.resize_with(from as usize + 1, || None);
                 }
                 self.assembling[from as usize] = Some(a);
             }
             am::EAGER_CONT => {
-                let Some(a) = self.assembling.get_mut(from as usize).and_then(Option::as_mut) else {
+                let Some(a) = self
+                    .assembling
+                    .get_mut(from as usize)
+                    .and_then(Option::as_mut)
+                else {
                     return self.fail(format!("chunk without a message head from rank {from}"));
                 };
                 let n = data.len();
@@ -307,7 +320,9 @@ impl Core {
                 self.arrived.bump(from, h.env.ctx);
                 let req = h.sreq;
                 let Some(i) = self.advertised.iter().position(|&r| r == req) else {
-                    return self.fail(format!("rank {from} wrote into receive {req}, which was not advertised"));
+                    return self.fail(format!(
+                        "rank {from} wrote into receive {req}, which was not advertised"
+                    ));
                 };
                 self.advertised.swap_remove(i);
                 match self.reqs.state_at(req) {
@@ -315,10 +330,17 @@ impl Core {
                         self.matcher.cancel(ctx, req);
                         self.reqs.complete(
                             req,
-                            Status { source: h.env.src as i32, tag: h.env.tag, bytes: h.len, ..Status::default() },
+                            Status {
+                                source: h.env.src as i32,
+                                tag: h.env.tag,
+                                bytes: h.len,
+                                ..Status::default()
+                            },
                         );
                     }
-                    _ => self.fail(format!("rank {from} wrote into receive {req}, which is gone")),
+                    _ => self.fail(format!(
+                        "rank {from} wrote into receive {req}, which is gone"
+                    )),
                 }
             }
             am::ACK | am::FIN => match CtrlHdr::decode(hdr) {
@@ -385,8 +407,19 @@ impl Core {
     }
 
     fn finish_assembly(&mut self, from: u32, a: Assembly) {
-        let kind = if a.sync.is_some() { am::EAGER_SYNC } else { am::EAGER };
-        let h = MatchHdr { env: a.env, sreq: a.sync.unwrap_or(0), len: a.total, addr: 0, pid: 0 , flags: 0};
+        let kind = if a.sync.is_some() {
+            am::EAGER_SYNC
+        } else {
+            am::EAGER
+        };
+        let h = MatchHdr {
+            env: a.env,
+            sreq: a.sync.unwrap_or(0),
+            len: a.total,
+            addr: 0,
+            pid: 0,
+            flags: 0,
+        };
         match a.target {
             Target::Posted { req, cap, .. } => {
                 self.reqs.complete(
@@ -400,7 +433,15 @@ impl Core {
                     },
                 );
                 if let Some(sreq) = a.sync {
-                    self.outbox.push_back((from, am::ACK, CtrlHdr { sreq, rreq: 0, offset: 0 }));
+                    self.outbox.push_back((
+                        from,
+                        am::ACK,
+                        CtrlHdr {
+                            sreq,
+                            rreq: 0,
+                            offset: 0,
+                        },
+                    ));
                 }
             }
             // Matched only now: a receive posted while the chunks arrived must still get it.
@@ -411,7 +452,11 @@ impl Core {
                         Some(sreq) => Body::EagerSync { data: v, sreq },
                         None => Body::Eager(v),
                     };
-                    self.matcher.push_unexpected(Unexpected { env: a.env, from, body });
+                    self.matcher.push_unexpected(Unexpected {
+                        env: a.env,
+                        from,
+                        body,
+                    });
                 }
             },
         }
@@ -506,7 +551,9 @@ impl Core {
         let st = Self::rendezvous_status(h, cap);
         if self.single_copy {
             // SAFETY: st.bytes ≤ cap, the receive buffer's capacity.
-            match cma::read_from(h.pid as i32, h.addr, unsafe { user_buf(buf, st.bytes as usize) }) {
+            match cma::read_from(h.pid as i32, h.addr, unsafe {
+                user_buf(buf, st.bytes as usize)
+            }) {
                 Ok(()) => return self.finish_pull(req, from, h, st),
                 Err(_) => {
                     // The kernel refuses cross-process copies here (ptrace policy, namespaces):
@@ -522,7 +569,15 @@ impl Core {
     fn finish_pull(&mut self, req: u32, from: u32, h: &MatchHdr, st: Status) {
         self.pulls += 1;
         self.reqs.complete(req, st);
-        self.outbox.push_back((from, am::FIN, CtrlHdr { sreq: h.sreq, rreq: 0, offset: 0 }));
+        self.outbox.push_back((
+            from,
+            am::FIN,
+            CtrlHdr {
+                sreq: h.sreq,
+                rreq: 0,
+                offset: 0,
+            },
+        ));
     }
 
     /// Asks the sender of rendezvous `h` to push its data in chunks into receive `req`.
@@ -531,16 +586,34 @@ impl Core {
         let n = st.bytes;
         st.bytes = 0;
         if let Some(s) = self.reqs.state_at(req) {
-            *s = State::RecvChunks { buf, expect: n, total: h.len, got: 0 };
+            *s = State::RecvChunks {
+                buf,
+                expect: n,
+                total: h.len,
+                got: 0,
+            };
         }
         self.reqs.set_status(req, st);
-        self.outbox.push_back((from, am::CTS, CtrlHdr { sreq: h.sreq, rreq: req, offset: 0 }));
+        self.outbox.push_back((
+            from,
+            am::CTS,
+            CtrlHdr {
+                sreq: h.sreq,
+                rreq: req,
+                offset: 0,
+            },
+        ));
     }
 }
 
 impl Engine {
     /// An engine for world rank `me` of `size`, with routes per rank.
-    pub fn new(me: u32, route: Vec<Route>, shm: Option<ShmTransport>, limits: Thresholds) -> Engine {
+    pub fn new(
+        me: u32,
+        route: Vec<Route>,
+        shm: Option<ShmTransport>,
+        limits: Thresholds,
+    ) -> Engine {
         let size = route.len();
         Engine {
             core: Core {
@@ -683,7 +756,14 @@ impl Engine {
     ///
     /// # Safety
     /// As for [`isend`](Self::isend).
-    unsafe fn try_recv_write(&mut self, buf: *const u8, len: usize, to: u32, env: Envelope, seq: u64) -> Result<bool> {
+    unsafe fn try_recv_write(
+        &mut self,
+        buf: *const u8,
+        len: usize,
+        to: u32,
+        env: Envelope,
+        seq: u64,
+    ) -> Result<bool> {
         let mut hit = None;
         // Every advert from `to` on this context is used now or stale after this message.
         self.core.adverts.retain(|a| {
@@ -706,7 +786,14 @@ impl Engine {
             self.limits.recv_write = false;
             return Ok(false);
         }
-        let h = MatchHdr { env, sreq: a.rreq, len: len as u64, addr: 0, pid: 0 , flags: 0};
+        let h = MatchHdr {
+            env,
+            sreq: a.rreq,
+            len: len as u64,
+            addr: 0,
+            pid: 0,
+            flags: 0,
+        };
         let mut hdr = [0u8; HDR_MAX];
         let n = h.encode(am::RTS, &mut hdr);
         self.send_ctrl(to, am::WRITTEN, hdr, n)?;
@@ -724,7 +811,15 @@ impl Engine {
             }
         }
         self.pending_to[to as usize] += 1;
-        self.pending.push_back(Pending { to, am: kind, hdr, hdr_len: hdr_len as u8, data: std::ptr::null(), len: 0, complete: None });
+        self.pending.push_back(Pending {
+            to,
+            am: kind,
+            hdr,
+            hdr_len: hdr_len as u8,
+            data: std::ptr::null(),
+            len: 0,
+            complete: None,
+        });
         Ok(())
     }
 
@@ -734,7 +829,15 @@ impl Engine {
     /// # Safety
     /// As for [`irecv`](Self::irecv).
     #[inline]
-    pub unsafe fn irecv_from(&mut self, buf: *mut u8, cap: usize, ctx: u32, src: i32, tag: i32, src_world: Option<u32>) -> Result<RecvStart> {
+    pub unsafe fn irecv_from(
+        &mut self,
+        buf: *mut u8,
+        cap: usize,
+        ctx: u32,
+        src: i32,
+        tag: i32,
+        src_world: Option<u32>,
+    ) -> Result<RecvStart> {
         // SAFETY: forwarded from our caller.
         let start = unsafe { self.irecv(buf, cap, ctx, src, tag)? };
         if let (RecvStart::Pending(id), Some(w)) = (&start, src_world) {
@@ -766,15 +869,34 @@ impl Engine {
     ///
     /// # Safety
     /// As for [`isend`](Self::isend).
-    unsafe fn isend_chunked(&mut self, sync: bool, buf: *const u8, len: usize, to: u32, env: Envelope, max: usize) -> Result<Option<ReqId>> {
+    unsafe fn isend_chunked(
+        &mut self,
+        sync: bool,
+        buf: *const u8,
+        len: usize,
+        to: u32,
+        env: Envelope,
+        max: usize,
+    ) -> Result<Option<ReqId>> {
         let waiting = sync.then(|| self.core.reqs.alloc(State::SendWait { buf, len }));
-        let h = MatchHdr { env, sreq: waiting.map_or(0, |w| w.idx), len: len as u64, addr: sync as u64, pid: 0 , flags: 0};
+        let h = MatchHdr {
+            env,
+            sreq: waiting.map_or(0, |w| w.idx),
+            len: len as u64,
+            addr: sync as u64,
+            pid: 0,
+            flags: 0,
+        };
         let mut hdr = [0u8; HDR_MAX];
         let head_len = h.encode(am::RTS, &mut hdr);
         let mut off = 0;
         while off < len {
             let k = max.min(len - off);
-            let (kind, hl) = if off == 0 { (am::EAGER_HEAD, head_len) } else { (am::EAGER_CONT, 0) };
+            let (kind, hl) = if off == 0 {
+                (am::EAGER_HEAD, head_len)
+            } else {
+                (am::EAGER_CONT, 0)
+            };
             if self.pending_to[to as usize] == 0 {
                 // SAFETY: off + k ≤ len, inside the caller's buffer.
                 let chunk = unsafe { std::slice::from_raw_parts(buf.add(off), k) };
@@ -787,10 +909,16 @@ impl Engine {
                     Err(SendError::Fatal(e)) => return Err(e),
                 }
             }
-            let last = waiting.is_none().then(|| self.core.reqs.alloc(State::SendQueued));
+            let last = waiting
+                .is_none()
+                .then(|| self.core.reqs.alloc(State::SendQueued));
             while off < len {
                 let k = max.min(len - off);
-                let (kind, hl) = if off == 0 { (am::EAGER_HEAD, head_len) } else { (am::EAGER_CONT, 0) };
+                let (kind, hl) = if off == 0 {
+                    (am::EAGER_HEAD, head_len)
+                } else {
+                    (am::EAGER_CONT, 0)
+                };
                 self.pending_to[to as usize] += 1;
                 self.pending.push_back(Pending {
                     to,
@@ -1070,7 +1198,10 @@ impl Engine {
 
     /// Protocol counters so far.
     pub fn stats(&self) -> Stats {
-        Stats { single_copy_pulls: self.core.pulls, ..self.stats }
+        Stats {
+            single_copy_pulls: self.core.pulls,
+            ..self.stats
+        }
     }
 
     /// Requests not yet collected.
@@ -1133,7 +1264,10 @@ impl Engine {
             let st = Core::rendezvous_status(&h, cap);
             // SAFETY: st.bytes ≤ cap, the posted receive's capacity.
             let dst = unsafe { user_buf(buf, st.bytes as usize) };
-            let copied = self.shm.as_mut().map(|s| s.read_peer_arena(from, h.addr, dst));
+            let copied = self
+                .shm
+                .as_mut()
+                .map(|s| s.read_peer_arena(from, h.addr, dst));
             match copied {
                 Some(Ok(())) => {
                     self.stats.arena_pulls += 1;
@@ -1150,7 +1284,10 @@ impl Engine {
     pub fn alloc_mem(&mut self, len: usize) -> Result<*mut u8> {
         match &mut self.shm {
             Some(s) => s.alloc_mem(len),
-            None => Err(Error::new(ErrorClass::NoMem, "alloc_mem: no shared-memory transport (no peer on this host)")),
+            None => Err(Error::new(
+                ErrorClass::NoMem,
+                "alloc_mem: no shared-memory transport (no peer on this host)",
+            )),
         }
     }
 

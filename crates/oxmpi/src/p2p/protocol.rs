@@ -70,9 +70,21 @@ impl Thresholds {
         let mut out = Vec::new();
         let mut lo = 0usize;
         let steps = [
-            (Protocol::Inline, self.inline_max, "inline in 64-byte ring cells (one copy in, one out)"),
-            (Protocol::PoolBlock, self.block_size, "eager, payload in one block of the sender's pool"),
-            (Protocol::ChunkedEager, self.eager_limit, "eager in pool-block chunks, receiver drains while sender fills"),
+            (
+                Protocol::Inline,
+                self.inline_max,
+                "inline in 64-byte ring cells (one copy in, one out)",
+            ),
+            (
+                Protocol::PoolBlock,
+                self.block_size,
+                "eager, payload in one block of the sender's pool",
+            ),
+            (
+                Protocol::ChunkedEager,
+                self.eager_limit,
+                "eager in pool-block chunks, receiver drains while sender fills",
+            ),
         ];
         for (p, hi, what) in steps {
             if hi >= lo && self.choose(hi) == p {
@@ -86,7 +98,10 @@ impl Thresholds {
             "rendezvous: sender pushes pool-block chunks after clear-to-send (single copy off)"
         };
         out.push(format!("{lo:>10} ..= {:<10} {rndv}", "max"));
-        out.push(format!("{:>10}     {:<10} {}", "any", "to self", "copied in place by the self path"));
+        out.push(format!(
+            "{:>10}     {:<10} {}",
+            "any", "to self", "copied in place by the self path"
+        ));
         out
     }
 }
@@ -112,12 +127,19 @@ mod tests {
 
     #[test]
     fn small_eager_limit_skips_eager_ranges() {
-        let c = Config { eager_limit: 100, single_copy: false, ..Config::default() };
+        let c = Config {
+            eager_limit: 100,
+            single_copy: false,
+            ..Config::default()
+        };
         let t = Thresholds::from_config(&c);
         assert_eq!(t.choose(100), Protocol::Inline);
         assert_eq!(t.choose(101), Protocol::Rendezvous);
         let lines = t.describe();
         assert!(lines.iter().any(|l| l.contains("pushes")), "{lines:?}");
-        assert!(!lines.iter().any(|l| l.contains("chunks, receiver drains")), "{lines:?}");
+        assert!(
+            !lines.iter().any(|l| l.contains("chunks, receiver drains")),
+            "{lines:?}"
+        );
     }
 }

@@ -76,7 +76,10 @@ impl Advert {
     /// Whether a message of `len` bytes with `tag`, the sender's message number `seq` to this
     /// receiver on `ctx`, may be written into this buffer.
     pub fn accepts(&self, ctx: u32, seq: u64, tag: i32, len: usize) -> bool {
-        self.ctx == ctx && self.seq == seq as u32 && (self.tag == ANY_TAG || self.tag == tag) && len as u64 <= self.cap
+        self.ctx == ctx
+            && self.seq == seq as u32
+            && (self.tag == ANY_TAG || self.tag == tag)
+            && len as u64 <= self.cap
     }
 }
 
@@ -120,7 +123,16 @@ mod tests {
 
     #[test]
     fn adverts_round_trip_and_accept_only_the_next_fitting_message() {
-        let a = Advert { from: 3, ctx: 4, tag: 7, rreq: 9, seq: 2, addr: 0x1000, cap: 1 << 20, pid: 42 };
+        let a = Advert {
+            from: 3,
+            ctx: 4,
+            tag: 7,
+            rreq: 9,
+            seq: 2,
+            addr: 0x1000,
+            cap: 1 << 20,
+            pid: 42,
+        };
         assert_eq!(Advert::decode(3, &a.encode()), Some(a));
         assert!(Advert::decode(3, &a.encode()[..35]).is_none());
         assert!(a.accepts(4, 2, 7, 1 << 20));

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use crate::config::Config;
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::engine::{Engine, Route};
-use crate::p2p::protocol::Thresholds;
 use crate::p2p::progress::EngineCell;
+use crate::p2p::protocol::Thresholds;
 use crate::threading::Threading;
 use crate::transport::shm::{ShmLayout, ShmTransport};
 use bootstrap::Bootstrap;
@@ -214,14 +214,10 @@ impl Runtime {
         }
         // Control fragments (FIN, ACK, CTS) still queued must reach their peers, who may be
         // waiting on them, before we stop progressing.
-        let mut backoff =
-            crate::p2p::progress::Backoff::new(self.config.spin_count, self.config.yield_sleep_us);
-        while self
-            .engine
-            .with(|e| e.progress().map(|_| e.has_outgoing()))?
-        {
-            backoff.snooze();
-        }
+        crate::request::block_on(self, || {
+            self.engine
+                .with(|e| e.progress().map(|_| (!e.has_outgoing()).then_some(())))
+        })?;
         let mut b = self.bootstrap();
         b.fence()?;
         self.engine.with(|e| e.unlink_shm());

@@ -10,73 +10,66 @@ use std::io;
 /// far below the kernel's per-call limit.
 const MAX_PER_CALL: usize = 1 << 30;
 
-/// Copies `dst.len()` bytes from address `src` in process `pid` into `dst`.
-pub fn read_from(pid: i32, src: u64, dst: &mut [u8]) -> io::Result<()> {
+/// Which direction a copy goes.
+#[derive(Clone, Copy)]
+enum Dir {
+    Read,
+    Write,
+}
+
+/// Moves `len` bytes between `local` (ours) and `remote` (in `pid`), in bounded calls.
+///
+/// # Safety
+/// For `Read`, `local` must be valid for writes of `len` bytes; for `Write`, for reads.
+unsafe fn copy(dir: Dir, pid: i32, local: *mut u8, remote: u64, len: usize) -> io::Result<()> {
     let mut done = 0;
-    while done < dst.len() {
-        let n = (dst.len() - done).min(MAX_PER_CALL);
-        let local = libc::iovec {
-            // SAFETY: `done < dst.len()`, so the pointer is inside `dst`.
-            iov_base: unsafe { dst.as_mut_ptr().add(done) }.cast(),
+    while done < len {
+        let n = (len - done).min(MAX_PER_CALL);
+        let l = libc::iovec {
+            // SAFETY: `done < len`, so the pointer stays inside the caller's buffer.
+            iov_base: unsafe { local.add(done) }.cast(),
             iov_len: n,
         };
-        let remote = libc::iovec {
-            iov_base: (src + done as u64) as *mut libc::c_void,
+        let r = libc::iovec {
+            iov_base: (remote + done as u64) as *mut libc::c_void,
             iov_len: n,
         };
-        // SAFETY: `local` describes writable memory we own; the kernel validates `remote`
-        // against the other process and fails with EFAULT rather than touching our memory.
-        let r = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
-        if r < 0 {
+        // SAFETY: `l` describes memory the caller vouches for; the kernel checks `r` against
+        // the other process and fails with EFAULT rather than touching anything else.
+        let moved = unsafe {
+            match dir {
+                Dir::Read => libc::process_vm_readv(pid, &l, 1, &r, 1, 0),
+                Dir::Write => libc::process_vm_writev(pid, &l, 1, &r, 1, 0),
+            }
+        };
+        if moved < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
                 continue;
             }
             return Err(e);
         }
-        if r == 0 {
+        if moved == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
-                "process_vm_readv moved nothing",
+                "cross-process copy moved nothing",
             ));
         }
-        done += r as usize;
+        done += moved as usize;
     }
     Ok(())
 }
 
+/// Copies `dst.len()` bytes from address `src` in process `pid` into `dst`.
+pub fn read_from(pid: i32, src: u64, dst: &mut [u8]) -> io::Result<()> {
+    // SAFETY: `dst` is valid for writes of its length.
+    unsafe { copy(Dir::Read, pid, dst.as_mut_ptr(), src, dst.len()) }
+}
+
 /// Copies `src` into address `dst` of process `pid`.
 pub fn write_to(pid: i32, dst: u64, src: &[u8]) -> io::Result<()> {
-    let mut done = 0;
-    while done < src.len() {
-        let n = (src.len() - done).min(MAX_PER_CALL);
-        let local = libc::iovec {
-            // SAFETY: `done < src.len()`, so the pointer is inside `src`; the kernel only reads it.
-            iov_base: unsafe { src.as_ptr().add(done) }.cast_mut().cast(),
-            iov_len: n,
-        };
-        let remote = libc::iovec {
-            iov_base: (dst + done as u64) as *mut libc::c_void,
-            iov_len: n,
-        };
-        // SAFETY: `local` describes readable memory we own; `remote` is checked by the kernel.
-        let r = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if r == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "process_vm_writev moved nothing",
-            ));
-        }
-        done += r as usize;
-    }
-    Ok(())
+    // SAFETY: `src` is valid for reads of its length; the kernel only reads it.
+    unsafe { copy(Dir::Write, pid, src.as_ptr().cast_mut(), dst, src.len()) }
 }
 
 #[cfg(test)]

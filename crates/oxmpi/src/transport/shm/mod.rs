@@ -275,7 +275,10 @@ impl ShmTransport {
         if self.arena.is_none() {
             let path = format!("{}.mem", self.seg.path());
             let a = arena::Arena::create(&path, self.arena_bytes).map_err(|e| {
-                Error::new(ErrorClass::NoMem, format!("alloc_mem: cannot create {path}: {e}"))
+                Error::new(
+                    ErrorClass::NoMem,
+                    format!("alloc_mem: cannot create {path}: {e}"),
+                )
             })?;
             self.arena = Some(a);
         }
@@ -307,18 +310,30 @@ impl ShmTransport {
         if peer.arena.is_none() {
             let path = format!("{}.mem", peer.path);
             let seg = Segment::open(&path).map_err(|e| {
-                Error::new(ErrorClass::Other, format!("cannot map rank {rank}'s message memory {path}: {e}"))
+                Error::new(
+                    ErrorClass::Other,
+                    format!("cannot map rank {rank}'s message memory {path}: {e}"),
+                )
             })?;
             peer.arena = Some(seg);
         }
         let seg = peer.arena.as_ref().expect("mapped above");
         let end = off.checked_add(dst.len() as u64);
         if end.is_none_or(|e| e > seg.len() as u64) {
-            return Err(Error::new(ErrorClass::Intern, format!("rank {rank} announced data outside its message memory")));
+            return Err(Error::new(
+                ErrorClass::Intern,
+                format!("rank {rank} announced data outside its message memory"),
+            ));
         }
         // SAFETY: the range was checked against the mapping; the sender keeps the buffer
         // unchanged until our FIN (its send is incomplete until then).
-        unsafe { std::ptr::copy_nonoverlapping(seg.base().as_ptr().add(off as usize), dst.as_mut_ptr(), dst.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                seg.base().as_ptr().add(off as usize),
+                dst.as_mut_ptr(),
+                dst.len(),
+            )
+        };
         Ok(())
     }
 
