@@ -1,0 +1,40 @@
+//! `oxmpi-bench`: see `oxmpi-bench --help`.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use oxmpi_bench::cli::{Cli, Command};
+use oxmpi_bench::compare;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Compare(args) => {
+            let cores = std::thread::available_parallelism()
+                .map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX));
+            let cfg = match args.resolve(cores) {
+                Ok(cfg) => cfg,
+                Err(e) => {
+                    eprintln!("oxmpi-bench compare: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let mut progress = |line: &str| eprintln!("oxmpi-bench: {line}");
+            match compare::compare(&cfg, &mut progress) {
+                Ok(out) => {
+                    println!("report:  {}", out.report.display());
+                    println!("results: {}", out.csv.display());
+                    for p in &out.plots {
+                        println!("plot:    {}.{{svg,png}}", p.display());
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("oxmpi-bench compare: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
