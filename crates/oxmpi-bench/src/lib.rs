@@ -10,6 +10,7 @@
 pub mod cli;
 pub mod compare;
 pub mod impls;
+pub mod native;
 pub mod parse;
 pub mod peers;
 pub mod plot;

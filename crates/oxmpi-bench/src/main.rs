@@ -8,6 +8,13 @@ use oxmpi_bench::cli::{Cli, Command};
 use oxmpi_bench::compare;
 
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if args
+        .get(1)
+        .is_some_and(|a| oxmpi_bench::native::is_benchmark(a))
+    {
+        return oxmpi_bench::native::run(&args);
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Compare(args) => {

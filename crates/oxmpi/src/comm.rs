@@ -1,12 +1,28 @@
-//! Communicators: a group of ranks plus a private context for their messages.
+//! Communicators: a group of ranks plus a private context for their messages; creating them
+//! (dup, split, split by type, from groups), comparing them, attributes, and
+//! intercommunicators.
+//!
+//! # Context ids
+//! Ids come in pairs: `2k` carries a communicator's point-to-point traffic, `2k + 1` its
+//! collectives. Each process keeps a bitmap of the pairs it uses; a new communicator's pair is
+//! the lowest one free in every member, found by an allreduce (bitwise AND) of the members'
+//! free masks over the parent. Pairs return to the bitmap when the last handle to a
+//! communicator is dropped (or [`free`](Communicator::free)d).
 //!
 //! # Standard sections
-//! MPI-5.0 §7 (groups, contexts, communicators).
+//! MPI-5.0 §7 (groups, contexts, communicators, intercommunicators, caching).
 
-use std::sync::Arc;
+use std::any::Any;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::coll::hier::HostLayout;
+use crate::error::{Error, ErrorClass, Result};
+use crate::group::{Group, Relation};
+use crate::op::Op;
 use crate::runtime::Runtime;
-use crate::threading::{Single, ThreadLevel};
+use crate::threading::{Single, ThreadLevel, Threading};
 
 /// Context id of `MPI_COMM_WORLD`; each communicator has its own, so their messages never mix.
 /// Ids come in pairs: `2k` carries point-to-point traffic, `2k + 1` the communicator's
@@ -15,14 +31,141 @@ pub const WORLD_CONTEXT: u32 = 0;
 /// Context id of `MPI_COMM_SELF`.
 pub const SELF_CONTEXT: u32 = 2;
 
-/// What every handle to one communicator shares.
-#[derive(Debug)]
-pub(crate) struct CommState {
-    pub(crate) context: u32,
-    pub(crate) rank: u32,
-    /// World rank of each member, in communicator rank order.
-    pub(crate) members: Vec<u32>,
+/// Context-id pairs a process can use at once (pair 0 is `WORLD`, pair 1 `SELF`).
+pub const MAX_CONTEXT_PAIRS: usize = 4096;
+const WORDS: usize = MAX_CONTEXT_PAIRS / 64;
+
+/// Pairs in use in this process (MPI is initialized once per process).
+static USED: Mutex<[u64; WORDS]> = Mutex::new({
+    let mut m = [0u64; WORDS];
+    m[0] = 0b11;
+    m
+});
+
+fn used() -> std::sync::MutexGuard<'static, [u64; WORDS]> {
+    USED.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+fn free_mask() -> [u64; WORDS] {
+    used().map(|w| !w)
+}
+
+fn claim(k: u32) -> bool {
+    let mut u = used();
+    let (w, b) = (k as usize / 64, 1u64 << (k % 64));
+    let free = u[w] & b == 0;
+    u[w] |= b;
+    free
+}
+
+fn release(k: u32) {
+    let mut u = used();
+    u[k as usize / 64] &= !(1u64 << (k % 64));
+}
+
+/// The lowest pairs set in `mask` (`n` of them), if there are enough.
+fn lowest(mask: &[u64], n: usize) -> Option<Vec<u32>> {
+    let mut out = Vec::with_capacity(n);
+    for (i, &w) in mask.iter().enumerate() {
+        let mut w = w;
+        while w != 0 && out.len() < n {
+            out.push(i as u32 * 64 + w.trailing_zeros());
+            w &= w - 1;
+        }
+    }
+    (out.len() == n).then_some(out)
+}
+
+fn out_of_contexts(call: &str) -> Error {
+    Error::new(
+        ErrorClass::Other,
+        format!("{call}: no context id is free in every member ({MAX_CONTEXT_PAIRS} pairs per process); free unused communicators"),
+    )
+}
+
+/// What every handle to one communicator shares.
+pub(crate) struct CommState {
+    /// Point-to-point context id (`2k`); the collective one is `context + 1`.
+    pub(crate) context: u32,
+    /// This process's rank (in the local group, for intercommunicators).
+    pub(crate) rank: u32,
+    /// World rank of each member (of the local group), in rank order.
+    pub(crate) members: Vec<u32>,
+    /// Intercommunicators: world rank of each member of the remote group.
+    pub(crate) remote: Option<Vec<u32>>,
+    /// Context pair for collectives among the local group: `context` for intracommunicators,
+    /// a private pair for intercommunicators.
+    pub(crate) local_context: u32,
+    /// Collective calls started on this communicator: the tag of the next one.
+    seq: AtomicU32,
+    /// Host placement, computed on first use by a collective.
+    layout: OnceLock<Option<HostLayout>>,
+    attrs: Mutex<Vec<Attr>>,
+    /// Context pairs to return to the bitmap when the last handle goes.
+    owned_pairs: Vec<u32>,
+}
+
+impl std::fmt::Debug for CommState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommState")
+            .field("context", &self.context)
+            .field("rank", &self.rank)
+            .field("members", &self.members)
+            .field("remote", &self.remote)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CommState {
+    pub(crate) fn new(
+        context: u32,
+        rank: u32,
+        members: Vec<u32>,
+        owned_pairs: Vec<u32>,
+    ) -> CommState {
+        CommState {
+            context,
+            rank,
+            members,
+            remote: None,
+            local_context: context,
+            seq: AtomicU32::new(0),
+            layout: OnceLock::new(),
+            attrs: Mutex::new(Vec::new()),
+            owned_pairs,
+        }
+    }
+
+    /// The tag of the next collective on this communicator. Every member calls collectives
+    /// in the same order, so they agree on it; outstanding nonblocking collectives get
+    /// distinct tags. Tags from 2³⁰ up are left for communicator construction.
+    pub(crate) fn next_tag(&self) -> i32 {
+        (self.seq.fetch_add(1, Ordering::Relaxed) & (TAG_SPLIT - 1)) as i32
+    }
+
+    /// How the (local group's) members spread over hosts, per the runtime's collective
+    /// placement; `None` when a two-level algorithm cannot help.
+    pub(crate) fn layout(&self, rt: &Runtime) -> Option<&HostLayout> {
+        self.layout
+            .get_or_init(|| HostLayout::new(&self.members, &rt.coll_locality))
+            .as_ref()
+    }
+
+    fn attrs(&self) -> std::sync::MutexGuard<'_, Vec<Attr>> {
+        self.attrs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for CommState {
+    fn drop(&mut self) {
+        for &k in &self.owned_pairs {
+            release(k);
+        }
+    }
+}
+
+/// Collective tags are below this; communicator construction over a subgroup uses the rest.
+const TAG_SPLIT: u32 = 1 << 30;
 
 /// A communicator (`MPI_Comm`). Cloning gives another handle to the same communicator.
 #[derive(Debug, Clone)]
@@ -32,26 +175,29 @@ pub struct Communicator<L: ThreadLevel = Single> {
     _level: L::Marker,
 }
 
+/// Value of `color` that leaves a process out of [`split`](Communicator::split)
+/// (`MPI_UNDEFINED`).
+pub const UNDEFINED: i32 = -32766;
+
+/// Kinds of [`split_type`](Communicator::split_type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitType {
+    /// Processes that can share memory: those on one host (`MPI_COMM_TYPE_SHARED`).
+    Shared,
+}
+
 impl<L: ThreadLevel> Communicator<L> {
     pub(crate) fn world(rt: Arc<Runtime>) -> Self {
-        let state = CommState {
-            context: WORLD_CONTEXT,
-            rank: rt.rank,
-            members: (0..rt.size).collect(),
-        };
+        let state = CommState::new(WORLD_CONTEXT, rt.rank, (0..rt.size).collect(), Vec::new());
         Communicator::from_state(rt, state)
     }
 
     pub(crate) fn self_comm(rt: Arc<Runtime>) -> Self {
-        let state = CommState {
-            context: SELF_CONTEXT,
-            rank: 0,
-            members: vec![rt.rank],
-        };
+        let state = CommState::new(SELF_CONTEXT, 0, vec![rt.rank], Vec::new());
         Communicator::from_state(rt, state)
     }
 
-    fn from_state(rt: Arc<Runtime>, state: CommState) -> Self {
+    pub(crate) fn from_state(rt: Arc<Runtime>, state: CommState) -> Self {
         Communicator {
             rt,
             state: Arc::new(state),
@@ -72,5 +218,559 @@ impl<L: ThreadLevel> Communicator<L> {
     /// Ends every rank of the job with `code` (`MPI_Abort`). Does not return.
     pub fn abort(&self, code: i32) -> ! {
         self.rt.abort(code, "")
+    }
+
+    /// The communicator's group (`MPI_Comm_group`).
+    pub fn group(&self) -> Group {
+        Group::new(self.state.members.clone(), self.rt.rank)
+    }
+
+    /// The point-to-point context id (the collective one is one higher); for diagnostics.
+    pub fn context_id(&self) -> u32 {
+        self.state.context
+    }
+
+    /// How this communicator relates to `other` (`MPI_Comm_compare`): identical (the same
+    /// communicator), congruent (same ranks in the same order), similar (same ranks), or
+    /// unequal.
+    pub fn compare(&self, other: &Communicator<L>) -> Relation {
+        if Arc::ptr_eq(&self.state, &other.state) {
+            return Relation::Identical;
+        }
+        match self.group().compare(&other.group()) {
+            Relation::Identical => Relation::Congruent,
+            r => r,
+        }
+    }
+
+    /// Releases this handle (`MPI_Comm_free`). The communicator's context id returns to the
+    /// pool when its last handle is freed or dropped; operations still in flight complete.
+    pub fn free(self) {}
+
+    /// Agrees with every member on `n` context pairs free in all of them, and claims them.
+    /// Collective over this communicator.
+    fn agree_pairs(&self, call: &str, n: usize) -> Result<Vec<u32>> {
+        loop {
+            let mask = free_mask();
+            let mut all = [0u64; WORDS];
+            self.all_reduce_into(&mask[..], &mut all[..], Op::BitwiseAnd)?;
+            let ks = lowest(&all, n).ok_or_else(|| out_of_contexts(call))?;
+            if let Some(ks) = confirm(self.rt.level, ks, |ok| {
+                let mut all_ok = [0u8];
+                self.all_reduce_into(&[ok as u8][..], &mut all_ok[..], Op::LogicalAnd)?;
+                Ok(all_ok[0] != 0)
+            })? {
+                return Ok(ks);
+            }
+        }
+    }
+
+    /// A new communicator with the same ranks and a new context (`MPI_Comm_dup`); attributes
+    /// whose keyval asks for it are copied. Collective.
+    pub fn duplicate(&self) -> Result<Communicator<L>> {
+        let ks = self.agree_pairs("duplicate", 1)?;
+        let st = CommState::new(2 * ks[0], self.state.rank, self.state.members.clone(), ks);
+        let copies: Vec<Attr> = self
+            .state
+            .attrs()
+            .iter()
+            .filter_map(Attr::copy_for_dup)
+            .collect();
+        *st.attrs() = copies;
+        Ok(Communicator::from_state(self.rt.clone(), st))
+    }
+
+    /// Splits into one communicator per `color`, ranks ordered by `key` then by rank here
+    /// (`MPI_Comm_split`). A process giving [`UNDEFINED`] gets `None`. Collective.
+    pub fn split(&self, color: i32, key: i32) -> Result<Option<Communicator<L>>> {
+        if color < 0 && color != UNDEFINED {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("split: color {color} is negative"),
+            ));
+        }
+        let p = self.size() as usize;
+        let mut all = vec![[0i32; 2]; p];
+        self.all_gather_into(
+            &[color, key][..],
+            bytemuck::cast_slice_mut::<[i32; 2], i32>(&mut all),
+        )?;
+        let ks = self.agree_pairs("split", 1)?;
+        if color == UNDEFINED {
+            release(ks[0]);
+            return Ok(None);
+        }
+        let mut mine: Vec<(i32, usize)> = (0..p)
+            .filter(|&r| all[r][0] == color)
+            .map(|r| (all[r][1], r))
+            .collect();
+        mine.sort_unstable();
+        let members: Vec<u32> = mine.iter().map(|&(_, r)| self.state.members[r]).collect();
+        let rank = mine
+            .iter()
+            .position(|&(_, r)| r == self.state.rank as usize)
+            .unwrap_or(0) as u32;
+        Ok(Some(Communicator::from_state(
+            self.rt.clone(),
+            CommState::new(2 * ks[0], rank, members, ks),
+        )))
+    }
+
+    /// Splits by a property of the processes (`MPI_Comm_split_type`): with
+    /// [`SplitType::Shared`], one communicator per host (the launcher's real placement),
+    /// ranks ordered by `key`. Collective.
+    pub fn split_type(&self, kind: SplitType, key: i32) -> Result<Communicator<L>> {
+        let SplitType::Shared = kind;
+        let host = self.rt.locality.host_of(self.rt.rank) as i32;
+        self.split(host, key)?.ok_or_else(|| {
+            Error::new(
+                ErrorClass::Intern,
+                "split_type: no communicator for this host",
+            )
+        })
+    }
+
+    /// The communicator of `group`'s processes (`MPI_Comm_create`): members get it, others
+    /// `None`. `group` must be a subset of this communicator's group, the same on every
+    /// rank. Collective over this communicator.
+    pub fn create(&self, group: &Group) -> Result<Option<Communicator<L>>> {
+        self.check_subgroup("create", group)?;
+        let ks = self.agree_pairs("create", 1)?;
+        match group.rank() {
+            Some(r) => Ok(Some(Communicator::from_state(
+                self.rt.clone(),
+                CommState::new(2 * ks[0], r as u32, group.world_ranks().to_vec(), ks),
+            ))),
+            None => {
+                release(ks[0]);
+                Ok(None)
+            }
+        }
+    }
+
+    /// The communicator of `group`'s processes (`MPI_Comm_create_group`), collective over the
+    /// group only; `tag` tells apart concurrent calls over overlapping groups. Call it only
+    /// on members of `group` ([`ErrorClass::Group`] otherwise).
+    pub fn create_group(&self, group: &Group, tag: i32) -> Result<Communicator<L>> {
+        self.check_subgroup("create_group", group)?;
+        if tag < 0 {
+            return Err(Error::new(
+                ErrorClass::Tag,
+                format!("create_group: tag {tag} is negative"),
+            ));
+        }
+        let Some(me) = group.rank() else {
+            return Err(Error::new(
+                ErrorClass::Group,
+                "create_group: this process is not in the group",
+            ));
+        };
+        // Agree over the group alone: a scratch communicator on this one's contexts, with
+        // tags above every collective's.
+        let scratch = CommState::new(
+            self.state.context,
+            me as u32,
+            group.world_ranks().to_vec(),
+            Vec::new(),
+        );
+        let scratch = Communicator::<L>::from_state(self.rt.clone(), scratch);
+        scratch
+            .state
+            .seq
+            .store(TAG_SPLIT + (tag as u32 % TAG_SPLIT), Ordering::Relaxed);
+        let ks = loop {
+            let mask = free_mask();
+            let mut all = [0u64; WORDS];
+            scratch.fixed_tag_all_reduce(&mask[..], &mut all[..], Op::BitwiseAnd)?;
+            let ks = lowest(&all, 1).ok_or_else(|| out_of_contexts("create_group"))?;
+            if let Some(ks) = confirm(self.rt.level, ks, |ok| {
+                let mut all_ok = [0u8];
+                scratch.fixed_tag_all_reduce(&[ok as u8][..], &mut all_ok[..], Op::LogicalAnd)?;
+                Ok(all_ok[0] != 0)
+            })? {
+                break ks;
+            }
+        };
+        Ok(Communicator::from_state(
+            self.rt.clone(),
+            CommState::new(2 * ks[0], me as u32, group.world_ranks().to_vec(), ks),
+        ))
+    }
+
+    /// An allreduce whose tag does not advance (communicator construction over subgroups).
+    fn fixed_tag_all_reduce<T: crate::op::Reducible>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: Op,
+    ) -> Result<()> {
+        let r = self.all_reduce_into(send, recv, op);
+        self.state.seq.fetch_sub(1, Ordering::Relaxed);
+        r
+    }
+
+    fn check_subgroup(&self, call: &str, group: &Group) -> Result<()> {
+        if group
+            .world_ranks()
+            .iter()
+            .all(|w| self.state.members.contains(w))
+        {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorClass::Group,
+                format!("{call}: the group has processes outside the communicator"),
+            ))
+        }
+    }
+
+    /// Sets attribute `key` to `value` (`MPI_Comm_set_attr`), replacing (and dropping) a
+    /// previous value.
+    pub fn set_attr<T: Clone + Send + Sync + 'static>(&self, key: &Keyval<T>, value: T) {
+        let mut a = self.state.attrs();
+        a.retain(|x| x.key != key.id);
+        a.push(Attr {
+            key: key.id,
+            copy: key.copy_on_dup,
+            value: Box::new(value),
+            clone: clone_any::<T>,
+        });
+    }
+
+    /// The value of attribute `key`, if set (`MPI_Comm_get_attr`).
+    pub fn attr<T: Clone + Send + Sync + 'static>(&self, key: &Keyval<T>) -> Option<T> {
+        self.state
+            .attrs()
+            .iter()
+            .find(|x| x.key == key.id)
+            .and_then(|x| x.value.downcast_ref::<T>().cloned())
+    }
+
+    /// Removes attribute `key` and returns its value (`MPI_Comm_delete_attr`).
+    pub fn delete_attr<T: Clone + Send + Sync + 'static>(&self, key: &Keyval<T>) -> Option<T> {
+        let mut a = self.state.attrs();
+        let i = a.iter().position(|x| x.key == key.id)?;
+        a.swap_remove(i).value.downcast::<T>().ok().map(|b| *b)
+    }
+
+    /// An intercommunicator between this (local) communicator and another group
+    /// (`MPI_Intercomm_create`). `local_leader` (a rank here) and `remote_leader` (its rank
+    /// in `peer`) talk over `peer` with `tag`. Collective over both groups.
+    pub fn create_intercomm(
+        &self,
+        local_leader: i32,
+        peer: &Communicator<L>,
+        remote_leader: i32,
+        tag: i32,
+    ) -> Result<InterCommunicator<L>> {
+        if local_leader < 0 || local_leader >= self.size() {
+            return Err(Error::new(
+                ErrorClass::Rank,
+                format!(
+                    "create_intercomm: local leader {local_leader} is not a rank (size {})",
+                    self.size()
+                ),
+            ));
+        }
+        let leader = self.rank() == local_leader;
+        if leader && (remote_leader < 0 || remote_leader >= peer.size()) {
+            return Err(Error::new(ErrorClass::Rank, format!("create_intercomm: remote leader {remote_leader} is not a rank of the peer communicator")));
+        }
+        // Exchange (AND-combine) data with the other group through the leaders.
+        let exchange = |mine: &mut [u64]| -> Result<()> {
+            if leader {
+                let (theirs, _) = peer.receive_vec_and_send::<u64>(mine, remote_leader, tag)?;
+                if theirs.len() != mine.len() {
+                    return Err(Error::new(
+                        ErrorClass::Intern,
+                        "create_intercomm: leaders disagree on the mask size",
+                    ));
+                }
+                for (m, t) in mine.iter_mut().zip(theirs) {
+                    *m &= t;
+                }
+            }
+            self.broadcast_into(local_leader, mine)
+        };
+        // Remote group membership.
+        let mut remote: Vec<u32> = Vec::new();
+        if leader {
+            let mine: Vec<u64> = self.state.members.iter().map(|&w| w as u64).collect();
+            let (theirs, _) = peer.receive_vec_and_send::<u64>(&mine, remote_leader, tag)?;
+            remote = theirs.into_iter().map(|w| w as u32).collect();
+        }
+        let mut n = remote.len() as u64;
+        self.broadcast_into(local_leader, &mut n)?;
+        remote.resize(n as usize, 0);
+        self.broadcast_into(local_leader, &mut remote[..])?;
+        // Two pairs free in both groups: the intercommunicator's and the local groups'.
+        let ks = loop {
+            let mut all = [0u64; WORDS];
+            self.all_reduce_into(&free_mask()[..], &mut all[..], Op::BitwiseAnd)?;
+            exchange(&mut all)?;
+            let ks = lowest(&all, 2).ok_or_else(|| out_of_contexts("create_intercomm"))?;
+            if let Some(ks) = confirm(self.rt.level, ks, |ok| {
+                let mut all_ok = [0u64];
+                self.all_reduce_into(&[ok as u64][..], &mut all_ok[..], Op::BitwiseAnd)?;
+                exchange(&mut all_ok)?;
+                Ok(all_ok[0] != 0)
+            })? {
+                break ks;
+            }
+        };
+        let mut st = CommState::new(
+            2 * ks[0],
+            self.state.rank,
+            self.state.members.clone(),
+            ks.clone(),
+        );
+        st.local_context = 2 * ks[1];
+        st.remote = Some(remote);
+        Ok(InterCommunicator {
+            rt: self.rt.clone(),
+            state: Arc::new(st),
+            _level: L::Marker::default(),
+        })
+    }
+
+    /// Sends `mine` to `dest` and receives a vector of any length from it, with `tag`.
+    fn receive_vec_and_send<T: crate::Equivalence>(
+        &self,
+        mine: &[T],
+        dest: i32,
+        tag: i32,
+    ) -> Result<(Vec<T>, crate::Status)> {
+        crate::request::scope(|s| {
+            let r = self.immediate_send(s, mine, dest, tag)?;
+            let got = self.receive_vec::<T>(dest, tag)?;
+            r.wait()?;
+            Ok(got)
+        })
+    }
+}
+
+/// With concurrent threads (`THREAD_MULTIPLE`) another communicator may have claimed an
+/// agreed pair in this process meanwhile: claim, ask everyone (`all_ok`), and on any failure
+/// give the pairs back and start over (`None`).
+fn confirm(
+    level: Threading,
+    ks: Vec<u32>,
+    all_ok: impl FnOnce(bool) -> Result<bool>,
+) -> Result<Option<Vec<u32>>> {
+    let claimed: Vec<bool> = ks.iter().map(|&k| claim(k)).collect();
+    let ok = claimed.iter().all(|&c| c);
+    if level < Threading::Multiple {
+        debug_assert!(ok, "context pair taken without concurrent threads");
+        return Ok(Some(ks));
+    }
+    let everyone = all_ok(ok);
+    if matches!(everyone, Ok(true)) {
+        return Ok(Some(ks));
+    }
+    for (&k, c) in ks.iter().zip(claimed) {
+        if c {
+            release(k);
+        }
+    }
+    everyone.map(|_| None)
+}
+
+/// An attribute key (`MPI_Comm_create_keyval`) for values of type `T`.
+#[derive(Debug)]
+pub struct Keyval<T> {
+    id: u32,
+    copy_on_dup: bool,
+    _value: PhantomData<fn() -> T>,
+}
+
+impl<T: Clone + Send + Sync + 'static> Keyval<T> {
+    /// A new key. With `copy_on_dup`, [`duplicate`](Communicator::duplicate) copies the
+    /// value into the new communicator (`MPI_COMM_DUP_FN`); otherwise it does not
+    /// (`MPI_COMM_NULL_COPY_FN`). Values are dropped when deleted, replaced, or when the
+    /// communicator goes (the delete callback is `T`'s `Drop`).
+    pub fn new(copy_on_dup: bool) -> Keyval<T> {
+        static NEXT: AtomicU32 = AtomicU32::new(1);
+        Keyval {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            copy_on_dup,
+            _value: PhantomData,
+        }
+    }
+}
+
+struct Attr {
+    key: u32,
+    copy: bool,
+    value: Box<dyn Any + Send + Sync>,
+    clone: fn(&(dyn Any + Send + Sync)) -> Box<dyn Any + Send + Sync>,
+}
+
+impl Attr {
+    fn copy_for_dup(&self) -> Option<Attr> {
+        self.copy.then(|| Attr {
+            key: self.key,
+            copy: true,
+            value: (self.clone)(&*self.value),
+            clone: self.clone,
+        })
+    }
+}
+
+fn clone_any<T: Clone + Send + Sync + 'static>(
+    v: &(dyn Any + Send + Sync),
+) -> Box<dyn Any + Send + Sync> {
+    match v.downcast_ref::<T>() {
+        Some(t) => Box::new(t.clone()),
+        None => unreachable!("attribute stored with its own type's clone function"),
+    }
+}
+
+/// An intercommunicator (`MPI_Comm` with `MPI_Comm_test_inter` true): two disjoint groups;
+/// ranks given to its operations name processes of the *remote* group.
+#[derive(Debug, Clone)]
+pub struct InterCommunicator<L: ThreadLevel = Single> {
+    pub(crate) rt: Arc<Runtime>,
+    pub(crate) state: Arc<CommState>,
+    _level: L::Marker,
+}
+
+impl<L: ThreadLevel> InterCommunicator<L> {
+    /// This process's rank in the local group (`MPI_Comm_rank`).
+    pub fn rank(&self) -> i32 {
+        self.state.rank as i32
+    }
+
+    /// Size of the local group (`MPI_Comm_size`).
+    pub fn size(&self) -> i32 {
+        self.state.members.len() as i32
+    }
+
+    /// Size of the remote group (`MPI_Comm_remote_size`).
+    pub fn remote_size(&self) -> i32 {
+        self.remote().len() as i32
+    }
+
+    pub(crate) fn remote(&self) -> &[u32] {
+        self.state.remote.as_deref().unwrap_or(&[])
+    }
+
+    /// The local group (`MPI_Comm_group`).
+    pub fn group(&self) -> Group {
+        Group::new(self.state.members.clone(), self.rt.rank)
+    }
+
+    /// The remote group (`MPI_Comm_remote_group`).
+    pub fn remote_group(&self) -> Group {
+        Group::new(self.remote().to_vec(), self.rt.rank)
+    }
+
+    /// Releases this handle (`MPI_Comm_free`); see [`Communicator::free`].
+    pub fn free(self) {}
+
+    /// An intracommunicator of both groups (`MPI_Intercomm_merge`): the group whose
+    /// processes pass `high == false` comes first (if both pass the same, the group with the
+    /// lower world rank among its leaders does). Collective over both groups.
+    pub fn merge(&self, high: bool) -> Result<Communicator<L>> {
+        // The other group's `high` and lowest world rank, through the leaders.
+        let mine = [
+            high as u64,
+            self.state.members.iter().copied().min().unwrap_or(0) as u64,
+        ];
+        let mut theirs = [0u64; 2];
+        self.exchange_through_leaders(&mine, &mut theirs)?;
+        let (their_high, their_low) = (theirs[0] != 0, theirs[1] as u32);
+        let me_first = if high != their_high {
+            !high
+        } else {
+            mine[1] as u32 <= their_low
+        };
+        let (first, second) = if me_first {
+            (&self.state.members[..], self.remote())
+        } else {
+            (self.remote(), &self.state.members[..])
+        };
+        let members: Vec<u32> = first.iter().chain(second).copied().collect();
+        let rank = if me_first {
+            self.state.rank
+        } else {
+            (first.len() + self.state.rank as usize) as u32
+        };
+        // A pair free in both groups.
+        let ks = loop {
+            let mut all = [0u64; WORDS];
+            self.and_over_both(&free_mask(), &mut all)?;
+            let ks = lowest(&all, 1).ok_or_else(|| out_of_contexts("merge"))?;
+            if let Some(ks) = confirm(self.rt.level, ks, |ok| {
+                let mut all_ok = [0u64];
+                self.and_over_both(&[ok as u64], &mut all_ok)?;
+                Ok(all_ok[0] != 0)
+            })? {
+                break ks;
+            }
+        };
+        Ok(Communicator::from_state(
+            self.rt.clone(),
+            CommState::new(2 * ks[0], rank, members, ks),
+        ))
+    }
+
+    /// Compares with another intercommunicator (`MPI_Comm_compare`).
+    pub fn compare(&self, other: &InterCommunicator<L>) -> Relation {
+        if Arc::ptr_eq(&self.state, &other.state) {
+            return Relation::Identical;
+        }
+        match (
+            self.group().compare(&other.group()),
+            self.remote_group().compare(&other.remote_group()),
+        ) {
+            (Relation::Identical, Relation::Identical) => Relation::Congruent,
+            (Relation::Unequal, _) | (_, Relation::Unequal) => Relation::Unequal,
+            _ => Relation::Similar,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_pairs_are_claimed_lowest_first_and_released() {
+        let mask = free_mask();
+        let ks = lowest(&mask, 2).unwrap();
+        assert!(ks[0] >= 2, "WORLD and SELF pairs are never free");
+        assert!(claim(ks[0]));
+        assert!(!claim(ks[0]), "claimed twice");
+        release(ks[0]);
+        assert!(claim(ks[0]));
+        release(ks[0]);
+        let mut m = [0u64; WORDS];
+        m[1] = 0b1010;
+        assert_eq!(lowest(&m, 2), Some(vec![65, 67]));
+        assert_eq!(lowest(&m, 3), None);
+    }
+
+    #[test]
+    fn confirm_without_threads_claims_directly() {
+        let k = lowest(&free_mask(), 1).unwrap();
+        let got = confirm(Threading::Single, k.clone(), |_| unreachable!()).unwrap();
+        assert_eq!(got, Some(k.clone()));
+        // Under THREAD_MULTIPLE a refusal by anyone gives the pair back.
+        release(k[0]);
+        let got = confirm(Threading::Multiple, k.clone(), |ok| {
+            assert!(ok);
+            Ok(false)
+        })
+        .unwrap();
+        assert_eq!(got, None);
+        assert!(claim(k[0]), "released after the refusal");
+        release(k[0]);
+    }
+
+    #[test]
+    fn keyvals_are_distinct() {
+        let a = Keyval::<u32>::new(true);
+        let b = Keyval::<u32>::new(false);
+        assert_ne!(a.id, b.id);
     }
 }

@@ -26,12 +26,15 @@
 //! ```
 #![deny(missing_docs, unsafe_op_in_unsafe_fn)]
 
+pub mod coll;
 pub mod comm;
 pub mod config;
 pub mod datatype;
 pub mod environment;
 pub mod error;
+pub mod group;
 pub mod memory;
+pub mod op;
 pub mod p2p;
 pub mod point_to_point;
 pub mod request;
@@ -39,11 +42,14 @@ pub mod runtime;
 pub mod threading;
 pub mod transport;
 
-pub use comm::Communicator;
+pub use coll::InterRoot;
+pub use comm::{Communicator, InterCommunicator, Keyval, SplitType, UNDEFINED};
 pub use datatype::{Buffer, BufferMut, Equivalence};
 pub use environment::{init, init_with, processor_name, time, time_resolution, Universe};
 pub use error::{Error, ErrorClass, Result};
+pub use group::{Group, Relation};
 pub use memory::SharedBuffer;
+pub use op::{reduce_local, Op, Reducible, UserOp};
 pub use point_to_point::{Message, Source, Status, Tag, TAG_UB};
 pub use request::{scope, Persistent, Request, Scope};
 pub use threading::{Funneled, Multiple, Serialized, Single, ThreadLevel, Threading};

@@ -63,13 +63,33 @@ impl fmt::Debug for Op {
     }
 }
 
+/// A user kernel over bytes.
+type UserFn = Arc<dyn Fn(&[u8], &mut [u8]) + Send + Sync>;
+
 /// A byte-level kernel: `inout = in ∘ inout`, both holding whole elements.
-pub(crate) type Kernel = Arc<dyn Fn(&[u8], &mut [u8]) + Send + Sync>;
+#[derive(Clone)]
+pub(crate) enum Kernel {
+    /// A predefined operation (no allocation per call).
+    Fn(KernelFn),
+    /// A user operation.
+    User(UserFn),
+}
+
+impl Kernel {
+    /// Applies the kernel: `inout = input ∘ inout`.
+    #[inline]
+    pub(crate) fn call(&self, input: &[u8], inout: &mut [u8]) {
+        match self {
+            Kernel::Fn(f) => f(input, inout),
+            Kernel::User(f) => f(input, inout),
+        }
+    }
+}
 
 /// A user-defined reduction (`MPI_Op_create`), built from a Rust closure over typed slices.
 #[derive(Clone)]
 pub struct UserOp {
-    f: Kernel,
+    f: UserFn,
     elem: usize,
     commutative: bool,
 }
@@ -153,11 +173,11 @@ impl Op {
                         ),
                     ));
                 }
-                Ok(u.f.clone())
+                Ok(Kernel::User(u.f.clone()))
             }
-            Op::Replace => Ok(Arc::new(|_a: &[u8], _b: &mut [u8]| {})),
-            Op::NoOp => Ok(Arc::new(|a: &[u8], b: &mut [u8]| b.copy_from_slice(a))),
-            op => T::kernel(op).map(|k| Arc::new(k) as Kernel).ok_or_else(|| {
+            Op::Replace => Ok(Kernel::Fn(|_a, _b| {})),
+            Op::NoOp => Ok(Kernel::Fn(|a, b| b.copy_from_slice(a))),
+            op => T::kernel(op).map(Kernel::Fn).ok_or_else(|| {
                 Error::new(
                     ErrorClass::Op,
                     format!(
@@ -169,6 +189,25 @@ impl Op {
             }),
         }
     }
+}
+
+/// Combines `input` into `inout` element by element, `inout[i] = input[i] ∘ inout[i]`
+/// (`MPI_Reduce_local`). Errors: [`ErrorClass::Count`] if the lengths differ,
+/// [`ErrorClass::Op`] if `op` is not defined on `T`.
+pub fn reduce_local<T: Reducible>(input: &[T], inout: &mut [T], op: &Op) -> Result<()> {
+    if input.len() != inout.len() {
+        return Err(Error::new(
+            ErrorClass::Count,
+            format!(
+                "reduce_local: input has {} elements, inout {}",
+                input.len(),
+                inout.len()
+            ),
+        ));
+    }
+    op.kernel_for::<T>()?
+        .call(bytemuck::cast_slice(input), bytemuck::cast_slice_mut(inout));
+    Ok(())
 }
 
 /// A plain kernel function (predefined operations need no allocation per call).
@@ -241,13 +280,14 @@ where
 }
 
 macro_rules! loc_pair {
-    ($(#[$doc:meta] $name:ident { $v:ty, $i:ty $(, $pad:ident : $padty:ty)? })*) => { $(
+    ($(#[$doc:meta] $name:ident { $v:ty, $(@ $mid:ident : $midty:ty,)? $i:ty $(, $pad:ident : $padty:ty)? })*) => { $(
         #[$doc]
         #[repr(C)]
         #[derive(Debug, Clone, Copy, PartialEq, Default, Pod, Zeroable)]
         pub struct $name {
             /// The value compared.
             pub value: $v,
+            $( #[doc(hidden)] pub $mid: $midty, )?
             /// Its location (usually a rank or an array index).
             pub index: $i,
             $( #[doc(hidden)] pub $pad: $padty, )?
@@ -256,7 +296,10 @@ macro_rules! loc_pair {
         impl $name {
             /// A pair.
             pub fn new(value: $v, index: $i) -> Self {
-                $name { value, index, ..Default::default() }
+                let mut x: $name = Zeroable::zeroed();
+                x.value = value;
+                x.index = index;
+                x
             }
         }
 
@@ -288,7 +331,7 @@ loc_pair! {
     /// `MPI_2INT`: an `i32` value and an `i32` index.
     TwoInt { i32, i32 }
     /// `MPI_SHORT_INT`: an `i16` value and an `i32` index (C layout: 8 bytes).
-    ShortInt { i16, i32, _pad0: u16 }
+    ShortInt { i16, @ _pad: u16, i32 }
 }
 
 #[cfg(test)]
@@ -297,7 +340,7 @@ mod tests {
 
     fn apply<T: Reducible>(op: Op, a: &[T], b: &mut [T]) -> Result<()> {
         let k = op.kernel_for::<T>()?;
-        k(bytemuck::cast_slice(a), bytemuck::cast_slice_mut(b));
+        k.call(bytemuck::cast_slice(a), bytemuck::cast_slice_mut(b));
         Ok(())
     }
 
@@ -340,10 +383,18 @@ mod tests {
 
     #[test]
     fn minloc_maxloc_break_ties_by_index() {
-        let mut b = [DoubleInt::new(1.0, 3), DoubleInt::new(5.0, 9), TwoInt::new(0, 0).into_double()];
+        let mut b = [
+            DoubleInt::new(1.0, 3),
+            DoubleInt::new(5.0, 9),
+            TwoInt::new(0, 0).into_double(),
+        ];
         apply(
             Op::MinLoc,
-            &[DoubleInt::new(1.0, 1), DoubleInt::new(6.0, 0), DoubleInt::new(-1.0, 4)],
+            &[
+                DoubleInt::new(1.0, 1),
+                DoubleInt::new(6.0, 0),
+                DoubleInt::new(-1.0, 4),
+            ],
             &mut b,
         )
         .unwrap();

@@ -374,6 +374,29 @@ impl<L: ThreadLevel> Communicator<L> {
         Ok(Request::new(self.rt.clone(), start, elem, scope))
     }
 
+    /// Starts a receive of up to `len` bytes at `ptr` (`MPI_Irecv` on raw memory, as the C
+    /// interface needs it). Several such receives may target the same memory: the engine writes
+    /// them one after another on this process's progress thread.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for writes of `len` bytes, and not read or freed by anything else,
+    /// until the request completes (the scope guarantees completion before it ends).
+    pub unsafe fn immediate_receive_raw<'a, 's>(
+        &self,
+        scope: &'s Scope<'a>,
+        ptr: *mut u8,
+        len: usize,
+        source: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<Request<'a, 's>> {
+        // SAFETY: the caller vouches for `ptr`/`len` until completion.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
+        // SAFETY: forwarded from our caller.
+        let start =
+            unsafe { self.start_receive("immediate_receive", bytes, source.into(), tag.into())? };
+        Ok(Request::new(self.rt.clone(), start, 1, scope))
+    }
+
     /// Sends `send` to `dest` and receives into `recv` from `source` at once (`MPI_Sendrecv`).
     pub fn send_receive_into<S: Buffer + ?Sized, R: BufferMut + ?Sized>(
         &self,

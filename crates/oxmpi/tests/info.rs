@@ -4,7 +4,9 @@ use std::process::Command;
 
 #[test]
 fn lists_every_tunable_and_the_protocols() {
-    let out = Command::new(env!("CARGO_BIN_EXE_oxmpi-info")).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_oxmpi-info"))
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     for t in oxmpi::config::TUNABLES {

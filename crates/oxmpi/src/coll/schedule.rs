@@ -48,7 +48,11 @@ impl Span {
     /// The sub-range `[at, at + len)` of this span.
     pub fn sub(self, at: usize, len: usize) -> Span {
         debug_assert!(at + len <= self.len, "{self:?} sub({at}, {len})");
-        Span { region: self.region, off: self.off + at, len }
+        Span {
+            region: self.region,
+            off: self.off + at,
+            len,
+        }
     }
     fn end(self) -> usize {
         self.off + self.len
@@ -93,7 +97,10 @@ pub(crate) struct Program {
 impl Program {
     /// An empty program (capacity for a few steps).
     pub fn new() -> Program {
-        Program { steps: Vec::with_capacity(8), tmp: 0 }
+        Program {
+            steps: Vec::with_capacity(8),
+            tmp: 0,
+        }
     }
     /// Reserves `len` bytes of scratch, aligned to 16 bytes.
     pub fn scratch(&mut self, len: usize) -> Span {
@@ -150,9 +157,9 @@ impl Combine {
     /// Applies one `Reduce` step to byte slices: `dst = src ∘ dst`, or `dst = dst ∘ src`.
     pub fn apply(&self, src: &mut [u8], dst: &mut [u8], later: bool) {
         if !later || self.commutative {
-            (self.kernel)(src, dst);
+            self.kernel.call(src, dst);
         } else {
-            (self.kernel)(dst, src);
+            self.kernel.call(dst, src);
             dst.copy_from_slice(src);
         }
     }
@@ -166,12 +173,21 @@ pub(crate) struct Raw {
 }
 
 impl Raw {
-    pub const EMPTY: Raw = Raw { ptr: std::ptr::NonNull::<u128>::dangling().as_ptr().cast(), len: 0 };
+    pub const EMPTY: Raw = Raw {
+        ptr: std::ptr::NonNull::<u128>::dangling().as_ptr().cast(),
+        len: 0,
+    };
     pub fn read(s: &[u8]) -> Raw {
-        Raw { ptr: s.as_ptr().cast_mut(), len: s.len() }
+        Raw {
+            ptr: s.as_ptr().cast_mut(),
+            len: s.len(),
+        }
     }
     pub fn write(s: &mut [u8]) -> Raw {
-        Raw { ptr: s.as_mut_ptr(), len: s.len() }
+        Raw {
+            ptr: s.as_mut_ptr(),
+            len: s.len(),
+        }
     }
 }
 
@@ -179,15 +195,14 @@ impl Raw {
 pub(crate) struct Exec {
     steps: Vec<Step>,
     pc: usize,
-    pending: Vec<ReqId>,
+    /// Transfers in flight, with the bytes a receive expects (`usize::MAX` for sends).
+    pending: Vec<(ReqId, usize)>,
     send: Raw,
     recv: Raw,
     tmp: Vec<u128>,
     combine: Option<Combine>,
     comm: Arc<CommState>,
     tag: i32,
-    /// Storage the schedule owns for its whole life (nonblocking copies of user input).
-    _keep: Vec<u128>,
     name: &'static str,
 }
 
@@ -224,7 +239,6 @@ impl Exec {
         combine: Option<Combine>,
         comm: Arc<CommState>,
         tag: i32,
-        keep: Vec<u128>,
     ) -> Result<Exec> {
         let tmp = aligned(prog.tmp);
         let len = |r: Region| match r {
@@ -233,14 +247,24 @@ impl Exec {
             Region::Tmp => prog.tmp,
         };
         let bad = |what: &str, s: &Step| {
-            Err(Error::new(ErrorClass::Intern, format!("{name}: invalid schedule step {s:?}: {what}")))
+            Err(Error::new(
+                ErrorClass::Intern,
+                format!("{name}: invalid schedule step {s:?}: {what}"),
+            ))
         };
-        let (lsize, rsize) = (comm.members.len() as u32, comm.remote.as_ref().map_or(0, |r| r.len() as u32));
+        let (lsize, rsize) = (
+            comm.members.len() as u32,
+            comm.remote.as_ref().map_or(0, |r| r.len() as u32),
+        );
         for s in &prog.steps {
             let spans: &[(Span, bool)] = match s {
                 Step::Send { data, .. } => &[(*data, false)],
                 Step::Recv { into, .. } => &[(*into, true)],
-                Step::Reduce { src, dst, later } => &[(*src, *later), (*dst, true)],
+                Step::Reduce { src, dst, later } => {
+                    // A `later` combination overwrites `src` unless the operation commutes.
+                    let clobbers = *later && !combine.as_ref().is_some_and(|c| c.commutative);
+                    &[(*src, clobbers), (*dst, true)]
+                }
                 Step::Copy { src, dst } => &[(*src, false), (*dst, true)],
                 Step::Wait => &[],
             };
@@ -279,7 +303,6 @@ impl Exec {
             combine,
             comm,
             tag,
-            _keep: keep,
             name,
         })
     }
@@ -302,13 +325,23 @@ impl Exec {
         let c = &self.comm;
         match p {
             Peer::Local(r) => (c.members[r as usize], c.local_context + 1),
-            Peer::Remote(r) => (c.remote.as_ref().map_or(0, |g| g[r as usize]), c.context + 1),
+            Peer::Remote(r) => (
+                c.remote.as_ref().map_or(0, |g| g[r as usize]),
+                c.context + 1,
+            ),
         }
     }
 
-    fn check(&self, st: crate::p2p::request::Status) -> Result<()> {
+    fn check(&self, st: crate::p2p::request::Status, expect: usize) -> Result<()> {
         match st.error {
-            None => Ok(()),
+            None if expect == usize::MAX || st.bytes == expect as u64 => Ok(()),
+            None => Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "{}: rank {} sent {} bytes where this rank expects {expect} (counts differ between ranks)",
+                    self.name, st.source, st.bytes
+                ),
+            )),
             Some(ErrorClass::Truncate) => Err(Error::new(
                 ErrorClass::Truncate,
                 format!(
@@ -321,15 +354,26 @@ impl Exec {
     }
 
     /// Runs as far as possible without blocking; `Ok(true)` once the program has finished.
+    /// After an error, pending receives are cancelled (their buffers may go away).
     pub fn step(&mut self, e: &mut Engine) -> Result<bool> {
+        let r = self.step_inner(e);
+        if r.is_err() {
+            for &(id, _) in &self.pending {
+                e.cancel(id);
+            }
+        }
+        r
+    }
+
+    fn step_inner(&mut self, e: &mut Engine) -> Result<bool> {
         loop {
             if self.pc == self.steps.len() || self.steps[self.pc] == Step::Wait {
                 let mut i = 0;
                 while i < self.pending.len() {
-                    match e.test(self.pending[i]) {
+                    match e.test(self.pending[i].0) {
                         Some(st) => {
-                            self.pending.swap_remove(i);
-                            self.check(st)?;
+                            let (_, expect) = self.pending.swap_remove(i);
+                            self.check(st, expect)?;
                         }
                         None => i += 1,
                     }
@@ -348,12 +392,18 @@ impl Exec {
             match s {
                 Step::Send { to, data } => {
                     let (world, ctx) = self.route(to);
-                    let env = Envelope { ctx, src: self.comm.rank, tag: self.tag };
+                    let env = Envelope {
+                        ctx,
+                        src: self.comm.rank,
+                        tag: self.tag,
+                    };
                     let p = self.ptr(data);
                     // SAFETY: `p` is valid for `data.len` bytes (checked in `new`) until the
                     // program's next Wait, which this schedule reaches before finishing.
-                    if let Some(id) = unsafe { e.isend(SendMode::Standard, p, data.len, world, env) }? {
-                        self.pending.push(id);
+                    if let Some(id) =
+                        unsafe { e.isend(SendMode::Standard, p, data.len, world, env) }?
+                    {
+                        self.pending.push((id, usize::MAX));
                     }
                 }
                 Step::Recv { from, into } => {
@@ -364,8 +414,8 @@ impl Exec {
                     let p = self.ptr(into);
                     // SAFETY: as for sends; the span is not touched until the next Wait.
                     match unsafe { e.irecv(p, into.len, ctx, src, self.tag) }? {
-                        RecvStart::Done(st) => self.check(st)?,
-                        RecvStart::Pending(id) => self.pending.push(id),
+                        RecvStart::Done(st) => self.check(st, into.len)?,
+                        RecvStart::Pending(id) => self.pending.push((id, into.len)),
                     }
                 }
                 Step::Reduce { src, dst, later } => {
@@ -373,7 +423,10 @@ impl Exec {
                     // SAFETY: both spans are in bounds and do not overlap (checked in `new`);
                     // no transfer uses them (program rule: reductions follow a Wait).
                     let (a, b) = unsafe {
-                        (std::slice::from_raw_parts_mut(ps, src.len), std::slice::from_raw_parts_mut(pd, dst.len))
+                        (
+                            std::slice::from_raw_parts_mut(ps, src.len),
+                            std::slice::from_raw_parts_mut(pd, dst.len),
+                        )
                     };
                     match &self.combine {
                         Some(c) => c.apply(a, b, later),
@@ -406,7 +459,6 @@ impl Drop for Exec {
         // keep their buffer alive by leaking it rather than freeing memory a peer may read.
         if !self.pending.is_empty() {
             std::mem::forget(std::mem::take(&mut self.tmp));
-            std::mem::forget(std::mem::take(&mut self._keep));
         }
     }
 }
@@ -462,15 +514,24 @@ pub(crate) mod sim {
             let mut all_done = true;
             for r in 0..p {
                 loop {
-                    let at_wait = pc[r] == progs[r].steps.len() || progs[r].steps[pc[r]] == Step::Wait;
+                    let at_wait =
+                        pc[r] == progs[r].steps.len() || progs[r].steps[pc[r]] == Step::Wait;
                     if at_wait {
                         // Match posted receives in order, per source.
                         let mut still = Vec::new();
                         for &(from, into) in &posted[r] {
-                            let blocked_earlier = still.iter().any(|&(f, _): &(usize, Span)| f == from);
-                            match (!blocked_earlier).then(|| queues[from * p + r].pop_front()).flatten() {
+                            let blocked_earlier =
+                                still.iter().any(|&(f, _): &(usize, Span)| f == from);
+                            match (!blocked_earlier)
+                                .then(|| queues[from * p + r].pop_front())
+                                .flatten()
+                            {
                                 Some(msg) => {
-                                    assert!(msg.len() <= into.len, "rank {r}: {} bytes from {from} into {into:?}", msg.len());
+                                    assert!(
+                                        msg.len() <= into.len,
+                                        "rank {r}: {} bytes from {from} into {into:?}",
+                                        msg.len()
+                                    );
                                     let dst = region(&mut bufs[r], &mut tmp[r], into.region);
                                     dst[into.off..into.off + msg.len()].copy_from_slice(&msg);
                                     moved = true;
@@ -489,23 +550,38 @@ pub(crate) mod sim {
                     pc[r] += 1;
                     moved = true;
                     match s {
-                        Step::Send { to: Peer::Local(to), data } => {
+                        Step::Send {
+                            to: Peer::Local(to),
+                            data,
+                        } => {
                             let b = region(&mut bufs[r], &mut tmp[r], data.region);
                             queues[r * p + to as usize].push_back(b[data.off..data.end()].to_vec());
                         }
-                        Step::Recv { from: Peer::Local(from), into } => posted[r].push((from as usize, into)),
+                        Step::Recv {
+                            from: Peer::Local(from),
+                            into,
+                        } => posted[r].push((from as usize, into)),
                         Step::Reduce { src, dst, later } => {
-                            let mut a = region(&mut bufs[r], &mut tmp[r], src.region)[src.off..src.end()].to_vec();
-                            let mut b = region(&mut bufs[r], &mut tmp[r], dst.region)[dst.off..dst.end()].to_vec();
+                            let mut a = region(&mut bufs[r], &mut tmp[r], src.region)
+                                [src.off..src.end()]
+                                .to_vec();
+                            let mut b = region(&mut bufs[r], &mut tmp[r], dst.region)
+                                [dst.off..dst.end()]
+                                .to_vec();
                             combine.expect("operation").apply(&mut a, &mut b, later);
                             if later {
-                                region(&mut bufs[r], &mut tmp[r], src.region)[src.off..src.end()].copy_from_slice(&a);
+                                region(&mut bufs[r], &mut tmp[r], src.region)[src.off..src.end()]
+                                    .copy_from_slice(&a);
                             }
-                            region(&mut bufs[r], &mut tmp[r], dst.region)[dst.off..dst.end()].copy_from_slice(&b);
+                            region(&mut bufs[r], &mut tmp[r], dst.region)[dst.off..dst.end()]
+                                .copy_from_slice(&b);
                         }
                         Step::Copy { src, dst } => {
-                            let a = region(&mut bufs[r], &mut tmp[r], src.region)[src.off..src.end()].to_vec();
-                            region(&mut bufs[r], &mut tmp[r], dst.region)[dst.off..dst.end()].copy_from_slice(&a);
+                            let a = region(&mut bufs[r], &mut tmp[r], src.region)
+                                [src.off..src.end()]
+                                .to_vec();
+                            region(&mut bufs[r], &mut tmp[r], dst.region)[dst.off..dst.end()]
+                                .copy_from_slice(&a);
                         }
                         other => panic!("unexpected step {other:?}"),
                     }

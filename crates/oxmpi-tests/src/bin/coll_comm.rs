@@ -1,0 +1,396 @@
+//! Communicators and groups: dup (isolated traffic, attributes copied), split with keys and
+//! UNDEFINED, split_type(shared), create and create_group, compare, free and context-id
+//! reuse, group algebra against communicators, attributes, and intercommunicators (create,
+//! point-to-point, every intercommunicator collective, merge). Needs 2+ ranks for the
+//! intercommunicator part. Exits non-zero on a mismatch.
+
+use std::process::exit;
+
+use oxmpi::{Communicator, InterRoot, Keyval, Op, Relation, SplitType, UNDEFINED};
+
+macro_rules! check {
+    ($cond:expr, $($msg:tt)*) => {
+        if !$cond {
+            eprintln!("MISMATCH {}", format!($($msg)*));
+            exit(1);
+        }
+    };
+}
+
+fn must<T>(what: &str, r: oxmpi::Result<T>) -> T {
+    r.unwrap_or_else(|e| {
+        eprintln!("ERROR {what}: {e}");
+        exit(1)
+    })
+}
+
+fn dup_and_attributes(world: &Communicator) {
+    let p = world.size();
+    let me = world.rank();
+    let copied = Keyval::<String>::new(true);
+    let not_copied = Keyval::<u64>::new(false);
+    world.set_attr(&copied, format!("rank {me}"));
+    world.set_attr(&not_copied, 42);
+    let dup = must("dup", world.duplicate());
+    check!(
+        dup.compare(world) == Relation::Congruent,
+        "dup is congruent"
+    );
+    check!(
+        world.compare(&world.clone()) == Relation::Identical,
+        "a handle is identical to itself"
+    );
+    check!(
+        dup.context_id() != world.context_id(),
+        "dup has its own context"
+    );
+    check!(
+        dup.attr(&copied) == Some(format!("rank {me}")),
+        "copy_on_dup attribute copied"
+    );
+    check!(
+        dup.attr(&not_copied).is_none(),
+        "attribute without copy not copied"
+    );
+    check!(
+        world.delete_attr(&not_copied) == Some(42),
+        "delete returns the value"
+    );
+    check!(world.attr(&not_copied).is_none(), "deleted");
+    world.set_attr(&copied, "replaced".to_string());
+    check!(
+        world.attr(&copied).as_deref() == Some("replaced"),
+        "replaced"
+    );
+    check!(
+        dup.attr(&copied) == Some(format!("rank {me}")),
+        "dup keeps its own copy"
+    );
+
+    // Traffic on one communicator never matches receives on the other.
+    if p > 1 {
+        let (to, from) = ((me + 1) % p, (me + p - 1) % p);
+        must("send world", world.send(&[1u32][..], to, 5));
+        must("send dup", dup.send(&[2u32][..], to, 5));
+        let mut x = [0u32];
+        must("recv dup", dup.receive_into(&mut x[..], from, 5));
+        check!(x == [2], "dup received world's message");
+        must("recv world", world.receive_into(&mut x[..], from, 5));
+        check!(x == [1], "world received dup's message");
+    }
+    // Collectives on both, interleaved.
+    let mut a = [0i32];
+    must(
+        "allreduce dup",
+        dup.all_reduce_into(&[me][..], &mut a[..], Op::Sum),
+    );
+    check!(a[0] == p * (p - 1) / 2, "allreduce on dup");
+
+    // Freed contexts are reused: more dup/free cycles than there are context ids do not exhaust the ids.
+    let id = {
+        let d = must("dup", world.duplicate());
+        d.context_id()
+    };
+    for i in 0..4200 {
+        let d = must("dup loop", world.duplicate());
+        if i == 0 {
+            check!(
+                d.context_id() == id,
+                "the freed context id is reused ({} vs {id})",
+                d.context_id()
+            );
+        }
+        d.free();
+    }
+    let keep: Vec<Communicator> = (0..10).map(|_| must("dup", dup.duplicate())).collect();
+    let mut ids: Vec<u32> = keep.iter().map(|c| c.context_id()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    check!(ids.len() == 10, "live communicators have distinct contexts");
+}
+
+fn split_and_groups(world: &Communicator) {
+    let p = world.size();
+    let me = world.rank();
+    // Three colors, keys reversing the order.
+    let sub = must("split", world.split(me % 3, -me)).expect("member");
+    let mine: Vec<i32> = (0..p).filter(|r| r % 3 == me % 3).rev().collect();
+    check!(sub.size() as usize == mine.len(), "split size");
+    check!(mine[sub.rank() as usize] == me, "split rank order by key");
+    let wg = world.group();
+    let sg = sub.group();
+    let tr = must(
+        "translate",
+        sg.translate_ranks(&(0..sub.size()).collect::<Vec<_>>(), &wg),
+    );
+    check!(
+        tr == mine.iter().map(|&r| Some(r)).collect::<Vec<_>>(),
+        "translate ranks sub -> world: {tr:?}"
+    );
+    check!(sg.rank() == Some(sub.rank()), "group rank");
+    check!(
+        wg.compare(&sg)
+            == if p <= 1 {
+                Relation::Identical
+            } else {
+                Relation::Unequal
+            },
+        "world vs sub group"
+    );
+    if sub.size() > 1 {
+        check!(sub.compare(world) == Relation::Unequal, "sub vs world");
+    }
+    // Same members, other order: similar.
+    let rev = must("split rev", world.split(0, -me)).expect("member");
+    if p > 1 {
+        check!(
+            rev.compare(world) == Relation::Similar,
+            "reversed split is similar"
+        );
+    }
+    // UNDEFINED leaves a process out.
+    let odd = must(
+        "split undefined",
+        world.split(if me % 2 == 1 { 0 } else { UNDEFINED }, 0),
+    );
+    check!(odd.is_some() == (me % 2 == 1), "UNDEFINED gives None");
+    if let Some(o) = &odd {
+        check!(o.size() == p / 2, "odd ranks");
+        let mut s = [0i32];
+        must(
+            "allreduce odd",
+            o.all_reduce_into(&[me][..], &mut s[..], Op::Sum),
+        );
+        check!(
+            s[0] == (0..p).filter(|r| r % 2 == 1).sum::<i32>(),
+            "allreduce on odd ranks"
+        );
+    }
+    // One host here: shared split holds everyone, in key order.
+    let node = must("split_type", world.split_type(SplitType::Shared, me));
+    check!(
+        node.size() == p && node.rank() == me,
+        "split_type shared on one host"
+    );
+
+    // create: everyone but rank 0; create_group: the even ranks only (odd ranks do other work).
+    let g = must("exclude", wg.exclude(&[0]));
+    let c = must("create", world.create(&g));
+    check!(c.is_some() == (me != 0), "create membership");
+    if let Some(c) = &c {
+        check!(c.rank() == me - 1 && c.size() == p - 1, "create ranks");
+        let mut b = [0i32];
+        if c.rank() == 0 {
+            b[0] = 77;
+        }
+        must("bcast created", c.broadcast_into(0, &mut b[..]));
+        check!(b[0] == 77, "bcast on created communicator");
+    }
+    let evens = must("range_include", wg.range_include(&[(0, p - 1, 2)]));
+    if me % 2 == 0 {
+        let c = must("create_group", world.create_group(&evens, 7));
+        check!(
+            c.size() == (p + 1) / 2 && c.rank() == me / 2,
+            "create_group ranks"
+        );
+        let mut s = [0i32];
+        must(
+            "allreduce evens",
+            c.all_reduce_into(&[1][..], &mut s[..], Op::Sum),
+        );
+        check!(s[0] == c.size(), "allreduce on create_group communicator");
+    } else {
+        let mut x = [0i32];
+        must(
+            "allreduce odd-only",
+            odd.as_ref()
+                .expect("odd")
+                .all_reduce_into(&[1][..], &mut x[..], Op::Sum),
+        );
+    }
+    let u = wg.union(&sg);
+    check!(
+        u.compare(&wg) == Relation::Identical,
+        "union with a subgroup keeps the order"
+    );
+    check!(
+        wg.intersection(&sg).compare(&sg) != Relation::Unequal,
+        "intersection is the subgroup"
+    );
+    check!(
+        wg.difference(&wg).size() == 0,
+        "difference with itself is empty"
+    );
+    world.barrier().expect("barrier");
+}
+
+fn intercomm(world: &Communicator) {
+    let p = world.size();
+    let me = world.rank();
+    let color = me % 2;
+    let local = must("split", world.split(color, me)).expect("member");
+    // Leaders: world rank 0 for the evens, world rank 1 for the odds.
+    let remote_leader = if color == 0 { 1 } else { 0 };
+    let inter = must(
+        "create_intercomm",
+        local.create_intercomm(0, world, remote_leader, 99),
+    );
+    let (evens, odds) = ((p + 1) / 2, p / 2);
+    let (lsize, rsize) = if color == 0 {
+        (evens, odds)
+    } else {
+        (odds, evens)
+    };
+    check!(
+        inter.size() == lsize && inter.remote_size() == rsize && inter.rank() == local.rank(),
+        "intercomm sizes"
+    );
+    let world_of = |c: i32, r: i32| 2 * r + c;
+    let other = 1 - color;
+    let lr = inter.rank();
+
+    // Point-to-point across: local rank r ↔ remote rank r (where it exists).
+    if lr < rsize {
+        must("inter send", inter.send(&[me][..], lr, 3));
+        let mut x = [0i32];
+        must("inter recv", inter.receive_into(&mut x[..], lr, 3));
+        check!(
+            x[0] == world_of(other, lr),
+            "intercomm message from remote rank {lr}: {}",
+            x[0]
+        );
+    }
+    must("inter barrier", inter.barrier());
+
+    // bcast from the evens' rank 1 (or 0) to the odds.
+    let root = if evens > 1 { 1 } else { 0 };
+    let mut b = [0i32; 3];
+    let spec = if color == 0 {
+        if lr == root {
+            b = [5, 6, 7];
+            InterRoot::Root
+        } else {
+            InterRoot::Null
+        }
+    } else {
+        InterRoot::Remote(root)
+    };
+    must("inter bcast", inter.broadcast_into(spec, &mut b[..]));
+    if color == 1 {
+        check!(b == [5, 6, 7], "intercomm bcast {b:?}");
+    }
+
+    // allreduce: each side gets the other side's sum; allgather: the other side's values.
+    let mut s = [0i32; 2];
+    must(
+        "inter allreduce",
+        inter.all_reduce_into(&[me, 1][..], &mut s[..], Op::Sum),
+    );
+    let osum: i32 = (0..rsize).map(|r| world_of(other, r)).sum();
+    check!(s == [osum, rsize], "intercomm allreduce {s:?}");
+    let mut g = vec![0i32; rsize as usize];
+    must("inter allgather", inter.all_gather_into(&[me][..], &mut g));
+    check!(
+        g == (0..rsize).map(|r| world_of(other, r)).collect::<Vec<_>>(),
+        "intercomm allgather {g:?}"
+    );
+
+    // reduce, gather, scatter to/from the odds' rank 0 (root in the odd group).
+    let spec = if color == 1 {
+        if lr == 0 {
+            InterRoot::Root
+        } else {
+            InterRoot::Null
+        }
+    } else {
+        InterRoot::Remote(0)
+    };
+    let mut r = [0i32];
+    must(
+        "inter reduce",
+        inter.reduce_into(spec, &[me][..], &mut r[..], Op::Sum),
+    );
+    let evsum: i32 = (0..evens).map(|r| world_of(0, r)).sum();
+    if spec == InterRoot::Root {
+        check!(r[0] == evsum, "intercomm reduce {}", r[0]);
+    }
+    let mut all = vec![
+        0i32;
+        if spec == InterRoot::Root {
+            evens as usize
+        } else {
+            0
+        }
+    ];
+    must(
+        "inter gather",
+        inter.gather_into(spec, &[me * 10][..], &mut all),
+    );
+    if spec == InterRoot::Root {
+        check!(
+            all == (0..evens).map(|r| world_of(0, r) * 10).collect::<Vec<_>>(),
+            "intercomm gather {all:?}"
+        );
+    }
+    let src: Vec<i32> = if spec == InterRoot::Root {
+        (0..evens).map(|r| 1000 + r).collect()
+    } else {
+        vec![]
+    };
+    let mut piece = [0i32];
+    must(
+        "inter scatter",
+        inter.scatter_into(spec, &src, &mut piece[..]),
+    );
+    if color == 0 {
+        check!(piece[0] == 1000 + lr, "intercomm scatter {}", piece[0]);
+    }
+    // alltoall: to remote rank j send me*100+j.
+    let send: Vec<i32> = (0..rsize).map(|j| me * 100 + j).collect();
+    let mut recv = vec![0i32; rsize as usize];
+    must("inter alltoall", inter.all_to_all_into(&send, &mut recv));
+    check!(
+        recv == (0..rsize)
+            .map(|j| world_of(other, j) * 100 + lr)
+            .collect::<Vec<_>>(),
+        "intercomm alltoall {recv:?}"
+    );
+
+    // merge: odds first (evens pass high = true).
+    let merged = must("merge", inter.merge(color == 0));
+    check!(merged.size() == p, "merged size");
+    let want_rank = if color == 1 { lr } else { odds + lr };
+    check!(
+        merged.rank() == want_rank,
+        "merged rank {} want {want_rank}",
+        merged.rank()
+    );
+    let mut x = [0i32];
+    must(
+        "merged allreduce",
+        merged.all_reduce_into(&[merged.rank()][..], &mut x[..], Op::Sum),
+    );
+    check!(x[0] == p * (p - 1) / 2, "allreduce on merged");
+    check!(
+        inter.compare(&inter.clone()) == Relation::Identical,
+        "intercomm identical to itself"
+    );
+    check!(
+        inter.remote_group().size() == rsize && inter.group().size() == lsize,
+        "intercomm groups"
+    );
+    inter.free();
+    world.barrier().expect("barrier");
+}
+
+fn main() {
+    let universe = oxmpi::init().expect("init");
+    let world = universe.world();
+    dup_and_attributes(&world);
+    split_and_groups(&world);
+    if world.size() >= 2 {
+        intercomm(&world);
+    }
+    println!("rank {} coll_comm passed", world.rank());
+    universe.finalize().expect("finalize");
+}

@@ -1,0 +1,246 @@
+//! Which algorithm each collective uses, by message size and group size.
+//!
+//! Every crossover is a tunable read once from an `OXMPI_COLL_*` environment variable (same
+//! style as [`config`](crate::config)), and [`algorithm_table`] lists every choice with its
+//! condition, for `oxmpi-info`.
+//!
+//! Defaults were chosen for shared memory on one host, where a message costs a few hundred
+//! nanoseconds of latency and bandwidth is memory bandwidth: latency-bound algorithms
+//! (⌈log₂ p⌉ rounds carrying the whole vector) win until the vector is a few pages long;
+//! bandwidth-bound ones (about 2·n bytes per rank in total) win beyond.
+
+use std::sync::OnceLock;
+
+use crate::config::{parse_size, Tunable};
+use crate::error::{Error, ErrorClass, Result};
+
+macro_rules! coll_tunables {
+    ($( $field:ident = $default:expr, $name:literal, $help:literal; )*) => {
+        /// Crossover points of the collective algorithms (bytes unless noted).
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct Crossovers {
+            $( #[doc = $help] pub $field: usize, )*
+        }
+
+        /// Every collective tunable, for `oxmpi-info`.
+        pub const COLL_TUNABLES: &[Tunable] = &[
+            $( Tunable { name: $name, default: stringify!($default), help: $help }, )*
+        ];
+
+        impl Crossovers {
+            /// Reads every crossover through `get` (the environment, or a map in tests).
+            pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Crossovers> {
+                Ok(Crossovers {
+                    $( $field: match get($name) {
+                        None => $default,
+                        Some(v) => parse_size(&v).and_then(|v| usize::try_from(v).ok()).ok_or_else(|| {
+                            Error::new(ErrorClass::Arg, format!("environment variable {}={v:?} is not a valid size", $name))
+                        })?,
+                    }, )*
+                })
+            }
+        }
+
+        impl Default for Crossovers {
+            fn default() -> Self {
+                Crossovers { $( $field: $default, )* }
+            }
+        }
+    };
+}
+
+coll_tunables! {
+    bcast_long = 131072, "OXMPI_COLL_BCAST_LONG",
+        "bcast of at least this many bytes on 4+ ranks: scatter + ring allgather instead of a binomial tree";
+    allreduce_long = 16384, "OXMPI_COLL_ALLREDUCE_LONG",
+        "allreduce of at least this many bytes: Rabenseifner (power-of-two groups or non-commutative ops) or ring, instead of recursive doubling";
+    reduce_scatter_long = 16384, "OXMPI_COLL_REDUCE_SCATTER_LONG",
+        "reduce-scatter of at least this many bytes in total, commutative op: ring, instead of reduce + scatter";
+    gather_long = 65536, "OXMPI_COLL_GATHER_LONG",
+        "gather/scatter moving at least this many bytes in total: linear (root talks to every rank) instead of a binomial tree";
+    allgather_long = 524288, "OXMPI_COLL_ALLGATHER_LONG",
+        "allgather of at least this many bytes in total: ring, instead of recursive doubling (power-of-two groups)";
+    allgather_bruck = 81920, "OXMPI_COLL_ALLGATHER_BRUCK",
+        "allgather below this many bytes in total on a non-power-of-two group: Bruck (else ring)";
+    alltoall_bruck = 256, "OXMPI_COLL_ALLTOALL_BRUCK",
+        "alltoall blocks of at most this many bytes on 8+ ranks: Bruck";
+    alltoall_pairwise = 32768, "OXMPI_COLL_ALLTOALL_PAIRWISE",
+        "alltoall blocks of at least this many bytes: pairwise exchange (else everything posted at once)";
+    hierarchical = 1, "OXMPI_COLL_HIERARCHICAL",
+        "1: node-aware two-level barrier/bcast/reduce/allreduce when a communicator spans several hosts; 0: flat only";
+}
+
+/// The crossovers in force (read from the environment once per process; invalid values are
+/// reported once and the defaults used).
+pub fn crossovers() -> &'static Crossovers {
+    static C: OnceLock<Crossovers> = OnceLock::new();
+    C.get_or_init(|| {
+        Crossovers::from_lookup(|k| std::env::var(k).ok()).unwrap_or_else(|e| {
+            eprintln!("oxmpi: {e}; using the default collective crossovers");
+            Crossovers::default()
+        })
+    })
+}
+
+/// Broadcast algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bcast {
+    Binomial,
+    ScatterAllgather,
+}
+
+pub(crate) fn bcast(c: &Crossovers, bytes: usize, p: u32) -> Bcast {
+    if bytes >= c.bcast_long && p >= 4 {
+        Bcast::ScatterAllgather
+    } else {
+        Bcast::Binomial
+    }
+}
+
+/// Allreduce algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Allreduce {
+    RecursiveDoubling,
+    Rabenseifner,
+    Ring,
+}
+
+pub(crate) fn allreduce(
+    c: &Crossovers,
+    bytes: usize,
+    count: usize,
+    p: u32,
+    commutative: bool,
+) -> Allreduce {
+    if bytes < c.allreduce_long || count < p as usize || p == 1 {
+        Allreduce::RecursiveDoubling
+    } else if p.is_power_of_two() || !commutative {
+        Allreduce::Rabenseifner
+    } else {
+        Allreduce::Ring
+    }
+}
+
+/// Allgather algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Allgather {
+    RecursiveDoubling,
+    Bruck,
+    Ring,
+}
+
+pub(crate) fn allgather(c: &Crossovers, total: usize, p: u32) -> Allgather {
+    if p.is_power_of_two() && total < c.allgather_long {
+        Allgather::RecursiveDoubling
+    } else if total < c.allgather_bruck {
+        Allgather::Bruck
+    } else {
+        Allgather::Ring
+    }
+}
+
+/// All-to-all algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Alltoall {
+    Bruck,
+    Linear,
+    Pairwise,
+}
+
+pub(crate) fn alltoall(c: &Crossovers, block: usize, p: u32) -> Alltoall {
+    if block <= c.alltoall_bruck && p >= 8 {
+        Alltoall::Bruck
+    } else if block < c.alltoall_pairwise {
+        Alltoall::Linear
+    } else {
+        Alltoall::Pairwise
+    }
+}
+
+/// Whether gather/scatter moving `total` bytes use the binomial tree (else linear).
+pub(crate) fn gather_tree(c: &Crossovers, total: usize) -> bool {
+    total < c.gather_long
+}
+
+/// Whether reduce-scatter of `total` bytes uses the ring (else reduce + scatter).
+pub(crate) fn reduce_scatter_ring(c: &Crossovers, total: usize, p: u32, commutative: bool) -> bool {
+    commutative && total >= c.reduce_scatter_long && p > 2
+}
+
+/// One line of the algorithm table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AlgorithmChoice {
+    /// The collective.
+    pub collective: &'static str,
+    /// The algorithm.
+    pub algorithm: &'static str,
+    /// When it is chosen.
+    pub when: &'static str,
+}
+
+/// Every algorithm choice with its condition, in the order they are tested (`oxmpi-info`).
+pub fn algorithm_table() -> &'static [AlgorithmChoice] {
+    macro_rules! t {
+        ($($c:literal, $a:literal, $w:literal;)*) => {
+            &[$(AlgorithmChoice { collective: $c, algorithm: $a, when: $w },)*]
+        };
+    }
+    t! {
+        "any", "node-aware (hierarchical)", "barrier/bcast/reduce/allreduce when the communicator spans 2+ hosts and some host has 2+ of its ranks, OXMPI_COLL_HIERARCHICAL=1, commutative op: across host leaders, then within each host";
+        "barrier", "dissemination", "always (flat); ceil(log2 p) rounds";
+        "bcast", "scatter + ring allgather", "bytes >= OXMPI_COLL_BCAST_LONG and p >= 4";
+        "bcast", "binomial tree", "otherwise";
+        "reduce", "binomial tree", "always; rooted at rank 0 then forwarded for non-commutative ops";
+        "allreduce", "recursive doubling", "bytes < OXMPI_COLL_ALLREDUCE_LONG, or count < p, or p = 1";
+        "allreduce", "Rabenseifner (recursive halving + doubling)", "long, and p a power of two or op non-commutative";
+        "allreduce", "ring (reduce-scatter + allgather)", "long, commutative op, p not a power of two";
+        "gather/scatter", "binomial tree", "p*block bytes < OXMPI_COLL_GATHER_LONG";
+        "gather/scatter", "linear", "otherwise, and all v-variants";
+        "allgather", "recursive doubling", "p a power of two and p*block < OXMPI_COLL_ALLGATHER_LONG";
+        "allgather", "Bruck", "p*block < OXMPI_COLL_ALLGATHER_BRUCK";
+        "allgather", "ring", "otherwise";
+        "allgatherv", "ring", "always (blocks in rank order), linear when displacements are not in rank order";
+        "alltoall", "Bruck", "block <= OXMPI_COLL_ALLTOALL_BRUCK bytes and p >= 8";
+        "alltoall", "linear (all posted at once)", "block < OXMPI_COLL_ALLTOALL_PAIRWISE";
+        "alltoall", "pairwise exchange", "otherwise; alltoallv/w: pairwise when the largest block >= OXMPI_COLL_ALLTOALL_PAIRWISE, else linear";
+        "reduce_scatter(_block)", "ring", "commutative op, total bytes >= OXMPI_COLL_REDUCE_SCATTER_LONG, p > 2";
+        "reduce_scatter(_block)", "reduce + scatter", "otherwise (rank order kept for non-commutative ops)";
+        "scan/exscan", "recursive doubling", "always";
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crossovers_parse_and_choose() {
+        let c =
+            Crossovers::from_lookup(|k| (k == "OXMPI_COLL_BCAST_LONG").then(|| "1k".to_string()))
+                .unwrap();
+        assert_eq!(c.bcast_long, 1024);
+        assert_eq!(bcast(&c, 1024, 4), Bcast::ScatterAllgather);
+        assert_eq!(bcast(&c, 1024, 3), Bcast::Binomial);
+        let bad = Crossovers::from_lookup(|k| {
+            (k == "OXMPI_COLL_ALLREDUCE_LONG").then(|| "big".to_string())
+        });
+        assert_eq!(bad.unwrap_err().class(), ErrorClass::Arg);
+        let d = Crossovers::default();
+        assert_eq!(allreduce(&d, 8, 1, 8, true), Allreduce::RecursiveDoubling);
+        assert_eq!(
+            allreduce(&d, 1 << 20, 1 << 18, 8, true),
+            Allreduce::Rabenseifner
+        );
+        assert_eq!(allreduce(&d, 1 << 20, 1 << 18, 6, true), Allreduce::Ring);
+        assert_eq!(
+            allreduce(&d, 1 << 20, 1 << 18, 6, false),
+            Allreduce::Rabenseifner
+        );
+        assert_eq!(allgather(&d, 64, 6), Allgather::Bruck);
+        assert_eq!(alltoall(&d, 8, 8), Alltoall::Bruck);
+        assert_eq!(alltoall(&d, 1 << 20, 8), Alltoall::Pairwise);
+        assert!(algorithm_table().iter().all(|a| !a.when.is_empty()));
+        let names: Vec<_> = COLL_TUNABLES.iter().map(|t| t.name).collect();
+        assert!(names.iter().all(|n| n.starts_with("OXMPI_COLL_")));
+    }
+}
