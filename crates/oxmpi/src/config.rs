@@ -56,7 +56,9 @@ macro_rules! tunables {
 
 tunables! {
     spin_count: u32 = 2000 => "2000", "OXMPI_SPIN_COUNT",
-        "polls of the progress engine before a blocking wait starts to yield the core";
+        "polls of the progress engine before a blocking wait yields the core (16 when ranks outnumber cores)";
+    yield_count: u32 = 20000 => "20000", "OXMPI_YIELD_COUNT",
+        "yields of the core before a waiting rank starts to sleep between polls";
     yield_sleep_us: u32 = 50 => "50", "OXMPI_YIELD_SLEEP_US",
         "longest sleep between polls once a waiting rank backs off (microseconds)";
     eager_limit: usize = 131072 => "131072", "OXMPI_EAGER_LIMIT",

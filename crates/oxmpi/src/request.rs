@@ -165,7 +165,7 @@ pub(crate) fn status_result(raw: RawStatus, elem: usize) -> Result<Status> {
 
 /// Calls `poll` until it yields a value, spinning then backing off between calls.
 pub(crate) fn block_on<R>(rt: &Runtime, mut poll: impl FnMut() -> Result<Option<R>>) -> Result<R> {
-    let mut backoff = Backoff::new(rt.config.spin_count, rt.config.yield_sleep_us);
+    let mut backoff = Backoff::new(rt.wait);
     loop {
         if let Some(r) = poll()? {
             return Ok(r);
@@ -176,7 +176,7 @@ pub(crate) fn block_on<R>(rt: &Runtime, mut poll: impl FnMut() -> Result<Option<
 
 /// Waits for request `id`, spinning then backing off.
 pub(crate) fn wait_raw(rt: &Runtime, id: ReqId) -> Result<RawStatus> {
-    let mut backoff = Backoff::new(rt.config.spin_count, rt.config.yield_sleep_us);
+    let mut backoff = Backoff::new(rt.wait);
     loop {
         let (done, worked) = rt.engine.with(|e| -> Result<(Option<RawStatus>, bool)> {
             if let Some(st) = e.test(id) {
@@ -185,7 +185,7 @@ pub(crate) fn wait_raw(rt: &Runtime, id: ReqId) -> Result<RawStatus> {
             // Spin on the arrival word alone before paying for a full progress pass; bounded
             // so that, under a lock, other threads get their turn.
             let mut k = 0;
-            while k < 64 && e.quiet() {
+            while k < rt.wait.inner_spin && e.quiet() {
                 k += 1;
             }
             let n = e.progress()?;

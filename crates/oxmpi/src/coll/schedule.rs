@@ -466,7 +466,7 @@ impl Drop for Exec {
 /// Runs `exec` to completion from the calling thread (blocking collectives), spinning on the
 /// engine and then backing off like every blocking wait.
 pub(crate) fn run(rt: &Runtime, exec: &mut Exec) -> Result<()> {
-    let mut backoff = Backoff::new(rt.config.spin_count, rt.config.yield_sleep_us);
+    let mut backoff = Backoff::new(rt.wait);
     loop {
         let (done, worked) = rt.engine.with(|e| -> Result<(bool, bool)> {
             if exec.step(e)? {

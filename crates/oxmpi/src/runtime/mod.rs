@@ -52,6 +52,8 @@ pub struct Runtime {
     pub level: Threading,
     /// Tunables.
     pub config: Config,
+    /// How blocking calls wait.
+    pub wait: crate::p2p::progress::WaitPolicy,
     /// Which ranks share a host.
     pub locality: Locality,
     /// Host grouping collectives plan with: `locality`, unless `OXMPI_HOST_OVERRIDE` pretends
@@ -164,6 +166,14 @@ impl Runtime {
             })
             .collect();
         let limits = Thresholds::from_config(&config);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let wait = crate::p2p::progress::WaitPolicy::new(
+            config.spin_count,
+            config.yield_count,
+            config.yield_sleep_us,
+            local.len(),
+            cores,
+        );
         let engine = EngineCell::new(Engine::new(rank, route, shm, limits), level.needs_lock());
         let appnum = lock(&bootstrap).appnum();
 
@@ -173,6 +183,7 @@ impl Runtime {
             appnum,
             level,
             config,
+            wait,
             locality,
             coll_locality,
             jobkey,
