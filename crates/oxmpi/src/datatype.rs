@@ -2,7 +2,8 @@
 //!
 //! A type is [`Equivalence`] when every bit pattern is a valid value and it has no padding
 //! (`bytemuck::Pod`): then a received message can be written straight into it. `bool` and
-//! `char` are not (not every byte pattern is valid); send them as `u8`/`u32`.
+//! `char` are [`Checked`]: they are sent as their bytes like any other value, and received
+//! through a check, because not every byte pattern is a valid `bool` or `char`.
 //!
 //! # Standard sections
 //! MPI-5.0 §3.2.2 (message data), §5 (datatypes).
@@ -19,7 +20,65 @@ equivalence!(u8, i8, u16, i16, u32, i32, u64, i64, u128, i128, usize, isize, f32
 
 impl<T: Equivalence, const N: usize> Equivalence for [T; N] where [T; N]: Pod {}
 
-/// Something that can be sent: one value, an array, a slice or a vector of [`Equivalence`].
+/// A type only some of whose bit patterns are values (`bool`, `char`): sent as bytes, received
+/// into its raw form and checked (see `Communicator::receive_into_checked`).
+pub trait Checked: bytemuck::NoUninit {
+    /// The raw form with the same size, in which every bit pattern is valid.
+    type Raw: Equivalence;
+    /// The value a raw element stands for, or `None` if it stands for none.
+    fn from_raw(raw: Self::Raw) -> Option<Self>;
+}
+
+impl Checked for bool {
+    type Raw = u8;
+    fn from_raw(raw: u8) -> Option<bool> {
+        match raw {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        }
+    }
+}
+
+impl Checked for char {
+    type Raw = u32;
+    fn from_raw(raw: u32) -> Option<char> {
+        char::from_u32(raw)
+    }
+}
+
+macro_rules! checked_buffer {
+    ($($t:ty),*) => { $(
+        impl Buffer for $t {
+            fn bytes(&self) -> &[u8] {
+                bytemuck::bytes_of(self)
+            }
+            fn element_size(&self) -> usize {
+                std::mem::size_of::<$t>()
+            }
+        }
+        impl Buffer for [$t] {
+            fn bytes(&self) -> &[u8] {
+                bytemuck::cast_slice(self)
+            }
+            fn element_size(&self) -> usize {
+                std::mem::size_of::<$t>()
+            }
+        }
+        impl Buffer for Vec<$t> {
+            fn bytes(&self) -> &[u8] {
+                bytemuck::cast_slice(self)
+            }
+            fn element_size(&self) -> usize {
+                std::mem::size_of::<$t>()
+            }
+        }
+    )* };
+}
+checked_buffer!(bool, char);
+
+/// Something that can be sent: one value, an array, a slice or a vector of [`Equivalence`]
+/// (or of a [`Checked`] type).
 pub trait Buffer {
     /// The bytes to send.
     fn bytes(&self) -> &[u8];
@@ -92,6 +151,16 @@ impl<T: Equivalence> BufferMut for Vec<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn checked_types_send_their_bytes_and_reject_invalid_raw_values() {
+        assert_eq!([true, false][..].bytes(), &[1, 0]);
+        assert_eq!('A'.bytes(), &65u32.to_ne_bytes());
+        assert_eq!(bool::from_raw(2), None);
+        assert_eq!(bool::from_raw(1), Some(true));
+        assert_eq!(char::from_raw(0xD800), None, "surrogate");
+        assert_eq!(char::from_raw(0x1F600), Some('😀'));
+    }
 
     #[test]
     fn views_are_native_bytes() {

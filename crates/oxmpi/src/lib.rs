@@ -44,7 +44,7 @@ pub mod transport;
 
 pub use coll::InterRoot;
 pub use comm::{Communicator, InterCommunicator, Keyval, SplitType, UNDEFINED};
-pub use datatype::{Buffer, BufferMut, Equivalence};
+pub use datatype::{Buffer, BufferMut, Checked, Equivalence};
 pub use environment::{init, init_with, processor_name, time, time_resolution, Universe};
 pub use error::{Error, ErrorClass, Result};
 pub use group::{Group, Relation};

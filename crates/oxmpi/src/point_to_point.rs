@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use crate::comm::Communicator;
-use crate::datatype::{Buffer, BufferMut, Equivalence};
+use crate::datatype::{Buffer, BufferMut, Checked, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::engine::{RecvStart, SendMode};
 use crate::p2p::matching::{Unexpected, ANY_SOURCE, ANY_TAG, PROC_NULL};
@@ -258,6 +258,33 @@ impl<L: ThreadLevel> Communicator<L> {
             .with(|e| unsafe { e.irecv_from(ptr, cap, ctx, src, tag, world_src) })
     }
 
+    /// Receives into a slice of a [`Checked`] type (`bool`, `char`): the message lands in its
+    /// raw form first, and a raw value that is no valid element is an [`ErrorClass::Type`]
+    /// error (the slice is then left unchanged).
+    pub fn receive_into_checked<T: Checked>(
+        &self,
+        buf: &mut [T],
+        source: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<Status> {
+        let mut raw = vec![<T::Raw as bytemuck::Zeroable>::zeroed(); buf.len()];
+        let st = self.receive_into(&mut raw[..], source, tag)?;
+        let n = st.count().unwrap_or(0) as usize;
+        let values: Option<Vec<T>> = raw[..n].iter().map(|&r| T::from_raw(r)).collect();
+        let values = values.ok_or_else(|| {
+            Error::new(
+                ErrorClass::Type,
+                format!(
+                    "receive: the message from rank {} holds a value that is no valid {}",
+                    st.source(),
+                    std::any::type_name::<T>()
+                ),
+            )
+        })?;
+        buf[..n].copy_from_slice(&values);
+        Ok(st)
+    }
+
     /// Receives a message of any length into a new vector (probe, then receive).
     pub fn receive_vec<T: Equivalence>(
         &self,
@@ -395,6 +422,39 @@ impl<L: ThreadLevel> Communicator<L> {
         let start =
             unsafe { self.start_receive("immediate_receive", bytes, source.into(), tag.into())? };
         Ok(Request::new(self.rt.clone(), start, 1, scope))
+    }
+
+    /// Starts a ready-mode send (`MPI_Irsend`); oxmpi gives it the standard protocol.
+    pub fn immediate_ready_send<'a, 's, B: Buffer + ?Sized>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a B,
+        dest: i32,
+        tag: i32,
+    ) -> Result<Request<'a, 's>> {
+        self.immediate_send(scope, buf, dest, tag)
+    }
+
+    /// Starts a buffered send (`MPI_Ibsend`): the data is copied into the attached buffer at
+    /// once, so the returned request is already complete.
+    pub fn immediate_buffered_send<'a, 's, B: Buffer + ?Sized>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a B,
+        dest: i32,
+        tag: i32,
+    ) -> Result<Request<'a, 's>> {
+        self.buffered_send(buf, dest, tag)?;
+        let done = RawStatus {
+            bytes: buf.bytes().len() as u64,
+            ..RawStatus::default()
+        };
+        Ok(Request::new(
+            self.rt.clone(),
+            RecvStart::Done(done),
+            buf.element_size(),
+            scope,
+        ))
     }
 
     /// Sends `send` to `dest` and receives into `recv` from `source` at once (`MPI_Sendrecv`).

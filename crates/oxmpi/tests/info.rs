@@ -9,12 +9,18 @@ fn lists_every_tunable_and_the_protocols() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    for t in oxmpi::config::TUNABLES {
+    for t in oxmpi::config::TUNABLES
+        .iter()
+        .chain(oxmpi::coll::select::COLL_TUNABLES)
+    {
         assert!(text.contains(t.name), "{} missing", t.name);
         assert!(text.contains(t.help), "help of {} missing", t.name);
     }
     assert!(text.contains("process_vm_readv"));
     assert!(text.contains("Shared memory per rank"));
+    for a in oxmpi::coll::select::algorithm_table() {
+        assert!(text.contains(a.algorithm), "{} missing", a.algorithm);
+    }
 }
 
 #[test]

@@ -71,12 +71,45 @@ fn main() {
             );
         }
 
+        // bool and char travel as their bytes and are checked on receipt.
+        if me == 0 {
+            world.send(&[true, false, true][..], 1, 11).unwrap();
+            world.send(&['h', 'é', '😀'][..], 1, 12).unwrap();
+            world.send(&[0u8, 7, 1][..], 1, 13).unwrap();
+        } else {
+            let mut flags = [false; 3];
+            world.receive_into_checked(&mut flags[..], 0, 11).unwrap();
+            check!(flags == [true, false, true], "bools {flags:?}");
+            let mut text = ['\0'; 3];
+            world.receive_into_checked(&mut text[..], 0, 12).unwrap();
+            check!(text == ['h', 'é', '😀'], "chars {text:?}");
+            let mut bad = [false; 3];
+            let e = world.receive_into_checked(&mut bad[..], 0, 13).unwrap_err();
+            check!(
+                e.class() == ErrorClass::Type && bad == [false; 3],
+                "invalid bool: {e}"
+            );
+        }
+
         // Buffered sends return at once and are all delivered; detach waits for them.
         if me == 0 {
             universe.buffer_attach(64 * 1024).unwrap();
             for i in 0..20u32 {
                 world.buffered_send(&[i; 100][..], 1, 20).unwrap();
             }
+            let extra = [99u32; 4];
+            oxmpi::scope(|s| {
+                let r = world.immediate_buffered_send(s, &extra[..], 1, 22).unwrap();
+                check!(
+                    r.wait().unwrap().count() == Some(4),
+                    "ibsend completes at once"
+                );
+                world
+                    .immediate_ready_send(s, &extra[..], 1, 23)
+                    .unwrap()
+                    .wait()
+                    .unwrap();
+            });
             let e = world
                 .buffered_send(&vec![0u8; 128 * 1024][..], 1, 21)
                 .unwrap_err();
@@ -93,6 +126,11 @@ fn main() {
                     v.iter().all(|&k| k == i) && st.count() == Some(100),
                     "bsend {i}"
                 );
+            }
+            for tag in [22, 23] {
+                let mut v = [0u32; 4];
+                world.receive_into(&mut v[..], 0, tag).unwrap();
+                check!(v == [99; 4], "ibsend/irsend data");
             }
         }
 

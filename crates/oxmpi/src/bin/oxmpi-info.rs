@@ -1,7 +1,8 @@
 //! `oxmpi-info`: every tunable with its default and current value, and which protocol each
 //! message size takes.
 
-use oxmpi::config::{Config, TUNABLES};
+use oxmpi::coll::select::{algorithm_table, Crossovers, COLL_TUNABLES};
+use oxmpi::config::{Config, Tunable, TUNABLES};
 use oxmpi::p2p::protocol::Thresholds;
 use oxmpi::transport::shm::ShmLayout;
 
@@ -16,21 +17,24 @@ fn main() {
     println!("oxmpi {}", env!("CARGO_PKG_VERSION"));
     println!("transports: self, shm (same host); tcp and ofi are not built yet");
     println!();
-    println!("Tunables (environment variables, read once at start-up):");
-    let width = TUNABLES.iter().map(|t| t.name.len()).max().unwrap_or(0);
-    for t in TUNABLES {
-        let current = std::env::var(t.name).ok();
-        let value = match &current {
-            Some(v) => format!("{v} (default {})", t.default),
-            None => t.default.to_owned(),
-        };
-        println!("  {:width$}  {value}", t.name);
-        println!("  {:width$}    {}", "", t.help);
+    if let Err(e) = Crossovers::from_lookup(|k| std::env::var(k).ok()) {
+        eprintln!("oxmpi-info: {e}");
+        std::process::exit(2);
     }
+    println!("Tunables (environment variables, read once at start-up):");
+    print_tunables(TUNABLES);
+    println!();
+    println!("Collective crossovers:");
+    print_tunables(COLL_TUNABLES);
     println!();
     println!("Point-to-point protocol by message size (bytes), same host:");
     for line in Thresholds::from_config(&config).describe() {
         println!("  {line}");
+    }
+    println!();
+    println!("Collective algorithms, in the order they are considered:");
+    for a in algorithm_table() {
+        println!("  {:<16} {:<44} {}", a.collective, a.algorithm, a.when);
     }
     let layout = ShmLayout {
         fifo_cells: config.shm_fifo_cells,
@@ -45,4 +49,21 @@ fn main() {
         layout.pool_blocks,
         layout.block_size
     );
+}
+
+fn print_tunables(table: &[Tunable]) {
+    let width = TUNABLES
+        .iter()
+        .chain(COLL_TUNABLES)
+        .map(|t| t.name.len())
+        .max()
+        .unwrap_or(0);
+    for t in table {
+        let value = match std::env::var(t.name) {
+            Ok(v) => format!("{v} (default {})", t.default),
+            Err(_) => t.default.to_owned(),
+        };
+        println!("  {:width$}  {value}", t.name);
+        println!("  {:width$}    {}", "", t.help);
+    }
 }

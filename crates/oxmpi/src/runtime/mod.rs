@@ -166,7 +166,11 @@ impl Runtime {
             })
             .collect();
         let limits = Thresholds::from_config(&config);
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // Cores of the host, not of our affinity mask: a rank bound to one core is not
+        // oversubscribed when every other rank has a core of its own.
+        // SAFETY: sysconf reads a system constant.
+        let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+        let cores = usize::try_from(online).unwrap_or(1).max(1);
         let wait = crate::p2p::progress::WaitPolicy::new(
             config.spin_count,
             config.yield_count,
