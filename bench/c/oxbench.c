@@ -101,17 +101,28 @@ struct ctx {
 /* ------------------------------------------------------------------------------------------ */
 /* Failure reporting                                                                          */
 
+static void sleep_ms(long ms);
 static void fail(const struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void fail(const struct ctx *c, const char *fmt, ...)
 {
+    /* One write for the whole line: stderr is unbuffered, and the abort that follows may end
+     * the job before a launcher forwards a line that arrived in pieces. */
+    char line[1024];
     va_list ap;
-    fprintf(stderr, "oxbench: %s: rank %d: ", c->name, c->rank);
+    int n = snprintf(line, sizeof line, "oxbench: %s: rank %d: ", c->name, c->rank);
+    if (n < 0 || n >= (int)sizeof line)
+        n = 0;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    int m = vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    size_t len = m < 0 ? (size_t)n : strlen(line);
+    if (len > sizeof line - 2)
+        len = sizeof line - 2;
+    line[len] = '\n';
+    fwrite(line, 1, len + 1, stderr);
     fflush(stderr);
+    sleep_ms(200); /* launchers forward output asynchronously; an abort can outrun it */
     MPI_Abort(MPI_COMM_WORLD, 3);
     exit(3);
 }

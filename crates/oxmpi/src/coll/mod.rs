@@ -457,13 +457,79 @@ fn req<'a, 's>(r: Result<Option<Request<'a, 's>>>) -> Result<Request<'a, 's>> {
     })
 }
 
+/// Largest world communicator whose barrier goes through shared-memory counters (each rank
+/// reads every other rank's counter, so the cost grows with p).
+const SHM_BARRIER_MAX_RANKS: i32 = 64;
+
 impl<L: ThreadLevel> Communicator<L> {
     fn ctx(&self) -> Ctx<'_> {
         Ctx::new(&self.rt, &self.state)
     }
 
+    /// Whether this communicator's small collectives can meet in shared memory: it is the
+    /// world, and every rank is on this host.
+    fn shm_coll_possible(&self) -> bool {
+        // The arrival counters are per process, so only the one communicator every rank
+        // calls in the same order may use them: the world itself (not a helper communicator
+        // that borrows its context for a subset of ranks).
+        self.state.context == crate::comm::WORLD_CONTEXT
+            && self.state.members.len() == self.rt.size as usize
+            && self.size() <= SHM_BARRIER_MAX_RANKS
+            && self.rt.coll_single_host
+            && self.rt.engine.with(|e| e.shm_barrier_possible())
+    }
+
+    /// Waits until every rank has arrived at shared-memory collective `n`.
+    fn shm_coll_wait(&self, n: u64) -> Result<()> {
+        crate::request::block_on(&self.rt, || {
+            self.rt.engine.with(|e| {
+                for _ in 0..self.rt.wait.inner_spin {
+                    if e.shm_barrier_done(n)? {
+                        return Ok(Some(()));
+                    }
+                }
+                // Peers may need our FINs or ACKs to reach the collective.
+                e.progress()?;
+                Ok(e.shm_barrier_done(n)?.then_some(()))
+            })
+        })
+    }
+
+    /// Small allreduce through shared memory: every rank publishes its vector, then combines
+    /// all of them in rank order itself, so every rank computes the same bits.
+    fn shm_all_reduce<T: Reducible>(&self, send: &[T], recv: &mut [T], op: &Op) -> Result<()> {
+        op.kernel_for::<T>()?;
+        let n = self.rt.engine.with(|e| e.shm_barrier_arrive(bytes(send)));
+        self.shm_coll_wait(n)?;
+        let p = self.size() as usize;
+        self.rt.engine.with(|e| -> Result<()> {
+            let members = &self.state.members;
+            for (k, rank) in members.iter().enumerate().rev() {
+                let slot = e.shm_coll_slot(*rank, n)?.cast::<T>();
+                // SAFETY: the slot is 64-byte aligned in a live mapping and holds `send.len()`
+                // values published before arrival `n`; its owner does not rewrite it until we
+                // have arrived at `n + 1`.
+                let theirs = unsafe { std::slice::from_raw_parts(slot, send.len()) };
+                if k == p - 1 {
+                    recv.copy_from_slice(theirs);
+                } else {
+                    crate::op::reduce_local(theirs, recv, op)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// Blocks until every rank has called it (`MPI_Barrier`).
+    ///
+    /// On the world communicator with every rank on one host, each rank announces its arrival
+    /// in its own cache line of shared memory and waits until it sees everyone's: one cache-line
+    /// transfer per peer instead of ⌈log₂ p⌉ rounds of messages.
     pub fn barrier(&self) -> Result<()> {
+        if self.shm_coll_possible() {
+            let n = self.rt.engine.with(|e| e.shm_barrier_arrive(&[]));
+            return self.shm_coll_wait(n);
+        }
         go!(
             self,
             None,
@@ -1343,6 +1409,13 @@ impl<L: ThreadLevel> Communicator<L> {
     /// Combines every rank's `send` with `op` into every rank's `recv`
     /// (`MPI_Allreduce`). The result is bit-identical on every rank.
     pub fn all_reduce_into<T: Reducible>(&self, send: &[T], recv: &mut [T], op: Op) -> Result<()> {
+        if !send.is_empty()
+            && send.len() == recv.len()
+            && std::mem::size_of_val(send) <= crate::transport::shm::COLL_SLOT_BYTES
+            && self.shm_coll_possible()
+        {
+            return self.shm_all_reduce(send, recv, &op);
+        }
         let Some((prog, c)) =
             self.allreduce_plan::<T>("allreduce", send.len(), recv.len(), &op, false)?
         else {

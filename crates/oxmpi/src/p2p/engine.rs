@@ -178,6 +178,8 @@ pub struct Engine {
     schedules: Vec<(ReqId, Box<dyn Schedule>)>,
     /// Our process id, for rendezvous headers (getpid is a system call).
     pid: u32,
+    /// Every other rank is reached through shared memory (world barriers can use counters).
+    all_local_shm: bool,
     /// Matching messages we sent per (receiver, context): the sender side of recv_write.
     sent: SeqCounters,
     /// Protocol counters.
@@ -615,6 +617,10 @@ impl Engine {
         limits: Thresholds,
     ) -> Engine {
         let size = route.len();
+        let all_local_shm = shm.is_some()
+            && route
+                .iter()
+                .all(|r| matches!(r, Route::Shm | Route::SelfLoop));
         Engine {
             core: Core {
                 me,
@@ -639,6 +645,7 @@ impl Engine {
             pushing: Vec::new(),
             schedules: Vec::new(),
             pid: std::process::id(),
+            all_local_shm,
             sent: SeqCounters::default(),
             stats: Stats::default(),
             bsend: Default::default(),
@@ -1278,6 +1285,38 @@ impl Engine {
             }
         }
         n
+    }
+
+    /// Whether world barriers can go through shared memory: every other rank is on this host.
+    pub fn shm_barrier_possible(&self) -> bool {
+        self.all_local_shm
+    }
+
+    /// Enters a shared-memory world collective carrying `data`; returns the arrival number to
+    /// wait for.
+    pub fn shm_barrier_arrive(&mut self, data: &[u8]) -> u64 {
+        self.shm.as_mut().map_or(0, |s| s.barrier_arrive(data))
+    }
+
+    /// Where world rank `rank` published its data for arrival `n`.
+    pub fn shm_coll_slot(&mut self, rank: u32, n: u64) -> Result<*const u8> {
+        match self.shm.as_mut() {
+            Some(s) => s.coll_slot(rank, n),
+            None => Err(Error::new(ErrorClass::Intern, "no shared-memory transport")),
+        }
+    }
+
+    /// Whether every rank has entered world barrier `n`.
+    pub fn shm_barrier_done(&mut self, n: u64) -> Result<bool> {
+        let Some(shm) = self.shm.as_mut() else {
+            return Ok(true);
+        };
+        for (r, route) in self.route.iter().enumerate() {
+            if *route == Route::Shm && !shm.barrier_reached(r as u32, n)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Allocates `len` bytes of message memory in this rank's shared arena.

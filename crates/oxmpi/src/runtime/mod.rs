@@ -60,6 +60,9 @@ pub struct Runtime {
     /// ranks sit on other hosts (tests of node-aware algorithms on one machine). Transports
     /// always follow the real placement.
     pub coll_locality: Locality,
+    /// Whether `coll_locality` puts every rank on one host (computed once: collectives ask
+    /// on every call).
+    pub coll_single_host: bool,
     /// Random key naming this job's files (from oxrun, or made up for other launchers).
     pub jobkey: String,
     /// The point-to-point engine.
@@ -189,6 +192,7 @@ impl Runtime {
             config,
             wait,
             locality,
+            coll_single_host: coll_locality.host_count() == 1,
             coll_locality,
             jobkey,
             engine,

@@ -16,6 +16,7 @@ pub mod pool;
 pub mod segment;
 
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, ErrorClass, Result};
 use fifo::{Consumer, FifoRef, Producer, CELL_BODY};
@@ -25,6 +26,13 @@ use segment::Segment;
 const MAGIC: u64 = 0x6f78_6d70_695f_7368; // "oxmpi_sh"
 const HEADER_BYTES: usize = 4096;
 const CTL_OFFSET: usize = 256;
+/// The world collectives' arrival counter: a cache line of the header page that only its owner
+/// writes and peers read.
+const BARRIER_OFFSET: usize = 512;
+/// Two data slots (used alternately by arrival number) for small world allreduces.
+const COLL_SLOT_OFFSET: usize = 1024;
+/// Bytes per data slot: the largest vector a shared-memory allreduce carries.
+pub const COLL_SLOT_BYTES: usize = 1024;
 const FLAG_POOL: u8 = 1;
 /// Cell-body bytes before the fragment header of an inline fragment.
 const INLINE_META: usize = 12;
@@ -103,6 +111,8 @@ struct Peer {
     path: String,
     /// The peer's arena, mapped on the first rendezvous that points into it.
     arena: Option<Segment>,
+    /// The peer's world-barrier counter.
+    barrier: *const AtomicU64,
     // Keeps the peer's mapping alive while `tx` and `pool` point into it.
     _seg: Segment,
 }
@@ -115,6 +125,8 @@ pub struct ShmTransport {
     peers: Vec<Option<Box<Peer>>>,
     inline_max: usize,
     resolve: Resolver,
+    /// World barriers this rank has entered.
+    barrier_epoch: u64,
     /// This rank's arena for `alloc_mem`, created on first use.
     arena: Option<arena::Arena>,
     /// Size of the arena file (sparse: only used pages cost memory).
@@ -259,10 +271,62 @@ impl ShmTransport {
             peers: (0..size).map(|_| None).collect(),
             inline_max: inline_max.min(max_inline),
             resolve,
+            barrier_epoch: 0,
             arena: None,
             arena_bytes: 1 << 30,
             seg,
         })
+    }
+
+    /// Enters a world collective with `data` (at most [`COLL_SLOT_BYTES`]): publishes it in the
+    /// slot of this arrival, announces arrival number `n` and returns `n`. Slots alternate, and
+    /// arrival `n + 2` cannot begin before every peer has seen arrival `n + 1`, by which time
+    /// all have finished reading slot `n`.
+    pub fn barrier_arrive(&mut self, data: &[u8]) -> u64 {
+        debug_assert!(data.len() <= COLL_SLOT_BYTES);
+        self.barrier_epoch += 1;
+        let slot = COLL_SLOT_OFFSET + (self.barrier_epoch % 2) as usize * COLL_SLOT_BYTES;
+        // SAFETY: the slot lies in our own header page; peers read it only after our release
+        // store below announces this arrival.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                self.seg.base().as_ptr().add(slot),
+                data.len().min(COLL_SLOT_BYTES),
+            );
+        }
+        // SAFETY: the counter lies in our own header page, 8-byte aligned.
+        let own = unsafe {
+            &*self
+                .seg
+                .base()
+                .as_ptr()
+                .add(BARRIER_OFFSET)
+                .cast::<AtomicU64>()
+        };
+        // Release: everything we did before the barrier is visible to whoever sees arrival n.
+        own.store(self.barrier_epoch, Ordering::Release);
+        self.barrier_epoch
+    }
+
+    /// The data `rank` (or we, if `rank` is ourselves) published with arrival `n`, which must
+    /// have been seen with [`barrier_reached`](Self::barrier_reached).
+    pub fn coll_slot(&mut self, rank: u32, n: u64) -> Result<*const u8> {
+        let off = COLL_SLOT_OFFSET + (n % 2) as usize * COLL_SLOT_BYTES;
+        let base = if rank == self.me {
+            self.seg.base().as_ptr()
+        } else {
+            self.peer(rank)?._seg.base().as_ptr()
+        };
+        // SAFETY: the slot lies in the header page of a live mapping.
+        Ok(unsafe { base.add(off) }.cast_const())
+    }
+
+    /// Whether `rank` has entered world barrier number `n`.
+    pub fn barrier_reached(&mut self, rank: u32, n: u64) -> Result<bool> {
+        let peer = self.peer(rank)?;
+        // SAFETY: `barrier` points into the peer's mapping, which the peer entry keeps alive.
+        Ok(unsafe { (*peer.barrier).load(Ordering::Acquire) } >= n)
     }
 
     /// Sets the size of this rank's arena (before the first allocation).
@@ -402,6 +466,8 @@ impl ShmTransport {
             pid: h.pid as i32,
             path,
             arena: None,
+            // SAFETY: BARRIER_OFFSET lies in the header page, which the length check covered.
+            barrier: unsafe { base.add(BARRIER_OFFSET) }.cast::<AtomicU64>(),
             _seg: seg,
         }));
         Ok(())
