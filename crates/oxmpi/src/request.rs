@@ -20,24 +20,51 @@ use crate::runtime::Runtime;
 
 /// Where outstanding nonblocking operations live; see [`scope`].
 pub struct Scope<'a> {
-    outstanding: RefCell<Vec<(Arc<Runtime>, ReqId)>>,
+    /// The process's runtime, recorded with the first request.
+    rt: std::cell::OnceCell<Arc<Runtime>>,
+    /// Requests started in the scope. Completed ones are not removed one by one (that would
+    /// cost a scan per completion); stale entries are skipped at the end and pruned in bulk.
+    outstanding: RefCell<Vec<ReqId>>,
+    /// Length at which `outstanding` is next pruned.
+    prune_at: std::cell::Cell<usize>,
     _buffers: PhantomData<&'a mut &'a ()>,
+}
+
+impl Scope<'_> {
+    /// Records request `id`, so that the scope waits for it if nobody else does.
+    pub(crate) fn register(&self, rt: &Arc<Runtime>, id: ReqId) {
+        self.rt.get_or_init(|| rt.clone());
+        let mut v = self.outstanding.borrow_mut();
+        if v.len() >= self.prune_at.get() {
+            rt.engine.with(|e| v.retain(|r| e.is_live(*r)));
+            self.prune_at.set((2 * v.len()).max(1024));
+        }
+        v.push(id);
+    }
 }
 
 /// Runs `f` with a scope for nonblocking operations; when `f` returns, every request started
 /// in the scope and not yet completed is waited for.
 pub fn scope<'a, R>(f: impl FnOnce(&Scope<'a>) -> R) -> R {
     let s = Scope {
+        rt: std::cell::OnceCell::new(),
         outstanding: RefCell::new(Vec::new()),
+        prune_at: std::cell::Cell::new(1024),
         _buffers: PhantomData,
     };
     let r = f(&s);
-    for (rt, id) in s.outstanding.take() {
-        if let Err(e) = wait_raw(&rt, id) {
-            eprintln!(
-                "oxmpi: rank {}: request left at scope end failed: {e}",
-                rt.rank
-            );
+    if let Some(rt) = s.rt.get() {
+        for id in s.outstanding.take() {
+            // Entries of requests already collected (their slot may serve another request
+            // now) are skipped: only live ones can still touch a buffer.
+            if rt.engine.with(|e| e.is_live(id)) {
+                if let Err(e) = wait_raw(rt, id) {
+                    eprintln!(
+                        "oxmpi: rank {}: request left at scope end failed: {e}",
+                        rt.rank
+                    );
+                }
+            }
         }
     }
     r
@@ -49,7 +76,8 @@ pub struct Request<'a, 's> {
     rt: Arc<Runtime>,
     state: ReqState,
     elem: usize,
-    scope: &'s Scope<'a>,
+    /// Ties the request (and the buffer borrow `'a`) to its scope.
+    _scope: &'s Scope<'a>,
 }
 
 enum ReqState {
@@ -68,7 +96,7 @@ impl<'a, 's> Request<'a, 's> {
         let state = match start {
             RecvStart::Done(st) => ReqState::Done(st),
             RecvStart::Pending(id) => {
-                scope.outstanding.borrow_mut().push((rt.clone(), id));
+                scope.register(&rt, id);
                 ReqState::Pending(id)
             }
         };
@@ -76,15 +104,8 @@ impl<'a, 's> Request<'a, 's> {
             rt,
             state,
             elem,
-            scope,
+            _scope: scope,
         }
-    }
-
-    fn forget_in_scope(&self, id: ReqId) {
-        self.scope
-            .outstanding
-            .borrow_mut()
-            .retain(|(_, r)| *r != id);
     }
 
     /// Blocks until the operation completes (`MPI_Wait`).
@@ -92,7 +113,6 @@ impl<'a, 's> Request<'a, 's> {
         let raw = match std::mem::replace(&mut self.state, ReqState::Collected) {
             ReqState::Pending(id) => {
                 let st = wait_raw(&self.rt, id);
-                self.forget_in_scope(id);
                 st?
             }
             ReqState::Done(st) => st,
@@ -115,7 +135,6 @@ impl<'a, 's> Request<'a, 's> {
                     Err(e) => Some(Err(e)),
                     Ok(None) => None,
                     Ok(Some(st)) => {
-                        self.forget_in_scope(id);
                         self.state = ReqState::Collected;
                         Some(status_result(st, self.elem))
                     }
@@ -147,7 +166,6 @@ impl Drop for Request<'_, '_> {
         if let ReqState::Pending(id) = self.state {
             // Completing here keeps the borrowed buffer valid for as long as the engine uses it.
             let _ = wait_raw(&self.rt, id);
-            self.forget_in_scope(id);
         }
     }
 }
@@ -379,10 +397,7 @@ impl<'a, 's> Persistent<'a, 's> {
         self.active = Some(match start {
             RecvStart::Done(st) => ReqState::Done(st),
             RecvStart::Pending(id) => {
-                self.scope
-                    .outstanding
-                    .borrow_mut()
-                    .push((self.rt.clone(), id));
+                self.scope.register(&self.rt, id);
                 ReqState::Pending(id)
             }
         });
@@ -399,14 +414,7 @@ impl<'a, 's> Persistent<'a, 's> {
                 ))
             }
             Some(ReqState::Done(st)) => st,
-            Some(ReqState::Pending(id)) => {
-                let st = wait_raw(&self.rt, id);
-                self.scope
-                    .outstanding
-                    .borrow_mut()
-                    .retain(|(_, r)| *r != id);
-                st?
-            }
+            Some(ReqState::Pending(id)) => wait_raw(&self.rt, id)?,
             Some(ReqState::Collected) => {
                 return Err(Error::new(
                     ErrorClass::Intern,

@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 
-use super::matching::{Body, Matcher, Posted, Unexpected, PROC_NULL};
+use super::matching::{Body, Matcher, Posted, Stored, Unexpected, PROC_NULL};
 use super::protocol::{Protocol, Thresholds};
 use super::recv_write::{Advert, SeqCounters};
 use super::request::{ReqId, Slab, State, Status};
@@ -73,13 +73,6 @@ impl Data<'_> {
                 let n = dst.len().min(s.len());
                 dst[..n].copy_from_slice(&s[..n]);
             }
-        }
-    }
-
-    fn to_vec(&self) -> Vec<u8> {
-        match self {
-            Data::Shm(p) => p.to_vec(),
-            Data::Local(s) => s.to_vec(),
         }
     }
 }
@@ -220,9 +213,11 @@ impl Core {
                     Some(p) => self.deliver(p.req, from, kind, &h, &data),
                     None => {
                         let body = match kind {
-                            am::EAGER => Body::Eager(data.to_vec()),
+                            am::EAGER => {
+                                Body::Eager(Stored::with_len(data.len(), |b| data.copy_to(b)))
+                            }
                             am::EAGER_SYNC => Body::EagerSync {
-                                data: data.to_vec(),
+                                data: Stored::with_len(data.len(), |b| data.copy_to(b)),
                                 sreq: h.sreq,
                             },
                             _ => Body::Rts {
@@ -451,8 +446,11 @@ impl Core {
                 Some(p) => self.deliver(p.req, from, kind, &h, &Data::Local(&v)),
                 None => {
                     let body = match a.sync {
-                        Some(sreq) => Body::EagerSync { data: v, sreq },
-                        None => Body::Eager(v),
+                        Some(sreq) => Body::EagerSync {
+                            data: v.into(),
+                            sreq,
+                        },
+                        None => Body::Eager(v.into()),
                     };
                     self.matcher.push_unexpected(Unexpected {
                         env: a.env,
@@ -1066,7 +1064,15 @@ impl Engine {
                 addr,
                 pid,
                 flags,
-            } => (am::RTS, sreq, Vec::new(), len, addr, pid, flags),
+            } => (
+                am::RTS,
+                sreq,
+                Stored::Heap(Vec::new()),
+                len,
+                addr,
+                pid,
+                flags,
+            ),
         };
         let h = MatchHdr {
             env: u.env,
@@ -1077,7 +1083,7 @@ impl Engine {
             flags,
         };
         self.core
-            .deliver(id.idx, u.from, kind, &h, &Data::Local(&data));
+            .deliver(id.idx, u.from, kind, &h, &Data::Local(data.as_slice()));
         self.drain_local_outbox();
         if !self.core.arena_pulls.is_empty() {
             self.arena_pulls();
@@ -1110,6 +1116,11 @@ impl Engine {
     #[inline]
     pub fn test(&mut self, id: ReqId) -> Option<Status> {
         self.core.reqs.take_if_done(id)
+    }
+
+    /// Whether `id` names a request not yet collected.
+    pub fn is_live(&mut self, id: ReqId) -> bool {
+        self.core.reqs.is_live(id)
     }
 
     /// Whether `id` is complete (not freed).

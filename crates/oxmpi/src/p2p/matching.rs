@@ -27,15 +27,73 @@ pub struct Posted {
     pub req: u32,
 }
 
+/// Largest message kept inside its unexpected-queue entry (no allocation).
+pub const STORED_INLINE: usize = 64;
+
+/// Bytes of an unexpected message: small ones inline, so that an early message costs no
+/// allocation.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Stored {
+    /// Up to [`STORED_INLINE`] bytes.
+    Inline {
+        /// Bytes used.
+        len: u8,
+        /// The bytes.
+        bytes: [u8; STORED_INLINE],
+    },
+    /// Anything larger.
+    Heap(Vec<u8>),
+}
+
+impl Stored {
+    /// `len` bytes written by `fill`.
+    #[inline]
+    pub fn with_len(len: usize, fill: impl FnOnce(&mut [u8])) -> Stored {
+        if len <= STORED_INLINE {
+            let mut bytes = [0u8; STORED_INLINE];
+            fill(&mut bytes[..len]);
+            Stored::Inline {
+                len: len as u8,
+                bytes,
+            }
+        } else {
+            let mut v = vec![0u8; len];
+            fill(&mut v);
+            Stored::Heap(v)
+        }
+    }
+
+    /// The bytes.
+    #[inline]
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            Stored::Inline { len, bytes } => &bytes[..*len as usize],
+            Stored::Heap(v) => v,
+        }
+    }
+}
+
+impl From<Vec<u8>> for Stored {
+    fn from(v: Vec<u8>) -> Self {
+        Stored::Heap(v)
+    }
+}
+
+impl std::fmt::Debug for Stored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Stored({} bytes)", self.as_slice().len())
+    }
+}
+
 /// What an unexpected message holds until a receive matches it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
     /// Eager data, copied out of the transport.
-    Eager(Vec<u8>),
+    Eager(Stored),
     /// Eager data of a synchronous send; the sender waits for an `ACK` naming `sreq`.
     EagerSync {
         /// The data.
-        data: Vec<u8>,
+        data: Stored,
         /// Sender's request.
         sreq: u32,
     },
@@ -58,7 +116,7 @@ impl Body {
     /// Length of the message in bytes.
     pub fn len(&self) -> u64 {
         match self {
-            Body::Eager(d) | Body::EagerSync { data: d, .. } => d.len() as u64,
+            Body::Eager(d) | Body::EagerSync { data: d, .. } => d.as_slice().len() as u64,
             Body::Rts { len, .. } => *len,
         }
     }
@@ -195,7 +253,7 @@ mod tests {
         Unexpected {
             env: env(ctx, src, tag),
             from: src,
-            body: Body::Eager(vec![byte]),
+            body: Body::Eager(Stored::with_len(1, |b| b[0] = byte)),
         }
     }
 
@@ -241,7 +299,7 @@ mod tests {
         m.push_unexpected(msg(0, 1, 8, b'c'));
         m.push_unexpected(msg(0, 1, 7, b'd'));
         let take = |m: &mut Matcher, s, t| match m.take_unexpected(0, s, t).map(|u| u.body) {
-            Some(Body::Eager(d)) => d[0],
+            Some(Body::Eager(d)) => d.as_slice()[0],
             other => panic!("{other:?}"),
         };
         assert_eq!(m.peek_unexpected(0, 1, ANY_TAG).map(|u| u.env.tag), Some(7));
