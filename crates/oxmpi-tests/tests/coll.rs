@@ -126,7 +126,7 @@ fn nonblocking_collectives_overlap_point_to_point_and_each_other() {
 
 #[test]
 fn bad_arguments_return_error_classes() {
-    for np in [1, 2, 4] {
+    for np in [1, 2, 3, 4, 5] {
         run(ERRORS, np, &[], &[]);
     }
 }

@@ -460,6 +460,126 @@ fn check_all<T: V>(c: &Communicator, label: &str, n: usize) {
         "iallreduce in place"
     );
 
+    // Nonblocking in-place forms: every one outstanding at once (per root), waited in a
+    // shuffled order, against the serial references.
+    for root in roots(p) {
+        let is_root = me == root as usize;
+        let gwant: Vec<T> = (0..p).flat_map(|r| data::<T>(r, b, 21)).collect();
+        let mut gbuf: Vec<T> = if is_root {
+            (0..p)
+                .flat_map(|r| {
+                    if r == me {
+                        data::<T>(r, b, 21)
+                    } else {
+                        vec![zero; b]
+                    }
+                })
+                .collect()
+        } else {
+            vec![]
+        };
+        let gsend = data::<T>(me, b, 21);
+        let ssrc: Vec<T> = if is_root {
+            (0..p).flat_map(|r| data::<T>(r, b, 22)).collect()
+        } else {
+            vec![]
+        };
+        let mut spiece = vec![zero; b];
+        let rsend = data::<T>(me, n, 23);
+        let mut rbuf = if is_root { rsend.clone() } else { vec![] };
+        let mut agbuf: Vec<T> = (0..p)
+            .flat_map(|r| {
+                if r == me {
+                    data::<T>(r, b, 24)
+                } else {
+                    vec![zero; b]
+                }
+            })
+            .collect();
+        let mut a2a: Vec<T> = (0..p).flat_map(|j| data::<T>(me * p + j, b, 25)).collect();
+        let rcounts: Vec<usize> = (0..p).map(|r| (r * 3 + n + root as usize) % 4).collect();
+        let tot: usize = rcounts.iter().sum();
+        let mut rsbuf = data::<T>(me, tot, 0);
+        let mut scbuf = data::<T>(me, n, 0);
+        let mut exbuf = data::<T>(me, n, 0);
+        scope(|s| {
+            let rooted = if is_root {
+                vec![
+                    c.immediate_gather_in_place(s, root, &mut gbuf),
+                    c.immediate_scatter_in_place(s, root, &ssrc),
+                    c.immediate_reduce_in_place(s, root, &mut rbuf, Op::Max),
+                ]
+            } else {
+                vec![
+                    c.immediate_gather_into(s, root, &gsend, &mut []),
+                    c.immediate_scatter_into(s, root, &[], &mut spiece),
+                    c.immediate_reduce_into(s, root, &rsend, &mut [], Op::Max),
+                ]
+            };
+            let mut reqs = rooted;
+            reqs.push(c.immediate_all_gather_in_place(s, &mut agbuf));
+            reqs.push(c.immediate_all_to_all_in_place(s, &mut a2a));
+            reqs.push(c.immediate_reduce_scatter_in_place(s, &mut rsbuf, &rcounts, Op::Max));
+            reqs.push(c.immediate_scan_in_place(s, &mut scbuf, Op::Sum));
+            reqs.push(c.immediate_exclusive_scan_in_place(s, &mut exbuf, Op::Max));
+            let mut reqs: Vec<_> = reqs.into_iter().map(Some).collect();
+            let k = reqs.len();
+            for i in 0..k {
+                let r = reqs[(i * 3 + root as usize) % k].take().expect("each once");
+                ok("immediate in place", r.and_then(|r| r.wait()).map(drop));
+            }
+        });
+        if is_root {
+            check!(ctx, gbuf == gwant, "igather in place root {root}");
+            check!(
+                ctx,
+                rbuf == (0..n)
+                    .map(|i| (0..p)
+                        .map(|r| T::val(r + 23, i))
+                        .reduce(T::max)
+                        .unwrap_or(zero))
+                    .collect::<Vec<_>>(),
+                "ireduce in place root {root}"
+            );
+        } else {
+            check!(
+                ctx,
+                spiece == data::<T>(me, b, 22),
+                "iscatter (in-place root) root {root}"
+            );
+        }
+        check!(
+            ctx,
+            agbuf == (0..p).flat_map(|r| data::<T>(r, b, 24)).collect::<Vec<_>>(),
+            "iallgather in place"
+        );
+        check!(
+            ctx,
+            a2a == (0..p)
+                .flat_map(|r| data::<T>(r * p + me, b, 25))
+                .collect::<Vec<_>>(),
+            "ialltoall in place"
+        );
+        let full = reduce_ref::<T>(0..p, tot, T::max);
+        let off: usize = rcounts[..me].iter().sum();
+        check!(
+            ctx,
+            rsbuf[..rcounts[me]] == full[off..off + rcounts[me]],
+            "ireduce_scatter in place"
+        );
+        check!(
+            ctx,
+            scbuf == reduce_ref::<T>(0..me + 1, n, T::sum),
+            "iscan in place"
+        );
+        let exwant = if me > 0 {
+            reduce_ref::<T>(0..me, n, T::max)
+        } else {
+            data::<T>(0, n, 0)
+        };
+        check!(ctx, exbuf == exwant, "iexscan in place");
+    }
+
     // Other nonblocking forms, one at a time.
     for root in roots(p) {
         let send = data::<T>(me, b, 2);

@@ -1,7 +1,7 @@
 //! Communicators and groups: dup (isolated traffic, attributes copied), split with keys and
 //! UNDEFINED, split_type(shared), create and create_group, compare, free and context-id
 //! reuse, group algebra against communicators, attributes, and intercommunicators (create,
-//! point-to-point, every intercommunicator collective, merge). Needs 2+ ranks for the
+//! point-to-point, every intercommunicator collective blocking and nonblocking, merge). Needs 2+ ranks for the
 //! intercommunicator part. Exits non-zero on a mismatch.
 
 use std::process::exit;
@@ -355,6 +355,90 @@ fn intercomm(world: &Communicator) {
             .collect::<Vec<_>>(),
         "intercomm alltoall {recv:?}"
     );
+
+    // Nonblocking: barrier, bcast, allreduce, allgather and alltoall outstanding at once,
+    // waited in reverse order; then reduce, gather and scatter at once (root: the odds'
+    // rank 0), waited in start order.
+    let broot = if evens > 1 { 1 } else { 0 };
+    let bspec = if color == 0 {
+        if lr == broot {
+            InterRoot::Root
+        } else {
+            InterRoot::Null
+        }
+    } else {
+        InterRoot::Remote(broot)
+    };
+    let mut ib = if bspec == InterRoot::Root {
+        [15, 16, 17, 18]
+    } else {
+        [0; 4]
+    };
+    let ar_send = [me, 2 * me, 1];
+    let mut ar = [0i32; 3];
+    let ag_send = [me, -me];
+    let mut ag = vec![0i32; 2 * rsize as usize];
+    let a2a_send: Vec<i32> = (0..rsize).map(|j| me * 1000 + j).collect();
+    let mut a2a = vec![0i32; rsize as usize];
+    oxmpi::scope(|s| {
+        let reqs = vec![
+            inter.immediate_barrier(s),
+            inter.immediate_broadcast_into(s, bspec, &mut ib[..]),
+            inter.immediate_all_reduce_into(s, &ar_send[..], &mut ar[..], Op::Sum),
+            inter.immediate_all_gather_into(s, &ag_send[..], &mut ag),
+            inter.immediate_all_to_all_into(s, &a2a_send, &mut a2a),
+        ];
+        for r in reqs.into_iter().rev() {
+            must("inter immediate", r.and_then(|r| r.wait()));
+        }
+    });
+    if color == 1 {
+        check!(ib == [15, 16, 17, 18], "intercomm ibcast {ib:?}");
+    }
+    check!(ar == [osum, 2 * osum, rsize], "intercomm iallreduce {ar:?}");
+    check!(
+        ag == (0..rsize)
+            .flat_map(|r| [world_of(other, r), -world_of(other, r)])
+            .collect::<Vec<_>>(),
+        "intercomm iallgather {ag:?}"
+    );
+    check!(
+        a2a == (0..rsize)
+            .map(|j| world_of(other, j) * 1000 + lr)
+            .collect::<Vec<_>>(),
+        "intercomm ialltoall {a2a:?}"
+    );
+    let is_root = spec == InterRoot::Root;
+    let mut ired = [0i32; 2];
+    let mut igat = vec![0i32; if is_root { evens as usize } else { 0 }];
+    let isrc: Vec<i32> = if is_root {
+        (0..evens).map(|r| 2000 + r).collect()
+    } else {
+        vec![]
+    };
+    let mut ipiece = [0i32];
+    let red_send = [me, 1];
+    let gat_send = [me + 7];
+    oxmpi::scope(|s| {
+        let reqs = [
+            inter.immediate_reduce_into(s, spec, &red_send[..], &mut ired[..], Op::Sum),
+            inter.immediate_gather_into(s, spec, &gat_send[..], &mut igat),
+            inter.immediate_scatter_into(s, spec, &isrc, &mut ipiece[..]),
+        ];
+        for r in reqs {
+            must("inter immediate rooted", r.and_then(|r| r.wait()));
+        }
+    });
+    if is_root {
+        check!(ired == [evsum, evens], "intercomm ireduce {ired:?}");
+        check!(
+            igat == (0..evens).map(|r| world_of(0, r) + 7).collect::<Vec<_>>(),
+            "intercomm igather {igat:?}"
+        );
+    }
+    if color == 0 {
+        check!(ipiece[0] == 2000 + lr, "intercomm iscatter {}", ipiece[0]);
+    }
 
     // merge: odds first (evens pass high = true).
     let merged = must("merge", inter.merge(color == 0));

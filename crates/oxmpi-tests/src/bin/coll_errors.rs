@@ -1,11 +1,13 @@
 //! Bad arguments to collectives give the right error class instead of hanging: root out of
 //! range, buffers of the wrong length, counts/displacements that do not fit, operations not
-//! defined on the type, and counts that differ between ranks (detected by the receivers).
-//! After each error the communicator still works. Exits non-zero on a wrong class.
+//! defined on the type, counts that differ between ranks (detected by the receivers), and
+//! different operations in the two groups of an intercommunicator reduction (every process
+//! that takes part gets [`ErrorClass::Op`]). After each error the communicator still works.
+//! Exits non-zero on a wrong class.
 
 use std::process::exit;
 
-use oxmpi::{scope, Communicator, ErrorClass, Op};
+use oxmpi::{scope, Communicator, ErrorClass, InterRoot, Op};
 
 fn expect<T: std::fmt::Debug>(what: &str, r: oxmpi::Result<T>, class: ErrorClass) {
     match r {
@@ -25,6 +27,67 @@ fn still_works(c: &Communicator) {
     }
     if s[0] != c.size() {
         eprintln!("MISMATCH allreduce after an error gave {}", s[0]);
+        exit(1);
+    }
+}
+
+/// Evens and odds as the two groups of an intercommunicator; each passes a different
+/// operation to allreduce (blocking and nonblocking) and reduce.
+fn intercomm_op_mismatch(world: &Communicator) {
+    let me = world.rank();
+    let color = me % 2;
+    let local = world.split(color, me).expect("split").expect("member");
+    let inter = local
+        .create_intercomm(0, world, 1 - color, 77)
+        .expect("create_intercomm");
+    let lr = inter.rank();
+    let rsize = inter.remote_size();
+    let mine = if color == 0 { Op::Sum } else { Op::Max };
+    let mut r = [0i32; 2];
+    expect(
+        "intercomm allreduce with different ops",
+        inter.all_reduce_into(&[me, 1][..], &mut r[..], mine.clone()),
+        ErrorClass::Op,
+    );
+    // A user operation against a predefined one, nonblocking.
+    let op = if color == 0 {
+        Op::user::<i32>(true, |a, b| b.iter_mut().zip(a).for_each(|(y, x)| *y += x))
+    } else {
+        Op::Sum
+    };
+    let one = [me];
+    scope(|s| {
+        expect(
+            "intercomm iallreduce user op against SUM",
+            inter
+                .immediate_all_reduce_into(s, &one[..], &mut r[..1], op)
+                .and_then(|q| q.wait()),
+            ErrorClass::Op,
+        );
+    });
+    // reduce to the odds' rank 0: it and every even get Op; the other odds take no part.
+    let spec = match (color, lr) {
+        (1, 0) => InterRoot::Root,
+        (1, _) => InterRoot::Null,
+        _ => InterRoot::Remote(0),
+    };
+    let res = inter.reduce_into(spec, &[me][..], &mut r[..1], mine);
+    if spec == InterRoot::Null {
+        if let Err(e) = res {
+            eprintln!("ERROR intercomm reduce at a non-root of the root group: {e}");
+            exit(1);
+        }
+    } else {
+        expect("intercomm reduce with different ops", res, ErrorClass::Op);
+    }
+    // The intercommunicator still works with matching operations.
+    let mut s = [0i32];
+    if let Err(e) = inter.all_reduce_into(&[1][..], &mut s[..], Op::Sum) {
+        eprintln!("ERROR intercomm allreduce after an error: {e}");
+        exit(1);
+    }
+    if s[0] != rsize {
+        eprintln!("MISMATCH intercomm allreduce after an error gave {}", s[0]);
         exit(1);
     }
 }
@@ -158,6 +221,9 @@ fn main() {
             }
             still_works(&pair);
         }
+    }
+    if p >= 2 {
+        intercomm_op_mismatch(&world);
     }
     world.barrier().expect("barrier");
     println!("rank {me} coll_errors passed");

@@ -1,13 +1,18 @@
 //! Collectives on intercommunicators: each group's data goes to the *other* group. Built
 //! from the intracommunicator algorithms over each local group (on the intercommunicator's
-//! private local context) plus one exchange between the groups' rank-0 leaders.
+//! private local context) plus one exchange between the groups' rank-0 leaders. Each is a
+//! program like the intracommunicator collectives, so it runs blocking or, as an
+//! `immediate_*` call, as a schedule in the progress engine (several may be outstanding).
+//!
+//! Reductions also exchange an identity of the operation between the groups and fail with
+//! [`ErrorClass::Op`] on every participating process when the groups passed different ones.
 //!
 //! # Standard sections
 //! MPI-5.0 §6.2.2 (intercommunicator collectives), §7.6 (intercommunicators).
 
 use super::algorithms::{tree, Grp, EMPTY};
 use super::schedule::{Combine, Peer, Program, Raw, Region, Span};
-use super::{bytes, bytes_mut, check_len, combine, launch, Plan};
+use super::{bytes, bytes_mut, check_len, combine, done, launch, req, Plan};
 use crate::comm::InterCommunicator;
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
@@ -15,6 +20,7 @@ use crate::op::{Op, Reducible};
 use crate::p2p::engine::{RecvStart, SendMode};
 use crate::p2p::wire::Envelope;
 use crate::point_to_point::Status;
+use crate::request::{Request, Scope};
 use crate::threading::ThreadLevel;
 
 /// The root argument of a rooted intercommunicator collective.
@@ -30,6 +36,58 @@ pub enum InterRoot {
 
 fn local(me: u32, size: u32) -> Grp<'static> {
     Grp::all(me, size)
+}
+
+/// Binomial-tree broadcast of several spans at once from group index 0: each rank receives
+/// all of them from its parent, then forwards all of them (one round per tree level, as for
+/// one span).
+fn bcast_spans(pr: &mut Program, g: Grp<'_>, spans: &[Span]) {
+    let (me, p) = (g.me, g.size());
+    let mut mask = 1;
+    while mask < p {
+        if me & mask != 0 {
+            for &s in spans {
+                pr.recv(g.peer(me - mask), s);
+            }
+            pr.wait();
+            break;
+        }
+        mask <<= 1;
+    }
+    mask >>= 1;
+    while mask > 0 {
+        if me + mask < p {
+            for &s in spans {
+                pr.send(g.peer(me + mask), s);
+            }
+        }
+        mask >>= 1;
+    }
+    pr.wait();
+}
+
+/// What the groups of an intercommunicator reduction exchange to check that they use the
+/// same operation: predefined operations by number; user operations (whose closures cannot
+/// be compared across processes) by a marker and their commutativity.
+fn op_identity(op: &Op) -> u64 {
+    const USER: u64 = 0x5553_4552_0000_0000; // "USER"
+    match op {
+        Op::Sum => 1,
+        Op::Prod => 2,
+        Op::Min => 3,
+        Op::Max => 4,
+        Op::LogicalAnd => 5,
+        Op::LogicalOr => 6,
+        Op::LogicalXor => 7,
+        Op::BitwiseAnd => 8,
+        Op::BitwiseOr => 9,
+        Op::BitwiseXor => 10,
+        Op::MinLoc => 11,
+        Op::MaxLoc => 12,
+        Op::Replace => 13,
+        Op::NoOp => 14,
+        Op::User(u) => USER | u64::from(u.is_commutative()),
+    }
 }
 
 impl<L: ThreadLevel> InterCommunicator<L> {
@@ -115,8 +173,38 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         )
     }
 
-    /// Returns once every process of both groups has called it (`MPI_Barrier`).
-    pub fn barrier(&self) -> Result<()> {
+    /// Runs `prog` to completion (`scope == None`) or starts it as a schedule in `scope`.
+    ///
+    /// # Safety
+    /// As [`launch`]: `send`/`recv` come from slices borrowed for the whole call (blocking)
+    /// or for `'a` (nonblocking).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn start<'a, 's>(
+        &self,
+        scope: Option<&'s Scope<'a>>,
+        name: &'static str,
+        prog: Program,
+        c: Option<Combine>,
+        send: Raw,
+        recv: Raw,
+    ) -> Result<Option<Request<'a, 's>>> {
+        let plan = Plan {
+            name,
+            prog,
+            combine: c,
+        };
+        // SAFETY: forwarded from our caller.
+        unsafe { launch(&self.rt, &self.state, scope, plan, send, recv) }
+    }
+
+    /// A process of the root's group other than the root takes no part in a rooted
+    /// collective: it only keeps its tag sequence in step with the other members.
+    fn skip<'a, 's>(&self, scope: Option<&'s Scope<'a>>) -> Result<Option<Request<'a, 's>>> {
+        self.state.next_tag();
+        Ok(scope.map(|s| done(&self.rt, s)))
+    }
+
+    fn barrier_go<'a, 's>(&self, scope: Option<&'s Scope<'a>>) -> Result<Option<Request<'a, 's>>> {
         let mut pr = Program::new();
         let g = local(self.me(), self.lsize());
         tree::reduce_binomial(&mut pr, g, 0, EMPTY, EMPTY, true);
@@ -124,27 +212,38 @@ impl<L: ThreadLevel> InterCommunicator<L> {
             pr.exchange(Peer::Remote(0), EMPTY, EMPTY);
         }
         tree::bcast_binomial(&mut pr, g, 0, EMPTY);
-        self.run("intercomm barrier", pr, None, Raw::EMPTY, Raw::EMPTY)
+        let name = if scope.is_some() {
+            "intercomm immediate_barrier"
+        } else {
+            "intercomm barrier"
+        };
+        // SAFETY: no buffers.
+        unsafe { self.start(scope, name, pr, None, Raw::EMPTY, Raw::EMPTY) }
     }
 
-    /// Broadcasts from the root to every process of the other group (`MPI_Bcast`): the root
-    /// passes [`InterRoot::Root`], the rest of its group [`InterRoot::Null`] (their `buf` is
-    /// not used), the other group `InterRoot::Remote(root)`.
-    pub fn broadcast_into<B: BufferMut + ?Sized>(
+    /// Returns once every process of both groups has called it (`MPI_Barrier`).
+    pub fn barrier(&self) -> Result<()> {
+        self.barrier_go(None).map(drop)
+    }
+
+    /// Starts a barrier over both groups (`MPI_Ibarrier`).
+    pub fn immediate_barrier<'a, 's>(&self, scope: &'s Scope<'a>) -> Result<Request<'a, 's>> {
+        req(self.barrier_go(Some(scope)))
+    }
+
+    fn broadcast_go<'a, 's, B: BufferMut + ?Sized>(
         &self,
+        scope: Option<&'s Scope<'a>>,
+        name: &'static str,
         root: InterRoot,
-        buf: &mut B,
-    ) -> Result<()> {
-        self.check_remote_root("broadcast", root)?;
+        buf: &'a mut B,
+    ) -> Result<Option<Request<'a, 's>>> {
+        self.check_remote_root(name, root)?;
         let b = buf.bytes_mut();
         let span = Span::new(Region::Recv, 0, b.len());
         let mut pr = Program::new();
         match root {
-            InterRoot::Null => {
-                // Keep in step with the group's other members, which use this call's tag.
-                self.state.next_tag();
-                return Ok(());
-            }
+            InterRoot::Null => return self.skip(scope),
             InterRoot::Root => {
                 pr.send(Peer::Remote(0), span);
                 pr.wait();
@@ -157,18 +256,49 @@ impl<L: ThreadLevel> InterCommunicator<L> {
                 tree::bcast_binomial(&mut pr, local(self.me(), self.lsize()), 0, span);
             }
         }
-        self.run("intercomm broadcast", pr, None, Raw::EMPTY, Raw::write(b))
+        // SAFETY: `b` is borrowed for `'a`.
+        unsafe { self.start(scope, name, pr, None, Raw::EMPTY, Raw::write(b)) }
     }
 
-    /// Every process's `recv` gets the other group's `send`s combined with `op` in that
-    /// group's rank order (`MPI_Allreduce`). Both groups pass the same count.
-    pub fn all_reduce_into<T: Reducible>(&self, send: &[T], recv: &mut [T], op: Op) -> Result<()> {
-        check_len("allreduce", "the receive buffer", recv.len(), send.len())?;
-        let c = combine::<T>(&op)?;
+    /// Broadcasts from the root to every process of the other group (`MPI_Bcast`): the root
+    /// passes [`InterRoot::Root`], the rest of its group [`InterRoot::Null`] (their `buf` is
+    /// not used), the other group `InterRoot::Remote(root)`.
+    pub fn broadcast_into<B: BufferMut + ?Sized>(
+        &self,
+        root: InterRoot,
+        buf: &mut B,
+    ) -> Result<()> {
+        self.broadcast_go(None, "intercomm broadcast", root, buf)
+            .map(drop)
+    }
+
+    /// Starts a broadcast to the other group (`MPI_Ibcast`); arguments as in
+    /// [`broadcast_into`](Self::broadcast_into).
+    pub fn immediate_broadcast_into<'a, 's, B: BufferMut + ?Sized>(
+        &self,
+        scope: &'s Scope<'a>,
+        root: InterRoot,
+        buf: &'a mut B,
+    ) -> Result<Request<'a, 's>> {
+        req(self.broadcast_go(Some(scope), "intercomm immediate_broadcast", root, buf))
+    }
+
+    fn all_reduce_go<'a, 's, T: Reducible>(
+        &self,
+        scope: Option<&'s Scope<'a>>,
+        name: &'static str,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: &Op,
+    ) -> Result<Option<Request<'a, 's>>> {
+        check_len(name, "the receive buffer", recv.len(), send.len())?;
+        let c = combine::<T>(op)?;
+        let id = op_identity(op);
         let n = std::mem::size_of_val(send);
         let mut pr = Program::new();
         let g = local(self.me(), self.lsize());
         let mine = pr.scratch(if self.me() == 0 { n } else { 0 });
+        let (my_op, their_op) = (pr.scratch(8), pr.scratch(8));
         let output = Span::new(Region::Recv, 0, n);
         tree::reduce_binomial(
             &mut pr,
@@ -179,23 +309,66 @@ impl<L: ThreadLevel> InterCommunicator<L> {
             c.commutative,
         );
         if self.me() == 0 {
-            pr.exchange(Peer::Remote(0), mine, output);
+            // The leaders swap their operation's identity along with their group's result.
+            pr.put(my_op, id);
+            pr.send(Peer::Remote(0), my_op);
+            pr.send(Peer::Remote(0), mine);
+            pr.recv(Peer::Remote(0), their_op);
+            pr.recv(Peer::Remote(0), output);
+            pr.wait();
         }
-        tree::bcast_binomial(&mut pr, g, 0, output);
-        self.run(
-            "intercomm allreduce",
-            pr,
-            Some(c),
-            Raw::read(bytes(send)),
-            Raw::write(bytes_mut(recv)),
-        )
+        bcast_spans(&mut pr, g, &[their_op, output]);
+        pr.expect(their_op, id);
+        // SAFETY: `send`/`recv` are borrowed for `'a`.
+        unsafe {
+            self.start(
+                scope,
+                name,
+                pr,
+                Some(c),
+                Raw::read(bytes(send)),
+                Raw::write(bytes_mut(recv)),
+            )
+        }
     }
 
-    /// Every process's `recv` gets the other group's `send`s in that group's rank order
-    /// (`MPI_Allgather`): `recv` holds remote-size blocks of `send.len()` elements.
-    pub fn all_gather_into<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+    /// Every process's `recv` gets the other group's `send`s combined with `op` in that
+    /// group's rank order (`MPI_Allreduce`). Both groups pass the same count and operation;
+    /// a different operation in the other group is an [`ErrorClass::Op`] error on every
+    /// process (user operations are told apart from predefined ones and by commutativity,
+    /// not from each other).
+    pub fn all_reduce_into<T: Reducible>(&self, send: &[T], recv: &mut [T], op: Op) -> Result<()> {
+        self.all_reduce_go(None, "intercomm allreduce", send, recv, &op)
+            .map(drop)
+    }
+
+    /// Starts an allreduce across the groups (`MPI_Iallreduce`); see
+    /// [`all_reduce_into`](Self::all_reduce_into).
+    pub fn immediate_all_reduce_into<'a, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: Op,
+    ) -> Result<Request<'a, 's>> {
+        req(self.all_reduce_go(
+            Some(scope),
+            "intercomm immediate_allreduce",
+            send,
+            recv,
+            &op,
+        ))
+    }
+
+    fn all_gather_go<'a, 's, T: Equivalence>(
+        &self,
+        scope: Option<&'s Scope<'a>>,
+        name: &'static str,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Result<Option<Request<'a, 's>>> {
         check_len(
-            "allgather",
+            name,
             "the receive buffer",
             recv.len(),
             send.len() * self.remote_size() as usize,
@@ -214,35 +387,61 @@ impl<L: ThreadLevel> InterCommunicator<L> {
             pr.exchange(Peer::Remote(0), mine, output);
         }
         tree::bcast_binomial(&mut pr, g, 0, output);
-        self.run(
-            "intercomm allgather",
-            pr,
-            None,
-            Raw::read(bytes(send)),
-            Raw::write(bytes_mut(recv)),
-        )
+        // SAFETY: `send`/`recv` are borrowed for `'a`.
+        unsafe {
+            self.start(
+                scope,
+                name,
+                pr,
+                None,
+                Raw::read(bytes(send)),
+                Raw::write(bytes_mut(recv)),
+            )
+        }
     }
 
-    /// Combines the other group's `send`s with `op` into the root's `recv` (`MPI_Reduce`);
-    /// see [`InterRoot`] for who passes what. `recv` is used at the root, `send` in the
-    /// other group.
-    pub fn reduce_into<T: Reducible>(
+    /// Every process's `recv` gets the other group's `send`s in that group's rank order
+    /// (`MPI_Allgather`): `recv` holds remote-size blocks of `send.len()` elements.
+    pub fn all_gather_into<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        self.all_gather_go(None, "intercomm allgather", send, recv)
+            .map(drop)
+    }
+
+    /// Starts an allgather across the groups (`MPI_Iallgather`); see
+    /// [`all_gather_into`](Self::all_gather_into).
+    pub fn immediate_all_gather_into<'a, 's, T: Equivalence>(
         &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Result<Request<'a, 's>> {
+        req(self.all_gather_go(Some(scope), "intercomm immediate_allgather", send, recv))
+    }
+
+    fn reduce_go<'a, 's, T: Reducible>(
+        &self,
+        scope: Option<&'s Scope<'a>>,
+        name: &'static str,
         root: InterRoot,
-        send: &[T],
-        recv: &mut [T],
-        op: Op,
-    ) -> Result<()> {
-        self.check_remote_root("reduce", root)?;
-        let c = combine::<T>(&op)?;
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: &Op,
+    ) -> Result<Option<Request<'a, 's>>> {
+        self.check_remote_root(name, root)?;
+        let c = combine::<T>(op)?;
+        let id = op_identity(op);
         let mut pr = Program::new();
+        let (my_op, their_op) = (pr.scratch(8), pr.scratch(8));
         match root {
-            InterRoot::Null => {
-                // Keep in step with the group's other members, which use this call's tag.
-                self.state.next_tag();
-                return Ok(());
-            }
+            InterRoot::Null => return self.skip(scope),
             InterRoot::Root => {
+                // Swap operation identities with the contributing group's leader first, so
+                // that nothing is reduced or delivered under different operations.
+                pr.put(my_op, id);
+                pr.send(Peer::Remote(0), my_op);
+                pr.recv(Peer::Remote(0), their_op);
+                pr.wait();
+                pr.expect(their_op, id);
                 pr.recv(
                     Peer::Remote(0),
                     Span::new(Region::Recv, 0, std::mem::size_of_val(recv)),
@@ -250,11 +449,20 @@ impl<L: ThreadLevel> InterCommunicator<L> {
                 pr.wait();
             }
             InterRoot::Remote(r) => {
+                let g = local(self.me(), self.lsize());
+                if self.me() == 0 {
+                    pr.put(my_op, id);
+                    pr.recv(Peer::Remote(r as u32), their_op);
+                    pr.send(Peer::Remote(r as u32), my_op);
+                    pr.wait();
+                }
+                tree::bcast_binomial(&mut pr, g, 0, their_op);
+                pr.expect(their_op, id);
                 let n = std::mem::size_of_val(send);
                 let acc = pr.scratch(if self.me() == 0 { n } else { 0 });
                 tree::reduce_binomial(
                     &mut pr,
-                    local(self.me(), self.lsize()),
+                    g,
                     0,
                     Span::new(Region::Send, 0, n),
                     acc,
@@ -266,31 +474,67 @@ impl<L: ThreadLevel> InterCommunicator<L> {
                 }
             }
         }
-        self.run(
-            "intercomm reduce",
-            pr,
-            Some(c),
-            Raw::read(bytes(send)),
-            Raw::write(bytes_mut(recv)),
-        )
+        // SAFETY: `send`/`recv` are borrowed for `'a`.
+        unsafe {
+            self.start(
+                scope,
+                name,
+                pr,
+                Some(c),
+                Raw::read(bytes(send)),
+                Raw::write(bytes_mut(recv)),
+            )
+        }
     }
 
-    /// Gathers the other group's `send`s, in its rank order, into the root's `recv`
-    /// (`MPI_Gather`).
-    pub fn gather_into<T: Equivalence>(
+    /// Combines the other group's `send`s with `op` into the root's `recv` (`MPI_Reduce`);
+    /// see [`InterRoot`] for who passes what. `recv` is used at the root, `send` in the
+    /// other group. The root and the other group must pass the same operation; otherwise the
+    /// root and every process of the other group get an [`ErrorClass::Op`] error and nothing
+    /// is combined.
+    pub fn reduce_into<T: Reducible>(
         &self,
         root: InterRoot,
         send: &[T],
         recv: &mut [T],
+        op: Op,
     ) -> Result<()> {
-        self.check_remote_root("gather", root)?;
+        self.reduce_go(None, "intercomm reduce", root, send, recv, &op)
+            .map(drop)
+    }
+
+    /// Starts a reduce to the other group's root (`MPI_Ireduce`); see
+    /// [`reduce_into`](Self::reduce_into).
+    pub fn immediate_reduce_into<'a, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'a>,
+        root: InterRoot,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: Op,
+    ) -> Result<Request<'a, 's>> {
+        req(self.reduce_go(
+            Some(scope),
+            "intercomm immediate_reduce",
+            root,
+            send,
+            recv,
+            &op,
+        ))
+    }
+
+    fn gather_go<'a, 's, T: Equivalence>(
+        &self,
+        scope: Option<&'s Scope<'a>>,
+        name: &'static str,
+        root: InterRoot,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Result<Option<Request<'a, 's>>> {
+        self.check_remote_root(name, root)?;
         let mut pr = Program::new();
         match root {
-            InterRoot::Null => {
-                // Keep in step with the group's other members, which use this call's tag.
-                self.state.next_tag();
-                return Ok(());
-            }
+            InterRoot::Null => return self.skip(scope),
             InterRoot::Root => {
                 pr.recv(
                     Peer::Remote(0),
@@ -318,34 +562,58 @@ impl<L: ThreadLevel> InterCommunicator<L> {
                 }
             }
         }
-        self.run(
-            "intercomm gather",
-            pr,
-            None,
-            Raw::read(bytes(send)),
-            Raw::write(bytes_mut(recv)),
-        )
+        // SAFETY: `send`/`recv` are borrowed for `'a`.
+        unsafe {
+            self.start(
+                scope,
+                name,
+                pr,
+                None,
+                Raw::read(bytes(send)),
+                Raw::write(bytes_mut(recv)),
+            )
+        }
     }
 
-    /// Scatters the root's `send` (remote-size blocks) over the other group, block i to its
-    /// rank i (`MPI_Scatter`).
-    pub fn scatter_into<T: Equivalence>(
+    /// Gathers the other group's `send`s, in its rank order, into the root's `recv`
+    /// (`MPI_Gather`).
+    pub fn gather_into<T: Equivalence>(
         &self,
         root: InterRoot,
         send: &[T],
         recv: &mut [T],
     ) -> Result<()> {
-        self.check_remote_root("scatter", root)?;
+        self.gather_go(None, "intercomm gather", root, send, recv)
+            .map(drop)
+    }
+
+    /// Starts a gather to the other group's root (`MPI_Igather`); see
+    /// [`gather_into`](Self::gather_into).
+    pub fn immediate_gather_into<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        root: InterRoot,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Result<Request<'a, 's>> {
+        req(self.gather_go(Some(scope), "intercomm immediate_gather", root, send, recv))
+    }
+
+    fn scatter_go<'a, 's, T: Equivalence>(
+        &self,
+        scope: Option<&'s Scope<'a>>,
+        name: &'static str,
+        root: InterRoot,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Result<Option<Request<'a, 's>>> {
+        self.check_remote_root(name, root)?;
         let mut pr = Program::new();
         match root {
-            InterRoot::Null => {
-                // Keep in step with the group's other members, which use this call's tag.
-                self.state.next_tag();
-                return Ok(());
-            }
+            InterRoot::Null => return self.skip(scope),
             InterRoot::Root => {
                 check_len(
-                    "scatter",
+                    name,
                     "the send buffer",
                     send.len() % self.remote_size().max(1) as usize,
                     0,
@@ -377,25 +645,57 @@ impl<L: ThreadLevel> InterCommunicator<L> {
                 );
             }
         }
-        self.run(
-            "intercomm scatter",
-            pr,
-            None,
-            Raw::read(bytes(send)),
-            Raw::write(bytes_mut(recv)),
-        )
+        // SAFETY: `send`/`recv` are borrowed for `'a`.
+        unsafe {
+            self.start(
+                scope,
+                name,
+                pr,
+                None,
+                Raw::read(bytes(send)),
+                Raw::write(bytes_mut(recv)),
+            )
+        }
     }
 
-    /// Block j of `send` goes to remote rank j; remote rank j's block for this process lands
-    /// in block j of `recv` (`MPI_Alltoall`).
-    pub fn all_to_all_into<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+    /// Scatters the root's `send` (remote-size blocks) over the other group, block i to its
+    /// rank i (`MPI_Scatter`).
+    pub fn scatter_into<T: Equivalence>(
+        &self,
+        root: InterRoot,
+        send: &[T],
+        recv: &mut [T],
+    ) -> Result<()> {
+        self.scatter_go(None, "intercomm scatter", root, send, recv)
+            .map(drop)
+    }
+
+    /// Starts a scatter from the other group's root (`MPI_Iscatter`); see
+    /// [`scatter_into`](Self::scatter_into).
+    pub fn immediate_scatter_into<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        root: InterRoot,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Result<Request<'a, 's>> {
+        req(self.scatter_go(Some(scope), "intercomm immediate_scatter", root, send, recv))
+    }
+
+    fn all_to_all_go<'a, 's, T: Equivalence>(
+        &self,
+        scope: Option<&'s Scope<'a>>,
+        name: &'static str,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Result<Option<Request<'a, 's>>> {
         let q = self.remote_size().max(1) as usize;
-        check_len("alltoall", "the receive buffer", recv.len(), send.len())?;
+        check_len(name, "the receive buffer", recv.len(), send.len())?;
         if !send.len().is_multiple_of(q) {
             return Err(Error::new(
                 ErrorClass::Count,
                 format!(
-                    "alltoall: {} elements do not split into {q} blocks",
+                    "{name}: {} elements do not split into {q} blocks",
                     send.len()
                 ),
             ));
@@ -411,13 +711,35 @@ impl<L: ThreadLevel> InterCommunicator<L> {
             pr.send(Peer::Remote(j as u32), Span::new(Region::Send, j * n, n));
         }
         pr.wait();
-        self.run(
-            "intercomm alltoall",
-            pr,
-            None,
-            Raw::read(bytes(send)),
-            Raw::write(bytes_mut(recv)),
-        )
+        // SAFETY: `send`/`recv` are borrowed for `'a`.
+        unsafe {
+            self.start(
+                scope,
+                name,
+                pr,
+                None,
+                Raw::read(bytes(send)),
+                Raw::write(bytes_mut(recv)),
+            )
+        }
+    }
+
+    /// Block j of `send` goes to remote rank j; remote rank j's block for this process lands
+    /// in block j of `recv` (`MPI_Alltoall`).
+    pub fn all_to_all_into<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        self.all_to_all_go(None, "intercomm alltoall", send, recv)
+            .map(drop)
+    }
+
+    /// Starts an all-to-all across the groups (`MPI_Ialltoall`); see
+    /// [`all_to_all_into`](Self::all_to_all_into).
+    pub fn immediate_all_to_all_into<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Result<Request<'a, 's>> {
+        req(self.all_to_all_go(Some(scope), "intercomm immediate_alltoall", send, recv))
     }
 
     /// Sends `buf` to rank `dest` of the remote group (`MPI_Send` on an intercommunicator).
@@ -487,5 +809,66 @@ impl<L: ThreadLevel> InterCommunicator<L> {
             RecvStart::Pending(id) => crate::request::wait_raw(&self.rt, id)?,
         };
         crate::request::status_result(raw, elem)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::schedule::sim::{run, Bufs};
+    use super::*;
+
+    #[test]
+    fn bcast_spans_delivers_every_span_to_every_rank() {
+        for p in 1..=9u32 {
+            let (a, b) = (Span::new(Region::Recv, 0, 3), Span::new(Region::Recv, 8, 5));
+            let progs: Vec<Program> = (0..p)
+                .map(|me| {
+                    let mut pr = Program::new();
+                    bcast_spans(&mut pr, local(me, p), &[a, b]);
+                    pr
+                })
+                .collect();
+            let mut bufs: Vec<Bufs> = (0..p)
+                .map(|me| Bufs {
+                    send: vec![],
+                    recv: if me == 0 {
+                        (1..=13).collect()
+                    } else {
+                        vec![0; 13]
+                    },
+                })
+                .collect();
+            run(&progs, &mut bufs, None);
+            for (r, b) in bufs.iter().enumerate() {
+                assert_eq!(b.recv[..3], [1, 2, 3], "p {p} rank {r}");
+                assert_eq!(b.recv[8..], [9, 10, 11, 12, 13], "p {p} rank {r}");
+            }
+        }
+    }
+
+    #[test]
+    fn operations_have_distinct_identities() {
+        let ops = [
+            Op::Sum,
+            Op::Prod,
+            Op::Min,
+            Op::Max,
+            Op::LogicalAnd,
+            Op::LogicalOr,
+            Op::LogicalXor,
+            Op::BitwiseAnd,
+            Op::BitwiseOr,
+            Op::BitwiseXor,
+            Op::MinLoc,
+            Op::MaxLoc,
+            Op::Replace,
+            Op::NoOp,
+            Op::user::<i32>(true, |_, _| {}),
+            Op::user::<i32>(false, |_, _| {}),
+        ];
+        let mut ids: Vec<u64> = ops.iter().map(op_identity).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), ops.len());
     }
 }

@@ -657,6 +657,28 @@ impl<L: ThreadLevel> Communicator<L> {
         .map(drop)
     }
 
+    /// Starts a gather whose root has its own block already in place in `buf`
+    /// (`MPI_Igather` with `MPI_IN_PLACE`); other ranks call
+    /// [`immediate_gather_into`](Self::immediate_gather_into).
+    pub fn immediate_gather_in_place<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        root: i32,
+        buf: &'a mut [T],
+    ) -> Result<Request<'a, 's>> {
+        let n = buf.len() / self.size().max(1) as usize;
+        let prog = self.gather_plan::<T>("immediate_gather", root, n, buf.len(), true)?;
+        req(go!(
+            self,
+            Some(scope),
+            "immediate_gather",
+            prog,
+            None,
+            Raw::EMPTY,
+            Raw::write(bytes_mut(buf))
+        ))
+    }
+
     /// Starts a gather (`MPI_Igather`).
     pub fn immediate_gather_into<'a, 's, T: Equivalence>(
         &self,
@@ -841,6 +863,28 @@ impl<L: ThreadLevel> Communicator<L> {
         .map(drop)
     }
 
+    /// Starts a scatter whose root keeps its own block in place in `buf`
+    /// (`MPI_Iscatter` with `MPI_IN_PLACE`); other ranks call
+    /// [`immediate_scatter_into`](Self::immediate_scatter_into).
+    pub fn immediate_scatter_in_place<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        root: i32,
+        buf: &'a [T],
+    ) -> Result<Request<'a, 's>> {
+        let n = buf.len() / self.size().max(1) as usize;
+        let prog = self.scatter_plan::<T>("immediate_scatter", root, buf.len(), n, true)?;
+        req(go!(
+            self,
+            Some(scope),
+            "immediate_scatter",
+            prog,
+            None,
+            Raw::read(bytes(buf)),
+            Raw::EMPTY
+        ))
+    }
+
     /// Starts a scatter (`MPI_Iscatter`).
     pub fn immediate_scatter_into<'a, 's, T: Equivalence>(
         &self,
@@ -1004,6 +1048,26 @@ impl<L: ThreadLevel> Communicator<L> {
         .map(drop)
     }
 
+    /// Starts an allgather with each rank's block already in place in `buf`
+    /// (`MPI_Iallgather` with `MPI_IN_PLACE`).
+    pub fn immediate_all_gather_in_place<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut [T],
+    ) -> Result<Request<'a, 's>> {
+        let n = buf.len() / self.size().max(1) as usize;
+        let prog = self.allgather_plan::<T>("immediate_allgather", n, buf.len(), true)?;
+        req(go!(
+            self,
+            Some(scope),
+            "immediate_allgather",
+            prog,
+            None,
+            Raw::EMPTY,
+            Raw::write(bytes_mut(buf))
+        ))
+    }
+
     /// Starts an allgather (`MPI_Iallgather`).
     pub fn immediate_all_gather_into<'a, 's, T: Equivalence>(
         &self,
@@ -1148,6 +1212,24 @@ impl<L: ThreadLevel> Communicator<L> {
             Raw::write(bytes_mut(buf))
         )
         .map(drop)
+    }
+
+    /// Starts an all-to-all in one buffer (`MPI_Ialltoall` with `MPI_IN_PLACE`).
+    pub fn immediate_all_to_all_in_place<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut [T],
+    ) -> Result<Request<'a, 's>> {
+        let prog = self.alltoall_plan::<T>("immediate_alltoall", buf.len(), buf.len(), true)?;
+        req(go!(
+            self,
+            Some(scope),
+            "immediate_alltoall",
+            prog,
+            None,
+            Raw::EMPTY,
+            Raw::write(bytes_mut(buf))
+        ))
     }
 
     /// Starts an all-to-all (`MPI_Ialltoall`).
@@ -1359,6 +1441,32 @@ impl<L: ThreadLevel> Communicator<L> {
             Raw::write(bytes_mut(buf))
         )
         .map(drop)
+    }
+
+    /// Starts a reduce whose root contributes `buf` and receives the result in it
+    /// (`MPI_Ireduce` with `MPI_IN_PLACE`); other ranks call
+    /// [`immediate_reduce_into`](Self::immediate_reduce_into).
+    pub fn immediate_reduce_in_place<'a, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'a>,
+        root: i32,
+        buf: &'a mut [T],
+        op: Op,
+    ) -> Result<Request<'a, 's>> {
+        let Some((prog, c)) =
+            self.reduce_plan::<T>("immediate_reduce", root, buf.len(), buf.len(), &op, true)?
+        else {
+            return Ok(done(&self.rt, scope));
+        };
+        req(go!(
+            self,
+            Some(scope),
+            "immediate_reduce",
+            prog,
+            Some(c),
+            Raw::EMPTY,
+            Raw::write(bytes_mut(buf))
+        ))
     }
 
     /// Starts a reduce (`MPI_Ireduce`).
@@ -1587,6 +1695,34 @@ impl<L: ThreadLevel> Communicator<L> {
         .map(drop)
     }
 
+    /// Starts a reduce-scatter in place (`MPI_Ireduce_scatter` with `MPI_IN_PLACE`): `buf`
+    /// holds the whole input and receives this rank's block at its start.
+    pub fn immediate_reduce_scatter_in_place<'a, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut [T],
+        counts: &[usize],
+        op: Op,
+    ) -> Result<Request<'a, 's>> {
+        let (prog, c) = self.reduce_scatter_plan::<T>(
+            "immediate_reduce_scatter",
+            buf.len(),
+            buf.len(),
+            counts,
+            &op,
+            true,
+        )?;
+        req(go!(
+            self,
+            Some(scope),
+            "immediate_reduce_scatter",
+            prog,
+            Some(c),
+            Raw::EMPTY,
+            Raw::write(bytes_mut(buf))
+        ))
+    }
+
     /// Starts a reduce-scatter (`MPI_Ireduce_scatter`).
     pub fn immediate_reduce_scatter_into<'a, 's, T: Reducible>(
         &self,
@@ -1731,6 +1867,29 @@ impl<L: ThreadLevel> Communicator<L> {
         .map(drop)
     }
 
+    /// Starts an inclusive scan in place (`MPI_Iscan` with `MPI_IN_PLACE`).
+    pub fn immediate_scan_in_place<'a, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut [T],
+        op: Op,
+    ) -> Result<Request<'a, 's>> {
+        let Some((prog, c)) =
+            self.scan_plan::<T>("immediate_scan", buf.len(), buf.len(), &op, false, true)?
+        else {
+            return Ok(done(&self.rt, scope));
+        };
+        req(go!(
+            self,
+            Some(scope),
+            "immediate_scan",
+            prog,
+            Some(c),
+            Raw::EMPTY,
+            Raw::write(bytes_mut(buf))
+        ))
+    }
+
     /// Starts an inclusive scan (`MPI_Iscan`).
     pub fn immediate_scan_into<'a, 's, T: Reducible>(
         &self,
@@ -1797,6 +1956,30 @@ impl<L: ThreadLevel> Communicator<L> {
             Raw::write(bytes_mut(buf))
         )
         .map(drop)
+    }
+
+    /// Starts an exclusive scan in place (`MPI_Iexscan` with `MPI_IN_PLACE`); rank 0's `buf`
+    /// is left unchanged.
+    pub fn immediate_exclusive_scan_in_place<'a, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut [T],
+        op: Op,
+    ) -> Result<Request<'a, 's>> {
+        let Some((prog, c)) =
+            self.scan_plan::<T>("immediate_exscan", buf.len(), buf.len(), &op, true, true)?
+        else {
+            return Ok(done(&self.rt, scope));
+        };
+        req(go!(
+            self,
+            Some(scope),
+            "immediate_exscan",
+            prog,
+            Some(c),
+            Raw::EMPTY,
+            Raw::write(bytes_mut(buf))
+        ))
     }
 
     /// Starts an exclusive scan (`MPI_Iexscan`).

@@ -85,6 +85,12 @@ pub(crate) enum Step {
     Reduce { src: Span, dst: Span, later: bool },
     /// `dst = src` (skipped when they are the same bytes).
     Copy { src: Span, dst: Span },
+    /// Writes `value` (8 bytes, little-endian) to `dst`, an 8-byte span.
+    Put { dst: Span, value: u64 },
+    /// Checks that the 8-byte span `src` holds `value` (little-endian); ends the program with
+    /// an [`ErrorClass::Op`] error otherwise. Used to check that peers passed the same
+    /// reduction operation (see `inter`).
+    Expect { src: Span, value: u64 },
 }
 
 /// A collective program: its steps and how much scratch it needs.
@@ -131,6 +137,14 @@ impl Program {
         if src.len > 0 && src != dst {
             self.steps.push(Step::Copy { src, dst });
         }
+    }
+    /// Writes `value` to the 8-byte span `dst` (a [`Step::Put`]).
+    pub fn put(&mut self, dst: Span, value: u64) {
+        self.steps.push(Step::Put { dst, value });
+    }
+    /// Fails unless the 8-byte span `src` holds `value` (an [`Step::Expect`]).
+    pub fn expect(&mut self, src: Span, value: u64) {
+        self.steps.push(Step::Expect { src, value });
     }
     /// Sends to and receives from the same peer, then waits.
     pub fn exchange(&mut self, peer: Peer, data: Span, into: Span) {
@@ -266,6 +280,8 @@ impl Exec {
                     &[(*src, clobbers), (*dst, true)]
                 }
                 Step::Copy { src, dst } => &[(*src, false), (*dst, true)],
+                Step::Put { dst, .. } => &[(*dst, true)],
+                Step::Expect { src, .. } => &[(*src, false)],
                 Step::Wait => &[],
             };
             for &(sp, written) in spans {
@@ -282,6 +298,9 @@ impl Exec {
                     Peer::Remote(r) if r >= rsize => return bad("remote peer out of range", s),
                     _ => {}
                 },
+                Step::Put { dst: sp, .. } | Step::Expect { src: sp, .. } if sp.len != 8 => {
+                    return bad("a value span is not 8 bytes", s);
+                }
                 Step::Reduce { src, dst, .. } => {
                     if combine.is_none() {
                         return bad("reduction without an operation", s);
@@ -440,6 +459,27 @@ impl Exec {
                         unsafe { std::ptr::copy(ps, pd, src.len) };
                     }
                 }
+                Step::Put { dst, value } => {
+                    let pd = self.ptr(dst);
+                    // SAFETY: `dst` is an 8-byte span in bounds (checked in `new`) that no
+                    // transfer uses (program rule: local steps follow a Wait).
+                    unsafe { std::ptr::copy_nonoverlapping(value.to_le_bytes().as_ptr(), pd, 8) };
+                }
+                Step::Expect { src, value } => {
+                    let mut got = [0u8; 8];
+                    let ps = self.ptr(src);
+                    // SAFETY: as for `Put`.
+                    unsafe { std::ptr::copy_nonoverlapping(ps, got.as_mut_ptr(), 8) };
+                    if u64::from_le_bytes(got) != value {
+                        return Err(Error::new(
+                            ErrorClass::Op,
+                            format!(
+                                "{}: the processes passed different reduction operations",
+                                self.name
+                            ),
+                        ));
+                    }
+                }
                 Step::Wait => unreachable!("handled above"),
             }
         }
@@ -582,6 +622,14 @@ pub(crate) mod sim {
                                 .to_vec();
                             region(&mut bufs[r], &mut tmp[r], dst.region)[dst.off..dst.end()]
                                 .copy_from_slice(&a);
+                        }
+                        Step::Put { dst, value } => {
+                            region(&mut bufs[r], &mut tmp[r], dst.region)[dst.off..dst.end()]
+                                .copy_from_slice(&value.to_le_bytes());
+                        }
+                        Step::Expect { src, value } => {
+                            let b = region(&mut bufs[r], &mut tmp[r], src.region);
+                            assert_eq!(b[src.off..src.end()], value.to_le_bytes(), "rank {r}");
                         }
                         other => panic!("unexpected step {other:?}"),
                     }
