@@ -71,9 +71,9 @@ tunables! {
         "size of each rank's shared arena for alloc_mem (a sparse file: only used pages cost memory)";
     shm_fifo_cells: usize = 1024 => "1024", "OXMPI_SHM_FIFO_CELLS",
         "64-byte cells in each rank's receive ring (power of two, at least 256)";
-    shm_pool_blocks: u32 = 128 => "128", "OXMPI_SHM_POOL_BLOCKS",
+    shm_pool_blocks: u32 = 256 => "256", "OXMPI_SHM_POOL_BLOCKS",
         "blocks in each rank's send pool";
-    shm_block_size: u32 = 16384 => "16384", "OXMPI_SHM_BLOCK_SIZE",
+    shm_block_size: u32 = 8192 => "8192", "OXMPI_SHM_BLOCK_SIZE",
         "bytes per pool block: the largest fragment and the two-copy chunk size";
     shm_inline_max: usize = 1024 => "1024", "OXMPI_SHM_INLINE_MAX",
         "largest payload carried inline in cells rather than in a pool block";
