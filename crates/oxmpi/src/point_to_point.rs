@@ -371,12 +371,7 @@ impl<L: ThreadLevel> Communicator<L> {
                 ..RawStatus::default()
             }),
         };
-        Ok(Request::new(
-            self.rt.clone(),
-            start,
-            buf.element_size(),
-            scope,
-        ))
+        Ok(Request::new(&self.rt, start, buf.element_size(), scope))
     }
 
     /// Starts a receive into `buf` (`MPI_Irecv`).
@@ -398,7 +393,7 @@ impl<L: ThreadLevel> Communicator<L> {
             )?
         };
         let elem = buf.element_size();
-        Ok(Request::new(self.rt.clone(), start, elem, scope))
+        Ok(Request::new(&self.rt, start, elem, scope))
     }
 
     /// Starts a receive of up to `len` bytes at `ptr` (`MPI_Irecv` on raw memory, as the C
@@ -421,7 +416,7 @@ impl<L: ThreadLevel> Communicator<L> {
         // SAFETY: forwarded from our caller.
         let start =
             unsafe { self.start_receive("immediate_receive", bytes, source.into(), tag.into())? };
-        Ok(Request::new(self.rt.clone(), start, 1, scope))
+        Ok(Request::new(&self.rt, start, 1, scope))
     }
 
     /// Starts a ready-mode send (`MPI_Irsend`); oxmpi gives it the standard protocol.
@@ -450,7 +445,7 @@ impl<L: ThreadLevel> Communicator<L> {
             ..RawStatus::default()
         };
         Ok(Request::new(
-            self.rt.clone(),
+            &self.rt,
             RecvStart::Done(done),
             buf.element_size(),
             scope,
@@ -661,7 +656,7 @@ impl Message {
     ) -> Request<'a, 's> {
         let elem = buf.element_size();
         let (rt, start) = self.start(buf.bytes_mut());
-        Request::new(rt, start, elem, scope)
+        Request::new(&rt, start, elem, scope)
     }
 }
 

@@ -31,9 +31,13 @@ pub struct Scope<'a> {
 }
 
 impl Scope<'_> {
+    /// The process's runtime, kept once per scope so that requests need not count references.
+    fn runtime(&self, rt: &Arc<Runtime>) -> &Runtime {
+        self.rt.get_or_init(|| rt.clone())
+    }
+
     /// Records request `id`, so that the scope waits for it if nobody else does.
-    pub(crate) fn register(&self, rt: &Arc<Runtime>, id: ReqId) {
-        self.rt.get_or_init(|| rt.clone());
+    pub(crate) fn register(&self, rt: &Runtime, id: ReqId) {
         let mut v = self.outstanding.borrow_mut();
         if v.len() >= self.prune_at.get() {
             rt.engine.with(|e| v.retain(|r| e.is_live(*r)));
@@ -73,7 +77,7 @@ pub fn scope<'a, R>(f: impl FnOnce(&Scope<'a>) -> R) -> R {
 /// A nonblocking operation in flight, borrowing its buffer for `'a`.
 #[must_use = "a request must be waited for or tested"]
 pub struct Request<'a, 's> {
-    rt: Arc<Runtime>,
+    rt: &'s Runtime,
     state: ReqState,
     elem: usize,
     /// Ties the request (and the buffer borrow `'a`) to its scope.
@@ -88,15 +92,16 @@ enum ReqState {
 
 impl<'a, 's> Request<'a, 's> {
     pub(crate) fn new(
-        rt: Arc<Runtime>,
+        rt: &Arc<Runtime>,
         start: RecvStart,
         elem: usize,
         scope: &'s Scope<'a>,
     ) -> Self {
+        let rt = scope.runtime(rt);
         let state = match start {
             RecvStart::Done(st) => ReqState::Done(st),
             RecvStart::Pending(id) => {
-                scope.register(&rt, id);
+                scope.register(rt, id);
                 ReqState::Pending(id)
             }
         };
@@ -112,7 +117,7 @@ impl<'a, 's> Request<'a, 's> {
     pub fn wait(mut self) -> Result<Status> {
         let raw = match std::mem::replace(&mut self.state, ReqState::Collected) {
             ReqState::Pending(id) => {
-                let st = wait_raw(&self.rt, id);
+                let st = wait_raw(self.rt, id);
                 st?
             }
             ReqState::Done(st) => st,
@@ -165,7 +170,7 @@ impl Drop for Request<'_, '_> {
     fn drop(&mut self) {
         if let ReqState::Pending(id) = self.state {
             // Completing here keeps the borrowed buffer valid for as long as the engine uses it.
-            let _ = wait_raw(&self.rt, id);
+            let _ = wait_raw(self.rt, id);
         }
     }
 }
@@ -230,8 +235,8 @@ pub fn wait_all(requests: Vec<Request<'_, '_>>) -> Result<Vec<Status>> {
 /// Returns its index in `requests` before removal and its result; `None` if `requests` is
 /// empty.
 pub fn wait_any(requests: &mut Vec<Request<'_, '_>>) -> Option<(usize, Result<Status>)> {
-    let rt = requests.first()?.rt.clone();
-    block_on(&rt, || Ok(test_any(requests))).ok()
+    let rt = requests.first()?.rt;
+    block_on(rt, || Ok(test_any(requests))).ok()
 }
 
 /// Completes one finished request if there is one, removing it from `requests`
@@ -251,10 +256,10 @@ pub fn test_any(requests: &mut Vec<Request<'_, '_>>) -> Option<(usize, Result<St
 /// Waits until at least one request finished, then completes every finished one, removing them
 /// from `requests` (`MPI_Waitsome`). Indices refer to positions before removal.
 pub fn wait_some(requests: &mut Vec<Request<'_, '_>>) -> Vec<(usize, Result<Status>)> {
-    let Some(rt) = requests.first().map(|r| r.rt.clone()) else {
+    let Some(rt) = requests.first().map(|r| r.rt) else {
         return Vec::new();
     };
-    block_on(&rt, || {
+    block_on(rt, || {
         let done = test_some(requests);
         Ok((!done.is_empty()).then_some(done))
     })

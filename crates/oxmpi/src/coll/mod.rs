@@ -115,14 +115,14 @@ pub(crate) unsafe fn launch<'a, 's>(
         None => schedule::run(rt, &mut exec).map(|()| None),
         Some(s) => {
             let id = rt.engine.with(|e| e.start_schedule(Box::new(exec)))?;
-            Ok(Some(Request::new(rt.clone(), RecvStart::Pending(id), 1, s)))
+            Ok(Some(Request::new(rt, RecvStart::Pending(id), 1, s)))
         }
     }
 }
 
 /// A request that is already complete (collectives with nothing to do).
 pub(crate) fn done<'a, 's>(rt: &Arc<Runtime>, scope: &'s Scope<'a>) -> Request<'a, 's> {
-    Request::new(rt.clone(), RecvStart::Done(RawStatus::default()), 1, scope)
+    Request::new(rt, RecvStart::Done(RawStatus::default()), 1, scope)
 }
 
 pub(crate) fn bytes<T: Equivalence>(s: &[T]) -> &[u8] {
