@@ -511,12 +511,11 @@ static void verify_barrier(const struct ctx *c)
     MPI_Get_processor_name(host, &len);
     if (c->rank == 0) {
         memcpy(root_host, host, sizeof root_host);
-        snprintf(path, sizeof path, "/tmp/oxbench-barrier-XXXXXX");
-        int fd = mkstemp(path);
-        if (fd < 0)
-            fail(c, "cannot create a marker file in /tmp: %s", strerror(errno));
-        close(fd);
-        unlink(path);
+        /* A name no other run uses (pid and clock); creating it below with O_EXCL proves it. */
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        snprintf(path, sizeof path, "/tmp/oxbench-barrier-%ld-%lld-%ld", (long)getpid(),
+                 (long long)now.tv_sec, now.tv_nsec);
     }
     MPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
     MPI_Bcast(root_host, (int)sizeof root_host, MPI_CHAR, 0, MPI_COMM_WORLD);

@@ -314,14 +314,7 @@ impl<L: ThreadLevel> Communicator<L> {
         self.check_finalized("probe")?;
         let (src, tag) = self.recv_args("probe", source.into(), tag.into())?;
         if src == PROC_NULL {
-            return Ok(Some(Status::new(
-                RawStatus {
-                    source: PROC_NULL,
-                    tag: ANY_TAG,
-                    ..RawStatus::default()
-                },
-                1,
-            )));
+            return Ok(Some(Status::new(RawStatus::proc_null(), 1)));
         }
         let ctx = self.state.context;
         let st = self.rt.engine.with(|e| -> Result<Option<RawStatus>> {
@@ -525,11 +518,7 @@ impl<L: ThreadLevel> Communicator<L> {
         self.check_finalized("matched_probe")?;
         let (src, tag) = self.recv_args("matched_probe", source.into(), tag.into())?;
         if src == PROC_NULL {
-            let raw = RawStatus {
-                source: PROC_NULL,
-                tag: ANY_TAG,
-                ..RawStatus::default()
-            };
+            let raw = RawStatus::proc_null();
             return Ok(Some((
                 Message {
                     rt: self.rt.clone(),
@@ -622,11 +611,7 @@ pub struct Message {
 impl Message {
     fn start(self, bytes: &mut [u8]) -> (Arc<Runtime>, RecvStart) {
         let start = match self.msg {
-            None => RecvStart::Done(RawStatus {
-                source: PROC_NULL,
-                tag: ANY_TAG,
-                ..RawStatus::default()
-            }),
+            None => RecvStart::Done(RawStatus::proc_null()),
             // SAFETY: `bytes` is borrowed by the caller until the receive completes (blocking
             // receive waits; the immediate form ties it to a scoped Request).
             Some(u) => self

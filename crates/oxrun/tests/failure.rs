@@ -179,8 +179,7 @@ fn stdin_eof_does_not_end_the_job() {
         &[],
     );
     assert_eq!(r.code, Some(0), "{r:?}");
-    let mut lines = r.out_lines();
-    lines.sort_unstable();
+    let lines = r.sorted_out_lines();
     assert_eq!(lines, vec!["done0", "done1"]);
 }
 

@@ -101,8 +101,7 @@ fn mpmd_runs_different_programs() {
         "echo B$PMI_RANK",
     ]);
     assert_eq!(r.code, Some(0), "{r:?}");
-    let mut lines = r.out_lines();
-    lines.sort_unstable();
+    let lines = r.sorted_out_lines();
     assert_eq!(lines, vec!["A0", "B1", "B2"]);
 }
 

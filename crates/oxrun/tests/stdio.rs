@@ -74,8 +74,7 @@ fn ranks_see_the_launcher_variables() {
         "echo $PMI_RANK $PMI_SIZE ${#OXMPI_SECRET} ${#OXMPI_JOBKEY} $PMI_FD",
     ]);
     assert_eq!(r.code, Some(0), "{r:?}");
-    let mut lines = r.out_lines();
-    lines.sort_unstable();
+    let lines = r.sorted_out_lines();
     assert_eq!(lines.len(), 2);
     for (i, l) in lines.iter().enumerate() {
         let f: Vec<&str> = l.split(' ').collect();
@@ -131,8 +130,7 @@ fn a_final_unterminated_line_is_kept() {
         "printf r$PMI_RANK",
     ]);
     assert_eq!(r.code, Some(0), "{r:?}");
-    let mut lines = r.out_lines();
-    lines.sort_unstable();
+    let lines = r.sorted_out_lines();
     assert_eq!(lines, vec!["r0", "r1", "r2"]);
 }
 

@@ -7,28 +7,23 @@ fn main() {
     let universe = oxmpi::init().expect("init");
     let world = universe.world();
     let (me, np) = (world.rank(), world.size());
-    let mut x = 0u32;
-    world
-        .send_receive_into(
-            &(me as u32),
-            (me + 1) % np,
-            0,
-            &mut x,
-            (me + np - 1) % np,
-            0,
-        )
-        .expect("ring");
+    // One message to the next rank and one from the previous, with `tag`.
+    let ring = |tag: i32| {
+        let mut x = 0u32;
+        world
+            .send_receive_into(
+                &(me as u32),
+                (me + 1) % np,
+                tag,
+                &mut x,
+                (me + np - 1) % np,
+                tag,
+            )
+            .expect("ring");
+    };
+    ring(0);
     // A second lap so that every rank's segment exists before rank 0 looks.
-    world
-        .send_receive_into(
-            &(me as u32),
-            (me + 1) % np,
-            1,
-            &mut x,
-            (me + np - 1) % np,
-            1,
-        )
-        .expect("ring");
+    ring(1);
     println!("rank {me} mapped={}", universe.mapped_peers());
     if me == 0 {
         let key = std::env::var("OXMPI_JOBKEY").expect("run under oxrun");
@@ -47,15 +42,6 @@ fn main() {
         );
     }
     // Nobody unlinks before everyone has looked.
-    world
-        .send_receive_into(
-            &(me as u32),
-            (me + 1) % np,
-            2,
-            &mut x,
-            (me + np - 1) % np,
-            2,
-        )
-        .expect("ring");
+    ring(2);
     universe.finalize().expect("finalize");
 }

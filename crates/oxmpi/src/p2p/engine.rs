@@ -1021,11 +1021,7 @@ impl Engine {
         tag: i32,
     ) -> Result<RecvStart> {
         if src == PROC_NULL {
-            return Ok(RecvStart::Done(Status {
-                source: PROC_NULL,
-                tag: super::matching::ANY_TAG,
-                ..Status::default()
-            }));
+            return Ok(RecvStart::Done(Status::proc_null()));
         }
         match self.core.matcher.take_unexpected(ctx, src, tag) {
             // SAFETY: forwarded from our caller.

@@ -18,6 +18,18 @@ pub struct Status {
     pub cancelled: bool,
 }
 
+impl Status {
+    /// The status of an operation with `MPI_PROC_NULL`: source `PROC_NULL`, tag `ANY_TAG`,
+    /// no data.
+    pub fn proc_null() -> Status {
+        Status {
+            source: super::matching::PROC_NULL,
+            tag: super::matching::ANY_TAG,
+            ..Status::default()
+        }
+    }
+}
+
 /// Handle to a request: slot index plus generation, so a stale handle is detected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ReqId {

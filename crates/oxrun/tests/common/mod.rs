@@ -29,6 +29,13 @@ impl Run {
         self.stdout.lines().collect()
     }
 
+    /// stdout lines in sorted order (ranks print in any order).
+    pub fn sorted_out_lines(&self) -> Vec<&str> {
+        let mut lines = self.out_lines();
+        lines.sort_unstable();
+        lines
+    }
+
     /// stderr lines that oxrun itself wrote.
     pub fn oxrun_lines(&self) -> Vec<&str> {
         self.stderr
