@@ -74,9 +74,10 @@ impl<L: ThreadLevel> Universe<L> {
     /// size (`MPI_Buffer_detach`).
     pub fn buffer_detach(&self) -> Result<usize> {
         crate::request::block_on(&self.rt, || {
-            self.rt
-                .engine
-                .with(|e| e.progress().map(|_| (!e.bsend_busy()).then_some(())))
+            self.rt.engine.with(|e| {
+                e.progress();
+                Ok((!e.bsend_busy()).then_some(()))
+            })
         })?;
         self.rt.engine.with(|e| e.buffer_detach())
     }
@@ -147,14 +148,7 @@ pub fn time_resolution() -> f64 {
 
 /// This host's name (`MPI_Get_processor_name`).
 pub fn processor_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most `buf.len()` bytes into the valid buffer.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "localhost".into();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    crate::runtime::processor_name()
 }
 
 #[cfg(test)]

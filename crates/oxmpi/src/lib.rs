@@ -33,6 +33,7 @@ pub mod datatype;
 pub mod environment;
 pub mod error;
 pub mod group;
+pub mod info;
 pub mod memory;
 pub mod op;
 pub mod p2p;

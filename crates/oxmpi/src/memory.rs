@@ -26,7 +26,13 @@ impl<T: Equivalence> SharedBuffer<T> {
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
             .ok_or_else(|| crate::Error::new(ErrorClass::NoMem, "alloc_mem: size overflows"))?;
-        match rt.engine.with(|e| e.alloc_mem(bytes)) {
+        match rt.engine.with(|e| match e.node() {
+            Some(n) => n.alloc_mem(bytes),
+            None => Err(crate::Error::new(
+                ErrorClass::NoMem,
+                "alloc_mem: no shared-memory transport (no peer on this host)",
+            )),
+        }) {
             Ok(p) => {
                 // SAFETY: the arena returned `bytes` writable bytes aligned to 64 (enough for any
                 // Equivalence type); zero is a valid value of every Pod type.
@@ -80,7 +86,11 @@ impl<T: Equivalence> Drop for SharedBuffer<T> {
         if self.heap.is_none() {
             let bytes = self.len * std::mem::size_of::<T>();
             let p = self.ptr.as_ptr().cast::<u8>();
-            self.rt.engine.with(|e| e.free_mem(p, bytes));
+            self.rt.engine.with(|e| {
+                if let Some(n) = e.node() {
+                    n.free_mem(p, bytes);
+                }
+            });
         }
     }
 }

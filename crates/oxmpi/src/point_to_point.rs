@@ -321,7 +321,7 @@ impl<L: ThreadLevel> Communicator<L> {
             if let Some(st) = e.iprobe(ctx, src, tag) {
                 return Ok(Some(st));
             }
-            e.progress()?;
+            e.progress();
             Ok(e.iprobe(ctx, src, tag))
         })?;
         Ok(st.map(|s| Status::new(s, 1)))
@@ -532,7 +532,7 @@ impl<L: ThreadLevel> Communicator<L> {
             if let Some(u) = e.improbe(ctx, src, tag) {
                 return Ok(Some(u));
             }
-            e.progress()?;
+            e.progress();
             Ok(e.improbe(ctx, src, tag))
         })?;
         Ok(found.map(|u| {

@@ -135,7 +135,10 @@ impl<'a, 's> Request<'a, 's> {
     pub fn test(&mut self) -> Option<Result<Status>> {
         match self.state {
             ReqState::Pending(id) => {
-                let r = self.rt.engine.with(|e| e.progress().map(|_| e.test(id)));
+                let r: Result<Option<RawStatus>> = self.rt.engine.with(|e| {
+                    e.progress();
+                    Ok(e.test(id))
+                });
                 match r {
                     Err(e) => Some(Err(e)),
                     Ok(None) => None,
@@ -211,7 +214,7 @@ pub(crate) fn wait_raw(rt: &Runtime, id: ReqId) -> Result<RawStatus> {
             while k < rt.wait.inner_spin && e.quiet() {
                 k += 1;
             }
-            let n = e.progress()?;
+            let n = e.progress();
             Ok((e.test(id), n > 0))
         })?;
         if let Some(st) = done {
@@ -300,11 +303,10 @@ impl Request<'_, '_> {
     /// Advances progress and reports whether this request has finished, without collecting it.
     fn poll_done(&mut self) -> bool {
         match self.state {
-            ReqState::Pending(id) => self
-                .rt
-                .engine
-                .with(|e| e.progress().map(|_| e.is_done(id)))
-                .unwrap_or(true),
+            ReqState::Pending(id) => self.rt.engine.with(|e| {
+                e.progress();
+                e.is_done(id)
+            }),
             ReqState::Done(_) => true,
             ReqState::Collected => false,
         }

@@ -3,8 +3,6 @@
 
 use oxmpi::coll::select::{algorithm_table, Crossovers, COLL_TUNABLES};
 use oxmpi::config::{Config, Tunable, TUNABLES};
-use oxmpi::p2p::protocol::Thresholds;
-use oxmpi::transport::shm::ShmLayout;
 
 fn main() {
     let config = match Config::from_env() {
@@ -28,7 +26,7 @@ fn main() {
     print_tunables(COLL_TUNABLES);
     println!();
     println!("Point-to-point protocol by message size (bytes), same host:");
-    for line in Thresholds::from_config(&config).describe() {
+    for line in oxmpi::info::shm_protocols(&config) {
         println!("  {line}");
     }
     println!();
@@ -36,18 +34,10 @@ fn main() {
     for a in algorithm_table() {
         println!("  {:<16} {:<44} {}", a.collective, a.algorithm, a.when);
     }
-    let layout = ShmLayout {
-        fifo_cells: config.shm_fifo_cells,
-        pool_blocks: config.shm_pool_blocks,
-        block_size: config.shm_block_size,
-    };
+    let (bytes, cells, blocks, block) = oxmpi::info::shm_bytes_per_rank(&config);
     println!();
     println!(
-        "Shared memory per rank: {} bytes ({} ring cells of 64 B + {} pool blocks of {} B), whatever the number of ranks",
-        layout.bytes(),
-        layout.fifo_cells,
-        layout.pool_blocks,
-        layout.block_size
+        "Shared memory per rank: {bytes} bytes ({cells} ring cells of 64 B + {blocks} pool blocks of {block} B), whatever the number of ranks"
     );
 }
 

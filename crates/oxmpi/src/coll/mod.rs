@@ -476,7 +476,10 @@ impl<L: ThreadLevel> Communicator<L> {
             && self.state.members.len() == self.rt.size as usize
             && self.size() <= SHM_BARRIER_MAX_RANKS
             && self.rt.coll_single_host
-            && self.rt.engine.with(|e| e.shm_barrier_possible())
+            && self
+                .rt
+                .engine
+                .with(|e| e.node().is_some_and(|n| n.spans_world()))
     }
 
     /// Waits until every rank has arrived at shared-memory collective `n`.
@@ -484,13 +487,13 @@ impl<L: ThreadLevel> Communicator<L> {
         crate::request::block_on(&self.rt, || {
             self.rt.engine.with(|e| {
                 for _ in 0..self.rt.wait.inner_spin {
-                    if e.shm_barrier_done(n)? {
+                    if node_of(e)?.barrier_done(n)? {
                         return Ok(Some(()));
                     }
                 }
                 // Peers may need our FINs or ACKs to reach the collective.
-                e.progress()?;
-                Ok(e.shm_barrier_done(n)?.then_some(()))
+                e.progress();
+                Ok(node_of(e)?.barrier_done(n)?.then_some(()))
             })
         })
     }
@@ -499,13 +502,16 @@ impl<L: ThreadLevel> Communicator<L> {
     /// all of them in rank order itself, so every rank computes the same bits.
     fn shm_all_reduce<T: Reducible>(&self, send: &[T], recv: &mut [T], op: &Op) -> Result<()> {
         op.kernel_for::<T>()?;
-        let n = self.rt.engine.with(|e| e.shm_barrier_arrive(bytes(send)));
+        let n = self
+            .rt
+            .engine
+            .with(|e| Ok::<_, Error>(node_of(e)?.barrier_arrive(bytes(send))))?;
         self.shm_coll_wait(n)?;
         let p = self.size() as usize;
         self.rt.engine.with(|e| -> Result<()> {
             let members = &self.state.members;
             for (k, rank) in members.iter().enumerate().rev() {
-                let slot = e.shm_coll_slot(*rank, n)?.cast::<T>();
+                let slot = node_of(e)?.coll_slot(*rank, n)?.cast::<T>();
                 // SAFETY: the slot is 64-byte aligned in a live mapping and holds `send.len()`
                 // values published before arrival `n`; its owner does not rewrite it until we
                 // have arrived at `n + 1`.
@@ -527,7 +533,10 @@ impl<L: ThreadLevel> Communicator<L> {
     /// transfer per peer instead of ⌈log₂ p⌉ rounds of messages.
     pub fn barrier(&self) -> Result<()> {
         if self.shm_coll_possible() {
-            let n = self.rt.engine.with(|e| e.shm_barrier_arrive(&[]));
+            let n = self
+                .rt
+                .engine
+                .with(|e| Ok::<_, Error>(node_of(e)?.barrier_arrive(&[])))?;
             return self.shm_coll_wait(n);
         }
         go!(
@@ -2005,4 +2014,12 @@ impl<L: ThreadLevel> Communicator<L> {
             Raw::write(bytes_mut(recv))
         ))
     }
+}
+
+/// The engine's intra-host collective helpers, which `shm_coll_possible` found.
+fn node_of(
+    e: &mut crate::p2p::engine::Engine,
+) -> Result<&mut dyn crate::transport::shm::node::Node> {
+    e.node()
+        .ok_or_else(|| Error::new(ErrorClass::Intern, "no shared-memory transport"))
 }

@@ -201,6 +201,19 @@ impl Slab {
         self.slot(id).is_some()
     }
 
+    /// Ids of every request not yet freed (for failing them after a fault; allocates).
+    pub fn live_ids(&self) -> Vec<ReqId> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !matches!(s.state, State::Free))
+            .map(|(i, s)| ReqId {
+                idx: i as u32,
+                gen: s.gen,
+            })
+            .collect()
+    }
+
     /// Requests not yet freed.
     pub fn live(&self) -> usize {
         self.slots.len() - self.free.len()

@@ -86,11 +86,16 @@ impl Bootstrap {
 
     /// Asks the launcher to end the job; a singleton just exits.
     pub fn abort(&mut self, code: i32, message: &str) -> ! {
-        if let Bootstrap::Pmi(c) = self {
-            if c.abort(code, message).is_ok() {
-                // The launcher now kills every rank, us included; give it time to do so.
-                std::thread::sleep(std::time::Duration::from_secs(10));
+        match self {
+            Bootstrap::Pmi(c) => {
+                if c.abort(code, message).is_ok() {
+                    // The launcher prints the message and kills every rank, us included; give
+                    // it time to do so.
+                    std::thread::sleep(std::time::Duration::from_secs(10));
+                }
             }
+            Bootstrap::Singleton(_) if !message.is_empty() => eprintln!("oxmpi: {message}"),
+            Bootstrap::Singleton(_) => {}
         }
         std::process::exit(code)
     }

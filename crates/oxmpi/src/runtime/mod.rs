@@ -13,11 +13,10 @@ use std::sync::{Arc, Mutex};
 
 use crate::config::Config;
 use crate::error::{Error, ErrorClass, Result};
-use crate::p2p::engine::{Engine, Route};
-use crate::p2p::progress::EngineCell;
-use crate::p2p::protocol::Thresholds;
+use crate::p2p::engine::Engine;
+use crate::p2p::progress::{Backoff, EngineCell};
 use crate::threading::Threading;
-use crate::transport::shm::{ShmLayout, ShmTransport};
+use crate::transport::shm::{ShmConfig, ShmTransport};
 use bootstrap::Bootstrap;
 use card::Card;
 use locality::Locality;
@@ -106,18 +105,14 @@ impl Runtime {
         let bootstrap = Arc::new(Mutex::new(bootstrap));
 
         let local = locality.local_ranks(rank);
-        let shm = if local.len() > 1 {
+        let shm_peers: Vec<u32> = local.iter().copied().filter(|&r| r != rank).collect();
+        let shm = if !shm_peers.is_empty() {
             let path = format!(
                 "{}/{}{rank}.{}",
                 oxmpi_pmi::launch::SHM_DIR,
                 oxmpi_pmi::launch::shm_prefix(&jobkey),
                 &random_key()[..8]
             );
-            let layout = ShmLayout {
-                fifo_cells: config.shm_fifo_cells,
-                pool_blocks: config.shm_pool_blocks,
-                block_size: config.shm_block_size,
-            };
             let cards = bootstrap.clone();
             let resolve = Box::new(move |peer: u32| -> Result<String> {
                 let text = lock(&cards).get(&card::key(peer))?.unwrap_or_default();
@@ -131,22 +126,20 @@ impl Runtime {
                         )
                     })
             });
-            let mut t = ShmTransport::create(
+            Some(ShmTransport::create(
                 rank,
                 size,
                 &path,
-                layout,
-                Thresholds::from_config(&config).inline_max,
+                ShmConfig::from_config(&config),
+                shm_peers.clone(),
                 resolve,
-            )?;
-            t.set_arena_bytes(config.alloc_mem_bytes);
-            Some(t)
+            )?)
         } else {
             None
         };
 
         let mut card = Card::new()
-            .with("host", crate::environment::processor_name())
+            .with("host", processor_name())
             .with("pid", std::process::id());
         if let Some(s) = &shm {
             card = card.with("shm", s.address());
@@ -157,18 +150,6 @@ impl Runtime {
             b.fence()?;
         }
 
-        let route = (0..size)
-            .map(|r| {
-                if r == rank {
-                    Route::SelfLoop
-                } else if shm.is_some() && locality.same_host(r, rank) {
-                    Route::Shm
-                } else {
-                    Route::Unreachable
-                }
-            })
-            .collect();
-        let limits = Thresholds::from_config(&config);
         // Cores of the host, not of our affinity mask: a rank bound to one core is not
         // oversubscribed when every other rank has a core of its own.
         // SAFETY: sysconf reads a system constant.
@@ -181,7 +162,10 @@ impl Runtime {
             local.len(),
             cores,
         );
-        let engine = EngineCell::new(Engine::new(rank, route, shm, limits), level.needs_lock());
+        let mut engine = Engine::new(rank, size, shm, &shm_peers);
+        let on_fault = bootstrap.clone();
+        engine.set_abort_hook(Box::new(move |msg| lock(&on_fault).abort(1, msg)));
+        let engine = EngineCell::new(engine, level.needs_lock());
         let appnum = lock(&bootstrap).appnum();
 
         Ok(Runtime {
@@ -233,15 +217,31 @@ impl Runtime {
         }
         // Control fragments (FIN, ACK, CTS) still queued must reach their peers, who may be
         // waiting on them, before we stop progressing.
-        crate::request::block_on(self, || {
-            self.engine
-                .with(|e| e.progress().map(|_| (!e.has_outgoing()).then_some(())))
-        })?;
+        let mut backoff = Backoff::new(self.wait);
+        while self.engine.with(|e| {
+            e.enter("finalize");
+            e.progress();
+            e.has_outgoing()
+        }) {
+            backoff.snooze();
+        }
         let mut b = self.bootstrap();
         b.fence()?;
         self.engine.with(|e| e.unlink_shm());
         b.finalize()
     }
+}
+
+/// This host's name (`MPI_Get_processor_name`).
+pub fn processor_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into the valid buffer.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "localhost".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
 /// Locks the PMI connection. A panic while holding it leaves it usable: the protocol is

@@ -1,9 +1,212 @@
 //! Transports move fragments between ranks; they know nothing of MPI matching.
 //!
+//! This layer imports nothing from the protocol layer (`p2p`), collectives or the API. Every
+//! transport offers the same small interface (in the spirit of Open MPI's BTL and UCX's UCT):
+//!
+//! - [`Link::send`]: one fragment, a protocol header plus a payload that fits
+//!   [`Limits::max_frag`], sent inline or copied into the transport's own buffers. A full
+//!   transport answers [`SendError::Busy`] having sent nothing: back-pressure is a value, and the
+//!   protocol layer owns the queue of what waits for room.
+//! - by reference: [`Link::expose`] names a buffer of ours so that a peer can [`Link::get`] it
+//!   in one copy (rendezvous pull); [`Link::put`] writes into a buffer a peer exposed
+//!   (receiver-initiated write). Whether a transport can do either is in its [`Limits`].
+//! - [`Transport::poll`] hands arrived fragments to a [`Handler`], together with the
+//!   transport's [`Link`] so the handler can answer at once; [`Transport::has_arrival`] is the
+//!   one-load "anything arriving?" check a waiting rank spins on.
+//! - [`Limits`]: the transport's sizes as data; the protocol layer chooses eager or rendezvous
+//!   per transport from them (seed 001: crossovers differ by locality).
+//!
+//! Dispatch is static: the engine keeps an [`AnyTransport`] per kind and each peer's route
+//! names one; a send is one `match`, no `dyn`.
+//!
+//! - [`selfloop`]: messages to oneself.
 //! - [`shm`]: ranks on the same host, through shared memory (cells, pools, single copy).
-//! - Messages to oneself never reach a transport: the protocol layer loops them back.
-//! - `tcp` (between hosts) and `ofi` will sit beside `shm` with the same shape: `send` a
-//!   fragment (header + payload, `Busy` when out of room), `poll` to deliver arrivals, and
-//!   optional one-sided `get`/`put` for single-copy rendezvous.
+//! - `tcp` (between hosts) will be a third variant with the same interface.
 
+pub mod selfloop;
 pub mod shm;
+
+use crate::error::Error;
+
+/// A transport's sizes and abilities, read by the protocol layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest payload sent inline with its header (no buffer of the transport's pool).
+    pub inline_max: usize,
+    /// Largest payload one fragment carries.
+    pub max_frag: usize,
+    /// Largest message sent eagerly; larger ones use rendezvous.
+    pub eager_limit: usize,
+    /// Whether [`Link::get`] can read a peer's exposed memory (single-copy rendezvous).
+    pub get: bool,
+    /// Whether [`Link::put`] can write a peer's exposed memory (receiver-initiated write).
+    pub put: bool,
+}
+
+/// Why a send did not happen.
+#[derive(Debug)]
+pub enum SendError {
+    /// No room right now (queue full or buffers exhausted): progress, then retry.
+    Busy,
+    /// The peer cannot be reached.
+    Fatal(Error),
+}
+
+/// Memory of one rank named for a peer's one-copy access, as carried in protocol headers.
+/// What the fields mean is the transport's business.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Remote {
+    /// Address or offset.
+    pub addr: u64,
+    /// Key of the address space (a process id for `shm`).
+    pub key: u32,
+    /// Transport-defined flags (which kind of memory `addr` lies in). Non-zero means memory
+    /// the peer reads with a plain copy, no system call: protocols prefer a get of it to a put.
+    pub flags: u32,
+}
+
+/// Payload bytes of an arrived fragment, wherever the transport keeps them.
+pub enum Payload<'a> {
+    /// Contiguous bytes in this process.
+    Bytes(&'a [u8]),
+    /// Still in shared memory.
+    Shm(shm::Payload<'a>),
+}
+
+impl Payload<'_> {
+    /// Payload length in bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        match self {
+            Payload::Bytes(b) => b.len(),
+            Payload::Shm(p) => p.len(),
+        }
+    }
+
+    /// Whether the payload is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copies the first `dst.len()` payload bytes (at most [`len`](Self::len)) into `dst`.
+    #[inline]
+    pub fn copy_to(&self, dst: &mut [u8]) {
+        match self {
+            Payload::Bytes(s) => {
+                let n = dst.len().min(s.len());
+                dst[..n].copy_from_slice(&s[..n]);
+            }
+            Payload::Shm(p) => p.copy_to(dst),
+        }
+    }
+}
+
+/// A fragment as delivered to the protocol layer; valid only during the handler call.
+pub struct Frag<'a> {
+    /// World rank of the sender.
+    pub from: u32,
+    /// Active-message id chosen by the sender's protocol layer.
+    pub am: u8,
+    /// The fragment header (protocol-defined, at most [`MAX_HDR`] bytes).
+    pub hdr: &'a [u8],
+    /// The payload.
+    pub payload: Payload<'a>,
+}
+
+/// Largest fragment header every transport carries.
+pub const MAX_HDR: usize = shm::MAX_HDR;
+
+/// The sending side of a transport: what the protocol layer may call at any time, including
+/// while it handles an arrival.
+pub trait Link {
+    /// The transport's limits now (a transport may turn `get`/`put` off when the kernel
+    /// refuses them).
+    fn limits(&self) -> Limits;
+
+    /// Sends one fragment to world rank `to`: `hdr` (at most [`MAX_HDR`] bytes) and `payload`
+    /// (at most [`Limits::max_frag`] bytes) are copied before this returns. `Busy`: nothing was
+    /// sent; retry after progress.
+    fn send(&mut self, to: u32, am: u8, hdr: &[u8], payload: &[u8]) -> Result<(), SendError>;
+
+    /// Names `len` bytes at `buf` for a peer's [`get`](Self::get) (the caller keeps them
+    /// unchanged until the peer says it is done).
+    fn expose(&self, buf: *const u8, len: usize) -> Remote;
+
+    /// Copies `dst.len()` bytes that rank `from` exposed as `src` into `dst`. An error means
+    /// this path is unavailable (the caller falls back to pushed chunks); it is not fatal.
+    fn get(&mut self, from: u32, src: Remote, dst: &mut [u8]) -> Result<(), Error>;
+
+    /// Writes `src` into the buffer rank `to` exposed as `dst`. Errors as for `get`.
+    fn put(&mut self, to: u32, dst: Remote, src: &[u8]) -> Result<(), Error>;
+}
+
+/// Receives arrived fragments: the protocol layer.
+pub trait Handler {
+    /// Handles fragment `f`; `link` is the transport it arrived on, for immediate replies.
+    fn frag<L: Link>(&mut self, link: &mut L, f: Frag<'_>);
+}
+
+/// A transport: a [`Link`] for sending plus a receive side to poll.
+pub trait Transport {
+    /// The sending side.
+    type Link: Link;
+
+    /// The sending side, for the protocol layer.
+    fn link(&mut self) -> &mut Self::Link;
+
+    /// Whether a fragment is waiting (one load; cheap enough to spin on).
+    fn has_arrival(&self) -> bool;
+
+    /// Hands up to `budget` arrived fragments to `h`; returns how many. An error is a fault of
+    /// the job's communication (a corrupt fragment): the caller decides how to end.
+    fn poll<H: Handler>(&mut self, budget: usize, h: &mut H) -> Result<usize, Error>;
+}
+
+/// Every transport, for static dispatch.
+// One of each per process: boxing the large variant would only add a pointer chase to every
+// send.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum AnyTransport {
+    /// Messages to oneself.
+    SelfLoop(selfloop::SelfLoop),
+    /// Ranks on this host.
+    Shm(shm::ShmTransport),
+}
+
+/// Runs `$body` with `$t` bound to the concrete transport inside a `&mut AnyTransport`: one
+/// `match`, each arm monomorphised.
+macro_rules! with_transport {
+    ($any:expr, $t:ident => $body:expr) => {
+        match $any {
+            $crate::transport::AnyTransport::SelfLoop($t) => $body,
+            $crate::transport::AnyTransport::Shm($t) => $body,
+        }
+    };
+}
+pub(crate) use with_transport;
+
+impl AnyTransport {
+    /// Whether a fragment is waiting.
+    #[inline]
+    pub fn has_arrival(&self) -> bool {
+        match self {
+            AnyTransport::SelfLoop(t) => t.has_arrival(),
+            AnyTransport::Shm(t) => t.has_arrival(),
+        }
+    }
+
+    /// The transport's limits.
+    pub fn limits(&mut self) -> Limits {
+        with_transport!(self, t => t.link().limits())
+    }
+
+    /// The transport's name, for messages and `oxmpi-info`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            AnyTransport::SelfLoop(_) => "self",
+            AnyTransport::Shm(_) => "shm",
+        }
+    }
+}

@@ -12,12 +12,14 @@
 pub mod arena;
 pub mod cma;
 pub mod fifo;
+pub mod node;
 pub mod pool;
 pub mod segment;
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::{Frag, Handler, Limits, Link, Remote, SendError, Transport};
 use crate::error::{Error, ErrorClass, Result};
 use fifo::{Consumer, FifoRef, Producer, CELL_BODY};
 use pool::{PoolOwner, PoolRef, PoolView};
@@ -91,14 +93,10 @@ struct SegHeader {
     block_size: u32,
 }
 
-/// Why a send did not happen.
-#[derive(Debug)]
-pub enum SendError {
-    /// No room right now (ring full or pool exhausted): progress, then retry.
-    Busy,
-    /// The peer cannot be reached.
-    Fatal(Error),
-}
+/// [`Remote::flags`] bit: the exposed bytes lie in the owner's `alloc_mem` arena at offset
+/// `addr`, which a peer maps and copies from (no system call), instead of at address `addr`
+/// of process `key`, read with `process_vm_readv`.
+pub const REMOTE_ARENA: u32 = 1;
 
 /// Finds a peer's segment path (from its business card); called on first contact.
 pub type Resolver = Box<dyn FnMut(u32) -> Result<String> + Send>;
@@ -117,42 +115,105 @@ struct Peer {
     _seg: Segment,
 }
 
-/// A rank's endpoint of the shared-memory transport.
+/// Sizes and switches of the shared-memory transport, from the tunables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShmConfig {
+    /// The segment's layout.
+    pub layout: ShmLayout,
+    /// Largest payload sent inline in cells (capped at 4096 and at the block size).
+    pub inline_max: usize,
+    /// Largest message sent eagerly.
+    pub eager_limit: usize,
+    /// Whether rendezvous pulls with one copy (`process_vm_readv`, or the arena).
+    pub single_copy: bool,
+    /// Whether large posted receives may be written by the sender (`process_vm_writev`).
+    pub recv_write: bool,
+    /// Size of the `alloc_mem` arena file (sparse).
+    pub arena_bytes: usize,
+}
+
+impl ShmConfig {
+    /// The configuration the tunables set.
+    pub fn from_config(c: &crate::config::Config) -> Self {
+        ShmConfig {
+            layout: ShmLayout {
+                fifo_cells: c.shm_fifo_cells,
+                pool_blocks: c.shm_pool_blocks,
+                block_size: c.shm_block_size,
+            },
+            inline_max: c.shm_inline_max,
+            eager_limit: c.eager_limit,
+            single_copy: c.single_copy,
+            recv_write: c.recv_write,
+            arena_bytes: c.alloc_mem_bytes,
+        }
+    }
+
+    /// The limits this configuration gives the protocol layer. `get` is always on: data in a
+    /// peer's `alloc_mem` arena is a plain copy even when `process_vm_readv` is off or
+    /// refused (then `get` fails for other memory and the protocol falls back to chunks).
+    pub fn limits(&self) -> Limits {
+        let block = self.layout.block_size as usize;
+        Limits {
+            inline_max: self.inline_max.min(block).min(MAX_INLINE),
+            max_frag: block,
+            eager_limit: self.eager_limit,
+            get: true,
+            put: self.single_copy && self.recv_write,
+        }
+    }
+}
+
+/// Keeps every inline fragment within the 255 cells a u8 count can name.
+const MAX_INLINE: usize = 4096;
+
+/// A rank's endpoint of the shared-memory transport: its receive ring, polled, and the
+/// [`ShmLink`] that sends.
 pub struct ShmTransport {
-    me: u32,
     rx: Consumer,
+    link: ShmLink,
+}
+
+/// The sending side of the shared-memory transport: this rank's pool and segment, and the
+/// peers' segments mapped on first contact.
+pub struct ShmLink {
+    me: u32,
+    pid: u32,
     pool: PoolOwner,
     peers: Vec<Option<Box<Peer>>>,
-    inline_max: usize,
+    limits: Limits,
+    /// Whether `process_vm_readv` may be tried (off by configuration or once refused).
+    cma: bool,
     resolve: Resolver,
+    /// Other ranks on this host (world collectives through the segment header wait for them).
+    local: Vec<u32>,
+    /// Ranks in the job.
+    size: u32,
     /// World barriers this rank has entered.
     barrier_epoch: u64,
     /// This rank's arena for `alloc_mem`, created on first use.
     arena: Option<arena::Arena>,
     /// Size of the arena file (sparse: only used pages cost memory).
     arena_bytes: usize,
+    /// Rendezvous reads served from a peer's arena.
+    arena_reads: u64,
     seg: Segment,
 }
 
 impl std::fmt::Debug for ShmTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ShmTransport")
-            .field("me", &self.me)
-            .field("segment", &self.seg.path())
-            .finish()
+        self.link.fmt(f)
     }
 }
 
-/// A fragment as delivered to the protocol layer; valid only during the handler call.
-pub struct Frag<'a> {
-    /// World rank of the sender.
-    pub from: u32,
-    /// Active-message id chosen by the sender's protocol layer.
-    pub am: u8,
-    /// The fragment header (protocol-defined, ≤ [`MAX_HDR`] bytes).
-    pub hdr: &'a [u8],
-    /// The payload.
-    pub payload: Payload<'a>,
+impl std::fmt::Debug for ShmLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShmLink")
+            .field("me", &self.me)
+            .field("segment", &self.seg.path())
+            .field("limits", &self.limits)
+            .finish()
+    }
 }
 
 /// Payload bytes of a fragment, still in shared memory.
@@ -232,16 +293,17 @@ impl Payload<'_> {
 }
 
 impl ShmTransport {
-    /// Creates this rank's segment at `path` with `layout`; `inline_max` bounds the payload
-    /// bytes sent inline in cells.
+    /// Creates this rank's segment at `path`. `local` lists the other ranks on this host (of
+    /// `size` in the job); `resolve` finds a peer's segment on first contact.
     pub fn create(
         me: u32,
         size: u32,
         path: &str,
-        layout: ShmLayout,
-        inline_max: usize,
+        config: ShmConfig,
+        local: Vec<u32>,
         resolve: Resolver,
     ) -> Result<Self> {
+        let layout = config.layout;
         layout.validate()?;
         let seg = Segment::create(path, layout.bytes()).map_err(|e| {
             Error::new(
@@ -250,11 +312,12 @@ impl ShmTransport {
             )
         })?;
         let base = seg.base().as_ptr();
+        let pid = std::process::id();
         // SAFETY: the fresh mapping is zeroed, page-aligned and large enough for the header.
         unsafe {
             base.cast::<SegHeader>().write(SegHeader {
                 magic: MAGIC,
-                pid: std::process::id(),
+                pid,
                 fifo_cells: layout.fifo_cells as u32,
                 pool_blocks: layout.pool_blocks,
                 block_size: layout.block_size,
@@ -262,173 +325,173 @@ impl ShmTransport {
         }
         // SAFETY: offsets come from `layout`, which sized the segment; all are 64-byte aligned.
         let (fifo, pool) = unsafe { views(base, &layout) };
-        // Keeps every inline fragment within the 255 cells a u8 count can name.
-        let max_inline = 4096;
         Ok(ShmTransport {
-            me,
             rx: Consumer::new(fifo),
-            pool: PoolOwner::new(pool),
-            peers: (0..size).map(|_| None).collect(),
-            inline_max: inline_max.min(max_inline),
-            resolve,
-            barrier_epoch: 0,
-            arena: None,
-            arena_bytes: 1 << 30,
-            seg,
+            link: ShmLink {
+                me,
+                pid,
+                pool: PoolOwner::new(pool),
+                peers: (0..size).map(|_| None).collect(),
+                limits: config.limits(),
+                cma: config.single_copy,
+                resolve,
+                local,
+                size,
+                barrier_epoch: 0,
+                arena: None,
+                arena_bytes: config.arena_bytes,
+                arena_reads: 0,
+                seg,
+            },
         })
-    }
-
-    /// Enters a world collective with `data` (at most [`COLL_SLOT_BYTES`]): publishes it in the
-    /// slot of this arrival, announces arrival number `n` and returns `n`. Slots alternate, and
-    /// arrival `n + 2` cannot begin before every peer has seen arrival `n + 1`, by which time
-    /// all have finished reading slot `n`.
-    pub fn barrier_arrive(&mut self, data: &[u8]) -> u64 {
-        debug_assert!(data.len() <= COLL_SLOT_BYTES);
-        self.barrier_epoch += 1;
-        let slot = COLL_SLOT_OFFSET + (self.barrier_epoch % 2) as usize * COLL_SLOT_BYTES;
-        // SAFETY: the slot lies in our own header page; peers read it only after our release
-        // store below announces this arrival.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                data.as_ptr(),
-                self.seg.base().as_ptr().add(slot),
-                data.len().min(COLL_SLOT_BYTES),
-            );
-        }
-        // SAFETY: the counter lies in our own header page, 8-byte aligned.
-        let own = unsafe {
-            &*self
-                .seg
-                .base()
-                .as_ptr()
-                .add(BARRIER_OFFSET)
-                .cast::<AtomicU64>()
-        };
-        // Release: everything we did before the barrier is visible to whoever sees arrival n.
-        own.store(self.barrier_epoch, Ordering::Release);
-        self.barrier_epoch
-    }
-
-    /// The data `rank` (or we, if `rank` is ourselves) published with arrival `n`, which must
-    /// have been seen with [`barrier_reached`](Self::barrier_reached).
-    pub fn coll_slot(&mut self, rank: u32, n: u64) -> Result<*const u8> {
-        let off = COLL_SLOT_OFFSET + (n % 2) as usize * COLL_SLOT_BYTES;
-        let base = if rank == self.me {
-            self.seg.base().as_ptr()
-        } else {
-            self.peer(rank)?._seg.base().as_ptr()
-        };
-        // SAFETY: the slot lies in the header page of a live mapping.
-        Ok(unsafe { base.add(off) }.cast_const())
-    }
-
-    /// Whether `rank` has entered world barrier number `n`.
-    pub fn barrier_reached(&mut self, rank: u32, n: u64) -> Result<bool> {
-        let peer = self.peer(rank)?;
-        // SAFETY: `barrier` points into the peer's mapping, which the peer entry keeps alive.
-        Ok(unsafe { (*peer.barrier).load(Ordering::Acquire) } >= n)
-    }
-
-    /// Sets the size of this rank's arena (before the first allocation).
-    pub fn set_arena_bytes(&mut self, bytes: usize) {
-        self.arena_bytes = bytes;
-    }
-
-    /// Allocates `len` bytes of message memory that peers can read directly.
-    pub fn alloc_mem(&mut self, len: usize) -> Result<*mut u8> {
-        if self.arena.is_none() {
-            let path = format!("{}.mem", self.seg.path());
-            let a = arena::Arena::create(&path, self.arena_bytes).map_err(|e| {
-                Error::new(
-                    ErrorClass::NoMem,
-                    format!("alloc_mem: cannot create {path}: {e}"),
-                )
-            })?;
-            self.arena = Some(a);
-        }
-        let a = self.arena.as_mut().expect("created above");
-        a.alloc(len).ok_or_else(|| {
-            Error::new(
-                ErrorClass::NoMem,
-                format!("alloc_mem: {len} bytes do not fit in the {}-byte arena (OXMPI_ALLOC_MEM_BYTES)", self.arena_bytes),
-            )
-        })
-    }
-
-    /// Frees memory from [`alloc_mem`](Self::alloc_mem).
-    pub fn free_mem(&mut self, ptr: *mut u8, len: usize) {
-        if let Some(a) = &mut self.arena {
-            a.free(ptr, len);
-        }
-    }
-
-    /// Offset of `[addr, addr + len)` in this rank's arena, if it lies there.
-    #[inline]
-    pub fn arena_offset(&self, addr: u64, len: usize) -> Option<usize> {
-        self.arena.as_ref()?.offset_of(addr, len)
-    }
-
-    /// Copies `dst.len()` bytes at offset `off` of `rank`'s arena into `dst`.
-    pub fn read_peer_arena(&mut self, rank: u32, off: u64, dst: &mut [u8]) -> Result<()> {
-        let peer = self.peer(rank)?;
-        if peer.arena.is_none() {
-            let path = format!("{}.mem", peer.path);
-            let seg = Segment::open(&path).map_err(|e| {
-                Error::new(
-                    ErrorClass::Other,
-                    format!("cannot map rank {rank}'s message memory {path}: {e}"),
-                )
-            })?;
-            peer.arena = Some(seg);
-        }
-        let seg = peer.arena.as_ref().expect("mapped above");
-        let end = off.checked_add(dst.len() as u64);
-        if end.is_none_or(|e| e > seg.len() as u64) {
-            return Err(Error::new(
-                ErrorClass::Intern,
-                format!("rank {rank} announced data outside its message memory"),
-            ));
-        }
-        // SAFETY: the range was checked against the mapping; the sender keeps the buffer
-        // unchanged until our FIN (its send is incomplete until then).
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                seg.base().as_ptr().add(off as usize),
-                dst.as_mut_ptr(),
-                dst.len(),
-            )
-        };
-        Ok(())
     }
 
     /// Path of this rank's segment (its shm business-card entry).
     pub fn address(&self) -> &str {
-        self.seg.path()
+        self.link.seg.path()
     }
 
     /// Bytes of shared memory this rank created.
     pub fn segment_bytes(&self) -> usize {
-        self.seg.len()
+        self.link.seg.len()
     }
 
-    /// Removes the segment's file; peers that mapped it keep their mapping.
+    /// Removes the segment's files; peers that mapped them keep their mappings.
     pub fn unlink(&mut self) {
-        if let Some(a) = &mut self.arena {
+        if let Some(a) = &mut self.link.arena {
             a.unlink();
         }
-        self.seg.unlink();
-    }
-
-    /// Largest payload one fragment can carry (one pool block).
-    pub fn max_frag(&self) -> usize {
-        self.pool.block_size()
+        self.link.seg.unlink();
     }
 
     /// Number of peers mapped so far (deferred connections).
     pub fn connected_peers(&self) -> usize {
-        self.peers.iter().filter(|p| p.is_some()).count()
+        self.link.peers.iter().filter(|p| p.is_some()).count()
     }
 
+    /// Rendezvous reads served from a peer's `alloc_mem` arena so far.
+    pub fn arena_reads(&self) -> u64 {
+        self.link.arena_reads
+    }
+
+    /// The intra-host collective helpers of this transport.
+    pub fn node(&mut self) -> &mut dyn node::Node {
+        &mut self.link
+    }
+}
+
+impl Transport for ShmTransport {
+    type Link = ShmLink;
+
+    #[inline]
+    fn link(&mut self) -> &mut ShmLink {
+        &mut self.link
+    }
+
+    /// Whether a fragment is waiting in the receive ring (one load of one cache line).
+    #[inline]
+    fn has_arrival(&self) -> bool {
+        self.rx.peek().is_some()
+    }
+
+    /// Delivers up to `budget` arrived fragments to `h`, then returns their cells and blocks
+    /// to the senders.
+    #[inline]
+    fn poll<H: Handler>(&mut self, budget: usize, h: &mut H) -> Result<usize> {
+        let mut n = 0;
+        while n < budget {
+            let Some(first) = self.rx.peek() else { break };
+            let first = first.cast::<u8>();
+            // SAFETY: a published cell: its 60-byte body is readable and stable until advanced.
+            let (am, flags, hdr_len, ncells, from, len) = unsafe { read_meta(first) };
+            if from as usize >= self.link.peers.len() || hdr_len as usize > MAX_HDR || ncells == 0 {
+                return Err(Error::new(
+                    ErrorClass::Intern,
+                    format!("corrupt shared-memory cell from rank {from}"),
+                ));
+            }
+            let mut hdr_buf = [0u8; MAX_HDR];
+            if flags & FLAG_POOL != 0 {
+                // SAFETY: body bytes POOL_META.. hold the header (hdr_len ≤ MAX_HDR checked).
+                let block = unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        first.add(POOL_META),
+                        hdr_buf.as_mut_ptr(),
+                        hdr_len as usize,
+                    );
+                    u32::from_le_bytes(first.add(INLINE_META).cast::<[u8; 4]>().read_unaligned())
+                };
+                let view = self.link.peer(from)?.pool;
+                let data = view.block(block, len as usize).ok_or_else(|| {
+                    Error::new(
+                        ErrorClass::Intern,
+                        format!("rank {from} announced a bad pool block"),
+                    )
+                })?;
+                h.frag(
+                    &mut self.link,
+                    Frag {
+                        from,
+                        am,
+                        hdr: &hdr_buf[..hdr_len as usize],
+                        payload: super::Payload::Shm(Payload {
+                            kind: PayloadKind::Block(data),
+                            len: len as usize,
+                            _life: PhantomData,
+                        }),
+                    },
+                );
+                view.release(block);
+            } else {
+                let first_room = CELL_BODY - INLINE_META - hdr_len as usize;
+                let needed = if len as usize <= first_room {
+                    1
+                } else {
+                    1 + (len as usize - first_room).div_ceil(CELL_BODY)
+                };
+                if needed != ncells as usize {
+                    return Err(Error::new(
+                        ErrorClass::Intern,
+                        format!("corrupt inline fragment from rank {from}"),
+                    ));
+                }
+                // SAFETY: header bytes lie inside the first cell's body.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        first.add(INLINE_META),
+                        hdr_buf.as_mut_ptr(),
+                        hdr_len as usize,
+                    )
+                };
+                let payload = Payload {
+                    kind: PayloadKind::Cells {
+                        // SAFETY: still inside the first cell's body (hdr_len ≤ MAX_HDR).
+                        first: unsafe { first.add(INLINE_META + hdr_len as usize) },
+                        first_len: first_room.min(len as usize),
+                        rx: &self.rx,
+                    },
+                    len: len as usize,
+                    _life: PhantomData,
+                };
+                h.frag(
+                    &mut self.link,
+                    Frag {
+                        from,
+                        am,
+                        hdr: &hdr_buf[..hdr_len as usize],
+                        payload: super::Payload::Shm(payload),
+                    },
+                );
+            }
+            self.rx.advance(ncells as u32);
+            n += 1;
+        }
+        self.rx.release();
+        Ok(n)
+    }
+}
+
+impl ShmLink {
     #[cold]
     fn connect(&mut self, rank: u32) -> Result<()> {
         let path = (self.resolve)(rank)?;
@@ -475,7 +538,13 @@ impl ShmTransport {
 
     #[inline]
     fn peer(&mut self, rank: u32) -> Result<&mut Peer> {
-        if self.peers[rank as usize].is_none() {
+        let Some(slot) = self.peers.get(rank as usize) else {
+            return Err(Error::new(
+                ErrorClass::Rank,
+                format!("rank {rank} is not in this job of {} ranks", self.size),
+            ));
+        };
+        if slot.is_none() {
             self.connect(rank)?;
         }
         Ok(self.peers[rank as usize]
@@ -483,25 +552,68 @@ impl ShmTransport {
             .expect("connected above"))
     }
 
-    /// Process id of `rank` (for single-copy transfers); connects if needed.
-    pub fn pid_of(&mut self, rank: u32) -> Result<i32> {
-        Ok(self.peer(rank)?.pid)
+    /// Copies `dst.len()` bytes at offset `off` of `rank`'s arena into `dst`.
+    fn read_peer_arena(&mut self, rank: u32, off: u64, dst: &mut [u8]) -> Result<()> {
+        let peer = self.peer(rank)?;
+        if peer.arena.is_none() {
+            let path = format!("{}.mem", peer.path);
+            let seg = Segment::open(&path).map_err(|e| {
+                Error::new(
+                    ErrorClass::Other,
+                    format!("cannot map rank {rank}'s message memory {path}: {e}"),
+                )
+            })?;
+            peer.arena = Some(seg);
+        }
+        let seg = peer.arena.as_ref().expect("mapped above");
+        let end = off.checked_add(dst.len() as u64);
+        if end.is_none_or(|e| e > seg.len() as u64) {
+            return Err(Error::new(
+                ErrorClass::Intern,
+                format!("rank {rank} announced data outside its message memory"),
+            ));
+        }
+        // SAFETY: the range was checked against the mapping; the sender keeps the buffer
+        // unchanged until our FIN (its send is incomplete until then).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                seg.base().as_ptr().add(off as usize),
+                dst.as_mut_ptr(),
+                dst.len(),
+            )
+        };
+        self.arena_reads += 1;
+        Ok(())
+    }
+}
+
+impl Link for ShmLink {
+    #[inline]
+    fn limits(&self) -> Limits {
+        self.limits
     }
 
-    /// Sends one fragment: inline in cells when it fits `inline_max`, else in one pool block
-    /// (`payload.len()` must not exceed [`max_frag`](Self::max_frag)).
+    /// Sends one fragment: inline in cells when it fits `inline_max`, else in one pool block.
     #[inline]
-    pub fn send(
+    fn send(
         &mut self,
         to: u32,
         am: u8,
         hdr: &[u8],
         payload: &[u8],
     ) -> std::result::Result<(), SendError> {
-        debug_assert!(hdr.len() <= MAX_HDR);
+        if hdr.len() > MAX_HDR || payload.len() > self.limits.max_frag {
+            return Err(SendError::Fatal(Error::new(
+                ErrorClass::Intern,
+                format!(
+                    "shm fragment too large: {}-byte header, {}-byte payload",
+                    hdr.len(),
+                    payload.len()
+                ),
+            )));
+        }
         let me = self.me;
-        let inline_max = self.inline_max;
-        if payload.len() <= inline_max {
+        if payload.len() <= self.limits.inline_max {
             let first_room = CELL_BODY - INLINE_META - hdr.len();
             let ncells = if payload.len() <= first_room {
                 1
@@ -539,9 +651,8 @@ impl ShmTransport {
             peer.tx.publish(claim);
             return Ok(());
         }
-        debug_assert!(payload.len() <= self.pool.block_size());
         let block = self.pool.alloc().ok_or(SendError::Busy)?;
-        // SAFETY: the block is ours and unannounced; the payload fits (checked by the caller).
+        // SAFETY: the block is ours and unannounced; the payload fits (checked above).
         unsafe {
             std::ptr::copy_nonoverlapping(
                 payload.as_ptr(),
@@ -581,100 +692,139 @@ impl ShmTransport {
         Ok(())
     }
 
-    /// Whether a fragment is waiting in the receive ring (one load of one cache line).
+    /// Data in our arena is a plain copy for the receiver, better than any system call.
     #[inline]
-    pub fn has_arrival(&self) -> bool {
-        self.rx.peek().is_some()
+    fn expose(&self, buf: *const u8, len: usize) -> Remote {
+        match self
+            .arena
+            .as_ref()
+            .and_then(|a| a.offset_of(buf as u64, len))
+        {
+            Some(off) => Remote {
+                addr: off as u64,
+                key: self.pid,
+                flags: REMOTE_ARENA,
+            },
+            None => Remote {
+                addr: buf as u64,
+                key: self.pid,
+                flags: 0,
+            },
+        }
     }
 
-    /// Delivers up to `budget` arrived fragments to `handler`, then returns their cells and
-    /// blocks to the senders. Returns how many were delivered.
-    #[inline]
-    pub fn poll(&mut self, budget: usize, handler: &mut impl FnMut(Frag<'_>)) -> Result<usize> {
-        let mut n = 0;
-        while n < budget {
-            let Some(first) = self.rx.peek() else { break };
-            let first = first.cast::<u8>();
-            // SAFETY: a published cell: its 60-byte body is readable and stable until advanced.
-            let (am, flags, hdr_len, ncells, from, len) = unsafe { read_meta(first) };
-            if from as usize >= self.peers.len() || hdr_len as usize > MAX_HDR || ncells == 0 {
-                return Err(Error::new(
-                    ErrorClass::Intern,
-                    format!("corrupt shared-memory cell from rank {from}"),
-                ));
-            }
-            let mut hdr_buf = [0u8; MAX_HDR];
-            if flags & FLAG_POOL != 0 {
-                // SAFETY: body bytes POOL_META.. hold the header (hdr_len ≤ MAX_HDR checked).
-                let block = unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        first.add(POOL_META),
-                        hdr_buf.as_mut_ptr(),
-                        hdr_len as usize,
-                    );
-                    u32::from_le_bytes(first.add(INLINE_META).cast::<[u8; 4]>().read_unaligned())
-                };
-                let view = self.peer(from)?.pool;
-                let data = view.block(block, len as usize).ok_or_else(|| {
-                    Error::new(
-                        ErrorClass::Intern,
-                        format!("rank {from} announced a bad pool block"),
-                    )
-                })?;
-                handler(Frag {
-                    from,
-                    am,
-                    hdr: &hdr_buf[..hdr_len as usize],
-                    payload: Payload {
-                        kind: PayloadKind::Block(data),
-                        len: len as usize,
-                        _life: PhantomData,
-                    },
-                });
-                view.release(block);
-            } else {
-                let first_room = CELL_BODY - INLINE_META - hdr_len as usize;
-                let needed = if len as usize <= first_room {
-                    1
-                } else {
-                    1 + (len as usize - first_room).div_ceil(CELL_BODY)
-                };
-                if needed != ncells as usize {
-                    return Err(Error::new(
-                        ErrorClass::Intern,
-                        format!("corrupt inline fragment from rank {from}"),
-                    ));
-                }
-                // SAFETY: header bytes lie inside the first cell's body.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        first.add(INLINE_META),
-                        hdr_buf.as_mut_ptr(),
-                        hdr_len as usize,
-                    )
-                };
-                let payload = Payload {
-                    kind: PayloadKind::Cells {
-                        // SAFETY: still inside the first cell's body (hdr_len ≤ MAX_HDR).
-                        first: unsafe { first.add(INLINE_META + hdr_len as usize) },
-                        first_len: first_room.min(len as usize),
-                        rx: &self.rx,
-                    },
-                    len: len as usize,
-                    _life: PhantomData,
-                };
-                handler(Frag {
-                    from,
-                    am,
-                    hdr: &hdr_buf[..hdr_len as usize],
-                    payload,
-                });
-            }
-            self.rx.advance(ncells as u32);
-            n += 1;
+    fn get(&mut self, from: u32, src: Remote, dst: &mut [u8]) -> Result<()> {
+        if src.flags & REMOTE_ARENA != 0 {
+            return self.read_peer_arena(from, src.addr, dst);
         }
-        self.rx.release();
-        Ok(n)
+        if !self.cma {
+            return Err(Error::new(ErrorClass::Other, "single copy is off"));
+        }
+        // The peer's pid from its own segment, not from the header it sent.
+        let pid = self.peer(from)?.pid;
+        cma::read_from(pid, src.addr, dst).map_err(|e| {
+            // The kernel refuses cross-process copies here (ptrace policy, namespaces): the
+            // protocol falls back to pushed chunks from now on.
+            self.cma = false;
+            self.limits.put = false;
+            Error::new(
+                ErrorClass::Other,
+                format!("process_vm_readv from rank {from} refused: {e}"),
+            )
+        })
+    }
+
+    fn put(&mut self, to: u32, dst: Remote, src: &[u8]) -> Result<()> {
+        let pid = self.peer(to)?.pid;
+        cma::write_to(pid, dst.addr, src).map_err(|e| {
+            self.limits.put = false;
+            Error::new(
+                ErrorClass::Other,
+                format!("process_vm_writev to rank {to} refused: {e}"),
+            )
+        })
+    }
+}
+
+impl node::Node for ShmLink {
+    fn spans_world(&self) -> bool {
+        self.local.len() + 1 == self.size as usize
+    }
+
+    fn barrier_arrive(&mut self, data: &[u8]) -> u64 {
+        debug_assert!(data.len() <= COLL_SLOT_BYTES);
+        self.barrier_epoch += 1;
+        let slot = COLL_SLOT_OFFSET + (self.barrier_epoch % 2) as usize * COLL_SLOT_BYTES;
+        // SAFETY: the slot lies in our own header page; peers read it only after our release
+        // store below announces this arrival.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                self.seg.base().as_ptr().add(slot),
+                data.len().min(COLL_SLOT_BYTES),
+            );
+        }
+        // SAFETY: the counter lies in our own header page, 8-byte aligned.
+        let own = unsafe {
+            &*self
+                .seg
+                .base()
+                .as_ptr()
+                .add(BARRIER_OFFSET)
+                .cast::<AtomicU64>()
+        };
+        // Release: everything we did before the barrier is visible to whoever sees arrival n.
+        own.store(self.barrier_epoch, Ordering::Release);
+        self.barrier_epoch
+    }
+
+    fn barrier_done(&mut self, n: u64) -> Result<bool> {
+        for i in 0..self.local.len() {
+            let peer = self.peer(self.local[i])?;
+            // SAFETY: `barrier` points into the peer's mapping, which the peer entry keeps
+            // alive.
+            if unsafe { (*peer.barrier).load(Ordering::Acquire) } < n {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn coll_slot(&mut self, rank: u32, n: u64) -> Result<*const u8> {
+        let off = COLL_SLOT_OFFSET + (n % 2) as usize * COLL_SLOT_BYTES;
+        let base = if rank == self.me {
+            self.seg.base().as_ptr()
+        } else {
+            self.peer(rank)?._seg.base().as_ptr()
+        };
+        // SAFETY: the slot lies in the header page of a live mapping.
+        Ok(unsafe { base.add(off) }.cast_const())
+    }
+
+    fn alloc_mem(&mut self, len: usize) -> Result<*mut u8> {
+        if self.arena.is_none() {
+            let path = format!("{}.mem", self.seg.path());
+            let a = arena::Arena::create(&path, self.arena_bytes).map_err(|e| {
+                Error::new(
+                    ErrorClass::NoMem,
+                    format!("alloc_mem: cannot create {path}: {e}"),
+                )
+            })?;
+            self.arena = Some(a);
+        }
+        let a = self.arena.as_mut().expect("created above");
+        a.alloc(len).ok_or_else(|| {
+            Error::new(
+                ErrorClass::NoMem,
+                format!("alloc_mem: {len} bytes do not fit in the {}-byte arena (OXMPI_ALLOC_MEM_BYTES)", self.arena_bytes),
+            )
+        })
+    }
+
+    fn free_mem(&mut self, ptr: *mut u8, len: usize) {
+        if let Some(a) = &mut self.arena {
+            a.free(ptr, len);
+        }
     }
 }
 
@@ -738,23 +888,41 @@ mod tests {
         block_size: 4096,
     };
 
+    const CONFIG: ShmConfig = ShmConfig {
+        layout: LAYOUT,
+        inline_max: 1024,
+        eager_limit: 1 << 16,
+        single_copy: true,
+        recv_write: true,
+        arena_bytes: 1 << 20,
+    };
+
     fn pair(tag: &str) -> (ShmTransport, ShmTransport) {
         let path = |tag: &str, r: u32| format!("/dev/shm/oxmpi.t{}{tag}.{r}", std::process::id());
         let make = |r: u32| {
             let owned = tag.to_owned();
             let resolve: Resolver = Box::new(move |x| Ok(path(&owned, x)));
-            ShmTransport::create(r, 2, &path(tag, r), LAYOUT, 1024, resolve).unwrap()
+            ShmTransport::create(r, 2, &path(tag, r), CONFIG, vec![1 - r], resolve).unwrap()
         };
         (make(0), make(1))
     }
 
-    fn drain(t: &mut ShmTransport) -> Vec<(u32, u8, Vec<u8>, Vec<u8>)> {
-        let mut out = Vec::new();
-        t.poll(usize::MAX, &mut |f: Frag<'_>| {
-            out.push((f.from, f.am, f.hdr.to_vec(), f.payload.to_vec()))
-        })
-        .unwrap();
-        out
+    type Arrived = Vec<(u32, u8, Vec<u8>, Vec<u8>)>;
+
+    struct Collect(Arrived);
+
+    impl Handler for Collect {
+        fn frag<L: Link>(&mut self, _link: &mut L, f: Frag<'_>) {
+            let mut data = vec![0; f.payload.len()];
+            f.payload.copy_to(&mut data);
+            self.0.push((f.from, f.am, f.hdr.to_vec(), data));
+        }
+    }
+
+    fn drain(t: &mut ShmTransport) -> Arrived {
+        let mut c = Collect(Vec::new());
+        t.poll(usize::MAX, &mut c).unwrap();
+        c.0
     }
 
     #[test]
@@ -764,7 +932,7 @@ mod tests {
         let sizes = [0usize, 1, 35, 36, 37, 96, 97, 500, 1024, 1025, 4096];
         for (i, &n) in sizes.iter().enumerate() {
             let payload: Vec<u8> = (0..n).map(|k| (k * 31 + i) as u8).collect();
-            a.send(1, i as u8, &[i as u8; 12], &payload).unwrap();
+            a.link().send(1, i as u8, &[i as u8; 12], &payload).unwrap();
             let got = drain(&mut b);
             assert_eq!(
                 got,
@@ -781,23 +949,73 @@ mod tests {
     }
 
     #[test]
+    fn one_copy_get_and_put_through_exposed_memory() {
+        let (mut a, mut b) = pair("getput");
+        let src: Vec<u8> = (0..5000u32).map(|i| (i * 7) as u8).collect();
+        let remote = a.link().expose(src.as_ptr(), src.len());
+        assert_eq!(remote.flags, 0, "heap memory is read with process_vm_readv");
+        let mut dst = vec![0u8; src.len()];
+        match b.link().get(0, remote, &mut dst) {
+            Ok(()) => assert_eq!(dst, src),
+            // Kernels that forbid cross-process copies turn the path off instead.
+            Err(_) => assert!(!b.link().cma && !b.link().limits().put),
+        }
+        let p = a.node().alloc_mem(4096).unwrap();
+        // SAFETY: the arena block is ours, 4096 bytes long.
+        unsafe { std::ptr::write_bytes(p, 0x5a, 4096) };
+        let remote = a.link().expose(p, 4096);
+        assert_eq!(remote.flags, REMOTE_ARENA);
+        let mut dst = vec![0u8; 4096];
+        b.link().get(0, remote, &mut dst).unwrap();
+        assert!(dst.iter().all(|&x| x == 0x5a));
+        assert_eq!(b.arena_reads(), 1);
+        let outside = Remote {
+            addr: (1 << 20) - 8,
+            ..remote
+        };
+        assert!(
+            b.link().get(0, outside, &mut dst).is_err(),
+            "past the arena"
+        );
+        a.node().free_mem(p, 4096);
+    }
+
+    #[test]
+    fn fragments_beyond_the_limits_are_refused() {
+        let (mut a, _b) = pair("limits");
+        let big = vec![0u8; LAYOUT.block_size as usize + 1];
+        assert!(matches!(
+            a.link().send(1, 0, &[0; 12], &big),
+            Err(SendError::Fatal(_))
+        ));
+        assert!(matches!(
+            a.link().send(1, 0, &[0; MAX_HDR + 1], &[]),
+            Err(SendError::Fatal(_))
+        ));
+        assert!(matches!(
+            a.link().send(7, 0, &[0; 12], &[]),
+            Err(SendError::Fatal(_))
+        ));
+    }
+
+    #[test]
     fn full_ring_and_empty_pool_report_busy() {
         let (mut a, mut b) = pair("busy");
         let mut sent = 0;
-        while a.send(1, 0, &[0; 12], &[7; 8]).is_ok() {
+        while a.link().send(1, 0, &[0; 12], &[7; 8]).is_ok() {
             sent += 1;
         }
         assert_eq!(sent, LAYOUT.fifo_cells);
         assert_eq!(drain(&mut b).len(), sent);
         for _ in 0..LAYOUT.pool_blocks {
-            a.send(1, 0, &[0; 12], &[1; 2000]).unwrap();
+            a.link().send(1, 0, &[0; 12], &[1; 2000]).unwrap();
         }
         assert!(matches!(
-            a.send(1, 0, &[0; 12], &[1; 2000]),
+            a.link().send(1, 0, &[0; 12], &[1; 2000]),
             Err(SendError::Busy)
         ));
         assert_eq!(drain(&mut b).len(), LAYOUT.pool_blocks as usize);
-        a.send(1, 0, &[0; 12], &[1; 2000]).unwrap();
+        a.link().send(1, 0, &[0; 12], &[1; 2000]).unwrap();
     }
 
     #[test]
@@ -811,12 +1029,16 @@ mod tests {
             fifo_cells: 100,
             ..LAYOUT
         };
+        let config = ShmConfig {
+            layout: bad,
+            ..CONFIG
+        };
         assert!(ShmTransport::create(
             0,
             1,
             "/dev/shm/oxmpi.bad",
-            bad,
-            0,
+            config,
+            vec![],
             Box::new(|_| unreachable!())
         )
         .is_err());

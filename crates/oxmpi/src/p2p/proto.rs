@@ -1,0 +1,1164 @@
+//! The point-to-point protocols, top to bottom, over any transport's [`Link`].
+//!
+//! Path of a small message: [`Proto::isend`] chooses the protocol from the route's transport
+//! [`Limits`] and hands header + data to [`Link::send`] (inline, or copied into the transport's
+//! buffers). The receiver's transport calls [`Handler::frag`]; the handler matches the envelope
+//! against posted receives and copies the data into the user's buffer, or stores it as
+//! unexpected.
+//!
+//! Messages above the transport's eager limit use rendezvous: `RTS` carries where the data is
+//! ([`Link::expose`]); the receiver pulls it with one [`Link::get`] and answers `FIN`. If the
+//! get is refused, the receiver answers `CTS` and the sender streams `DATA` chunks, which the
+//! receiver drains as they arrive. A large posted receive that names its source may advertise
+//! its buffer, so the sender writes straight into it ([`Link::put`], see `recv_write`).
+//!
+//! Everything a handler must send goes out at once through the link it was given; what does
+//! not fit waits in [`Proto`]'s pending queue, in send order per peer. An error of one
+//! operation lands in that operation's status; a fault that breaks communication with a peer
+//! (a corrupt header) is recorded as a [`Fault`] for the engine to act on.
+
+use std::collections::VecDeque;
+
+use super::matching::{Body, Matcher, Stored, Unexpected};
+use super::protocol::Protocol;
+use super::recv_write::{Advert, SeqCounters};
+use super::request::{ReqId, Slab, State, Status};
+use super::wire::{am, CtrlHdr, Envelope, MatchHdr, CTRL_HDR_LEN, HDR_MAX};
+use crate::error::{Error, ErrorClass, Result};
+use crate::transport::{Frag, Handler, Link, Payload, Remote, SendError};
+
+/// How a send completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendMode {
+    /// Standard (and ready) mode: complete once the buffer may be reused.
+    Standard,
+    /// Synchronous mode: complete once the receive has matched.
+    Synchronous,
+}
+
+/// How often each protocol path ran in this process (for tests and tuning).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Messages written straight into an advertised receive buffer.
+    pub recv_writes: u64,
+    /// Rendezvous messages pulled with one copy.
+    pub single_copy_pulls: u64,
+    /// Rendezvous messages pushed in chunks.
+    pub pushed: u64,
+    /// Rendezvous messages copied straight out of the sender's shared arena.
+    pub arena_pulls: u64,
+}
+
+/// A fault that breaks communication with a peer (or with everyone, `peer: None`).
+#[derive(Debug)]
+pub struct Fault {
+    /// The peer whose fragments or link broke, if known.
+    pub peer: Option<u32>,
+    /// What went wrong.
+    pub error: Error,
+}
+
+/// A fragment waiting for transport room, in send order.
+#[derive(Debug)]
+pub(super) struct Pending {
+    pub to: u32,
+    pub am: u8,
+    pub hdr: [u8; HDR_MAX],
+    pub hdr_len: u8,
+    pub data: *const u8,
+    pub len: usize,
+    /// Request to complete once sent (eager standard sends).
+    pub complete: Option<ReqId>,
+}
+
+/// Where the chunks of a chunked eager message go.
+#[derive(Debug)]
+enum Target {
+    /// Straight into a posted receive.
+    Posted { req: u32, buf: *mut u8, cap: usize },
+    /// Into a buffer, matched once complete.
+    Buffer(Vec<u8>),
+}
+
+/// A chunked eager message in the middle of arriving.
+#[derive(Debug)]
+struct Assembly {
+    env: Envelope,
+    total: u64,
+    got: u64,
+    /// Sender's request to acknowledge (synchronous sends).
+    sync: Option<u32>,
+    target: Target,
+}
+
+/// Matching and protocol state: everything a fragment handler touches (never the transport
+/// itself, which it reaches through the [`Link`] it is given).
+#[derive(Debug)]
+pub struct Proto {
+    pub(super) me: u32,
+    pub(super) matcher: Matcher,
+    pub(super) reqs: Slab,
+    /// Fragments waiting for transport room, in send order.
+    pub(super) pending: VecDeque<Pending>,
+    /// Entries of `pending` per destination (a send to a peer with queued fragments queues
+    /// behind them, keeping per-pair order).
+    pub(super) pending_to: Vec<u32>,
+    /// Rendezvous sends pushing chunks after a `CTS`.
+    pub(super) pushing: Vec<ReqId>,
+    /// Peer world rank of each request slot with one (`u32::MAX`: none or any).
+    pub(super) peer_of: Vec<u32>,
+    /// Matching messages seen per (sender, context): the receiver side of recv_write.
+    arrived: SeqCounters,
+    /// Matching messages we sent per (receiver, context): the sender side of recv_write.
+    sent: SeqCounters,
+    /// Adverts received from peers, waiting for our next large send to them.
+    adverts: Vec<Advert>,
+    /// Our posted receives that a peer may write into (they cannot be cancelled).
+    pub(super) advertised: Vec<u32>,
+    /// Chunked eager messages being assembled, by sender world rank.
+    assembling: Vec<Option<Assembly>>,
+    /// Faults found while handling fragments, for the engine.
+    pub(super) faults: Vec<Fault>,
+    pub(super) stats: Stats,
+}
+
+/// Writes `n` bytes at `buf`.
+///
+/// # Safety
+/// `buf` is valid for `n` bytes of writes: the API layer keeps the receive buffer borrowed
+/// until the request completes.
+#[inline]
+unsafe fn user_buf<'a>(buf: *mut u8, n: usize) -> &'a mut [u8] {
+    if n == 0 {
+        return &mut [];
+    }
+    // SAFETY: caller contract.
+    unsafe { std::slice::from_raw_parts_mut(buf, n) }
+}
+
+/// Reads `n` bytes at `buf`.
+///
+/// # Safety
+/// `buf` is valid for `n` bytes of reads: the API layer keeps the send buffer borrowed until
+/// the request completes.
+#[inline]
+unsafe fn user_data<'a>(buf: *const u8, n: usize) -> &'a [u8] {
+    if n == 0 {
+        return &[];
+    }
+    // SAFETY: caller contract.
+    unsafe { std::slice::from_raw_parts(buf, n) }
+}
+
+/// No peer recorded for a request slot.
+const NO_PEER: u32 = u32::MAX;
+
+impl Handler for Proto {
+    #[inline]
+    fn frag<L: Link>(&mut self, link: &mut L, f: Frag<'_>) {
+        self.on_frag(link, f.from, f.am, f.hdr, &f.payload);
+    }
+}
+
+impl Proto {
+    /// Protocol state for world rank `me` of `size`.
+    pub fn new(me: u32, size: u32) -> Proto {
+        Proto {
+            me,
+            matcher: Matcher::new(),
+            reqs: Slab::default(),
+            pending: VecDeque::new(),
+            pending_to: vec![0; size as usize],
+            pushing: Vec::new(),
+            peer_of: Vec::new(),
+            arrived: SeqCounters::default(),
+            sent: SeqCounters::default(),
+            adverts: Vec::new(),
+            advertised: Vec::new(),
+            assembling: Vec::new(),
+            faults: Vec::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// Takes a request slot for an operation with `peer` (world rank, or [`NO_PEER`]).
+    #[inline]
+    pub(super) fn alloc(&mut self, state: State, peer: u32) -> ReqId {
+        let id = self.reqs.alloc(state);
+        let i = id.idx as usize;
+        if i >= self.peer_of.len() {
+            self.peer_of.resize(i + 1, NO_PEER);
+        }
+        self.peer_of[i] = peer;
+        id
+    }
+
+    /// Frees request `id` of an operation that never started.
+    fn discard(&mut self, id: ReqId) {
+        self.reqs.complete(id.idx, Status::default());
+        self.reqs.take_if_done(id);
+    }
+
+    fn fail(&mut self, peer: u32, msg: String) {
+        self.faults.push(Fault {
+            peer: Some(peer),
+            error: Error::new(ErrorClass::Intern, msg),
+        });
+    }
+
+    // ---- sending -------------------------------------------------------------------------
+
+    /// Starts sending `len` bytes at `buf` to world rank `to` over `link`. `Ok(None)`: already
+    /// complete; `Ok(Some(id))`: wait on `id`.
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads of `len` bytes until the send completes.
+    #[inline]
+    pub unsafe fn isend<L: Link>(
+        &mut self,
+        link: &mut L,
+        mode: SendMode,
+        buf: *const u8,
+        len: usize,
+        to: u32,
+        env: Envelope,
+    ) -> Result<Option<ReqId>> {
+        let sync = mode == SendMode::Synchronous;
+        let limits = link.limits();
+        let protocol = Protocol::choose(&limits, len);
+        let seq = self.sent.bump(to, env.ctx);
+        let exposed = if protocol == Protocol::Rendezvous {
+            link.expose(buf, len)
+        } else {
+            Remote::default()
+        };
+        // Memory the receiver reaches with a plain copy (flags set) beats any write.
+        if protocol == Protocol::Rendezvous && exposed.flags == 0 && !self.adverts.is_empty() {
+            // SAFETY: forwarded from our caller.
+            if unsafe { self.try_recv_write(link, buf, len, to, env, seq)? } {
+                return Ok(None);
+            }
+        }
+        if protocol == Protocol::ChunkedEager {
+            // SAFETY: forwarded from our caller.
+            return unsafe { self.isend_chunked(link, sync, buf, len, to, env, limits.max_frag) };
+        }
+        let mut h = MatchHdr {
+            env,
+            sreq: 0,
+            len: len as u64,
+            addr: 0,
+            pid: 0,
+            flags: 0,
+        };
+        let (kind, wait) = if protocol == Protocol::Rendezvous {
+            (h.addr, h.pid, h.flags) = (exposed.addr, exposed.key, exposed.flags);
+            (am::RTS, true)
+        } else if sync {
+            (am::EAGER_SYNC, true)
+        } else {
+            (am::EAGER, false)
+        };
+        let waiting = wait.then(|| self.alloc(State::SendWait { buf, len }, to));
+        if let Some(id) = waiting {
+            h.sreq = id.idx;
+        }
+        let mut hdr = [0u8; HDR_MAX];
+        let hdr_len = h.encode(kind, &mut hdr);
+        let payload: &[u8] = if kind == am::RTS {
+            &[]
+        } else {
+            // SAFETY: the caller guarantees `buf` is valid for `len` bytes.
+            unsafe { user_data(buf, len) }
+        };
+        if self.pending_to[to as usize] == 0 {
+            match link.send(to, kind, &hdr[..hdr_len], payload) {
+                Ok(()) => return Ok(waiting),
+                Err(SendError::Busy) => {}
+                Err(SendError::Fatal(e)) => {
+                    if let Some(id) = waiting {
+                        self.discard(id);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let complete = match waiting {
+            Some(_) => None,
+            None => Some(self.alloc(State::SendQueued, to)),
+        };
+        self.queue(Pending {
+            to,
+            am: kind,
+            hdr,
+            hdr_len: hdr_len as u8,
+            data: payload.as_ptr(),
+            len: payload.len(),
+            complete,
+        });
+        Ok(waiting.or(complete))
+    }
+
+    fn queue(&mut self, p: Pending) {
+        self.pending_to[p.to as usize] += 1;
+        self.pending.push_back(p);
+    }
+
+    /// Writes a rendezvous-size message straight into the receiver's buffer if it advertised
+    /// one that this message is sure to match; returns whether it did.
+    ///
+    /// # Safety
+    /// As for [`isend`](Self::isend).
+    unsafe fn try_recv_write<L: Link>(
+        &mut self,
+        link: &mut L,
+        buf: *const u8,
+        len: usize,
+        to: u32,
+        env: Envelope,
+        seq: u64,
+    ) -> Result<bool> {
+        let mut hit = None;
+        // Every advert from `to` on this context is used now or stale after this message.
+        self.adverts.retain(|a| {
+            if a.from != to || a.ctx != env.ctx {
+                return true;
+            }
+            if hit.is_none() && a.accepts(env.ctx, seq, env.tag, len) {
+                hit = Some(*a);
+            }
+            false
+        });
+        let Some(a) = hit else {
+            return Ok(false);
+        };
+        if !link.limits().put {
+            return Ok(false);
+        }
+        // SAFETY: the caller guarantees `buf` is valid for `len` bytes.
+        let data = unsafe { user_data(buf, len) };
+        let dst = Remote {
+            addr: a.addr,
+            key: a.pid,
+            flags: 0,
+        };
+        if link.put(to, dst, data).is_err() {
+            // Refused: the ordinary rendezvous (and its own fallback) carries this message.
+            return Ok(false);
+        }
+        let h = MatchHdr {
+            env,
+            sreq: a.rreq,
+            len: len as u64,
+            addr: 0,
+            pid: 0,
+            flags: 0,
+        };
+        let mut hdr = [0u8; HDR_MAX];
+        let n = h.encode(am::RTS, &mut hdr);
+        self.send_ctrl(link, to, am::WRITTEN, hdr, n);
+        self.stats.recv_writes += 1;
+        Ok(true)
+    }
+
+    /// Sends a header-only fragment now, or queues it behind pending traffic to `to`. A link
+    /// that cannot reach `to` at all is a fault of that peer.
+    fn send_ctrl<L: Link>(
+        &mut self,
+        link: &mut L,
+        to: u32,
+        kind: u8,
+        hdr: [u8; HDR_MAX],
+        n: usize,
+    ) {
+        if self.pending_to[to as usize] == 0 {
+            match link.send(to, kind, &hdr[..n], &[]) {
+                Ok(()) => return,
+                Err(SendError::Busy) => {}
+                Err(SendError::Fatal(e)) => {
+                    self.faults.push(Fault {
+                        peer: Some(to),
+                        error: e,
+                    });
+                    return;
+                }
+            }
+        }
+        self.queue(Pending {
+            to,
+            am: kind,
+            hdr,
+            hdr_len: n as u8,
+            data: std::ptr::null(),
+            len: 0,
+            complete: None,
+        });
+    }
+
+    /// Sends a control header (`ACK`, `FIN`, `CTS`).
+    fn reply<L: Link>(&mut self, link: &mut L, to: u32, kind: u8, c: CtrlHdr) {
+        let mut hdr = [0u8; HDR_MAX];
+        hdr[..CTRL_HDR_LEN].copy_from_slice(&c.encode()[..CTRL_HDR_LEN]);
+        self.send_ctrl(link, to, kind, hdr, CTRL_HDR_LEN);
+    }
+
+    /// Sends an eager message in chunks of at most `max` bytes: a head carrying the envelope,
+    /// then the rest, queued behind anything already pending for `to` so chunks never
+    /// interleave with other messages to the same peer.
+    ///
+    /// # Safety
+    /// As for [`isend`](Self::isend).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn isend_chunked<L: Link>(
+        &mut self,
+        link: &mut L,
+        sync: bool,
+        buf: *const u8,
+        len: usize,
+        to: u32,
+        env: Envelope,
+        max: usize,
+    ) -> Result<Option<ReqId>> {
+        let waiting = sync.then(|| self.alloc(State::SendWait { buf, len }, to));
+        let h = MatchHdr {
+            env,
+            sreq: waiting.map_or(0, |w| w.idx),
+            len: len as u64,
+            addr: sync as u64,
+            pid: 0,
+            flags: 0,
+        };
+        let mut hdr = [0u8; HDR_MAX];
+        let head_len = h.encode(am::RTS, &mut hdr);
+        let chunk = |off: usize| {
+            let k = max.min(len - off);
+            if off == 0 {
+                (k, am::EAGER_HEAD, head_len)
+            } else {
+                (k, am::EAGER_CONT, 0)
+            }
+        };
+        let mut off = 0;
+        while off < len && self.pending_to[to as usize] == 0 {
+            let (k, kind, hl) = chunk(off);
+            // SAFETY: off + k ≤ len, inside the caller's buffer.
+            let data = unsafe { user_data(buf.add(off), k) };
+            match link.send(to, kind, &hdr[..hl], data) {
+                Ok(()) => off += k,
+                Err(SendError::Busy) => break,
+                Err(SendError::Fatal(e)) if off == 0 => {
+                    if let Some(id) = waiting {
+                        self.discard(id);
+                    }
+                    return Err(e);
+                }
+                Err(SendError::Fatal(e)) => {
+                    // Part of the message is out: the peer's stream is broken.
+                    self.faults.push(Fault {
+                        peer: Some(to),
+                        error: e,
+                    });
+                    return Ok(waiting);
+                }
+            }
+        }
+        if off >= len {
+            return Ok(waiting);
+        }
+        let last = waiting.is_none().then(|| self.alloc(State::SendQueued, to));
+        while off < len {
+            let (k, kind, hl) = chunk(off);
+            self.queue(Pending {
+                to,
+                am: kind,
+                hdr,
+                hdr_len: hl as u8,
+                // SAFETY: off < len, inside the caller's buffer.
+                data: unsafe { buf.add(off) },
+                len: k,
+                complete: if off + k >= len { last } else { None },
+            });
+            off += k;
+        }
+        Ok(waiting.or(last))
+    }
+
+    /// Sends queued fragments to `to`'s route while its link has room (the engine calls this
+    /// per destination at the head of the queue). Returns how many went out.
+    pub(super) fn flush_head<L: Link>(&mut self, link: &mut L) -> usize {
+        let mut n = 0;
+        while let Some(p) = self.pending.front() {
+            // SAFETY: the request owning this buffer is not complete, so the API layer still
+            // holds the buffer borrowed.
+            let payload = unsafe { user_data(p.data, p.len) };
+            let (to, kind, hdr, hdr_len, complete) =
+                (p.to, p.am, p.hdr, p.hdr_len as usize, p.complete);
+            match link.send(to, kind, &hdr[..hdr_len], payload) {
+                Ok(()) => {
+                    self.pending.pop_front();
+                    self.pending_to[to as usize] -= 1;
+                    if let Some(id) = complete {
+                        self.reqs.complete(
+                            id.idx,
+                            Status {
+                                bytes: payload.len() as u64,
+                                ..Status::default()
+                            },
+                        );
+                    }
+                    n += 1;
+                }
+                Err(SendError::Busy) => break,
+                Err(SendError::Fatal(e)) => {
+                    // Dropped, so that the queue does not report the same fault forever.
+                    self.pending.pop_front();
+                    self.pending_to[to as usize] -= 1;
+                    if let Some(id) = complete {
+                        self.reqs.complete(
+                            id.idx,
+                            Status {
+                                error: Some(e.class()),
+                                ..Status::default()
+                            },
+                        );
+                    }
+                    self.faults.push(Fault {
+                        peer: Some(to),
+                        error: e,
+                    });
+                    break;
+                }
+            }
+            // The next entry may go to another route: the engine picks its link.
+            if self.pending.front().is_some_and(|q| q.to != to) {
+                break;
+            }
+        }
+        n
+    }
+
+    /// Pushes chunks of rendezvous send `id` after a `CTS` while `link` has room; returns
+    /// `(chunks sent, finished)`.
+    pub(super) fn push<L: Link>(&mut self, link: &mut L, id: ReqId) -> (usize, bool) {
+        let Some(&mut State::SendPush {
+            buf,
+            len,
+            mut offset,
+            to,
+            rreq,
+        }) = self.reqs.state(id)
+        else {
+            return (0, true);
+        };
+        let max = link.limits().max_frag;
+        let mut n = 0;
+        let mut fault = None;
+        while offset < len {
+            let k = (len - offset).min(max);
+            // SAFETY: the send is incomplete, so its buffer is still borrowed by the API.
+            let chunk = unsafe { user_data(buf.add(offset), k) };
+            let c = CtrlHdr {
+                sreq: id.idx,
+                rreq,
+                offset: offset as u64,
+            };
+            match link.send(to, am::DATA, &c.encode(), chunk) {
+                Ok(()) => {
+                    offset += k;
+                    n += 1;
+                }
+                Err(SendError::Busy) => break,
+                Err(SendError::Fatal(e)) => {
+                    fault = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = fault {
+            self.faults.push(Fault {
+                peer: Some(to),
+                error: e,
+            });
+            return (n, false);
+        }
+        if offset >= len {
+            self.reqs.complete(
+                id.idx,
+                Status {
+                    bytes: len as u64,
+                    ..Status::default()
+                },
+            );
+            return (n, true);
+        }
+        if let Some(State::SendPush { offset: o, .. }) = self.reqs.state(id) {
+            *o = offset;
+        }
+        (n, false)
+    }
+
+    /// The destination of pushing send `id`, if it is still pushing.
+    pub(super) fn push_target(&mut self, id: ReqId) -> Option<u32> {
+        match self.reqs.state(id) {
+            Some(&mut State::SendPush { to, .. }) => Some(to),
+            _ => None,
+        }
+    }
+
+    // ---- receiving -----------------------------------------------------------------------
+
+    /// Advertises posted receive `id` (`cap` bytes at `buf`, from world rank `w` on `ctx` with
+    /// `tag`) to its sender, if the link can take a direct write and nothing posted earlier
+    /// could take that sender's next message.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn maybe_advertise<L: Link>(
+        &mut self,
+        link: &mut L,
+        id: ReqId,
+        buf: *mut u8,
+        cap: usize,
+        ctx: u32,
+        src: i32,
+        tag: i32,
+        w: u32,
+    ) {
+        let limits = link.limits();
+        if !limits.put
+            || cap <= limits.eager_limit
+            || self.matcher.other_posted_from(ctx, src, id.idx)
+        {
+            return;
+        }
+        let r = link.expose(buf, cap);
+        if r.flags != 0 {
+            // Transport-specific memory (an arena): a plain rendezvous reads it as well.
+            return;
+        }
+        let a = Advert {
+            from: self.me,
+            ctx,
+            tag,
+            rreq: id.idx,
+            seq: self.arrived.get(w, ctx) as u32,
+            addr: r.addr,
+            cap: cap as u64,
+            pid: r.key,
+        };
+        self.advertised.push(id.idx);
+        self.send_ctrl(
+            link,
+            w,
+            am::ADVERT,
+            a.encode(),
+            super::recv_write::ADVERT_LEN,
+        );
+    }
+
+    /// Receives a message already taken from the unexpected queue (also matched probe) into a
+    /// new request; `link` is the route to its sender.
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `cap` bytes, and not otherwise accessed, until the
+    /// receive completes.
+    pub unsafe fn recv_unexpected<L: Link>(
+        &mut self,
+        link: &mut L,
+        u: Unexpected,
+        buf: *mut u8,
+        cap: usize,
+    ) -> ReqId {
+        let id = self.alloc(
+            State::Recv {
+                buf,
+                cap,
+                ctx: u.env.ctx,
+            },
+            u.from,
+        );
+        let (kind, sreq, data, len, addr, pid, flags) = match u.body {
+            Body::Eager(d) => (am::EAGER, 0, d, 0, 0, 0, 0),
+            Body::EagerSync { data, sreq } => (am::EAGER_SYNC, sreq, data, 0, 0, 0, 0),
+            Body::Rts {
+                sreq,
+                len,
+                addr,
+                pid,
+                flags,
+            } => (
+                am::RTS,
+                sreq,
+                Stored::Heap(Vec::new()),
+                len,
+                addr,
+                pid,
+                flags,
+            ),
+        };
+        let h = MatchHdr {
+            env: u.env,
+            sreq,
+            len,
+            addr,
+            pid,
+            flags,
+        };
+        self.deliver(
+            link,
+            id.idx,
+            u.from,
+            kind,
+            &h,
+            &Payload::Bytes(data.as_slice()),
+        );
+        id
+    }
+
+    /// Handles one arrived fragment.
+    #[inline]
+    fn on_frag<L: Link>(
+        &mut self,
+        link: &mut L,
+        from: u32,
+        kind: u8,
+        hdr: &[u8],
+        data: &Payload<'_>,
+    ) {
+        match kind {
+            am::EAGER | am::EAGER_SYNC | am::RTS => {
+                let Some(h) = MatchHdr::decode(kind, hdr) else {
+                    return self.fail(from, format!("short header from rank {from}"));
+                };
+                self.arrived.bump(from, h.env.ctx);
+                match self.matcher.match_arrival(&h.env) {
+                    Some(p) => self.deliver(link, p.req, from, kind, &h, data),
+                    None => {
+                        let body = match kind {
+                            am::EAGER => {
+                                Body::Eager(Stored::with_len(data.len(), |b| data.copy_to(b)))
+                            }
+                            am::EAGER_SYNC => Body::EagerSync {
+                                data: Stored::with_len(data.len(), |b| data.copy_to(b)),
+                                sreq: h.sreq,
+                            },
+                            _ => Body::Rts {
+                                sreq: h.sreq,
+                                len: h.len,
+                                addr: h.addr,
+                                pid: h.pid,
+                                flags: h.flags,
+                            },
+                        };
+                        self.matcher.push_unexpected(Unexpected {
+                            env: h.env,
+                            from,
+                            body,
+                        });
+                    }
+                }
+            }
+            am::EAGER_HEAD => self.on_head(from, hdr, data),
+            am::EAGER_CONT => self.on_cont(link, from, data),
+            am::ADVERT => match Advert::decode(from, hdr) {
+                Some(a) => self.adverts.push(a),
+                None => self.fail(from, format!("short advert from rank {from}")),
+            },
+            am::WRITTEN => self.on_written(from, hdr),
+            am::ACK | am::FIN => match CtrlHdr::decode(hdr) {
+                Some(c) => self.finish_send(from, c.sreq),
+                None => self.fail(from, format!("short control header from rank {from}")),
+            },
+            am::CTS => self.on_cts(link, from, hdr),
+            am::DATA => self.on_data(from, hdr, data),
+            other => self.fail(
+                from,
+                format!("unknown fragment kind {other} from rank {from}"),
+            ),
+        }
+    }
+
+    #[cold]
+    fn on_head(&mut self, from: u32, hdr: &[u8], data: &Payload<'_>) {
+        let Some(h) = MatchHdr::decode(am::RTS, hdr) else {
+            return self.fail(from, format!("short header from rank {from}"));
+        };
+        self.arrived.bump(from, h.env.ctx);
+        let n = data.len();
+        let target = match self.matcher.match_arrival(&h.env) {
+            Some(p) => match self.reqs.state_at(p.req) {
+                Some(&mut State::Recv { buf, cap, .. }) => {
+                    // SAFETY: at most `cap` bytes, the posted receive's capacity.
+                    data.copy_to(unsafe { user_buf(buf, n.min(cap)) });
+                    if !self.advertised.is_empty() {
+                        self.advertised.retain(|&r| r != p.req);
+                    }
+                    Target::Posted {
+                        req: p.req,
+                        buf,
+                        cap,
+                    }
+                }
+                _ => return self.fail(from, format!("posted receive {} vanished", p.req)),
+            },
+            None => {
+                let mut v = Vec::with_capacity(h.len as usize);
+                v.resize(n, 0);
+                data.copy_to(&mut v);
+                Target::Buffer(v)
+            }
+        };
+        let a = Assembly {
+            env: h.env,
+            total: h.len,
+            got: n as u64,
+            sync: (h.addr == 1).then_some(h.sreq),
+            target,
+        };
+        if from as usize >= self.assembling.len() {
+            self.assembling.resize_with(from as usize + 1, || None);
+        }
+        self.assembling[from as usize] = Some(a);
+    }
+
+    #[cold]
+    fn on_cont<L: Link>(&mut self, link: &mut L, from: u32, data: &Payload<'_>) {
+        let Some(a) = self
+            .assembling
+            .get_mut(from as usize)
+            .and_then(Option::as_mut)
+        else {
+            return self.fail(
+                from,
+                format!("chunk without a message head from rank {from}"),
+            );
+        };
+        let n = data.len();
+        match &mut a.target {
+            Target::Posted { buf, cap, .. } => {
+                let at = (a.got as usize).min(*cap);
+                let keep = n.min(*cap - at);
+                // SAFETY: at + keep ≤ cap, inside the posted receive's buffer.
+                data.copy_to(unsafe { user_buf(buf.add(at), keep) });
+            }
+            Target::Buffer(v) => {
+                let old = v.len();
+                v.resize(old + n, 0);
+                data.copy_to(&mut v[old..]);
+            }
+        }
+        a.got += n as u64;
+        if a.got >= a.total {
+            if let Some(a) = self.assembling[from as usize].take() {
+                self.finish_assembly(link, from, a);
+            }
+        }
+    }
+
+    #[cold]
+    fn on_written(&mut self, from: u32, hdr: &[u8]) {
+        let Some(h) = MatchHdr::decode(am::RTS, hdr) else {
+            return self.fail(from, format!("short WRITTEN from rank {from}"));
+        };
+        self.arrived.bump(from, h.env.ctx);
+        let req = h.sreq;
+        let Some(i) = self.advertised.iter().position(|&r| r == req) else {
+            return self.fail(
+                from,
+                format!("rank {from} wrote into receive {req}, which was not advertised"),
+            );
+        };
+        self.advertised.swap_remove(i);
+        match self.reqs.state_at(req) {
+            Some(&mut State::Recv { ctx, .. }) => {
+                self.matcher.cancel(ctx, req);
+                self.reqs.complete(
+                    req,
+                    Status {
+                        source: h.env.src as i32,
+                        tag: h.env.tag,
+                        bytes: h.len,
+                        ..Status::default()
+                    },
+                );
+            }
+            _ => self.fail(
+                from,
+                format!("rank {from} wrote into receive {req}, which is gone"),
+            ),
+        }
+    }
+
+    #[cold]
+    fn on_cts<L: Link>(&mut self, link: &mut L, from: u32, hdr: &[u8]) {
+        let Some(c) = CtrlHdr::decode(hdr) else {
+            return self.fail(from, format!("short CTS from rank {from}"));
+        };
+        match self.reqs.state_at(c.sreq) {
+            Some(st @ State::SendWait { .. }) => {
+                let State::SendWait { buf, len } = *st else {
+                    unreachable!()
+                };
+                *st = State::SendPush {
+                    buf,
+                    len,
+                    offset: 0,
+                    to: from,
+                    rreq: c.rreq,
+                };
+                self.stats.pushed += 1;
+                let id = self.reqs.id_at(c.sreq);
+                if !self.push(link, id).1 {
+                    self.pushing.push(id);
+                }
+            }
+            _ => self.fail(
+                from,
+                format!("CTS for unknown send {} from rank {from}", c.sreq),
+            ),
+        }
+    }
+
+    #[cold]
+    fn on_data(&mut self, from: u32, hdr: &[u8], data: &Payload<'_>) {
+        let Some(c) = CtrlHdr::decode(hdr) else {
+            return self.fail(from, format!("short DATA from rank {from}"));
+        };
+        match self.reqs.state_at(c.rreq) {
+            Some(State::RecvChunks {
+                buf,
+                expect,
+                total,
+                got,
+            }) => {
+                let n = data.len() as u64;
+                if c.offset < *expect {
+                    let keep = (*expect - c.offset).min(n) as usize;
+                    // SAFETY: offset + keep ≤ expect ≤ the receive buffer's capacity.
+                    let dst = unsafe { user_buf(buf.add(c.offset as usize), keep) };
+                    data.copy_to(dst);
+                }
+                *got += n;
+                if *got >= *total {
+                    let st = Status {
+                        bytes: *expect,
+                        error: (*total > *expect).then_some(ErrorClass::Truncate),
+                        ..Status::default()
+                    };
+                    self.complete_recv_chunks(c.rreq, st);
+                }
+            }
+            _ => self.fail(
+                from,
+                format!("DATA for unknown receive {} from rank {from}", c.rreq),
+            ),
+        }
+    }
+
+    fn finish_assembly<L: Link>(&mut self, link: &mut L, from: u32, a: Assembly) {
+        let kind = if a.sync.is_some() {
+            am::EAGER_SYNC
+        } else {
+            am::EAGER
+        };
+        let h = MatchHdr {
+            env: a.env,
+            sreq: a.sync.unwrap_or(0),
+            len: a.total,
+            addr: 0,
+            pid: 0,
+            flags: 0,
+        };
+        match a.target {
+            Target::Posted { req, cap, .. } => {
+                self.reqs.complete(
+                    req,
+                    Status {
+                        source: a.env.src as i32,
+                        tag: a.env.tag,
+                        bytes: a.total.min(cap as u64),
+                        error: (a.total > cap as u64).then_some(ErrorClass::Truncate),
+                        cancelled: false,
+                    },
+                );
+                if let Some(sreq) = a.sync {
+                    self.reply(
+                        link,
+                        from,
+                        am::ACK,
+                        CtrlHdr {
+                            sreq,
+                            rreq: 0,
+                            offset: 0,
+                        },
+                    );
+                }
+            }
+            // Matched only now: a receive posted while the chunks arrived must still get it.
+            Target::Buffer(v) => match self.matcher.match_arrival(&a.env) {
+                Some(p) => self.deliver(link, p.req, from, kind, &h, &Payload::Bytes(&v)),
+                None => {
+                    let body = match a.sync {
+                        Some(sreq) => Body::EagerSync {
+                            data: v.into(),
+                            sreq,
+                        },
+                        None => Body::Eager(v.into()),
+                    };
+                    self.matcher.push_unexpected(Unexpected {
+                        env: a.env,
+                        from,
+                        body,
+                    });
+                }
+            },
+        }
+    }
+
+    fn complete_recv_chunks(&mut self, idx: u32, mut st: Status) {
+        // Source and tag were recorded in the slot's status when the rendezvous started.
+        let id = self.reqs.id_at(idx);
+        if let Some(prev) = self.reqs.peek_status(id) {
+            st.source = prev.source;
+            st.tag = prev.tag;
+        }
+        self.reqs.complete(idx, st);
+    }
+
+    fn finish_send(&mut self, from: u32, sreq: u32) {
+        match self.reqs.state_at(sreq) {
+            Some(State::SendWait { len, .. }) => {
+                let bytes = *len as u64;
+                self.reqs.complete(
+                    sreq,
+                    Status {
+                        bytes,
+                        ..Status::default()
+                    },
+                );
+            }
+            _ => self.fail(
+                from,
+                format!("completion for unknown send {sreq} from rank {from}"),
+            ),
+        }
+    }
+
+    /// Delivers a matched message into posted receive `req`.
+    #[inline]
+    fn deliver<L: Link>(
+        &mut self,
+        link: &mut L,
+        req: u32,
+        from: u32,
+        kind: u8,
+        h: &MatchHdr,
+        data: &Payload<'_>,
+    ) {
+        if !self.advertised.is_empty() {
+            // The message came the ordinary way; the sender will find its advert stale.
+            self.advertised.retain(|&r| r != req);
+        }
+        let Some(&mut State::Recv { buf, cap, .. }) = self.reqs.state_at(req) else {
+            return self.fail(from, format!("posted receive {req} vanished"));
+        };
+        if kind == am::RTS {
+            return self.start_rendezvous(link, req, from, h, buf, cap);
+        }
+        let len = data.len();
+        let n = len.min(cap);
+        // SAFETY: n ≤ cap, the posted receive's buffer capacity.
+        data.copy_to(unsafe { user_buf(buf, n) });
+        self.reqs.complete(
+            req,
+            Status {
+                source: h.env.src as i32,
+                tag: h.env.tag,
+                bytes: n as u64,
+                error: (len > cap).then_some(ErrorClass::Truncate),
+                cancelled: false,
+            },
+        );
+        if kind == am::EAGER_SYNC {
+            self.reply(
+                link,
+                from,
+                am::ACK,
+                CtrlHdr {
+                    sreq: h.sreq,
+                    rreq: 0,
+                    offset: 0,
+                },
+            );
+        }
+    }
+
+    /// The status of rendezvous `h` received into `cap` bytes.
+    fn rendezvous_status(h: &MatchHdr, cap: usize) -> Status {
+        let n = (h.len as usize).min(cap);
+        Status {
+            source: h.env.src as i32,
+            tag: h.env.tag,
+            bytes: n as u64,
+            error: (h.len as usize > cap).then_some(ErrorClass::Truncate),
+            cancelled: false,
+        }
+    }
+
+    /// A rendezvous message matched receive `req`: pull it, or ask for it to be pushed.
+    fn start_rendezvous<L: Link>(
+        &mut self,
+        link: &mut L,
+        req: u32,
+        from: u32,
+        h: &MatchHdr,
+        buf: *mut u8,
+        cap: usize,
+    ) {
+        let st = Self::rendezvous_status(h, cap);
+        if link.limits().get {
+            let src = Remote {
+                addr: h.addr,
+                key: h.pid,
+                flags: h.flags,
+            };
+            // SAFETY: st.bytes ≤ cap, the receive buffer's capacity.
+            let dst = unsafe { user_buf(buf, st.bytes as usize) };
+            if link.get(from, src, dst).is_ok() {
+                self.stats.single_copy_pulls += 1;
+                self.reqs.complete(req, st);
+                return self.reply(
+                    link,
+                    from,
+                    am::FIN,
+                    CtrlHdr {
+                        sreq: h.sreq,
+                        rreq: 0,
+                        offset: 0,
+                    },
+                );
+            }
+        }
+        // No one-copy path: the sender pushes chunks from its own buffer.
+        let mut st = st;
+        let n = st.bytes;
+        st.bytes = 0;
+        if let Some(s) = self.reqs.state_at(req) {
+            *s = State::RecvChunks {
+                buf,
+                expect: n,
+                total: h.len,
+                got: 0,
+            };
+        }
+        self.reqs.set_status(req, st);
+        self.reply(
+            link,
+            from,
+            am::CTS,
+            CtrlHdr {
+                sreq: h.sreq,
+                rreq: req,
+                offset: 0,
+            },
+        );
+    }
+}
