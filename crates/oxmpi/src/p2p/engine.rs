@@ -834,6 +834,29 @@ mod tests {
     }
 
     #[test]
+    fn by_default_a_fault_calls_the_abort_hook_naming_rank_call_and_cause() {
+        let (mut a, mut b) = shm_pair("abort");
+        b.set_fault_mode(FaultMode::Abort);
+        let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let log = said.clone();
+        b.set_abort_hook(Box::new(move |m| log.lock().unwrap().push(m.to_owned())));
+        b.enter("MPI_Recv");
+        let AnyTransport::Shm(t) = &mut a.transports[1] else {
+            unreachable!()
+        };
+        // A fragment kind no protocol knows.
+        t.link().send(1, 200, &[0; 16], &[]).unwrap();
+        b.progress();
+        let said = said.lock().unwrap();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].starts_with("rank 1: fatal communication fault in MPI_Recv: ")
+                && said[0].contains("unknown fragment kind 200 from rank 0"),
+            "{said:?}"
+        );
+    }
+
+    #[test]
     fn a_corrupt_fragment_fails_the_peer_operations_and_nothing_else() {
         let (mut a, mut b) = shm_pair("fault");
         let mut from_a = [0u8; 8];
