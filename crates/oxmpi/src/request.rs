@@ -135,6 +135,8 @@ impl<'a, 's> Request<'a, 's> {
     pub fn test(&mut self) -> Option<Result<Status>> {
         match self.state {
             ReqState::Pending(id) => {
+                // A parked user step may be what this request (or a peer) waits for.
+                self.rt.engine.run_parked();
                 let r = self.rt.engine.with(|e| e.progress().map(|_| e.test(id)));
                 match r {
                     Err(e) => Some(Err(e)),
@@ -193,6 +195,10 @@ pub(crate) fn block_on<R>(rt: &Runtime, mut poll: impl FnMut() -> Result<Option<
         if let Some(r) = poll()? {
             return Ok(r);
         }
+        // Parked user steps (nonblocking user reductions) may be what we wait for.
+        if rt.engine.run_parked() {
+            backoff.reset();
+        }
         backoff.snooze();
     }
 }
@@ -217,7 +223,9 @@ pub(crate) fn wait_raw(rt: &Runtime, id: ReqId) -> Result<RawStatus> {
         if let Some(st) = done {
             return Ok(st);
         }
-        if worked {
+        // Run parked user steps (user reductions, with the engine unlocked): this request, or
+        // a peer's, may depend on them.
+        if rt.engine.run_parked() || worked {
             backoff.reset();
         }
         backoff.snooze();
@@ -300,11 +308,13 @@ impl Request<'_, '_> {
     /// Advances progress and reports whether this request has finished, without collecting it.
     fn poll_done(&mut self) -> bool {
         match self.state {
-            ReqState::Pending(id) => self
-                .rt
-                .engine
-                .with(|e| e.progress().map(|_| e.is_done(id)))
-                .unwrap_or(true),
+            ReqState::Pending(id) => {
+                self.rt.engine.run_parked();
+                self.rt
+                    .engine
+                    .with(|e| e.progress().map(|_| e.is_done(id)))
+                    .unwrap_or(true)
+            }
             ReqState::Done(_) => true,
             ReqState::Collected => false,
         }

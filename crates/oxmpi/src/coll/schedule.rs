@@ -7,16 +7,26 @@
 //! Program rules, which every algorithm follows and [`Exec::new`] checks:
 //! - sends and receives started since the last [`Step::Wait`] run concurrently; a span sent or
 //!   received must not be touched by a local step before the next `Wait`;
-//! - the input region is never written; spans lie inside their region;
+//! - the input region is never written (it is only ever seen through `*const` pointers and
+//!   shared slices: it may be read-only memory); spans lie inside their region;
 //! - between one pair of ranks, messages of one collective match in the order they were
 //!   started (all use the collective's tag; transports are FIFO per pair).
+//!
+//! User reductions (closures that may call MPI) never run inside the engine's critical
+//! section: a program reaching a `Reduce` step with a user kernel stops there
+//! ([`Advance::Unlocked`]); blocking collectives run the step themselves between engine
+//! calls, and the engine parks nonblocking ones until a waiting caller runs it with the
+//! engine unlocked (`EngineCell::run_parked`). Predefined operations run in place.
 
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
 use std::sync::Arc;
 
-use crate::comm::CommState;
+use crate::comm::CommCore;
 use crate::error::{Error, ErrorClass, Result};
 use crate::op::Kernel;
-use crate::p2p::engine::{Engine, RecvStart, Schedule, SendMode};
+use crate::p2p::engine::{Advance, Engine, RecvStart, Schedule, SendMode};
 use crate::p2p::progress::Backoff;
 use crate::p2p::request::ReqId;
 use crate::p2p::wire::Envelope;
@@ -168,40 +178,80 @@ impl std::fmt::Debug for Combine {
 }
 
 impl Combine {
-    /// Applies one `Reduce` step to byte slices: `dst = src ∘ dst`, or `dst = dst ∘ src`.
-    pub fn apply(&self, src: &mut [u8], dst: &mut [u8], later: bool) {
-        if !later || self.commutative {
-            self.kernel.call(src, dst);
-        } else {
-            self.kernel.call(dst, src);
-            dst.copy_from_slice(src);
-        }
+    /// Whether a `Reduce` step with `later` overwrites its source: a non-commutative
+    /// operation must combine the other way round (`src = dst ∘ src`) and copy the result.
+    #[inline]
+    pub fn clobbers(&self, later: bool) -> bool {
+        later && !self.commutative
+    }
+
+    /// Applies a `Reduce` step that does not clobber its source: `dst = src ∘ dst`, or for a
+    /// commutative operation equally `dst ∘ src`.
+    #[inline]
+    pub fn apply(&self, src: &[u8], dst: &mut [u8]) {
+        self.kernel.call(src, dst);
+    }
+
+    /// Applies a `later` step of a non-commutative operation: `dst = dst ∘ src`, computed in
+    /// `src` (scratch or output, never the input region) and copied to `dst`.
+    #[inline]
+    pub fn apply_later(&self, src: &mut [u8], dst: &mut [u8]) {
+        self.kernel.call(dst, src);
+        dst.copy_from_slice(src);
     }
 }
+
+/// Marks a [`Raw`] region the schedule only reads (the caller's input, possibly read-only
+/// memory).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct In;
+
+/// Marks a [`Raw`] region the schedule reads and writes (the caller's output).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Out;
 
 /// A raw region: base pointer and length, valid for the schedule's life (see [`Exec::new`]).
+/// Only an `Out` region ever yields a `*mut` pointer.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Raw {
-    pub ptr: *mut u8,
+pub(crate) struct Raw<M> {
+    ptr: NonNull<u8>,
     pub len: usize,
+    _mode: PhantomData<M>,
 }
 
-impl Raw {
-    pub const EMPTY: Raw = Raw {
-        ptr: std::ptr::NonNull::<u128>::dangling().as_ptr().cast(),
+impl<M> Raw<M> {
+    pub const EMPTY: Raw<M> = Raw {
+        ptr: NonNull::<u128>::dangling().cast(),
         len: 0,
+        _mode: PhantomData,
     };
-    pub fn read(s: &[u8]) -> Raw {
+    /// The base, for reads.
+    fn get(self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Raw<In> {
+    pub fn read(s: &[u8]) -> Raw<In> {
         Raw {
-            ptr: s.as_ptr().cast_mut(),
+            ptr: NonNull::from(s).cast(),
             len: s.len(),
+            _mode: PhantomData,
         }
     }
-    pub fn write(s: &mut [u8]) -> Raw {
+}
+
+impl Raw<Out> {
+    pub fn write(s: &mut [u8]) -> Raw<Out> {
         Raw {
-            ptr: s.as_mut_ptr(),
             len: s.len(),
+            ptr: NonNull::from(s).cast(),
+            _mode: PhantomData,
         }
+    }
+    /// The base, for writes (the pointer came from a `&mut`).
+    fn get_mut(self) -> *mut u8 {
+        self.ptr.as_ptr()
     }
 }
 
@@ -211,13 +261,16 @@ pub(crate) struct Exec {
     pc: usize,
     /// Transfers in flight, with the bytes a receive expects (`usize::MAX` for sends).
     pending: Vec<(ReqId, usize)>,
-    send: Raw,
-    recv: Raw,
+    send: Raw<In>,
+    recv: Raw<Out>,
     tmp: Vec<u128>,
     combine: Option<Combine>,
-    comm: Arc<CommState>,
+    /// Members and contexts only: an attribute's `Drop` never runs when a schedule ends.
+    comm: Arc<CommCore>,
     tag: i32,
     name: &'static str,
+    /// A user step panicked: the next [`step`](Exec::step) fails with this.
+    failed: Option<Error>,
 }
 
 impl std::fmt::Debug for Exec {
@@ -248,10 +301,10 @@ impl Exec {
     pub unsafe fn new(
         name: &'static str,
         prog: Program,
-        send: Raw,
-        recv: Raw,
+        send: Raw<In>,
+        recv: Raw<Out>,
         combine: Option<Combine>,
-        comm: Arc<CommState>,
+        comm: Arc<CommCore>,
         tag: i32,
     ) -> Result<Exec> {
         let tmp = aligned(prog.tmp);
@@ -276,7 +329,7 @@ impl Exec {
                 Step::Recv { into, .. } => &[(*into, true)],
                 Step::Reduce { src, dst, later } => {
                     // A `later` combination overwrites `src` unless the operation commutes.
-                    let clobbers = *later && !combine.as_ref().is_some_and(|c| c.commutative);
+                    let clobbers = combine.as_ref().map_or(*later, |c| c.clobbers(*later));
                     &[(*src, clobbers), (*dst, true)]
                 }
                 Step::Copy { src, dst } => &[(*src, false), (*dst, true)],
@@ -323,13 +376,30 @@ impl Exec {
             comm,
             tag,
             name,
+            failed: None,
         })
     }
 
-    fn ptr(&mut self, s: Span) -> *mut u8 {
+    /// Where span `s` starts, for reading.
+    fn src(&self, s: Span) -> *const u8 {
         let base = match s.region {
-            Region::Send => self.send.ptr,
-            Region::Recv => self.recv.ptr,
+            Region::Send => self.send.get(),
+            Region::Recv => self.recv.get(),
+            Region::Tmp => self.tmp.as_ptr().cast::<u8>(),
+        };
+        if s.len == 0 {
+            return base;
+        }
+        // SAFETY: `new` checked that the span lies inside its region.
+        unsafe { base.add(s.off) }
+    }
+
+    /// Where span `s` starts, for writing; `new` checked that no written span lies in the
+    /// input region.
+    fn dst(&mut self, s: Span) -> *mut u8 {
+        let base = match s.region {
+            Region::Send => unreachable!("{}: write to the input region {s:?}", self.name),
+            Region::Recv => self.recv.get_mut(),
             Region::Tmp => self.tmp.as_mut_ptr().cast::<u8>(),
         };
         if s.len == 0 {
@@ -337,6 +407,37 @@ impl Exec {
         }
         // SAFETY: `new` checked that the span lies inside its region.
         unsafe { base.add(s.off) }
+    }
+
+    /// Runs one `Reduce` step.
+    fn reduce(&mut self, src: Span, dst: Span, later: bool) {
+        let clobbers = match &self.combine {
+            Some(c) => c.clobbers(later),
+            None => unreachable!("checked in Exec::new"),
+        };
+        let pd = self.dst(dst);
+        // `src` is written only when the step clobbers it, which `new` allows only outside
+        // the input region.
+        let ps_mut = clobbers.then(|| self.dst(src));
+        let ps = self.src(src);
+        let Some(c) = &self.combine else {
+            unreachable!("checked in Exec::new")
+        };
+        // SAFETY: both spans are in bounds and do not overlap (checked in `new`); no transfer
+        // uses them (program rule: reductions follow a Wait); a `&mut` is made only over
+        // pointers from `dst`, i.e. over the output or scratch.
+        unsafe {
+            let d = std::slice::from_raw_parts_mut(pd, dst.len);
+            match ps_mut {
+                Some(p) => c.apply_later(std::slice::from_raw_parts_mut(p, src.len), d),
+                None => c.apply(std::slice::from_raw_parts(ps, src.len), d),
+            }
+        }
+    }
+
+    /// Whether the operation is user code (steps and drop with the engine unlocked).
+    fn user_op(&self) -> bool {
+        self.combine.as_ref().is_some_and(|c| c.kernel.is_user())
     }
 
     /// World rank and context id of `p`.
@@ -372,10 +473,14 @@ impl Exec {
         }
     }
 
-    /// Runs as far as possible without blocking; `Ok(true)` once the program has finished.
+    /// Runs as far as possible without blocking, stopping before a user reduction
+    /// ([`Advance::Unlocked`]: run it with [`run_unlocked`](Schedule::run_unlocked)).
     /// After an error, pending receives are cancelled (their buffers may go away).
-    pub fn step(&mut self, e: &mut Engine) -> Result<bool> {
-        let r = self.step_inner(e);
+    pub fn step(&mut self, e: &mut Engine) -> Result<Advance> {
+        let r = match self.failed.take() {
+            Some(err) => Err(err),
+            None => self.step_inner(e),
+        };
         if r.is_err() {
             for &(id, _) in &self.pending {
                 e.cancel(id);
@@ -384,7 +489,7 @@ impl Exec {
         r
     }
 
-    fn step_inner(&mut self, e: &mut Engine) -> Result<bool> {
+    fn step_inner(&mut self, e: &mut Engine) -> Result<Advance> {
         loop {
             if self.pc == self.steps.len() || self.steps[self.pc] == Step::Wait {
                 let mut i = 0;
@@ -398,10 +503,10 @@ impl Exec {
                     }
                 }
                 if !self.pending.is_empty() {
-                    return Ok(false);
+                    return Ok(Advance::Running);
                 }
                 if self.pc == self.steps.len() {
-                    return Ok(true);
+                    return Ok(Advance::Done);
                 }
                 self.pc += 1;
                 continue;
@@ -416,7 +521,7 @@ impl Exec {
                         src: self.comm.rank,
                         tag: self.tag,
                     };
-                    let p = self.ptr(data);
+                    let p = self.src(data);
                     // SAFETY: `p` is valid for `data.len` bytes (checked in `new`) until the
                     // program's next Wait, which this schedule reaches before finishing.
                     if let Some(id) =
@@ -430,7 +535,7 @@ impl Exec {
                     let src = match from {
                         Peer::Local(r) | Peer::Remote(r) => r as i32,
                     };
-                    let p = self.ptr(into);
+                    let p = self.dst(into);
                     // SAFETY: as for sends; the span is not touched until the next Wait.
                     match unsafe { e.irecv(p, into.len, ctx, src, self.tag) }? {
                         RecvStart::Done(st) => self.check(st, into.len)?,
@@ -438,36 +543,28 @@ impl Exec {
                     }
                 }
                 Step::Reduce { src, dst, later } => {
-                    let (ps, pd) = (self.ptr(src), self.ptr(dst));
-                    // SAFETY: both spans are in bounds and do not overlap (checked in `new`);
-                    // no transfer uses them (program rule: reductions follow a Wait).
-                    let (a, b) = unsafe {
-                        (
-                            std::slice::from_raw_parts_mut(ps, src.len),
-                            std::slice::from_raw_parts_mut(pd, dst.len),
-                        )
-                    };
-                    match &self.combine {
-                        Some(c) => c.apply(a, b, later),
-                        None => unreachable!("checked in Exec::new"),
+                    if self.user_op() {
+                        self.pc -= 1;
+                        return Ok(Advance::Unlocked);
                     }
+                    self.reduce(src, dst, later);
                 }
                 Step::Copy { src, dst } => {
-                    let (ps, pd) = (self.ptr(src), self.ptr(dst));
-                    if ps != pd {
+                    let (ps, pd) = (self.src(src), self.dst(dst));
+                    if ps != pd.cast_const() {
                         // SAFETY: both spans are in bounds; `copy` allows overlap.
                         unsafe { std::ptr::copy(ps, pd, src.len) };
                     }
                 }
                 Step::Put { dst, value } => {
-                    let pd = self.ptr(dst);
+                    let pd = self.dst(dst);
                     // SAFETY: `dst` is an 8-byte span in bounds (checked in `new`) that no
                     // transfer uses (program rule: local steps follow a Wait).
                     unsafe { std::ptr::copy_nonoverlapping(value.to_le_bytes().as_ptr(), pd, 8) };
                 }
                 Step::Expect { src, value } => {
                     let mut got = [0u8; 8];
-                    let ps = self.ptr(src);
+                    let ps = self.src(src);
                     // SAFETY: as for `Put`.
                     unsafe { std::ptr::copy_nonoverlapping(ps, got.as_mut_ptr(), 8) };
                     if u64::from_le_bytes(got) != value {
@@ -487,8 +584,28 @@ impl Exec {
 }
 
 impl Schedule for Exec {
-    fn advance(&mut self, e: &mut Engine) -> Result<bool> {
+    fn advance(&mut self, e: &mut Engine) -> Result<Advance> {
         self.step(e)
+    }
+
+    fn run_unlocked(&mut self) -> std::thread::Result<()> {
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            while let Some(&Step::Reduce { src, dst, later }) = self.steps.get(self.pc) {
+                self.pc += 1;
+                self.reduce(src, dst, later);
+            }
+        }));
+        if r.is_err() {
+            self.failed = Some(Error::new(
+                ErrorClass::Other,
+                format!("{}: the user reduction operation panicked", self.name),
+            ));
+        }
+        r
+    }
+
+    fn drops_user_code(&self) -> bool {
+        self.user_op()
     }
 }
 
@@ -504,21 +621,33 @@ impl Drop for Exec {
 }
 
 /// Runs `exec` to completion from the calling thread (blocking collectives), spinning on the
-/// engine and then backing off like every blocking wait.
+/// engine and then backing off like every blocking wait. User reductions run between engine
+/// calls, with the engine unlocked, as do other schedules' parked user steps.
 pub(crate) fn run(rt: &Runtime, exec: &mut Exec) -> Result<()> {
     let mut backoff = Backoff::new(rt.wait);
     loop {
-        let (done, worked) = rt.engine.with(|e| -> Result<(bool, bool)> {
-            if exec.step(e)? {
-                return Ok((true, true));
+        let (adv, worked) = rt.engine.with(|e| -> Result<(Advance, bool)> {
+            match exec.step(e)? {
+                Advance::Running => {}
+                a => return Ok((a, true)),
             }
             let n = e.progress()?;
             Ok((exec.step(e)?, n > 0))
         })?;
-        if done {
-            return Ok(());
+        match adv {
+            Advance::Done => return Ok(()),
+            Advance::Unlocked => {
+                if let Err(p) = exec.run_unlocked() {
+                    // The panic is recorded: this step fails and cancels the receives still
+                    // pointing into the caller's buffers before the panic leaves the call.
+                    let _ = rt.engine.with(|e| exec.step(e));
+                    std::panic::resume_unwind(p);
+                }
+                continue;
+            }
+            Advance::Running => {}
         }
-        if worked {
+        if rt.engine.run_parked() || worked {
             backoff.reset();
         }
         backoff.snooze();
@@ -608,7 +737,13 @@ pub(crate) mod sim {
                             let mut b = region(&mut bufs[r], &mut tmp[r], dst.region)
                                 [dst.off..dst.end()]
                                 .to_vec();
-                            combine.expect("operation").apply(&mut a, &mut b, later);
+                            let c = combine.expect("operation");
+                            if c.clobbers(later) {
+                                assert_ne!(src.region, Region::Send, "rank {r}: clobbers the input");
+                                c.apply_later(&mut a, &mut b);
+                            } else {
+                                c.apply(&a, &mut b);
+                            }
                             if later {
                                 region(&mut bufs[r], &mut tmp[r], src.region)[src.off..src.end()]
                                     .copy_from_slice(&a);

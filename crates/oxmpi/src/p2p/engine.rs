@@ -150,12 +150,35 @@ struct Core {
     fault: Option<Error>,
 }
 
+/// How far a [`Schedule::advance`] got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Advance {
+    /// Transfers are in flight: advance again later.
+    Running,
+    /// The schedule has finished.
+    Done,
+    /// The schedule stopped before a step that runs user code (a user reduction), which may
+    /// call MPI and so must not run inside the engine: the engine parks the schedule until a
+    /// waiting caller runs [`Schedule::run_unlocked`] with the engine unlocked.
+    Unlocked,
+}
+
 /// A multi-step operation (a collective) that the engine advances on every progress call, so
 /// that several can be in flight at once and complete in any order of waits.
 pub trait Schedule: std::fmt::Debug {
     /// Advances as far as possible without blocking, using the engine's point-to-point
-    /// operations (never [`Engine::progress`]); returns `Ok(true)` once finished.
-    fn advance(&mut self, e: &mut Engine) -> Result<bool>;
+    /// operations (never [`Engine::progress`]). Never runs user code.
+    fn advance(&mut self, e: &mut Engine) -> Result<Advance>;
+    /// Runs the steps that [`advance`](Self::advance) stopped at with [`Advance::Unlocked`].
+    /// Called with the engine unlocked, never from inside `EngineCell::with`. A panic of the
+    /// user code is returned after the schedule has recorded it as its error (so the
+    /// schedule stays safe to advance, which cancels its receives, and to drop).
+    fn run_unlocked(&mut self) -> std::thread::Result<()>;
+    /// Whether dropping the schedule may run user code (values a user operation captured):
+    /// the engine then hands it to a waiting caller to drop with the engine unlocked.
+    fn drops_user_code(&self) -> bool {
+        false
+    }
 }
 
 /// One process's point-to-point engine.
@@ -169,6 +192,8 @@ pub struct Engine {
     pending_to: Vec<u32>,
     pushing: Vec<ReqId>,
     schedules: Vec<(ReqId, Box<dyn Schedule>)>,
+    /// Schedules waiting for a caller with the engine unlocked (user steps, user drops).
+    unlocked: super::progress::UnlockedWork,
     /// Our process id, for rendezvous headers (getpid is a system call).
     pid: u32,
     /// Every other rank is reached through shared memory (world barriers can use counters).
@@ -642,6 +667,7 @@ impl Engine {
             pending_to: vec![0; size],
             pushing: Vec::new(),
             schedules: Vec::new(),
+            unlocked: Default::default(),
             pid: std::process::id(),
             all_local_shm,
             sent: SeqCounters::default(),
@@ -1162,31 +1188,52 @@ impl Engine {
         let mut i = 0;
         let mut result = Ok(());
         while i < list.len() {
-            match list[i].1.advance(self) {
-                Ok(true) => {
-                    let (id, _) = list.swap_remove(i);
-                    self.core.reqs.complete(id.idx, Status::default());
-                    done += 1;
+            let (status, err) = match list[i].1.advance(self) {
+                Ok(Advance::Running) => {
+                    i += 1;
+                    continue;
                 }
-                Ok(false) => i += 1,
-                Err(e) => {
-                    let (id, _) = list.swap_remove(i);
-                    self.core.reqs.complete(
-                        id.idx,
-                        Status {
-                            error: Some(e.class()),
-                            ..Status::default()
-                        },
-                    );
-                    result = Err(e);
-                    break;
+                Ok(Advance::Unlocked) => {
+                    let (id, s) = list.swap_remove(i);
+                    self.unlocked.park(id, s);
+                    continue;
                 }
+                Ok(Advance::Done) => (Status::default(), None),
+                Err(e) => (
+                    Status {
+                        error: Some(e.class()),
+                        ..Status::default()
+                    },
+                    Some(e),
+                ),
+            };
+            let (id, s) = list.swap_remove(i);
+            self.core.reqs.complete(id.idx, status);
+            done += 1;
+            if s.drops_user_code() {
+                self.unlocked.retire(s);
+            }
+            if let Some(e) = err {
+                result = Err(e);
+                break;
             }
         }
         // Schedules started from inside `advance` landed in the (emptied) field.
         list.append(&mut self.schedules);
         self.schedules = list;
         result.map(|()| done)
+    }
+
+    /// The schedules waiting for a caller with the engine unlocked (see
+    /// `EngineCell::run_parked`).
+    pub fn unlocked_work(&mut self) -> &mut super::progress::UnlockedWork {
+        &mut self.unlocked
+    }
+
+    /// Takes back parked schedules whose user steps have run; the next progress call
+    /// advances them.
+    pub fn resume_schedules(&mut self, parked: &mut Vec<(ReqId, Box<dyn Schedule>)>) {
+        self.schedules.append(parked);
     }
 
     /// Whether fragments this rank owes its peers are still queued.
