@@ -791,3 +791,242 @@ pub(crate) mod sim {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Schedules on a real one-rank engine (sends to itself): user steps run with the engine
+    //! unlocked, and the input region is only ever read.
+
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Weak;
+
+    use super::*;
+    use crate::comm::CommState;
+    use crate::config::Config;
+    use crate::op::Op;
+    use crate::p2p::engine::Route;
+    use crate::p2p::progress::EngineCell;
+    use crate::p2p::protocol::Thresholds;
+
+    fn cell(locked: bool) -> Arc<EngineCell> {
+        let limits = Thresholds::from_config(&Config::default());
+        let engine = Engine::new(0, vec![Route::SelfLoop], None, limits);
+        Arc::new(EngineCell::new(engine, locked))
+    }
+
+    fn comm() -> Arc<CommCore> {
+        CommState::new(0, 0, vec![0], Vec::new()).core.clone()
+    }
+
+    /// `recv = send ∘ send`: the input goes to the output, to itself through the engine into
+    /// scratch, and is combined from there (a Reduce step after transfers).
+    fn self_reduce(n: usize) -> Program {
+        let mut p = Program::new();
+        let t = p.scratch(n);
+        p.copy(Span::new(Region::Send, 0, n), Span::new(Region::Recv, 0, n));
+        p.exchange(Peer::Local(0), Span::new(Region::Send, 0, n), t);
+        p.reduce(t, Span::new(Region::Recv, 0, n), false);
+        p
+    }
+
+    /// Drives schedule `id` like a wait loop does; panics if it does not finish.
+    fn wait(cell: &EngineCell, id: ReqId) -> crate::p2p::request::Status {
+        for _ in 0..1000 {
+            cell.run_parked();
+            let st = cell.with(|e| {
+                // A schedule's error also comes back from progress (that is not what this
+                // helper checks): the request's status carries it.
+                let _ = e.progress();
+                e.test(id)
+            });
+            if let Some(st) = st {
+                return st;
+            }
+        }
+        panic!("schedule did not finish");
+    }
+
+    /// Calls into the engine the way a user closure calling MPI does.
+    fn touch(cell: &Weak<EngineCell>) -> usize {
+        let c = cell.upgrade().expect("engine alive");
+        c.with(|e| e.live_requests())
+    }
+
+    #[test]
+    fn user_reduction_calling_into_the_engine_runs_unlocked() {
+        for locked in [false, true] {
+            let cell = cell(locked);
+            let (weak, calls) = (Arc::downgrade(&cell), Arc::new(AtomicUsize::new(0)));
+            let seen = calls.clone();
+            let op = Op::user::<u32>(false, move |a, b| {
+                // Re-entry would panic (EngineCell's check), failing the schedule.
+                touch(&weak);
+                seen.fetch_add(1, Ordering::Relaxed);
+                for (y, x) in b.iter_mut().zip(a) {
+                    *y = y.wrapping_mul(3).wrapping_add(*x);
+                }
+            });
+            let send: Vec<u32> = (0..100).collect();
+            let mut recv = vec![0u32; 100];
+            let prog = self_reduce(400);
+            // SAFETY: `send` and `recv` outlive the schedule, which `wait` runs to the end.
+            let exec = unsafe {
+                Exec::new(
+                    "test",
+                    prog,
+                    Raw::read(bytemuck::cast_slice(&send)),
+                    Raw::write(bytemuck::cast_slice_mut(&mut recv)),
+                    Some(crate::coll::combine::<u32>(&op).unwrap()),
+                    comm(),
+                    7,
+                )
+            }
+            .unwrap();
+            let id = cell.with(|e| e.start_schedule(Box::new(exec))).unwrap();
+            assert!(wait(&cell, id).error.is_none());
+            let want: Vec<u32> = send.iter().map(|&x| x * 3 + x).collect();
+            assert_eq!(recv, want, "locked {locked}");
+            assert_eq!(calls.load(Ordering::Relaxed), 1);
+        }
+    }
+
+    /// Holds the engine weakly and calls into it when dropped.
+    struct CallsOnDrop(Weak<EngineCell>, Arc<AtomicBool>);
+
+    impl Drop for CallsOnDrop {
+        fn drop(&mut self) {
+            touch(&self.0);
+            self.1.store(true, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn finished_user_schedules_are_dropped_unlocked() {
+        for locked in [false, true] {
+            let cell = cell(locked);
+            let dropped = Arc::new(AtomicBool::new(false));
+            let probe = CallsOnDrop(Arc::downgrade(&cell), dropped.clone());
+            let op = Op::user::<u32>(true, move |a, b| {
+                let _ = &probe;
+                for (y, x) in b.iter_mut().zip(a) {
+                    *y += *x;
+                }
+            });
+            let c = crate::coll::combine::<u32>(&op).unwrap();
+            drop(op); // the schedule now holds the only reference to the closure
+            let send = [5u32; 4];
+            let mut recv = [0u32; 4];
+            // SAFETY: as above.
+            let exec = unsafe {
+                Exec::new(
+                    "test",
+                    self_reduce(16),
+                    Raw::read(bytemuck::cast_slice(&send)),
+                    Raw::write(bytemuck::cast_slice_mut(&mut recv)),
+                    Some(c),
+                    comm(),
+                    8,
+                )
+            }
+            .unwrap();
+            let id = cell.with(|e| e.start_schedule(Box::new(exec))).unwrap();
+            assert!(wait(&cell, id).error.is_none());
+            assert_eq!(recv, [10; 4]);
+            // Dropped by the next waiter, outside the engine (a drop inside would panic).
+            cell.run_parked();
+            assert!(dropped.load(Ordering::Relaxed), "locked {locked}");
+            assert!(cell.with(|e| e.unlocked_work().is_empty()));
+        }
+    }
+
+    #[test]
+    fn a_panicking_user_step_fails_its_schedule() {
+        let cell = cell(false);
+        let op = Op::user::<u32>(true, |_, _| panic!("user op fails"));
+        let (send, mut recv) = ([1u32; 4], [0u32; 4]);
+        // SAFETY: as above.
+        let exec = unsafe {
+            Exec::new(
+                "test",
+                self_reduce(16),
+                Raw::read(bytemuck::cast_slice(&send)),
+                Raw::write(bytemuck::cast_slice_mut(&mut recv)),
+                Some(crate::coll::combine::<u32>(&op).unwrap()),
+                comm(),
+                9,
+            )
+        }
+        .unwrap();
+        let id = cell.with(|e| e.start_schedule(Box::new(exec))).unwrap();
+        let caught = std::panic::catch_unwind(AssertUnwindSafe(|| wait(&cell, id)));
+        assert!(caught.is_err(), "the user's panic reaches the waiter");
+        // The schedule went back into the engine with the panic as its error.
+        let st = wait(&cell, id);
+        assert_eq!(st.error, Some(ErrorClass::Other));
+    }
+
+    /// Read-only memory: writing through any pointer into it would fault.
+    static INPUT: [u32; 64] = {
+        let mut a = [0u32; 64];
+        let mut i = 0;
+        while i < 64 {
+            a[i] = i as u32 * 7;
+            i += 1;
+        }
+        a
+    };
+
+    #[test]
+    fn reductions_read_a_static_input_in_both_argument_orders() {
+        let cell = cell(false);
+        let n = 256;
+        let mut p = Program::new();
+        let (input, out) = (Span::new(Region::Send, 0, n), Span::new(Region::Recv, 0, n));
+        let t = p.scratch(n);
+        p.exchange(Peer::Local(0), input, t);
+        p.copy(t, out);
+        p.reduce(input, out, false);
+        // A commutative `later` combination takes its source from the input as it is.
+        p.reduce(input, out, true);
+        let mut recv = [0u32; 64];
+        // SAFETY: `INPUT` is static; `recv` outlives the schedule.
+        let exec = unsafe {
+            Exec::new(
+                "test",
+                p,
+                Raw::read(bytemuck::cast_slice(&INPUT)),
+                Raw::write(bytemuck::cast_slice_mut(&mut recv)),
+                Some(crate::coll::combine::<u32>(&Op::Sum).unwrap()),
+                comm(),
+                10,
+            )
+        }
+        .unwrap();
+        let id = cell.with(|e| e.start_schedule(Box::new(exec))).unwrap();
+        assert!(wait(&cell, id).error.is_none());
+        let want: Vec<u32> = INPUT.iter().map(|x| 3 * x).collect();
+        assert_eq!(recv[..], want[..]);
+    }
+
+    #[test]
+    fn a_clobbering_step_over_the_input_is_rejected() {
+        let mut p = Program::new();
+        let t = p.scratch(16);
+        p.reduce(Span::new(Region::Send, 0, 16), t, true);
+        let send = [0u8; 16];
+        let noncommutative = crate::coll::combine::<u32>(&Op::Replace).unwrap();
+        // SAFETY: the program is rejected before anything runs.
+        let r = unsafe {
+            Exec::new(
+                "test",
+                p,
+                Raw::read(&send),
+                Raw::EMPTY,
+                Some(noncommutative),
+                comm(),
+                11,
+            )
+        };
+        assert_eq!(r.unwrap_err().class(), ErrorClass::Intern);
+    }
+}

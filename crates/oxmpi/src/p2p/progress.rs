@@ -264,6 +264,54 @@ impl Backoff {
 mod tests {
     use super::*;
 
+    fn cell(locked: bool) -> EngineCell {
+        let limits = super::super::protocol::Thresholds::from_config(&Default::default());
+        let route = vec![super::super::engine::Route::SelfLoop];
+        EngineCell::new(Engine::new(0, route, None, limits), locked)
+    }
+
+    #[test]
+    fn reentering_the_engine_panics_instead_of_aliasing_or_deadlocking() {
+        for locked in [false, true] {
+            let c = cell(locked);
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                c.with(|_| c.with(|e| e.live_requests()))
+            }));
+            let msg = r.expect_err("re-entry must be refused");
+            let msg = (msg.downcast_ref::<&str>().copied())
+                .or(msg.downcast_ref::<String>().map(|s| s.as_str()))
+                .unwrap_or("");
+            assert!(msg.contains("re-entry"), "locked {locked}: {msg}");
+            // Unwinding left the cell usable: not marked as entered, lock released.
+            assert_eq!(c.with(|e| e.live_requests()), 0, "locked {locked}");
+            assert_eq!(c.with(|_| 1) + c.with(|_| 1), 2);
+        }
+    }
+
+    #[test]
+    fn other_threads_wait_for_the_lock_rather_than_counting_as_reentry() {
+        let c = cell(true);
+        let inside = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                c.with(|_| {
+                    inside.wait();
+                    std::thread::sleep(Duration::from_millis(20));
+                })
+            });
+            inside.wait();
+            // Blocks until the other thread leaves, then enters normally.
+            assert_eq!(c.with(|e| e.live_requests()), 0);
+        });
+    }
+
+    #[test]
+    fn run_parked_with_nothing_parked_does_nothing() {
+        let c = cell(false);
+        assert!(!c.run_parked());
+        assert!(c.with(|e| e.unlocked_work().is_empty()));
+    }
+
     #[test]
     fn oversubscribed_ranks_barely_spin() {
         let alone = WaitPolicy::new(2000, 100, 50, 2, 2);
