@@ -135,9 +135,9 @@ impl<'a, 's> Request<'a, 's> {
     pub fn test(&mut self) -> Option<Result<Status>> {
         match self.state {
             ReqState::Pending(id) => {
+                let r = self.rt.engine.with(|e| e.progress().map(|_| e.test(id)));
                 // A parked user step may be what this request (or a peer) waits for.
                 self.rt.engine.run_parked();
-                let r = self.rt.engine.with(|e| e.progress().map(|_| e.test(id)));
                 match r {
                     Err(e) => Some(Err(e)),
                     Ok(None) => None,
@@ -220,12 +220,13 @@ pub(crate) fn wait_raw(rt: &Runtime, id: ReqId) -> Result<RawStatus> {
             let n = e.progress()?;
             Ok((e.test(id), n > 0))
         })?;
+        // Run parked user steps (user reductions, with the engine unlocked): this request, or
+        // a peer's, may depend on them. Also drops a finished one's user operation.
+        let parked = rt.engine.run_parked();
         if let Some(st) = done {
             return Ok(st);
         }
-        // Run parked user steps (user reductions, with the engine unlocked): this request, or
-        // a peer's, may depend on them.
-        if rt.engine.run_parked() || worked {
+        if parked || worked {
             backoff.reset();
         }
         backoff.snooze();
@@ -309,11 +310,9 @@ impl Request<'_, '_> {
     fn poll_done(&mut self) -> bool {
         match self.state {
             ReqState::Pending(id) => {
+                let done = self.rt.engine.with(|e| e.progress().map(|_| e.is_done(id)));
                 self.rt.engine.run_parked();
-                self.rt
-                    .engine
-                    .with(|e| e.progress().map(|_| e.is_done(id)))
-                    .unwrap_or(true)
+                done.unwrap_or(true)
             }
             ReqState::Done(_) => true,
             ReqState::Collected => false,
