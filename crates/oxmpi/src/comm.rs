@@ -116,7 +116,7 @@ impl Drop for CommCore {
 pub(crate) struct CommState {
     /// Members and contexts (shared with the collectives in flight).
     pub(crate) core: Arc<CommCore>,
-/// Collective calls started on this communicator: the tag of the next one.
+    /// Collective calls started on this communicator: the tag of the next one.
     seq: AtomicU32,
     /// Host placement, computed on first use by a collective.
     layout: OnceLock<Option<HostLayout>>,

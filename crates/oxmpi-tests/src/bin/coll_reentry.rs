@@ -149,7 +149,10 @@ fn reductions<L: ThreadLevel>(c: &Communicator<L>, what: &str) {
         let send: Vec<[u64; 2]> = (0..n.min(2000)).map(|i| affine(me, i)).collect();
         let want: Vec<[u64; 2]> = (0..send.len()).map(|i| affine_ref(p, i)).collect();
         let mut recv = vec![[0u64; 2]; send.len()];
-        must("allreduce", c.all_reduce_into(&send, &mut recv, affine_op()));
+        must(
+            "allreduce",
+            c.all_reduce_into(&send, &mut recv, affine_op()),
+        );
         check!(recv == want, "{what}: affine allreduce n {n}");
 
         // Nonblocking, several in flight, completed by wait and by test loops.
@@ -184,7 +187,10 @@ fn reductions<L: ThreadLevel>(c: &Communicator<L>, what: &str) {
         });
         check!(r1 == wantu, "{what}: nonblocking user-sum allreduce n {n}");
         check!(r2 == want, "{what}: nonblocking affine allreduce n {n}");
-        check!(me != p - 1 || r3 == wantu, "{what}: nonblocking reduce n {n}");
+        check!(
+            me != p - 1 || r3 == wantu,
+            "{what}: nonblocking reduce n {n}"
+        );
     }
 
     // Read-only (static) send buffers, predefined and user operations, blocking and not.
@@ -206,10 +212,7 @@ fn reductions<L: ThreadLevel>(c: &Communicator<L>, what: &str) {
             check!(recv == want, "{what}: static iallreduce big {big} {op:?}");
             let mut recv = vec![0u64; send.len()];
             must("scan", c.scan_into(send, &mut recv, op.clone()));
-            let mine: Vec<u64> = send
-                .iter()
-                .map(|x| x.wrapping_mul(me as u64 + 1))
-                .collect();
+            let mine: Vec<u64> = send.iter().map(|x| x.wrapping_mul(me as u64 + 1)).collect();
             check!(recv == mine, "{what}: static scan big {big} {op:?}");
         }
     }
@@ -305,7 +308,10 @@ fn main() {
                     for round in 0..200u64 {
                         let send = [round; 16];
                         let mut recv = [0u64; 16];
-                        must("allreduce", side.all_reduce_into(&send, &mut recv, sum_op()));
+                        must(
+                            "allreduce",
+                            side.all_reduce_into(&send, &mut recv, sum_op()),
+                        );
                         check!(recv == [round * p; 16], "side thread round {round}");
                     }
                 });

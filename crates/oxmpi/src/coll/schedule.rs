@@ -739,7 +739,11 @@ pub(crate) mod sim {
                                 .to_vec();
                             let c = combine.expect("operation");
                             if c.clobbers(later) {
-                                assert_ne!(src.region, Region::Send, "rank {r}: clobbers the input");
+                                assert_ne!(
+                                    src.region,
+                                    Region::Send,
+                                    "rank {r}: clobbers the input"
+                                );
                                 c.apply_later(&mut a, &mut b);
                             } else {
                                 c.apply(&a, &mut b);
