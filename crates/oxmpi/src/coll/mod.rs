@@ -510,7 +510,9 @@ impl<L: ThreadLevel> Communicator<L> {
             self.rt.engine.with(|e| -> Result<()> {
                 for rank in &self.state.members {
                     let slot = e.shm_coll_slot(*rank, n)?.cast::<T>();
-                    // SAFETY: as below.
+                    // SAFETY: the slot is aligned for `T` (64 bytes) in a live mapping and
+                    // holds `len` values published before arrival `n`; its owner does not
+                    // rewrite it until we have arrived at `n + 1`. Copied out under the lock.
                     all.extend_from_slice(unsafe { std::slice::from_raw_parts(slot, len) });
                 }
                 Ok(())
