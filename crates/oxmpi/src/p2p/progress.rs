@@ -5,6 +5,11 @@
 //! [`Backoff`] is the waiting policy: spin on the engine for a while, then yield the core,
 //! then sleep in growing steps, so more ranks than cores still make progress; with more ranks
 //! than cores it yields almost at once ([`WaitPolicy`]).
+//!
+//! No user code runs inside [`EngineCell::with`] (it refuses re-entry): schedules stop before
+//! user steps and the engine parks them ([`UnlockedWork`]); every wait loop calls
+//! [`EngineCell::run_parked`], which runs those steps, and drops finished schedules holding
+//! user code, with the engine unlocked.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
