@@ -1,7 +1,8 @@
 //! Collectives and communicators through oxrun: every collective against serial references at
 //! np 1–8 and on odd-sized sub-communicators, 1 MiB vectors, the node-aware paths (hosts
 //! faked with `OXMPI_HOST_OVERRIDE`), the long-message algorithms forced at small sizes,
-//! reduction operations, communicator management, nonblocking overlap, and error classes.
+//! reduction operations, communicator management, nonblocking overlap, error classes, and user
+//! code (reduction closures, attribute drops) that calls MPI.
 
 use std::path::Path;
 
@@ -28,6 +29,7 @@ const OPS: &str = env!("CARGO_BIN_EXE_coll_ops");
 const COMM: &str = env!("CARGO_BIN_EXE_coll_comm");
 const OVERLAP: &str = env!("CARGO_BIN_EXE_coll_overlap");
 const ERRORS: &str = env!("CARGO_BIN_EXE_coll_errors");
+const REENTRY: &str = env!("CARGO_BIN_EXE_coll_reentry");
 
 #[test]
 fn every_collective_matches_serial_references_np1_to_8() {
@@ -120,6 +122,36 @@ fn nonblocking_collectives_overlap_point_to_point_and_each_other() {
         &[
             ("OXMPI_HOST_OVERRIDE", "0,1,0,1,0"),
             ("OXMPI_EAGER_LIMIT", "512"),
+        ],
+    );
+}
+
+/// User reductions and drops (of a captured value, of an attribute) that call MPI must not
+/// run inside the engine: they deadlocked at MULTIPLE and aliased it at SINGLE. Also reduces
+/// from `static` (read-only) send buffers. More ranks than cores at np 5.
+#[test]
+fn user_code_calling_mpi_from_reductions_and_drops() {
+    for np in [1, 2, 3, 5] {
+        run(REENTRY, np, &["single"], &[]);
+        run(REENTRY, np, &["multiple"], &[]);
+    }
+    run(
+        REENTRY,
+        4,
+        &["single"],
+        &[
+            ("OXMPI_HOST_OVERRIDE", "0,0,1,1"),
+            ("OXMPI_EAGER_LIMIT", "512"),
+        ],
+    );
+    // Long-message algorithms (Rabenseifner allreduce reads the static input) at every size.
+    run(
+        REENTRY,
+        6,
+        &["multiple"],
+        &[
+            ("OXMPI_COLL_ALLREDUCE_LONG", "64"),
+            ("OXMPI_COLL_REDUCE_SCATTER_LONG", "1"),
         ],
     );
 }

@@ -83,8 +83,11 @@ fn out_of_contexts(call: &str) -> Error {
     )
 }
 
-/// What every handle to one communicator shares.
-pub(crate) struct CommState {
+/// Who a communicator's members are and which contexts it uses: all that a collective in
+/// flight needs. Schedules hold this part alone, never the [`CommState`] that owns the
+/// attributes, so an attribute value's `Drop` (user code) never runs inside the progress
+/// engine when a schedule finishes.
+pub(crate) struct CommCore {
     /// Point-to-point context id (`2k`); the collective one is `context + 1`.
     pub(crate) context: u32,
     /// This process's rank (in the local group, for intercommunicators).
@@ -96,13 +99,35 @@ pub(crate) struct CommState {
     /// Context pair for collectives among the local group: `context` for intracommunicators,
     /// a private pair for intercommunicators.
     pub(crate) local_context: u32,
+    /// Context pairs to return to the bitmap when the last handle, and the last collective
+    /// in flight, is gone.
+    owned_pairs: Vec<u32>,
+}
+
+impl Drop for CommCore {
+    fn drop(&mut self) {
+        for &k in &self.owned_pairs {
+            release(k);
+        }
+    }
+}
+
+/// What every handle to one communicator shares.
+pub(crate) struct CommState {
+    /// Members and contexts (shared with the collectives in flight).
+    pub(crate) core: Arc<CommCore>,
     /// Collective calls started on this communicator: the tag of the next one.
     seq: AtomicU32,
     /// Host placement, computed on first use by a collective.
     layout: OnceLock<Option<HostLayout>>,
     attrs: Mutex<Vec<Attr>>,
-    /// Context pairs to return to the bitmap when the last handle goes.
-    owned_pairs: Vec<u32>,
+}
+
+impl std::ops::Deref for CommState {
+    type Target = CommCore;
+    fn deref(&self) -> &CommCore {
+        &self.core
+    }
 }
 
 impl std::fmt::Debug for CommState {
@@ -123,16 +148,22 @@ impl CommState {
         members: Vec<u32>,
         owned_pairs: Vec<u32>,
     ) -> CommState {
-        CommState {
+        CommState::from_core(CommCore {
             context,
             rank,
             members,
             remote: None,
             local_context: context,
+            owned_pairs,
+        })
+    }
+
+    fn from_core(core: CommCore) -> CommState {
+        CommState {
+            core: Arc::new(core),
             seq: AtomicU32::new(0),
             layout: OnceLock::new(),
             attrs: Mutex::new(Vec::new()),
-            owned_pairs,
         }
     }
 
@@ -153,14 +184,6 @@ impl CommState {
 
     fn attrs(&self) -> std::sync::MutexGuard<'_, Vec<Attr>> {
         self.attrs.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl Drop for CommState {
-    fn drop(&mut self) {
-        for &k in &self.owned_pairs {
-            release(k);
-        }
     }
 }
 
@@ -518,14 +541,14 @@ impl<L: ThreadLevel> Communicator<L> {
                 break ks;
             }
         };
-        let mut st = CommState::new(
-            2 * ks[0],
-            self.state.rank,
-            self.state.members.clone(),
-            ks.clone(),
-        );
-        st.local_context = 2 * ks[1];
-        st.remote = Some(remote);
+        let st = CommState::from_core(CommCore {
+            context: 2 * ks[0],
+            rank: self.state.rank,
+            members: self.state.members.clone(),
+            remote: Some(remote),
+            local_context: 2 * ks[1],
+            owned_pairs: ks.clone(),
+        });
         Ok(InterCommunicator {
             rt: self.rt.clone(),
             state: Arc::new(st),

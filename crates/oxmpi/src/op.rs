@@ -84,6 +84,13 @@ impl Kernel {
             Kernel::User(f) => f(input, inout),
         }
     }
+
+    /// Whether calling (or dropping) the kernel runs user code, which may call MPI: such
+    /// kernels never run inside the progress engine's critical section.
+    #[inline]
+    pub(crate) fn is_user(&self) -> bool {
+        matches!(self, Kernel::User(_))
+    }
 }
 
 /// A user-defined reduction (`MPI_Op_create`), built from a Rust closure over typed slices.

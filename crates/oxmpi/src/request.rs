@@ -139,6 +139,8 @@ impl<'a, 's> Request<'a, 's> {
                     e.progress();
                     Ok(e.test(id))
                 });
+                // A parked user step may be what this request (or a peer) waits for.
+                self.rt.engine.run_parked();
                 match r {
                     Err(e) => Some(Err(e)),
                     Ok(None) => None,
@@ -196,6 +198,10 @@ pub(crate) fn block_on<R>(rt: &Runtime, mut poll: impl FnMut() -> Result<Option<
         if let Some(r) = poll()? {
             return Ok(r);
         }
+        // Parked user steps (nonblocking user reductions) may be what we wait for.
+        if rt.engine.run_parked() {
+            backoff.reset();
+        }
         backoff.snooze();
     }
 }
@@ -217,10 +223,13 @@ pub(crate) fn wait_raw(rt: &Runtime, id: ReqId) -> Result<RawStatus> {
             let n = e.progress();
             Ok((e.test(id), n > 0))
         })?;
+        // Run parked user steps (user reductions, with the engine unlocked): this request, or
+        // a peer's, may depend on them. Also drops a finished one's user operation.
+        let parked = rt.engine.run_parked();
         if let Some(st) = done {
             return Ok(st);
         }
-        if worked {
+        if parked || worked {
             backoff.reset();
         }
         backoff.snooze();
@@ -303,10 +312,14 @@ impl Request<'_, '_> {
     /// Advances progress and reports whether this request has finished, without collecting it.
     fn poll_done(&mut self) -> bool {
         match self.state {
-            ReqState::Pending(id) => self.rt.engine.with(|e| {
-                e.progress();
-                e.is_done(id)
-            }),
+            ReqState::Pending(id) => {
+                let done = self.rt.engine.with(|e| {
+                    e.progress();
+                    e.is_done(id)
+                });
+                self.rt.engine.run_parked();
+                done
+            }
             ReqState::Done(_) => true,
             ReqState::Collected => false,
         }

@@ -11,7 +11,7 @@
 //! MPI-5.0 §6.2.2 (intercommunicator collectives), §7.6 (intercommunicators).
 
 use super::algorithms::{tree, Grp, EMPTY};
-use super::schedule::{Combine, Peer, Program, Raw, Region, Span};
+use super::schedule::{Combine, In, Out, Peer, Program, Raw, Region, Span};
 use super::{bytes, bytes_mut, check_len, combine, done, launch, req, Plan};
 use crate::comm::InterCommunicator;
 use crate::datatype::{Buffer, BufferMut, Equivalence};
@@ -104,8 +104,8 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         name: &'static str,
         prog: Program,
         c: Option<Combine>,
-        send: Raw,
-        recv: Raw,
+        send: Raw<In>,
+        recv: Raw<Out>,
     ) -> Result<()> {
         let plan = Plan {
             name,
@@ -185,8 +185,8 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         name: &'static str,
         prog: Program,
         c: Option<Combine>,
-        send: Raw,
-        recv: Raw,
+        send: Raw<In>,
+        recv: Raw<Out>,
     ) -> Result<Option<Request<'a, 's>>> {
         let plan = Plan {
             name,

@@ -29,7 +29,7 @@ pub use inter::InterRoot;
 pub use select::{algorithm_table, crossovers, AlgorithmChoice, Crossovers, COLL_TUNABLES};
 
 use algorithms::{allgather, allreduce, alltoall, misc, tree, Grp};
-use schedule::{Combine, Exec, Program, Raw, Region, Span};
+use schedule::{Combine, Exec, In, Out, Program, Raw, Region, Span};
 
 use crate::comm::{CommState, Communicator};
 use crate::datatype::{BufferMut, Equivalence};
@@ -89,8 +89,8 @@ pub(crate) unsafe fn launch<'a, 's>(
     state: &Arc<CommState>,
     scope: Option<&'s Scope<'a>>,
     plan: Plan,
-    send: Raw,
-    recv: Raw,
+    send: Raw<In>,
+    recv: Raw<Out>,
 ) -> Result<Option<Request<'a, 's>>> {
     if crate::runtime::is_finalized() {
         return Err(Error::new(
@@ -107,7 +107,7 @@ pub(crate) unsafe fn launch<'a, 's>(
             send,
             recv,
             plan.combine,
-            state.clone(),
+            state.core.clone(),
             tag,
         )
     }?;
@@ -501,13 +501,34 @@ impl<L: ThreadLevel> Communicator<L> {
     /// Small allreduce through shared memory: every rank publishes its vector, then combines
     /// all of them in rank order itself, so every rank computes the same bits.
     fn shm_all_reduce<T: Reducible>(&self, send: &[T], recv: &mut [T], op: &Op) -> Result<()> {
-        op.kernel_for::<T>()?;
+        let kernel = op.kernel_for::<T>()?;
         let n = self
             .rt
             .engine
             .with(|e| Ok::<_, Error>(node_of(e)?.barrier_arrive(bytes(send))))?;
         self.shm_coll_wait(n)?;
         let p = self.size() as usize;
+        if kernel.is_user() {
+            // User code may call MPI: copy the contributions out (at most a slot each) and
+            // combine them with the engine unlocked, in the same order as below.
+            let len = send.len();
+            let mut all: Vec<T> = Vec::with_capacity(p * len);
+            self.rt.engine.with(|e| -> Result<()> {
+                for rank in &self.state.members {
+                    let slot = node_of(e)?.coll_slot(*rank, n)?.cast::<T>();
+                    // SAFETY: the slot is aligned for `T` (64 bytes) in a live mapping and
+                    // holds `len` values published before arrival `n`; its owner does not
+                    // rewrite it until we have arrived at `n + 1`. Copied out under the lock.
+                    all.extend_from_slice(unsafe { std::slice::from_raw_parts(slot, len) });
+                }
+                Ok(())
+            })?;
+            recv.copy_from_slice(&all[(p - 1) * len..]);
+            for theirs in all.chunks_exact(len).rev().skip(1) {
+                kernel.call(bytes(theirs), bytes_mut(recv));
+            }
+            return Ok(());
+        }
         self.rt.engine.with(|e| -> Result<()> {
             let members = &self.state.members;
             for (k, rank) in members.iter().enumerate().rev() {

@@ -7,16 +7,26 @@
 //! Program rules, which every algorithm follows and [`Exec::new`] checks:
 //! - sends and receives started since the last [`Step::Wait`] run concurrently; a span sent or
 //!   received must not be touched by a local step before the next `Wait`;
-//! - the input region is never written; spans lie inside their region;
+//! - the input region is never written (it is only ever seen through `*const` pointers and
+//!   shared slices: it may be read-only memory); spans lie inside their region;
 //! - between one pair of ranks, messages of one collective match in the order they were
 //!   started (all use the collective's tag; transports are FIFO per pair).
+//!
+//! User reductions (closures that may call MPI) never run inside the engine's critical
+//! section: a program reaching a `Reduce` step with a user kernel stops there
+//! ([`Advance::Unlocked`]); blocking collectives run the step themselves between engine
+//! calls, and the engine parks nonblocking ones until a waiting caller runs it with the
+//! engine unlocked (`EngineCell::run_parked`). Predefined operations run in place.
 
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
 use std::sync::Arc;
 
-use crate::comm::CommState;
+use crate::comm::CommCore;
 use crate::error::{Error, ErrorClass, Result};
 use crate::op::Kernel;
-use crate::p2p::engine::{Engine, RecvStart, Schedule, SendMode};
+use crate::p2p::engine::{Advance, Engine, RecvStart, Schedule, SendMode};
 use crate::p2p::progress::Backoff;
 use crate::p2p::request::ReqId;
 use crate::p2p::wire::Envelope;
@@ -168,40 +178,80 @@ impl std::fmt::Debug for Combine {
 }
 
 impl Combine {
-    /// Applies one `Reduce` step to byte slices: `dst = src ∘ dst`, or `dst = dst ∘ src`.
-    pub fn apply(&self, src: &mut [u8], dst: &mut [u8], later: bool) {
-        if !later || self.commutative {
-            self.kernel.call(src, dst);
-        } else {
-            self.kernel.call(dst, src);
-            dst.copy_from_slice(src);
-        }
+    /// Whether a `Reduce` step with `later` overwrites its source: a non-commutative
+    /// operation must combine the other way round (`src = dst ∘ src`) and copy the result.
+    #[inline]
+    pub fn clobbers(&self, later: bool) -> bool {
+        later && !self.commutative
+    }
+
+    /// Applies a `Reduce` step that does not clobber its source: `dst = src ∘ dst`, or for a
+    /// commutative operation equally `dst ∘ src`.
+    #[inline]
+    pub fn apply(&self, src: &[u8], dst: &mut [u8]) {
+        self.kernel.call(src, dst);
+    }
+
+    /// Applies a `later` step of a non-commutative operation: `dst = dst ∘ src`, computed in
+    /// `src` (scratch or output, never the input region) and copied to `dst`.
+    #[inline]
+    pub fn apply_later(&self, src: &mut [u8], dst: &mut [u8]) {
+        self.kernel.call(dst, src);
+        dst.copy_from_slice(src);
     }
 }
+
+/// Marks a [`Raw`] region the schedule only reads (the caller's input, possibly read-only
+/// memory).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct In;
+
+/// Marks a [`Raw`] region the schedule reads and writes (the caller's output).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Out;
 
 /// A raw region: base pointer and length, valid for the schedule's life (see [`Exec::new`]).
+/// Only an `Out` region ever yields a `*mut` pointer.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Raw {
-    pub ptr: *mut u8,
+pub(crate) struct Raw<M> {
+    ptr: NonNull<u8>,
     pub len: usize,
+    _mode: PhantomData<M>,
 }
 
-impl Raw {
-    pub const EMPTY: Raw = Raw {
-        ptr: std::ptr::NonNull::<u128>::dangling().as_ptr().cast(),
+impl<M> Raw<M> {
+    pub const EMPTY: Raw<M> = Raw {
+        ptr: NonNull::<u128>::dangling().cast(),
         len: 0,
+        _mode: PhantomData,
     };
-    pub fn read(s: &[u8]) -> Raw {
+    /// The base, for reads.
+    fn get(self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Raw<In> {
+    pub fn read(s: &[u8]) -> Raw<In> {
         Raw {
-            ptr: s.as_ptr().cast_mut(),
+            ptr: NonNull::from(s).cast(),
             len: s.len(),
+            _mode: PhantomData,
         }
     }
-    pub fn write(s: &mut [u8]) -> Raw {
+}
+
+impl Raw<Out> {
+    pub fn write(s: &mut [u8]) -> Raw<Out> {
         Raw {
-            ptr: s.as_mut_ptr(),
             len: s.len(),
+            ptr: NonNull::from(s).cast(),
+            _mode: PhantomData,
         }
+    }
+    /// The base, for writes (the pointer came from a `&mut`).
+    fn get_mut(self) -> *mut u8 {
+        self.ptr.as_ptr()
     }
 }
 
@@ -211,13 +261,16 @@ pub(crate) struct Exec {
     pc: usize,
     /// Transfers in flight, with the bytes a receive expects (`usize::MAX` for sends).
     pending: Vec<(ReqId, usize)>,
-    send: Raw,
-    recv: Raw,
+    send: Raw<In>,
+    recv: Raw<Out>,
     tmp: Vec<u128>,
     combine: Option<Combine>,
-    comm: Arc<CommState>,
+    /// Members and contexts only: an attribute's `Drop` never runs when a schedule ends.
+    comm: Arc<CommCore>,
     tag: i32,
     name: &'static str,
+    /// A user step panicked: the next [`step`](Exec::step) fails with this.
+    failed: Option<Error>,
 }
 
 impl std::fmt::Debug for Exec {
@@ -248,10 +301,10 @@ impl Exec {
     pub unsafe fn new(
         name: &'static str,
         prog: Program,
-        send: Raw,
-        recv: Raw,
+        send: Raw<In>,
+        recv: Raw<Out>,
         combine: Option<Combine>,
-        comm: Arc<CommState>,
+        comm: Arc<CommCore>,
         tag: i32,
     ) -> Result<Exec> {
         let tmp = aligned(prog.tmp);
@@ -276,7 +329,7 @@ impl Exec {
                 Step::Recv { into, .. } => &[(*into, true)],
                 Step::Reduce { src, dst, later } => {
                     // A `later` combination overwrites `src` unless the operation commutes.
-                    let clobbers = *later && !combine.as_ref().is_some_and(|c| c.commutative);
+                    let clobbers = combine.as_ref().map_or(*later, |c| c.clobbers(*later));
                     &[(*src, clobbers), (*dst, true)]
                 }
                 Step::Copy { src, dst } => &[(*src, false), (*dst, true)],
@@ -323,13 +376,30 @@ impl Exec {
             comm,
             tag,
             name,
+            failed: None,
         })
     }
 
-    fn ptr(&mut self, s: Span) -> *mut u8 {
+    /// Where span `s` starts, for reading.
+    fn src(&self, s: Span) -> *const u8 {
         let base = match s.region {
-            Region::Send => self.send.ptr,
-            Region::Recv => self.recv.ptr,
+            Region::Send => self.send.get(),
+            Region::Recv => self.recv.get(),
+            Region::Tmp => self.tmp.as_ptr().cast::<u8>(),
+        };
+        if s.len == 0 {
+            return base;
+        }
+        // SAFETY: `new` checked that the span lies inside its region.
+        unsafe { base.add(s.off) }
+    }
+
+    /// Where span `s` starts, for writing; `new` checked that no written span lies in the
+    /// input region.
+    fn dst(&mut self, s: Span) -> *mut u8 {
+        let base = match s.region {
+            Region::Send => unreachable!("{}: write to the input region {s:?}", self.name),
+            Region::Recv => self.recv.get_mut(),
             Region::Tmp => self.tmp.as_mut_ptr().cast::<u8>(),
         };
         if s.len == 0 {
@@ -337,6 +407,37 @@ impl Exec {
         }
         // SAFETY: `new` checked that the span lies inside its region.
         unsafe { base.add(s.off) }
+    }
+
+    /// Runs one `Reduce` step.
+    fn reduce(&mut self, src: Span, dst: Span, later: bool) {
+        let clobbers = match &self.combine {
+            Some(c) => c.clobbers(later),
+            None => unreachable!("checked in Exec::new"),
+        };
+        let pd = self.dst(dst);
+        // `src` is written only when the step clobbers it, which `new` allows only outside
+        // the input region.
+        let ps_mut = clobbers.then(|| self.dst(src));
+        let ps = self.src(src);
+        let Some(c) = &self.combine else {
+            unreachable!("checked in Exec::new")
+        };
+        // SAFETY: both spans are in bounds and do not overlap (checked in `new`); no transfer
+        // uses them (program rule: reductions follow a Wait); a `&mut` is made only over
+        // pointers from `dst`, i.e. over the output or scratch.
+        unsafe {
+            let d = std::slice::from_raw_parts_mut(pd, dst.len);
+            match ps_mut {
+                Some(p) => c.apply_later(std::slice::from_raw_parts_mut(p, src.len), d),
+                None => c.apply(std::slice::from_raw_parts(ps, src.len), d),
+            }
+        }
+    }
+
+    /// Whether the operation is user code (steps and drop with the engine unlocked).
+    fn user_op(&self) -> bool {
+        self.combine.as_ref().is_some_and(|c| c.kernel.is_user())
     }
 
     /// World rank and context id of `p`.
@@ -372,10 +473,14 @@ impl Exec {
         }
     }
 
-    /// Runs as far as possible without blocking; `Ok(true)` once the program has finished.
+    /// Runs as far as possible without blocking, stopping before a user reduction
+    /// ([`Advance::Unlocked`]: run it with [`run_unlocked`](Schedule::run_unlocked)).
     /// After an error, pending receives are cancelled (their buffers may go away).
-    pub fn step(&mut self, e: &mut Engine) -> Result<bool> {
-        let r = self.step_inner(e);
+    pub fn step(&mut self, e: &mut Engine) -> Result<Advance> {
+        let r = match self.failed.take() {
+            Some(err) => Err(err),
+            None => self.step_inner(e),
+        };
         if r.is_err() {
             for &(id, _) in &self.pending {
                 e.cancel(id);
@@ -384,7 +489,7 @@ impl Exec {
         r
     }
 
-    fn step_inner(&mut self, e: &mut Engine) -> Result<bool> {
+    fn step_inner(&mut self, e: &mut Engine) -> Result<Advance> {
         loop {
             if self.pc == self.steps.len() || self.steps[self.pc] == Step::Wait {
                 let mut i = 0;
@@ -398,10 +503,10 @@ impl Exec {
                     }
                 }
                 if !self.pending.is_empty() {
-                    return Ok(false);
+                    return Ok(Advance::Running);
                 }
                 if self.pc == self.steps.len() {
-                    return Ok(true);
+                    return Ok(Advance::Done);
                 }
                 self.pc += 1;
                 continue;
@@ -416,7 +521,7 @@ impl Exec {
                         src: self.comm.rank,
                         tag: self.tag,
                     };
-                    let p = self.ptr(data);
+                    let p = self.src(data);
                     // SAFETY: `p` is valid for `data.len` bytes (checked in `new`) until the
                     // program's next Wait, which this schedule reaches before finishing.
                     if let Some(id) =
@@ -430,7 +535,7 @@ impl Exec {
                     let src = match from {
                         Peer::Local(r) | Peer::Remote(r) => r as i32,
                     };
-                    let p = self.ptr(into);
+                    let p = self.dst(into);
                     // SAFETY: as for sends; the span is not touched until the next Wait.
                     match unsafe { e.irecv(p, into.len, ctx, src, self.tag) }? {
                         RecvStart::Done(st) => self.check(st, into.len)?,
@@ -438,36 +543,28 @@ impl Exec {
                     }
                 }
                 Step::Reduce { src, dst, later } => {
-                    let (ps, pd) = (self.ptr(src), self.ptr(dst));
-                    // SAFETY: both spans are in bounds and do not overlap (checked in `new`);
-                    // no transfer uses them (program rule: reductions follow a Wait).
-                    let (a, b) = unsafe {
-                        (
-                            std::slice::from_raw_parts_mut(ps, src.len),
-                            std::slice::from_raw_parts_mut(pd, dst.len),
-                        )
-                    };
-                    match &self.combine {
-                        Some(c) => c.apply(a, b, later),
-                        None => unreachable!("checked in Exec::new"),
+                    if self.user_op() {
+                        self.pc -= 1;
+                        return Ok(Advance::Unlocked);
                     }
+                    self.reduce(src, dst, later);
                 }
                 Step::Copy { src, dst } => {
-                    let (ps, pd) = (self.ptr(src), self.ptr(dst));
-                    if ps != pd {
+                    let (ps, pd) = (self.src(src), self.dst(dst));
+                    if ps != pd.cast_const() {
                         // SAFETY: both spans are in bounds; `copy` allows overlap.
                         unsafe { std::ptr::copy(ps, pd, src.len) };
                     }
                 }
                 Step::Put { dst, value } => {
-                    let pd = self.ptr(dst);
+                    let pd = self.dst(dst);
                     // SAFETY: `dst` is an 8-byte span in bounds (checked in `new`) that no
                     // transfer uses (program rule: local steps follow a Wait).
                     unsafe { std::ptr::copy_nonoverlapping(value.to_le_bytes().as_ptr(), pd, 8) };
                 }
                 Step::Expect { src, value } => {
                     let mut got = [0u8; 8];
-                    let ps = self.ptr(src);
+                    let ps = self.src(src);
                     // SAFETY: as for `Put`.
                     unsafe { std::ptr::copy_nonoverlapping(ps, got.as_mut_ptr(), 8) };
                     if u64::from_le_bytes(got) != value {
@@ -487,8 +584,28 @@ impl Exec {
 }
 
 impl Schedule for Exec {
-    fn advance(&mut self, e: &mut Engine) -> Result<bool> {
+    fn advance(&mut self, e: &mut Engine) -> Result<Advance> {
         self.step(e)
+    }
+
+    fn run_unlocked(&mut self) -> std::thread::Result<()> {
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            while let Some(&Step::Reduce { src, dst, later }) = self.steps.get(self.pc) {
+                self.pc += 1;
+                self.reduce(src, dst, later);
+            }
+        }));
+        if r.is_err() {
+            self.failed = Some(Error::new(
+                ErrorClass::Other,
+                format!("{}: the user reduction operation panicked", self.name),
+            ));
+        }
+        r
+    }
+
+    fn drops_user_code(&self) -> bool {
+        self.user_op()
     }
 }
 
@@ -504,21 +621,33 @@ impl Drop for Exec {
 }
 
 /// Runs `exec` to completion from the calling thread (blocking collectives), spinning on the
-/// engine and then backing off like every blocking wait.
+/// engine and then backing off like every blocking wait. User reductions run between engine
+/// calls, with the engine unlocked, as do other schedules' parked user steps.
 pub(crate) fn run(rt: &Runtime, exec: &mut Exec) -> Result<()> {
     let mut backoff = Backoff::new(rt.wait);
     loop {
-        let (done, worked) = rt.engine.with(|e| -> Result<(bool, bool)> {
-            if exec.step(e)? {
-                return Ok((true, true));
+        let (adv, worked) = rt.engine.with(|e| -> Result<(Advance, bool)> {
+            match exec.step(e)? {
+                Advance::Running => {}
+                a => return Ok((a, true)),
             }
             let n = e.progress();
             Ok((exec.step(e)?, n > 0))
         })?;
-        if done {
-            return Ok(());
+        match adv {
+            Advance::Done => return Ok(()),
+            Advance::Unlocked => {
+                if let Err(p) = exec.run_unlocked() {
+                    // The panic is recorded: this step fails and cancels the receives still
+                    // pointing into the caller's buffers before the panic leaves the call.
+                    let _ = rt.engine.with(|e| exec.step(e));
+                    std::panic::resume_unwind(p);
+                }
+                continue;
+            }
+            Advance::Running => {}
         }
-        if worked {
+        if rt.engine.run_parked() || worked {
             backoff.reset();
         }
         backoff.snooze();
@@ -608,7 +737,17 @@ pub(crate) mod sim {
                             let mut b = region(&mut bufs[r], &mut tmp[r], dst.region)
                                 [dst.off..dst.end()]
                                 .to_vec();
-                            combine.expect("operation").apply(&mut a, &mut b, later);
+                            let c = combine.expect("operation");
+                            if c.clobbers(later) {
+                                assert_ne!(
+                                    src.region,
+                                    Region::Send,
+                                    "rank {r}: clobbers the input"
+                                );
+                                c.apply_later(&mut a, &mut b);
+                            } else {
+                                c.apply(&a, &mut b);
+                            }
                             if later {
                                 region(&mut bufs[r], &mut tmp[r], src.region)[src.off..src.end()]
                                     .copy_from_slice(&a);
@@ -654,5 +793,240 @@ pub(crate) mod sim {
             Region::Recv => &mut b.recv,
             Region::Tmp => tmp,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Schedules on a real one-rank engine (sends to itself): user steps run with the engine
+    //! unlocked, and the input region is only ever read.
+
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Weak;
+
+    use super::*;
+    use crate::comm::CommState;
+    use crate::op::Op;
+    use crate::p2p::progress::EngineCell;
+
+    fn cell(locked: bool) -> Arc<EngineCell> {
+        let engine = Engine::new(0, 1, None, &[]);
+        Arc::new(EngineCell::new(engine, locked))
+    }
+
+    fn comm() -> Arc<CommCore> {
+        CommState::new(0, 0, vec![0], Vec::new()).core.clone()
+    }
+
+    /// `recv = send ∘ send`: the input goes to the output, to itself through the engine into
+    /// scratch, and is combined from there (a Reduce step after transfers).
+    fn self_reduce(n: usize) -> Program {
+        let mut p = Program::new();
+        let t = p.scratch(n);
+        p.copy(Span::new(Region::Send, 0, n), Span::new(Region::Recv, 0, n));
+        p.exchange(Peer::Local(0), Span::new(Region::Send, 0, n), t);
+        p.reduce(t, Span::new(Region::Recv, 0, n), false);
+        p
+    }
+
+    /// Drives schedule `id` like a wait loop does; panics if it does not finish.
+    fn wait(cell: &EngineCell, id: ReqId) -> crate::p2p::request::Status {
+        for _ in 0..1000 {
+            cell.run_parked();
+            let st = cell.with(|e| {
+                // A schedule's error also comes back from progress (that is not what this
+                // helper checks): the request's status carries it.
+                let _ = e.progress();
+                e.test(id)
+            });
+            if let Some(st) = st {
+                return st;
+            }
+        }
+        panic!("schedule did not finish");
+    }
+
+    /// Calls into the engine the way a user closure calling MPI does.
+    fn touch(cell: &Weak<EngineCell>) -> usize {
+        let c = cell.upgrade().expect("engine alive");
+        c.with(|e| e.live_requests())
+    }
+
+    #[test]
+    fn user_reduction_calling_into_the_engine_runs_unlocked() {
+        for locked in [false, true] {
+            let cell = cell(locked);
+            let (weak, calls) = (Arc::downgrade(&cell), Arc::new(AtomicUsize::new(0)));
+            let seen = calls.clone();
+            let op = Op::user::<u32>(false, move |a, b| {
+                // Re-entry would panic (EngineCell's check), failing the schedule.
+                touch(&weak);
+                seen.fetch_add(1, Ordering::Relaxed);
+                for (y, x) in b.iter_mut().zip(a) {
+                    *y = y.wrapping_mul(3).wrapping_add(*x);
+                }
+            });
+            let send: Vec<u32> = (0..100).collect();
+            let mut recv = vec![0u32; 100];
+            let prog = self_reduce(400);
+            // SAFETY: `send` and `recv` outlive the schedule, which `wait` runs to the end.
+            let exec = unsafe {
+                Exec::new(
+                    "test",
+                    prog,
+                    Raw::read(bytemuck::cast_slice(&send)),
+                    Raw::write(bytemuck::cast_slice_mut(&mut recv)),
+                    Some(crate::coll::combine::<u32>(&op).unwrap()),
+                    comm(),
+                    7,
+                )
+            }
+            .unwrap();
+            let id = cell.with(|e| e.start_schedule(Box::new(exec))).unwrap();
+            assert!(wait(&cell, id).error.is_none());
+            let want: Vec<u32> = send.iter().map(|&x| x * 3 + x).collect();
+            assert_eq!(recv, want, "locked {locked}");
+            assert_eq!(calls.load(Ordering::Relaxed), 1);
+        }
+    }
+
+    /// Holds the engine weakly and calls into it when dropped.
+    struct CallsOnDrop(Weak<EngineCell>, Arc<AtomicBool>);
+
+    impl Drop for CallsOnDrop {
+        fn drop(&mut self) {
+            touch(&self.0);
+            self.1.store(true, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn finished_user_schedules_are_dropped_unlocked() {
+        for locked in [false, true] {
+            let cell = cell(locked);
+            let dropped = Arc::new(AtomicBool::new(false));
+            let probe = CallsOnDrop(Arc::downgrade(&cell), dropped.clone());
+            let op = Op::user::<u32>(true, move |a, b| {
+                let _ = &probe;
+                for (y, x) in b.iter_mut().zip(a) {
+                    *y += *x;
+                }
+            });
+            let c = crate::coll::combine::<u32>(&op).unwrap();
+            drop(op); // the schedule now holds the only reference to the closure
+            let send = [5u32; 4];
+            let mut recv = [0u32; 4];
+            // SAFETY: as above.
+            let exec = unsafe {
+                Exec::new(
+                    "test",
+                    self_reduce(16),
+                    Raw::read(bytemuck::cast_slice(&send)),
+                    Raw::write(bytemuck::cast_slice_mut(&mut recv)),
+                    Some(c),
+                    comm(),
+                    8,
+                )
+            }
+            .unwrap();
+            let id = cell.with(|e| e.start_schedule(Box::new(exec))).unwrap();
+            assert!(wait(&cell, id).error.is_none());
+            assert_eq!(recv, [10; 4]);
+            // Dropped by the next waiter, outside the engine (a drop inside would panic).
+            cell.run_parked();
+            assert!(dropped.load(Ordering::Relaxed), "locked {locked}");
+            assert!(cell.with(|e| e.unlocked_work().is_empty()));
+        }
+    }
+
+    #[test]
+    fn a_panicking_user_step_fails_its_schedule() {
+        let cell = cell(false);
+        let op = Op::user::<u32>(true, |_, _| panic!("user op fails"));
+        let (send, mut recv) = ([1u32; 4], [0u32; 4]);
+        // SAFETY: as above.
+        let exec = unsafe {
+            Exec::new(
+                "test",
+                self_reduce(16),
+                Raw::read(bytemuck::cast_slice(&send)),
+                Raw::write(bytemuck::cast_slice_mut(&mut recv)),
+                Some(crate::coll::combine::<u32>(&op).unwrap()),
+                comm(),
+                9,
+            )
+        }
+        .unwrap();
+        let id = cell.with(|e| e.start_schedule(Box::new(exec))).unwrap();
+        let caught = std::panic::catch_unwind(AssertUnwindSafe(|| wait(&cell, id)));
+        assert!(caught.is_err(), "the user's panic reaches the waiter");
+        // The schedule went back into the engine with the panic as its error.
+        let st = wait(&cell, id);
+        assert_eq!(st.error, Some(ErrorClass::Other));
+    }
+
+    /// Read-only memory: writing through any pointer into it would fault.
+    static INPUT: [u32; 64] = {
+        let mut a = [0u32; 64];
+        let mut i = 0;
+        while i < 64 {
+            a[i] = i as u32 * 7;
+            i += 1;
+        }
+        a
+    };
+
+    #[test]
+    fn reductions_read_a_static_input_in_both_argument_orders() {
+        let cell = cell(false);
+        let n = 256;
+        let mut p = Program::new();
+        let (input, out) = (Span::new(Region::Send, 0, n), Span::new(Region::Recv, 0, n));
+        let t = p.scratch(n);
+        p.exchange(Peer::Local(0), input, t);
+        p.copy(t, out);
+        p.reduce(input, out, false);
+        // A commutative `later` combination takes its source from the input as it is.
+        p.reduce(input, out, true);
+        let mut recv = [0u32; 64];
+        // SAFETY: `INPUT` is static; `recv` outlives the schedule.
+        let exec = unsafe {
+            Exec::new(
+                "test",
+                p,
+                Raw::read(bytemuck::cast_slice(&INPUT)),
+                Raw::write(bytemuck::cast_slice_mut(&mut recv)),
+                Some(crate::coll::combine::<u32>(&Op::Sum).unwrap()),
+                comm(),
+                10,
+            )
+        }
+        .unwrap();
+        let id = cell.with(|e| e.start_schedule(Box::new(exec))).unwrap();
+        assert!(wait(&cell, id).error.is_none());
+        let want: Vec<u32> = INPUT.iter().map(|x| 3 * x).collect();
+        assert_eq!(recv[..], want[..]);
+    }
+
+    #[test]
+    fn a_clobbering_step_over_the_input_is_rejected() {
+        let mut p = Program::new();
+        let t = p.scratch(16);
+        p.reduce(Span::new(Region::Send, 0, 16), t, true);
+        let send = [0u8; 16];
+        let noncommutative = crate::coll::combine::<u32>(&Op::Replace).unwrap();
+        // SAFETY: the program is rejected before anything runs.
+        let r = unsafe {
+            Exec::new(
+                "test",
+                p,
+                Raw::read(&send),
+                Raw::EMPTY,
+                Some(noncommutative),
+                comm(),
+                11,
+            )
+        };
+        assert_eq!(r.unwrap_err().class(), ErrorClass::Intern);
     }
 }

@@ -42,13 +42,36 @@ pub enum FaultMode {
     Return,
 }
 
+/// How far a [`Schedule::advance`] got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Advance {
+    /// Transfers are in flight: advance again later.
+    Running,
+    /// The schedule has finished.
+    Done,
+    /// The schedule stopped before a step that runs user code (a user reduction), which may
+    /// call MPI and so must not run inside the engine: the engine parks the schedule until a
+    /// waiting caller runs [`Schedule::run_unlocked`] with the engine unlocked.
+    Unlocked,
+}
+
 /// A multi-step operation (a collective) that the engine advances on every progress call, so
 /// that several can be in flight at once and complete in any order of waits.
 pub trait Schedule: std::fmt::Debug {
     /// Advances as far as possible without blocking, using the engine's point-to-point
-    /// operations (never [`Engine::progress`]); returns `Ok(true)` once finished. An error
-    /// ends the schedule and completes its request with the error.
-    fn advance(&mut self, e: &mut Engine) -> Result<bool>;
+    /// operations (never [`Engine::progress`]). Never runs user code. An error ends the
+    /// schedule and completes its request with the error.
+    fn advance(&mut self, e: &mut Engine) -> Result<Advance>;
+    /// Runs the steps that [`advance`](Self::advance) stopped at with [`Advance::Unlocked`].
+    /// Called with the engine unlocked, never from inside `EngineCell::with`. A panic of the
+    /// user code is returned after the schedule has recorded it as its error (so the
+    /// schedule stays safe to advance, which cancels its receives, and to drop).
+    fn run_unlocked(&mut self) -> std::thread::Result<()>;
+    /// Whether dropping the schedule may run user code (values a user operation captured):
+    /// the engine then hands it to a waiting caller to drop with the engine unlocked.
+    fn drops_user_code(&self) -> bool {
+        false
+    }
 }
 
 /// Ends the job with a message; installed by the runtime.
@@ -73,6 +96,8 @@ pub struct Engine {
     /// Peers whose communication broke ([`FaultMode::Return`]).
     broken: Vec<bool>,
     schedules: Vec<(ReqId, Box<dyn Schedule>)>,
+    /// Schedules waiting for a caller with the engine unlocked (user steps, user drops).
+    unlocked: super::progress::UnlockedWork,
     mode: FaultMode,
     abort: Option<AbortHook>,
     /// The call a blocking wait is serving, for fault messages.
@@ -121,6 +146,7 @@ impl Engine {
             dead: vec![false; n],
             broken: vec![false; size as usize],
             schedules: Vec::new(),
+            unlocked: Default::default(),
             mode: FaultMode::Abort,
             abort: None,
             call: "progress",
@@ -448,27 +474,45 @@ impl Engine {
         let mut done = 0;
         let mut i = 0;
         while i < list.len() {
-            let end = match list[i].1.advance(self) {
-                Ok(true) => Some(Status::default()),
-                Ok(false) => None,
-                Err(e) => Some(Status {
+            let status = match list[i].1.advance(self) {
+                Ok(Advance::Running) => {
+                    i += 1;
+                    continue;
+                }
+                Ok(Advance::Unlocked) => {
+                    let (id, s) = list.swap_remove(i);
+                    self.unlocked.park(id, s);
+                    continue;
+                }
+                Ok(Advance::Done) => Status::default(),
+                Err(e) => Status {
                     error: Some(e.class()),
                     ..Status::default()
-                }),
+                },
             };
-            match end {
-                Some(st) => {
-                    let (id, _) = list.swap_remove(i);
-                    self.proto.reqs.complete(id.idx, st);
-                    done += 1;
-                }
-                None => i += 1,
+            let (id, s) = list.swap_remove(i);
+            self.proto.reqs.complete(id.idx, status);
+            done += 1;
+            if s.drops_user_code() {
+                self.unlocked.retire(s);
             }
         }
         // Schedules started from inside `advance` landed in the (emptied) field.
         list.append(&mut self.schedules);
         self.schedules = list;
         done
+    }
+
+    /// The schedules waiting for a caller with the engine unlocked (see
+    /// `EngineCell::run_parked`).
+    pub fn unlocked_work(&mut self) -> &mut super::progress::UnlockedWork {
+        &mut self.unlocked
+    }
+
+    /// Takes back parked schedules whose user steps have run; the next progress call
+    /// advances them.
+    pub fn resume_schedules(&mut self, parked: &mut Vec<(ReqId, Box<dyn Schedule>)>) {
+        self.schedules.append(parked);
     }
 
     /// Whether fragments this rank owes its peers are still queued.

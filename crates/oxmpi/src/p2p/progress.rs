@@ -5,17 +5,98 @@
 //! [`Backoff`] is the waiting policy: spin on the engine for a while, then yield the core,
 //! then sleep in growing steps, so more ranks than cores still make progress; with more ranks
 //! than cores it yields almost at once ([`WaitPolicy`]).
+//!
+//! No user code runs inside [`EngineCell::with`] (it refuses re-entry): schedules stop before
+//! user steps and the engine parks them ([`UnlockedWork`]); every wait loop calls
+//! [`EngineCell::run_parked`], which runs those steps, and drops finished schedules holding
+//! user code, with the engine unlocked.
 
 use std::cell::UnsafeCell;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::engine::Engine;
+use super::engine::{Engine, Schedule};
+use super::request::ReqId;
+
+/// A parked schedule and its request.
+pub type Parked = (ReqId, Box<dyn Schedule>);
+
+/// Schedules that wait for a caller with the engine unlocked: parked before a step that runs
+/// user code, or finished with user code to drop. Every wait loop hands them out through
+/// [`EngineCell::run_parked`], so no user code runs inside [`EngineCell::with`].
+#[derive(Debug, Default)]
+pub struct UnlockedWork {
+    parked: Vec<Parked>,
+    retired: Vec<Box<dyn Schedule>>,
+    /// Set under the lock when there is work here; read without it by `run_parked`, so that
+    /// waiting costs one load while there is none.
+    signal: Arc<AtomicBool>,
+}
+
+impl UnlockedWork {
+    /// Parks schedule `id` until its user step has run.
+    pub fn park(&mut self, id: ReqId, s: Box<dyn Schedule>) {
+        self.parked.push((id, s));
+        self.signal.store(true, Ordering::Release);
+    }
+
+    /// Keeps a finished schedule until it can be dropped with the engine unlocked.
+    pub fn retire(&mut self, s: Box<dyn Schedule>) {
+        self.retired.push(s);
+        self.signal.store(true, Ordering::Release);
+    }
+
+    /// Whether nothing is parked or retired.
+    pub fn is_empty(&self) -> bool {
+        self.parked.is_empty() && self.retired.is_empty()
+    }
+
+    fn take(&mut self) -> (Vec<Parked>, Vec<Box<dyn Schedule>>) {
+        self.signal.store(false, Ordering::Relaxed);
+        (
+            std::mem::take(&mut self.parked),
+            std::mem::take(&mut self.retired),
+        )
+    }
+}
 
 /// The engine plus the lock its thread level needs.
 pub struct EngineCell {
     lock: Option<Mutex<()>>,
+    /// Who is inside [`with`](Self::with): 0 for nobody, else the thread's token (always 1
+    /// without a lock, where only one thread gets here). Catches re-entry, which would
+    /// deadlock on the lock or alias `&mut Engine` without one.
+    inside: AtomicUsize,
+    /// The engine's [`UnlockedWork::signal`].
+    signal: Arc<AtomicBool>,
     engine: UnsafeCell<Engine>,
+}
+
+/// Clears [`EngineCell::inside`] when `with` returns or unwinds.
+struct Leave<'a>(&'a AtomicUsize);
+
+impl Drop for Leave<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
+}
+
+/// A token unique to the calling thread among live threads (never 0 or 1).
+#[inline]
+fn thread_token() -> usize {
+    thread_local!(static TOKEN: u16 = const { 0 });
+    TOKEN.with(|t| t as *const u16 as usize)
+}
+
+#[cold]
+#[inline(never)]
+fn reentered() -> ! {
+    panic!(
+        "oxmpi: MPI was called from inside the progress engine (re-entry); \
+         user code must not run inside EngineCell::with"
+    )
 }
 
 impl std::fmt::Debug for EngineCell {
@@ -35,23 +116,79 @@ unsafe impl Send for EngineCell {}
 
 impl EngineCell {
     /// Wraps `engine`, locking if `locked`.
-    pub fn new(engine: Engine, locked: bool) -> Self {
+    pub fn new(mut engine: Engine, locked: bool) -> Self {
+        let signal = engine.unlocked_work().signal.clone();
         EngineCell {
             lock: locked.then(|| Mutex::new(())),
+            inside: AtomicUsize::new(0),
+            signal,
             engine: UnsafeCell::new(engine),
         }
     }
 
-    /// Runs `f` with exclusive access to the engine. `f` must not call back into `with`.
+    /// Runs `f` with exclusive access to the engine.
+    ///
+    /// # Panics
+    /// If `f` calls back into `with` on this thread (re-entry): that would deadlock on the
+    /// lock, or alias `&mut Engine` without one. Engine code never runs user code, so only a
+    /// misuse of this (internal) interface gets here.
     #[inline]
     pub fn with<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
+        let me = if self.lock.is_some() {
+            thread_token()
+        } else {
+            1
+        };
+        if self.inside.load(Ordering::Relaxed) == me {
+            reentered();
+        }
         let _guard = self
             .lock
             .as_ref()
             .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
+        self.inside.store(me, Ordering::Relaxed);
+        // Declared after the guard, so dropped before it: cleared while still exclusive.
+        let _leave = Leave(&self.inside);
         // SAFETY: exclusive access: the guard (or the single-thread guarantee above) excludes
-        // any other `with`, and `f` does not re-enter.
+        // any other thread, and `inside` excludes this thread's own re-entry (checked before
+        // the lock, set after it, cleared on every exit including unwinding).
         f(unsafe { &mut *self.engine.get() })
+    }
+
+    /// Runs the user steps of parked schedules and drops finished schedules that hold user
+    /// code, with the engine unlocked, so that user code may call MPI. Every wait loop calls
+    /// it: a contribution parked here may be what a peer is waiting for. Costs one load when
+    /// there is nothing to do; returns whether there was something.
+    ///
+    /// # Panics
+    /// Resumes the panic of a user step, after its schedule is back in the engine with the
+    /// panic recorded as its error.
+    #[inline]
+    pub fn run_parked(&self) -> bool {
+        if !self.signal.load(Ordering::Acquire) {
+            return false;
+        }
+        self.run_parked_slow();
+        true
+    }
+
+    #[cold]
+    fn run_parked_slow(&self) {
+        let (mut parked, retired) = self.with(|e| e.unlocked_work().take());
+        let mut panic = None;
+        for (_, s) in &mut parked {
+            if let Err(p) = s.run_unlocked() {
+                panic.get_or_insert(p);
+            }
+        }
+        if !parked.is_empty() {
+            self.with(|e| e.resume_schedules(&mut parked));
+        }
+        // User `Drop`s run here, unlocked; the parked schedules are safe in the engine first.
+        drop(retired);
+        if let Some(p) = panic {
+            std::panic::resume_unwind(p);
+        }
     }
 }
 
@@ -131,6 +268,52 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn cell(locked: bool) -> EngineCell {
+        EngineCell::new(Engine::new(0, 1, None, &[]), locked)
+    }
+
+    #[test]
+    fn reentering_the_engine_panics_instead_of_aliasing_or_deadlocking() {
+        for locked in [false, true] {
+            let c = cell(locked);
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                c.with(|_| c.with(|e| e.live_requests()))
+            }));
+            let msg = r.expect_err("re-entry must be refused");
+            let msg = (msg.downcast_ref::<&str>().copied())
+                .or(msg.downcast_ref::<String>().map(|s| s.as_str()))
+                .unwrap_or("");
+            assert!(msg.contains("re-entry"), "locked {locked}: {msg}");
+            // Unwinding left the cell usable: not marked as entered, lock released.
+            assert_eq!(c.with(|e| e.live_requests()), 0, "locked {locked}");
+            assert_eq!(c.with(|_| 1) + c.with(|_| 1), 2);
+        }
+    }
+
+    #[test]
+    fn other_threads_wait_for_the_lock_rather_than_counting_as_reentry() {
+        let c = cell(true);
+        let inside = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                c.with(|_| {
+                    inside.wait();
+                    std::thread::sleep(Duration::from_millis(20));
+                })
+            });
+            inside.wait();
+            // Blocks until the other thread leaves, then enters normally.
+            assert_eq!(c.with(|e| e.live_requests()), 0);
+        });
+    }
+
+    #[test]
+    fn run_parked_with_nothing_parked_does_nothing() {
+        let c = cell(false);
+        assert!(!c.run_parked());
+        assert!(c.with(|e| e.unlocked_work().is_empty()));
+    }
 
     #[test]
     fn oversubscribed_ranks_barely_spin() {
