@@ -48,6 +48,8 @@ pub struct Runtime {
     pub size: u32,
     /// MPMD application index.
     pub appnum: i32,
+    /// The launcher's MPMD index if it gave one (`MPI_APPNUM` is undefined otherwise).
+    pub appnum_attr: Option<i32>,
     /// Granted thread level.
     pub level: Threading,
     /// Tunables.
@@ -183,11 +185,16 @@ impl Runtime {
         );
         let engine = EngineCell::new(Engine::new(rank, route, shm, limits), level.needs_lock());
         let appnum = lock(&bootstrap).appnum();
+        let appnum_attr = match &*lock(&bootstrap) {
+            Bootstrap::Pmi(c) => Some(c.appnum()).filter(|&a| a >= 0),
+            Bootstrap::Singleton(_) => None,
+        };
 
         Ok(Runtime {
             rank,
             size,
             appnum,
+            appnum_attr,
             level,
             config,
             wait,
@@ -234,9 +241,22 @@ impl Runtime {
         // Control fragments (FIN, ACK, CTS) still queued must reach their peers, who may be
         // waiting on them, before we stop progressing.
         crate::request::block_on(self, || {
-            self.engine
-                .with(|e| e.progress().map(|_| (!e.has_outgoing()).then_some(())))
+            self.engine.with(|e| {
+                e.progress()
+                    .map(|_| (!e.has_outgoing() && !e.bsend_busy()).then_some(()))
+            })
         })?;
+        // Finalize detaches the buffered-send buffer (MPI-5.0 §3.6.1); one the Rust API
+        // attached is ours to free.
+        if let Ok(region) = self.engine.with(|e| e.buffer_detach()) {
+            if region.boxed {
+                // SAFETY: `boxed` regions come only from `Box::into_raw` in
+                // `environment::attach_boxed`; detach returned it, so it is unreferenced.
+                drop(unsafe {
+                    Box::from_raw(std::ptr::slice_from_raw_parts_mut(region.ptr, region.len))
+                });
+            }
+        }
         let mut b = self.bootstrap();
         b.fence()?;
         self.engine.with(|e| e.unlink_shm());
