@@ -548,4 +548,52 @@ mod tests {
         apply(matmul, &[[1, 0, 1, 1]], &mut m).unwrap();
         assert_eq!(m, [[1, 1, 1, 2]]);
     }
+
+    #[test]
+    fn byte_level_user_ops_see_count_and_datatype() {
+        use std::sync::Mutex;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let seen2 = seen.clone();
+        // Byte-wise "inout = in - inout" (not commutative), recording each call's arguments.
+        let op = Op::User(UserOp::from_bytes(
+            false,
+            Arc::new(move |a: &[u8], b: &mut [u8], n: usize, dt: Datatype| {
+                seen2.lock().unwrap().push((n, dt));
+                for (y, x) in b.iter_mut().zip(a) {
+                    *y = x.wrapping_sub(*y);
+                }
+            }),
+        ));
+        assert!(!op.is_commutative());
+        let mut b = [[1u8, 2, 3]; 2];
+        apply(op.clone(), &[[10u8, 10, 10]; 2], &mut b).unwrap();
+        assert_eq!(b, [[9, 8, 7]; 2]);
+        assert_eq!(seen.lock().unwrap()[0], (2, Datatype::of::<[u8; 3]>()));
+        // On raw memory with a front end's token.
+        let dt = Datatype { token: 77, size: 2 };
+        let mut inout = [1u8, 1, 1, 1, 5];
+        reduce_local_bytes(&[3, 3, 3, 3, 3], &mut inout, 2, dt, &op).unwrap();
+        assert_eq!(inout, [2, 2, 2, 2, 5], "only count * size bytes are touched");
+        assert_eq!(seen.lock().unwrap()[1], (2, dt));
+        let e = reduce_local_bytes(&[0; 3], &mut [0; 4], 2, dt, &op).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Count);
+        let e = reduce_local_bytes(&[], &mut [], 0, Datatype { token: 0, size: 0 }, &op)
+            .unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Type);
+        let e = reduce_local_bytes(&[0; 4], &mut [0; 4], 1, Datatype::of::<i32>(), &Op::Sum)
+            .unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Op, "predefined ops need a Rust type");
+        // A typed user op applies at byte level to elements of its own size only.
+        let typed = Op::user::<u16>(true, |a, b| {
+            for (y, x) in b.iter_mut().zip(a) {
+                *y += x
+            }
+        });
+        let mut v = [1u8, 0];
+        reduce_local_bytes(&[2, 0], &mut v, 1, Datatype { token: 1, size: 2 }, &typed).unwrap();
+        assert_eq!(v, [3, 0]);
+        let e = reduce_local_bytes(&[0; 4], &mut [0; 4], 1, Datatype::of::<u32>(), &typed)
+            .unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Op);
+    }
 }
