@@ -18,7 +18,10 @@ fn run(np: usize, level: &str) {
         "handle_layer np {np} {level} failed:\n{so}\n{se}"
     );
     let passed = so.lines().filter(|l| l.contains(" passed")).count();
-    assert_eq!(passed, np, "np {np} {level}: {passed} ranks passed:\n{so}\n{se}");
+    assert_eq!(
+        passed, np,
+        "np {np} {level}: {passed} ranks passed:\n{so}\n{se}"
+    );
 }
 
 #[test]

@@ -573,12 +573,16 @@ mod tests {
         let dt = Datatype { token: 77, size: 2 };
         let mut inout = [1u8, 1, 1, 1, 5];
         reduce_local_bytes(&[3, 3, 3, 3, 3], &mut inout, 2, dt, &op).unwrap();
-        assert_eq!(inout, [2, 2, 2, 2, 5], "only count * size bytes are touched");
+        assert_eq!(
+            inout,
+            [2, 2, 2, 2, 5],
+            "only count * size bytes are touched"
+        );
         assert_eq!(seen.lock().unwrap()[1], (2, dt));
         let e = reduce_local_bytes(&[0; 3], &mut [0; 4], 2, dt, &op).unwrap_err();
         assert_eq!(e.class(), ErrorClass::Count);
-        let e = reduce_local_bytes(&[], &mut [], 0, Datatype { token: 0, size: 0 }, &op)
-            .unwrap_err();
+        let e =
+            reduce_local_bytes(&[], &mut [], 0, Datatype { token: 0, size: 0 }, &op).unwrap_err();
         assert_eq!(e.class(), ErrorClass::Type);
         let e = reduce_local_bytes(&[0; 4], &mut [0; 4], 1, Datatype::of::<i32>(), &Op::Sum)
             .unwrap_err();
@@ -592,8 +596,8 @@ mod tests {
         let mut v = [1u8, 0];
         reduce_local_bytes(&[2, 0], &mut v, 1, Datatype { token: 1, size: 2 }, &typed).unwrap();
         assert_eq!(v, [3, 0]);
-        let e = reduce_local_bytes(&[0; 4], &mut [0; 4], 1, Datatype::of::<u32>(), &typed)
-            .unwrap_err();
+        let e =
+            reduce_local_bytes(&[0; 4], &mut [0; 4], 1, Datatype::of::<u32>(), &typed).unwrap_err();
         assert_eq!(e.class(), ErrorClass::Op);
     }
 }

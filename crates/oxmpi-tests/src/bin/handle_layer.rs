@@ -47,8 +47,14 @@ const W: CommHandle = CommHandle::WORLD;
 
 fn communicators(me: i32, p: i32) {
     check!(must("rank", hc::comm_rank(W)) == me, "world rank");
-    check!(must("self size", hc::comm_size(CommHandle::SELF)) == 1, "self size");
-    check!(!must("test_inter", hc::comm_test_inter(W)), "world is intra");
+    check!(
+        must("self size", hc::comm_size(CommHandle::SELF)) == 1,
+        "self size"
+    );
+    check!(
+        !must("test_inter", hc::comm_test_inter(W)),
+        "world is intra"
+    );
 
     // dup: congruent, its own context (traffic on it does not match traffic on world).
     let mut d = must("dup", hc::comm_dup(W));
@@ -75,7 +81,10 @@ fn communicators(me: i32, p: i32) {
         rb.wait().unwrap();
     });
     let (a, b) = (a[0], b[0]);
-    check!(a == left && b == left + 100, "dup traffic isolated: {a} {b}");
+    check!(
+        a == left && b == left + 100,
+        "dup traffic isolated: {a} {b}"
+    );
     drop((dw, ww));
 
     // split: odd/even, reversed by key; UNDEFINED gets NULL.
@@ -88,7 +97,10 @@ fn communicators(me: i32, p: i32) {
     );
     let none = must("split undefined", hc::comm_split(W, UNDEFINED, 0));
     check!(none == CommHandle::NULL, "UNDEFINED gives NULL");
-    let mut shared = must("split_type", hc::comm_split_type(W, Some(SplitType::Shared), 0));
+    let mut shared = must(
+        "split_type",
+        hc::comm_split_type(W, Some(SplitType::Shared), 0),
+    );
     check!(must("shared size", hc::comm_size(shared)) == p, "one host");
     check!(
         must("split_type none", hc::comm_split_type(W, None, 0)) == CommHandle::NULL,
@@ -99,7 +111,10 @@ fn communicators(me: i32, p: i32) {
     let mut wg = must("comm_group", hc::comm_group(W));
     let mut sg = must("comm_group", hc::comm_group(s));
     check!(must("group size", hg::group_size(wg)) == p, "group size");
-    check!(must("group rank", hg::group_rank(sg)) == Some(n - 1 - me / 2), "group rank");
+    check!(
+        must("group rank", hg::group_rank(sg)) == Some(n - 1 - me / 2),
+        "group rank"
+    );
     let t = must("translate", hg::group_translate_ranks(sg, &[0], wg));
     let last_same_parity = if (p - 1) % 2 == me % 2 { p - 1 } else { p - 2 };
     check!(t == vec![Some(last_same_parity)], "translate {t:?}");
@@ -108,7 +123,11 @@ fn communicators(me: i32, p: i32) {
     let mut all = must("union", hg::group_union(evens, odds));
     check!(
         must("compare", hg::group_compare(all, wg))
-            == if p > 2 { Relation::Similar } else { Relation::Identical },
+            == if p > 2 {
+                Relation::Similar
+            } else {
+                Relation::Identical
+            },
         "union of evens and odds"
     );
     let mut none_g = must("intersection", hg::group_intersection(evens, odds));
@@ -135,15 +154,24 @@ fn communicators(me: i32, p: i32) {
     }
     if me % 2 == 0 {
         let mut e = must("create_group", hc::comm_create_group(W, evens, 7));
-        check!(must("size", hc::comm_size(e)) == (p + 1) / 2, "create_group size");
-        check!(must("rank", hc::comm_rank(e)) == me / 2, "create_group rank");
+        check!(
+            must("size", hc::comm_size(e)) == (p + 1) / 2,
+            "create_group size"
+        );
+        check!(
+            must("rank", hc::comm_rank(e)) == me / 2,
+            "create_group rank"
+        );
         must("free", hc::comm_free(&mut e));
     }
 
     // Intercommunicator between evens and odds.
     if p >= 2 {
         let remote_leader = if me % 2 == 0 { 1 } else { 0 };
-        let mut ic = must("intercomm", hc::intercomm_create(s, n - 1, W, remote_leader, 9));
+        let mut ic = must(
+            "intercomm",
+            hc::intercomm_create(s, n - 1, W, remote_leader, 9),
+        );
         check!(must("inter", hc::comm_test_inter(ic)), "test_inter");
         check!(
             must("remote size", hc::comm_remote_size(ic)) == p - n,
@@ -174,13 +202,22 @@ fn communicators(me: i32, p: i32) {
     let old_s = s;
     must("free", hc::comm_free(&mut s));
     check!(s == CommHandle::NULL, "free sets NULL");
-    check!(class(hc::comm_rank(old_s)) == ErrorClass::Comm, "freed comm");
-    check!(class(hc::comm_dup(old_s)) == ErrorClass::Comm, "dup of freed comm");
+    check!(
+        class(hc::comm_rank(old_s)) == ErrorClass::Comm,
+        "freed comm"
+    );
+    check!(
+        class(hc::comm_dup(old_s)) == ErrorClass::Comm,
+        "dup of freed comm"
+    );
     check!(
         class(hc::comm_free(&mut old_s.clone())) == ErrorClass::Comm,
         "double free"
     );
-    check!(class(hc::comm_size(CommHandle::NULL)) == ErrorClass::Comm, "NULL comm");
+    check!(
+        class(hc::comm_size(CommHandle::NULL)) == ErrorClass::Comm,
+        "NULL comm"
+    );
     check!(
         class(hc::comm_size(CommHandle::from_int(0x7777))) == ErrorClass::Comm,
         "never-created comm"
@@ -192,10 +229,22 @@ fn communicators(me: i32, p: i32) {
     must("free", hc::comm_free(&mut d));
     must("free", hc::comm_free(&mut shared));
     let old_g = first;
-    for g in [&mut wg, &mut sg, &mut evens, &mut odds, &mut all, &mut none_g, &mut first, &mut rest] {
+    for g in [
+        &mut wg,
+        &mut sg,
+        &mut evens,
+        &mut odds,
+        &mut all,
+        &mut none_g,
+        &mut first,
+        &mut rest,
+    ] {
         must("group_free", hg::group_free(g));
     }
-    check!(class(hg::group_size(old_g)) == ErrorClass::Group, "freed group");
+    check!(
+        class(hg::group_size(old_g)) == ErrorClass::Group,
+        "freed group"
+    );
     check!(
         class(hg::group_free(&mut old_g.clone())) == ErrorClass::Group,
         "group double free"
@@ -218,19 +267,34 @@ fn attributes(me: i32, p: i32) {
         )
     };
     check!(get(Predefined::TagUb) == Some(i32::MAX as usize), "TAG_UB");
-    check!(get(Predefined::UniverseSize) == Some(p as usize), "UNIVERSE_SIZE");
+    check!(
+        get(Predefined::UniverseSize) == Some(p as usize),
+        "UNIVERSE_SIZE"
+    );
     check!(get(Predefined::WtimeIsGlobal) == Some(0), "WTIME_IS_GLOBAL");
     check!(get(Predefined::LastUsedCode) == Some(16383), "LASTUSEDCODE");
     check!(get(Predefined::Appnum) == Some(0), "APPNUM from oxrun");
-    check!(get(Predefined::Host).is_some() && get(Predefined::Io).is_some(), "HOST, IO");
     check!(
-        must("self attr", hc::comm_get_attr(CommHandle::SELF, KeyvalHandle::predefined(Predefined::TagUb)))
-            .is_none(),
+        get(Predefined::Host).is_some() && get(Predefined::Io).is_some(),
+        "HOST, IO"
+    );
+    check!(
+        must(
+            "self attr",
+            hc::comm_get_attr(
+                CommHandle::SELF,
+                KeyvalHandle::predefined(Predefined::TagUb)
+            )
+        )
+        .is_none(),
         "predefined attributes are on world"
     );
     check!(
-        class(hc::comm_set_attr(W, KeyvalHandle::predefined(Predefined::TagUb), 1))
-            == ErrorClass::Arg,
+        class(hc::comm_set_attr(
+            W,
+            KeyvalHandle::predefined(Predefined::TagUb),
+            1
+        )) == ErrorClass::Arg,
         "predefined attributes are read-only"
     );
 
@@ -254,8 +318,14 @@ fn attributes(me: i32, p: i32) {
         }
         Ok(())
     });
-    let mut k = must("keyval", hc::keyval_create(CopyPolicy::Call(copy), Some(delete.clone()), 4242));
-    let mut kdup = must("keyval", hc::keyval_create(CopyPolicy::Dup, Some(delete.clone()), 7));
+    let mut k = must(
+        "keyval",
+        hc::keyval_create(CopyPolicy::Call(copy), Some(delete.clone()), 4242),
+    );
+    let mut kdup = must(
+        "keyval",
+        hc::keyval_create(CopyPolicy::Dup, Some(delete.clone()), 7),
+    );
     let mut knull = must("keyval", hc::keyval_create(CopyPolicy::Null, None, 0));
     let ki = k.to_int();
     let count = |what: &str, log: &Log| log.lock().unwrap().iter().filter(|e| e.0 == what).count();
@@ -271,20 +341,32 @@ fn attributes(me: i32, p: i32) {
         "replace deletes: {:?}",
         log.lock().unwrap()
     );
-    check!(must("get", hc::comm_get_attr(c, k)) == Some(6), "get after replace");
+    check!(
+        must("get", hc::comm_get_attr(c, k)) == Some(6),
+        "get after replace"
+    );
 
     // Dup: the callback doubles 6; DUP_FN copies as is; NULL_COPY_FN does not copy.
     let mut c2 = must("dup with attrs", hc::comm_dup(c));
-    check!(must("get", hc::comm_get_attr(c2, k)) == Some(12), "copied by callback");
+    check!(
+        must("get", hc::comm_get_attr(c2, k)) == Some(12),
+        "copied by callback"
+    );
     check!(
         must("get", hc::comm_get_attr(c2, kdup)) == Some(1000 + me as usize),
         "DUP_FN"
     );
-    check!(must("get", hc::comm_get_attr(c2, knull)).is_none(), "NULL_COPY_FN");
+    check!(
+        must("get", hc::comm_get_attr(c2, knull)).is_none(),
+        "NULL_COPY_FN"
+    );
     // The callback decides per value: 100 is not copied.
     must("set", hc::comm_set_attr(c2, k, 100));
     let mut c3 = must("dup", hc::comm_dup(c2));
-    check!(must("get", hc::comm_get_attr(c3, k)).is_none(), "callback chose not to copy");
+    check!(
+        must("get", hc::comm_get_attr(c3, k)).is_none(),
+        "callback chose not to copy"
+    );
     must("free", hc::comm_free(&mut c3));
 
     // A failing copy fails the dup with its error; the copy already made (kdup) is deleted.
@@ -311,17 +393,29 @@ fn attributes(me: i32, p: i32) {
         class(hc::comm_delete_attr(c2, k)) == ErrorClass::Other,
         "delete callback error"
     );
-    check!(must("get", hc::comm_get_attr(c2, k)) == Some(13), "kept after failed delete");
+    check!(
+        must("get", hc::comm_get_attr(c2, k)) == Some(13),
+        "kept after failed delete"
+    );
     check!(
         class(hc::comm_set_attr(c2, k, 1)) == ErrorClass::Other,
         "replace fails when the delete callback does"
     );
-    check!(must("get", hc::comm_get_attr(c2, k)) == Some(13), "kept after failed replace");
+    check!(
+        must("get", hc::comm_get_attr(c2, k)) == Some(13),
+        "kept after failed replace"
+    );
     // Free runs every delete callback and reports the failure; the communicator is gone.
     let before = count("delete", &log);
-    check!(class(hc::comm_free(&mut c2)) == ErrorClass::Other, "free reports the delete error");
+    check!(
+        class(hc::comm_free(&mut c2)) == ErrorClass::Other,
+        "free reports the delete error"
+    );
     check!(c2 == CommHandle::NULL, "freed anyway");
-    check!(count("delete", &log) == before + 2, "k and kdup deleted at free");
+    check!(
+        count("delete", &log) == before + 2,
+        "k and kdup deleted at free"
+    );
 
     // Delete, then wrong and freed keyvals.
     must("delete", hc::comm_delete_attr(c, k));
@@ -330,14 +424,22 @@ fn attributes(me: i32, p: i32) {
     let old_k = knull;
     must("keyval_free", hc::keyval_free(&mut knull));
     check!(knull == KeyvalHandle::INVALID, "keyval_free sets INVALID");
-    check!(class(hc::comm_get_attr(c, old_k)) == ErrorClass::Arg, "freed keyval");
+    check!(
+        class(hc::comm_get_attr(c, old_k)) == ErrorClass::Arg,
+        "freed keyval"
+    );
     check!(
         class(hc::comm_set_attr(c, KeyvalHandle::from_int(999_999), 1)) == ErrorClass::Arg,
         "never-created keyval"
     );
-    check!(class(hc::keyval_free(&mut old_k.clone())) == ErrorClass::Arg, "keyval double free");
     check!(
-        class(hc::keyval_free(&mut KeyvalHandle::predefined(Predefined::TagUb))) == ErrorClass::Arg,
+        class(hc::keyval_free(&mut old_k.clone())) == ErrorClass::Arg,
+        "keyval double free"
+    );
+    check!(
+        class(hc::keyval_free(&mut KeyvalHandle::predefined(
+            Predefined::TagUb
+        ))) == ErrorClass::Arg,
         "predefined keyval free"
     );
     // An attribute outlives its freed keyval until its communicator is freed.
@@ -345,7 +447,10 @@ fn attributes(me: i32, p: i32) {
     must("keyval_free", hc::keyval_free(&mut kdup));
     let before = count("delete", &log);
     must("free", hc::comm_free(&mut cc));
-    check!(count("delete", &log) == before + 1, "kdup's value deleted at free");
+    check!(
+        count("delete", &log) == before + 1,
+        "kdup's value deleted at free"
+    );
     must("keyval_free", hc::keyval_free(&mut k));
 
     // Attributes on SELF are deleted at finalize; checked in main.
@@ -366,10 +471,14 @@ type Mat = [i64; 4];
 
 fn mul(a: Mat, b: Mat) -> Mat {
     [
-        a[0].wrapping_mul(b[0]).wrapping_add(a[1].wrapping_mul(b[2])),
-        a[0].wrapping_mul(b[1]).wrapping_add(a[1].wrapping_mul(b[3])),
-        a[2].wrapping_mul(b[0]).wrapping_add(a[3].wrapping_mul(b[2])),
-        a[2].wrapping_mul(b[1]).wrapping_add(a[3].wrapping_mul(b[3])),
+        a[0].wrapping_mul(b[0])
+            .wrapping_add(a[1].wrapping_mul(b[2])),
+        a[0].wrapping_mul(b[1])
+            .wrapping_add(a[1].wrapping_mul(b[3])),
+        a[2].wrapping_mul(b[0])
+            .wrapping_add(a[3].wrapping_mul(b[2])),
+        a[2].wrapping_mul(b[1])
+            .wrapping_add(a[3].wrapping_mul(b[3])),
     ]
 }
 
@@ -404,8 +513,14 @@ fn reductions(me: i32, p: i32) {
         }
     });
     let mut h = must("op_create", ho::op_create(f, false));
-    check!(!must("commutative", ho::op_commutative(h)), "not commutative");
-    check!(must("commutative", ho::op_commutative(OpHandle::SUM)), "SUM commutative");
+    check!(
+        !must("commutative", ho::op_commutative(h)),
+        "not commutative"
+    );
+    check!(
+        must("commutative", ho::op_commutative(OpHandle::SUM)),
+        "SUM commutative"
+    );
     let op = must("op_get", ho::op_get(h));
     let world: Communicator = must("typed", hc::comm_typed(W));
     let n = p as usize; // elements per rank (reduce_scatter_block gives one to each)
@@ -414,15 +529,24 @@ fn reductions(me: i32, p: i32) {
     let total: Vec<Mat> = (0..n).map(|i| prefix(p - 1, i)).collect();
 
     let mut out = vec![[0i64; 4]; n];
-    must("allreduce", world.all_reduce_into(&mine[..], &mut out[..], op.clone()));
+    must(
+        "allreduce",
+        world.all_reduce_into(&mine[..], &mut out[..], op.clone()),
+    );
     check!(out == total, "allreduce in rank order");
     let mut out = vec![[0i64; 4]; n];
-    must("reduce", world.reduce_into(p - 1, &mine[..], &mut out[..], op.clone()));
+    must(
+        "reduce",
+        world.reduce_into(p - 1, &mine[..], &mut out[..], op.clone()),
+    );
     check!(me != p - 1 || out == total, "reduce at the last rank");
     let mut one = [[0i64; 4]];
-    must("rsb", world.reduce_scatter_block_into(&mine[..], &mut one[..], op.clone()));
+    must(
+        "rsb",
+        world.reduce_scatter_block_into(&mine[..], &mut one[..], op.clone()),
+    );
     check!(one[0] == total[me as usize], "reduce_scatter_block");
-    let mut one = vec![[0i64; 4]; 1];
+    let mut one = [[0i64; 4]; 1];
     must(
         "rs",
         world.reduce_scatter_into(&mine[..], &mut one[..], &vec![1; n], op.clone()),
@@ -435,7 +559,10 @@ fn reductions(me: i32, p: i32) {
         "scan"
     );
     let mut out = vec![[0i64; 4]; n];
-    must("exscan", world.exclusive_scan_into(&mine[..], &mut out[..], op.clone()));
+    must(
+        "exscan",
+        world.exclusive_scan_into(&mine[..], &mut out[..], op.clone()),
+    );
     check!(
         me == 0 || out.iter().enumerate().all(|(i, m)| *m == prefix(me - 1, i)),
         "exclusive scan"
@@ -448,11 +575,17 @@ fn reductions(me: i32, p: i32) {
         must("iallreduce", r.wait());
     });
     check!(out == total, "nonblocking allreduce");
-    check!(p == 1 || calls.load(Ordering::Relaxed) > 0, "the callback ran");
+    check!(
+        p == 1 || calls.load(Ordering::Relaxed) > 0,
+        "the callback ran"
+    );
 
     // Local reduction on raw bytes with the front end's datatype token.
     let mut inout = to_bytes(&[mat(1, 0)]);
-    let dt = Datatype { token: 0xabc, size: 32 };
+    let dt = Datatype {
+        token: 0xabc,
+        size: 32,
+    };
     must(
         "reduce_local",
         ho::reduce_local(&to_bytes(&[mat(0, 0)]), &mut inout, 1, dt, h),
@@ -462,11 +595,20 @@ fn reductions(me: i32, p: i32) {
     must("op_free", ho::op_free(&mut h));
     check!(h == OpHandle::NULL, "op_free sets NULL");
     check!(class(ho::op_get(old)) == ErrorClass::Op, "freed op");
-    check!(class(ho::op_free(&mut old.clone())) == ErrorClass::Op, "op double free");
-    check!(class(ho::op_free(&mut OpHandle::SUM.clone())) == ErrorClass::Op, "free SUM");
+    check!(
+        class(ho::op_free(&mut old.clone())) == ErrorClass::Op,
+        "op double free"
+    );
+    check!(
+        class(ho::op_free(&mut OpHandle::SUM.clone())) == ErrorClass::Op,
+        "free SUM"
+    );
     // The Op taken before the free still works (reductions in flight keep it).
     let mut out = vec![[0i64; 4]; n];
-    must("allreduce after free", world.all_reduce_into(&mine[..], &mut out[..], op));
+    must(
+        "allreduce after free",
+        world.all_reduce_into(&mine[..], &mut out[..], op),
+    );
     check!(out == total, "op kept alive by its users");
 }
 
@@ -478,11 +620,17 @@ fn buffered_sends(me: i32, p: i32) {
     }
     let world: Communicator = must("typed", hc::comm_typed(W));
     if me == 0 {
-        check!(class(env::buffer_detach()) == ErrorClass::Buffer, "detach without attach");
+        check!(
+            class(env::buffer_detach()) == ErrorClass::Buffer,
+            "detach without attach"
+        );
         // Exactly room for three messages; the last is long enough to need the receiver
         // (rendezvous), which does not post its receives before the barrier.
         let sizes = SIZES;
-        let len: usize = sizes.iter().map(|s| s + oxmpi::p2p::bsend::BSEND_OVERHEAD).sum();
+        let len: usize = sizes
+            .iter()
+            .map(|s| s + oxmpi::p2p::bsend::BSEND_OVERHEAD)
+            .sum();
         let mut region = vec![0u8; len];
         let ptr = region.as_mut_ptr();
         // SAFETY: `region` lives to the end of this block and is not touched until detach
@@ -500,7 +648,11 @@ fn buffered_sends(me: i32, p: i32) {
         // Even if the two short copies have drained, the largest free range is their
         // 1000 + 2 * overhead bytes: one byte more does not fit.
         let e = world
-            .buffered_send(&[0u8; 1000 + oxmpi::p2p::bsend::BSEND_OVERHEAD + 1][..], 1, 40)
+            .buffered_send(
+                &[0u8; 1000 + oxmpi::p2p::bsend::BSEND_OVERHEAD + 1][..],
+                1,
+                40,
+            )
             .unwrap_err();
         check!(e.class() == ErrorClass::Buffer, "full buffer: {e}");
         must("barrier", world.barrier());
@@ -527,7 +679,10 @@ fn threads(level: Threading) {
         .join()
         .unwrap();
     if level == Threading::Multiple {
-        check!(other.is_ok(), "another thread may call at Multiple: {other:?}");
+        check!(
+            other.is_ok(),
+            "another thread may call at Multiple: {other:?}"
+        );
     } else {
         check!(
             other == Err(ErrorClass::Other),
@@ -567,9 +722,15 @@ fn main() {
     must("finalize", env::finalize());
     let log = SELF_LOG.lock().unwrap().take().unwrap();
     check!(
-        log.lock().unwrap().iter().any(|e| e.0 == "self" && e.3 == 77 && e.2 == 1),
+        log.lock()
+            .unwrap()
+            .iter()
+            .any(|e| e.0 == "self" && e.3 == 77 && e.2 == 1),
         "SELF attributes deleted at finalize"
     );
-    check!(class(hc::comm_rank(W)) == ErrorClass::Other, "calls after finalize");
+    check!(
+        class(hc::comm_rank(W)) == ErrorClass::Other,
+        "calls after finalize"
+    );
     println!("rank {me} handle_layer passed");
 }

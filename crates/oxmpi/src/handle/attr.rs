@@ -113,7 +113,7 @@ impl Attrs {
         loop {
             let old = self.get(def.id);
             if let Some(old) = &old {
-                run_delete(&self.entry_def(def.id).unwrap_or_else(|| def.clone()), old)?;
+                run_delete(def, old)?;
             }
             let mut a = self.lock();
             let i = a.iter().position(|e| e.def.id == def.id);
@@ -137,13 +137,6 @@ impl Attrs {
                 _ => continue,
             }
         }
-    }
-
-    fn entry_def(&self, key: u32) -> Option<Arc<KeyDef>> {
-        self.lock()
-            .iter()
-            .find(|e| e.def.id == key)
-            .map(|e| e.def.clone())
     }
 
     /// Deletes `key`, running its delete callback; returns the value, or `None` if the key
