@@ -5,7 +5,10 @@
 
 use std::path::Path;
 
-use oxmpi_tests::{oxrun_job, text};
+use std::process::Command;
+use std::time::Duration;
+
+use oxmpi_tests::{oxrun_job, run_with_deadline, text};
 
 const PROG: &str = env!("CARGO_BIN_EXE_handle_layer");
 
@@ -36,4 +39,25 @@ fn handle_layer_at_thread_level_multiple() {
     for np in [3, 4] {
         run(np, "multiple");
     }
+}
+
+#[test]
+fn handle_layer_as_a_singleton_without_launcher() {
+    let mut cmd = Command::new(PROG);
+    cmd.args(["single", "singleton"]);
+    // In case the tests themselves run under a launcher.
+    for v in [
+        "PMI_FD",
+        "PMI_RANK",
+        "PMI_SIZE",
+        "PMI_PORT",
+        "OXMPI_SECRET",
+        "OXMPI_JOBKEY",
+    ] {
+        cmd.env_remove(v);
+    }
+    let out = run_with_deadline(cmd, Duration::from_secs(60));
+    let (so, se) = text(&out);
+    assert!(out.status.success(), "singleton failed:\n{so}\n{se}");
+    assert!(so.contains("rank 0 handle_layer passed"), "{so}\n{se}");
 }

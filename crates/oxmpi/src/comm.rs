@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::coll::hier::HostLayout;
 use crate::error::{Error, ErrorClass, Result};
 use crate::group::{Group, Relation};
-use crate::handle::attr::{Attrs, KeyDef, Predefined, Value};
+use crate::handle::attr::{Attrs, KeyDef, Predefined, Value, NO_COMM};
 use crate::op::Op;
 use crate::runtime::Runtime;
 use crate::threading::{Multiple, Single, ThreadLevel, Threading};
@@ -271,8 +271,9 @@ impl Comm {
     /// `MPI_Comm_free`: runs the delete callbacks of every attribute (returning the first
     /// error) and releases this handle; the context id returns to the pool when the last
     /// handle goes, after operations in flight.
-    pub(crate) fn free(self) -> Result<()> {
-        self.state.attrs.clear()
+    /// `id` is the front end's id of this communicator, for the callbacks.
+    pub(crate) fn free(self, id: u32) -> Result<()> {
+        self.state.attrs.clear(id)
     }
 
     /// Agrees with every member on `n` context pairs free in all of them, and claims them.
@@ -306,13 +307,14 @@ impl Comm {
 
     /// `MPI_Comm_dup`: same ranks, a new context; each attribute's copy callback decides
     /// whether the new communicator gets it, and one that fails fails the call (after the
-    /// collective, so every member returns). Collective.
-    pub(crate) fn dup(&self) -> Result<Comm> {
+    /// collective, so every member returns). `id` is the front end's id of this
+    /// communicator, for the callbacks. Collective.
+    pub(crate) fn dup(&self, id: u32) -> Result<Comm> {
         self.intra_only("duplicate")?;
         let ks = self.agree_pairs("duplicate", 1)?;
         let mut st = CommState::new(2 * ks[0], self.state.rank, self.state.members.clone(), ks);
         // On error `st` drops here and its context pair goes back to the pool.
-        st.attrs = self.state.attrs.copy_for_dup()?;
+        st.attrs = self.state.attrs.copy_for_dup(id)?;
         Ok(Comm::new(self.rt.clone(), st))
     }
 
@@ -574,7 +576,7 @@ impl<L: ThreadLevel> Communicator<L> {
     /// A new communicator with the same ranks and a new context (`MPI_Comm_dup`); attributes
     /// whose keyval asks for it are copied. Collective.
     pub fn duplicate(&self) -> Result<Communicator<L>> {
-        self.core().dup().map(Communicator::wrap)
+        self.core().dup(NO_COMM).map(Communicator::wrap)
     }
 
     /// Splits into one communicator per `color`, ranks ordered by `key` then by rank here
@@ -617,7 +619,7 @@ impl<L: ThreadLevel> Communicator<L> {
     pub fn set_attr<T: Clone + Send + Sync + 'static>(&self, key: &Keyval<T>, value: T) {
         // A typed key has no delete callback (dropping the value is its delete), so
         // replacing cannot fail.
-        let r = self.state.attrs.set(&key.def, Arc::new(value));
+        let r = self.state.attrs.set(NO_COMM, &key.def, Arc::new(value));
         debug_assert!(r.is_ok(), "typed keyvals have no delete callback");
     }
 
@@ -631,7 +633,7 @@ impl<L: ThreadLevel> Communicator<L> {
 
     /// Removes attribute `key` and returns its value (`MPI_Comm_delete_attr`).
     pub fn delete_attr<T: Clone + Send + Sync + 'static>(&self, key: &Keyval<T>) -> Option<T> {
-        let v = self.state.attrs.delete(&key.def).ok()??;
+        let v = self.state.attrs.delete(NO_COMM, &key.def).ok()??;
         v.downcast_ref::<T>().cloned()
     }
 
@@ -778,7 +780,7 @@ impl<T: Clone + Send + Sync + 'static> Keyval<T> {
     /// communicator goes (the delete callback is `T`'s `Drop`).
     pub fn new(copy_on_dup: bool) -> Keyval<T> {
         let copy = copy_on_dup.then(|| -> crate::handle::attr::CopyHook {
-            Box::new(|v: &Value| Ok(v.downcast_ref::<T>().map(|t| Arc::new(t.clone()) as Value)))
+            Box::new(|_, v: &Value| Ok(v.downcast_ref::<T>().map(|t| Arc::new(t.clone()) as Value)))
         });
         Keyval {
             def: Arc::new(KeyDef {

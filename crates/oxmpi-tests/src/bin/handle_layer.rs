@@ -1,5 +1,6 @@
 //! The handle layer through oxrun: MPI initialized with a thread level chosen at run time
-//! (argument `single` or `multiple`), communicators and groups as ids (dup, split,
+//! (first argument `single` or `multiple`; a second argument `singleton` when started without
+//! a launcher), communicators and groups as ids (dup, split,
 //! split_type, create, create_group, intercommunicators, compare, free), every bad id refused
 //! with its class, the thread-level check, attribute keyvals with copy and delete callbacks
 //! and extra state, the predefined world attributes, a byte-level non-commutative user
@@ -255,8 +256,8 @@ fn communicators(me: i32, p: i32) {
     );
 }
 
-/// Records of callback calls: (which, keyval, extra state, value).
-type Log = Arc<Mutex<Vec<(&'static str, i32, usize, usize)>>>;
+/// Records of callback calls: (which, keyval, extra state, value, communicator).
+type Log = Arc<Mutex<Vec<(&'static str, i32, usize, usize, i32)>>>;
 
 fn attributes(me: i32, p: i32) {
     // Predefined world attributes.
@@ -273,7 +274,12 @@ fn attributes(me: i32, p: i32) {
     );
     check!(get(Predefined::WtimeIsGlobal) == Some(0), "WTIME_IS_GLOBAL");
     check!(get(Predefined::LastUsedCode) == Some(16383), "LASTUSEDCODE");
-    check!(get(Predefined::Appnum) == Some(0), "APPNUM from oxrun");
+    // oxrun gives every rank of a single program MPMD index 0; a singleton has no launcher.
+    let singleton = std::env::args().nth(2).as_deref() == Some("singleton");
+    check!(
+        get(Predefined::Appnum) == if singleton { None } else { Some(0) },
+        "APPNUM (singleton {singleton})"
+    );
     check!(
         get(Predefined::Host).is_some() && get(Predefined::Io).is_some(),
         "HOST, IO"
@@ -301,8 +307,10 @@ fn attributes(me: i32, p: i32) {
     let log: Log = Arc::default();
     let l = log.clone();
     // Copies values below 100 (doubled), skips values from 100, fails on 666.
-    let copy: hc::CopyFn = Arc::new(move |k: KeyvalHandle, extra: usize, v: usize| {
-        l.lock().unwrap().push(("copy", k.to_int(), extra, v));
+    let copy: hc::CopyFn = Arc::new(move |c: CommHandle, k: KeyvalHandle, extra, v| {
+        l.lock()
+            .unwrap()
+            .push(("copy", k.to_int(), extra, v, c.to_int()));
         match v {
             666 => Err(oxmpi::Error::new(ErrorClass::Other, "copy refused 666")),
             v if v < 100 => Ok(Some(v * 2)),
@@ -311,8 +319,10 @@ fn attributes(me: i32, p: i32) {
     });
     let l = log.clone();
     // Refuses to delete 13.
-    let delete: hc::DeleteFn = Arc::new(move |k: KeyvalHandle, extra: usize, v: usize| {
-        l.lock().unwrap().push(("delete", k.to_int(), extra, v));
+    let delete: hc::DeleteFn = Arc::new(move |c: CommHandle, k: KeyvalHandle, extra, v| {
+        l.lock()
+            .unwrap()
+            .push(("delete", k.to_int(), extra, v, c.to_int()));
         if v == 13 {
             return Err(oxmpi::Error::new(ErrorClass::Other, "delete refused 13"));
         }
@@ -337,7 +347,7 @@ fn attributes(me: i32, p: i32) {
     // Replace runs the delete callback on the old value, with the extra state.
     must("replace", hc::comm_set_attr(c, k, 6));
     check!(
-        log.lock().unwrap().last() == Some(&("delete", ki, 4242, 5)),
+        log.lock().unwrap().last() == Some(&("delete", ki, 4242, 5, c.to_int())),
         "replace deletes: {:?}",
         log.lock().unwrap()
     );
@@ -348,6 +358,13 @@ fn attributes(me: i32, p: i32) {
 
     // Dup: the callback doubles 6; DUP_FN copies as is; NULL_COPY_FN does not copy.
     let mut c2 = must("dup with attrs", hc::comm_dup(c));
+    check!(
+        log.lock()
+            .unwrap()
+            .iter()
+            .any(|e| *e == ("copy", ki, 4242, 6, c.to_int())),
+        "the copy callback is told the communicator being duplicated"
+    );
     check!(
         must("get", hc::comm_get_attr(c2, k)) == Some(12),
         "copied by callback"
@@ -383,7 +400,10 @@ fn attributes(me: i32, p: i32) {
         .cloned()
         .collect();
     check!(
-        new_deletes.len() <= 1 && new_deletes.iter().all(|e| e.3 == 1000 + me as usize),
+        new_deletes.len() <= 1
+            && new_deletes
+                .iter()
+                .all(|e| e.3 == 1000 + me as usize && e.4 == CommHandle::NULL.to_int()),
         "only the copy made before the failure was deleted: {new_deletes:?}"
     );
 
@@ -407,11 +427,19 @@ fn attributes(me: i32, p: i32) {
     );
     // Free runs every delete callback and reports the failure; the communicator is gone.
     let before = count("delete", &log);
+    let c2_id = c2.to_int();
     check!(
         class(hc::comm_free(&mut c2)) == ErrorClass::Other,
         "free reports the delete error"
     );
     check!(c2 == CommHandle::NULL, "freed anyway");
+    check!(
+        log.lock().unwrap()[before..]
+            .iter()
+            .filter(|e| e.0 == "delete")
+            .all(|e| e.4 == c2_id),
+        "delete callbacks at free are told the communicator"
+    );
     check!(
         count("delete", &log) == before + 2,
         "k and kdup deleted at free"
@@ -455,8 +483,10 @@ fn attributes(me: i32, p: i32) {
 
     // Attributes on SELF are deleted at finalize; checked in main.
     let l = log.clone();
-    let del: hc::DeleteFn = Arc::new(move |k, e, v| {
-        l.lock().unwrap().push(("self", k.to_int(), e, v));
+    let del: hc::DeleteFn = Arc::new(move |c, k, e, v| {
+        l.lock()
+            .unwrap()
+            .push(("self", k.to_int(), e, v, c.to_int()));
         Ok(())
     });
     let ks = must("keyval", hc::keyval_create(CopyPolicy::Null, Some(del), 1));
@@ -725,7 +755,7 @@ fn main() {
         log.lock()
             .unwrap()
             .iter()
-            .any(|e| e.0 == "self" && e.3 == 77 && e.2 == 1),
+            .any(|e| e.0 == "self" && e.3 == 77 && e.2 == 1 && e.4 == CommHandle::SELF.to_int()),
         "SELF attributes deleted at finalize"
     );
     check!(

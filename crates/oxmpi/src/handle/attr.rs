@@ -19,10 +19,16 @@ use crate::error::{Error, ErrorClass, Result};
 /// An attribute value as stored: shared, so callbacks can run on it outside the store's lock.
 pub(crate) type Value = Arc<dyn Any + Send + Sync>;
 
-/// Decides, at dup, what (if anything) the new communicator gets.
-pub(crate) type CopyHook = Box<dyn Fn(&Value) -> Result<Option<Value>> + Send + Sync>;
-/// Runs when a value leaves a communicator: delete, replace, free.
-pub(crate) type DeleteHook = Box<dyn Fn(&Value) -> Result<()> + Send + Sync>;
+/// Decides, at dup, what (if anything) the new communicator gets; given the old
+/// communicator's id (see [`NO_COMM`]) and the value.
+pub(crate) type CopyHook = Box<dyn Fn(u32, &Value) -> Result<Option<Value>> + Send + Sync>;
+/// Runs when a value leaves a communicator (delete, replace, free); given the communicator's
+/// id and the value.
+pub(crate) type DeleteHook = Box<dyn Fn(u32, &Value) -> Result<()> + Send + Sync>;
+
+/// The communicator id callbacks get when there is none: the typed API's communicators, and
+/// a duplicate whose creation failed. The value of `MPI_COMM_NULL` in the MPI-5.0 ABI.
+pub(crate) const NO_COMM: u32 = 0x100;
 
 /// What a keyval does with its values: the callbacks of `MPI_Comm_create_keyval` with their
 /// extra state already bound.
@@ -105,15 +111,16 @@ impl Attrs {
     }
 
     /// Sets `key` to `value`, first running the delete callback on the value it replaces; if
-    /// that fails, the old value stays and its error is returned.
-    pub(crate) fn set(&self, def: &Arc<KeyDef>, value: Value) -> Result<()> {
+    /// that fails, the old value stays and its error is returned. `comm` is the
+    /// communicator's id for the callbacks.
+    pub(crate) fn set(&self, comm: u32, def: &Arc<KeyDef>, value: Value) -> Result<()> {
         if def.predefined {
             return Err(predefined_error("set_attr", def.id));
         }
         loop {
             let old = self.get(def.id);
             if let Some(old) = &old {
-                run_delete(def, old)?;
+                run_delete(comm, def, old)?;
             }
             let mut a = self.lock();
             let i = a.iter().position(|e| e.def.id == def.id);
@@ -141,7 +148,7 @@ impl Attrs {
 
     /// Deletes `key`, running its delete callback; returns the value, or `None` if the key
     /// was not set. If the callback fails, the attribute stays and its error is returned.
-    pub(crate) fn delete(&self, def: &KeyDef) -> Result<Option<Value>> {
+    pub(crate) fn delete(&self, comm: u32, def: &KeyDef) -> Result<Option<Value>> {
         if def.predefined {
             return Err(predefined_error("delete_attr", def.id));
         }
@@ -153,7 +160,7 @@ impl Attrs {
         else {
             return Ok(None);
         };
-        run_delete(&stored, &value)?;
+        run_delete(comm, &stored, &value)?;
         let mut a = self.lock();
         if let Some(i) = a.iter().position(|e| Arc::ptr_eq(&e.value, &value)) {
             a.remove(i);
@@ -162,8 +169,9 @@ impl Attrs {
     }
 
     /// The attributes a duplicate gets: each key's copy callback decides. If one fails, the
-    /// copies made so far go through their delete callbacks and the error is returned.
-    pub(crate) fn copy_for_dup(&self) -> Result<Attrs> {
+    /// copies made so far go through their delete callbacks (with [`NO_COMM`]) and the error
+    /// is returned. `comm` is the old communicator's id.
+    pub(crate) fn copy_for_dup(&self, comm: u32) -> Result<Attrs> {
         let snapshot: Vec<(Arc<KeyDef>, Value)> = self
             .lock()
             .iter()
@@ -172,7 +180,7 @@ impl Attrs {
         let mut out = Vec::new();
         for (def, value) in snapshot {
             let Some(copy) = &def.copy else { continue };
-            match copy(&value) {
+            match copy(comm, &value) {
                 Ok(Some(v)) => out.push(Entry {
                     def: def.clone(),
                     value: v,
@@ -182,7 +190,7 @@ impl Attrs {
                     for made in out {
                         // The copy failed as a whole; a failing delete here cannot be
                         // reported better than the copy's own error.
-                        let _ = run_delete(&made.def, &made.value);
+                        let _ = run_delete(NO_COMM, &made.def, &made.value);
                     }
                     return Err(e);
                 }
@@ -193,11 +201,11 @@ impl Attrs {
 
     /// Removes every attribute, running every delete callback (communicator free); returns
     /// the first callback error. Every value is removed either way.
-    pub(crate) fn clear(&self) -> Result<()> {
+    pub(crate) fn clear(&self, comm: u32) -> Result<()> {
         let all = std::mem::take(&mut *self.lock());
         let mut first = Ok(());
         for e in all {
-            if let Err(err) = run_delete(&e.def, &e.value) {
+            if let Err(err) = run_delete(comm, &e.def, &e.value) {
                 first = first.and(Err(err));
             }
         }
@@ -211,9 +219,9 @@ impl Attrs {
     }
 }
 
-fn run_delete(def: &KeyDef, value: &Value) -> Result<()> {
+fn run_delete(comm: u32, def: &KeyDef, value: &Value) -> Result<()> {
     match &def.delete {
-        Some(d) => d(value),
+        Some(d) => d(comm, value),
         None => Ok(()),
     }
 }
@@ -312,7 +320,7 @@ mod tests {
         Arc::new(KeyDef {
             id: next_key_id(),
             copy: copies.then(|| -> CopyHook {
-                Box::new(move |v: &Value| {
+                Box::new(move |_: u32, v: &Value| {
                     let x = *v.downcast_ref::<u64>().unwrap();
                     if x == fail_copy_on {
                         return Err(Error::new(ErrorClass::Other, "copy refused"));
@@ -321,7 +329,7 @@ mod tests {
                     Ok((x % 2 == 0).then(|| Arc::new(x + 2) as Value))
                 })
             }),
-            delete: Some(Box::new(move |v: &Value| {
+            delete: Some(Box::new(move |_: u32, v: &Value| {
                 if *v.downcast_ref::<u64>().unwrap() == fail_delete_on {
                     return Err(Error::new(ErrorClass::Other, "delete refused"));
                 }
@@ -341,9 +349,9 @@ mod tests {
         let n = Arc::new(AtomicUsize::new(0));
         let k = key(true, n.clone(), 99, 7);
         let a = Attrs::default();
-        a.set(&k, Arc::new(2u64)).unwrap();
+        a.set(7, &k, Arc::new(2u64)).unwrap();
         assert_eq!(n.load(Ordering::Relaxed), 0);
-        a.set(&k, Arc::new(4u64)).unwrap();
+        a.set(7, &k, Arc::new(4u64)).unwrap();
         assert_eq!(
             n.load(Ordering::Relaxed),
             1,
@@ -351,7 +359,7 @@ mod tests {
         );
         assert_eq!(get(&a, &k), Some(4));
         assert_eq!(
-            *a.delete(&k)
+            *a.delete(7, &k)
                 .unwrap()
                 .unwrap()
                 .downcast_ref::<u64>()
@@ -359,7 +367,7 @@ mod tests {
             4
         );
         assert_eq!(n.load(Ordering::Relaxed), 2);
-        assert!(a.delete(&k).unwrap().is_none(), "not set any more");
+        assert!(a.delete(7, &k).unwrap().is_none(), "not set any more");
         assert_eq!(get(&a, &k), None);
     }
 
@@ -368,14 +376,14 @@ mod tests {
         let n = Arc::new(AtomicUsize::new(0));
         let k = key(false, n.clone(), 99, 7);
         let a = Attrs::default();
-        a.set(&k, Arc::new(7u64)).unwrap();
-        let e = a.set(&k, Arc::new(8u64)).unwrap_err();
+        a.set(7, &k, Arc::new(7u64)).unwrap();
+        let e = a.set(7, &k, Arc::new(8u64)).unwrap_err();
         assert_eq!(e.class(), ErrorClass::Other);
         assert_eq!(get(&a, &k), Some(7), "replace failed: old value stays");
-        assert_eq!(a.delete(&k).unwrap_err().class(), ErrorClass::Other);
+        assert_eq!(a.delete(7, &k).unwrap_err().class(), ErrorClass::Other);
         assert_eq!(get(&a, &k), Some(7), "delete failed: value stays");
         // Free removes it anyway and reports the error.
-        assert_eq!(a.clear().unwrap_err().class(), ErrorClass::Other);
+        assert_eq!(a.clear(7).unwrap_err().class(), ErrorClass::Other);
         assert!(a.keys().is_empty());
         assert_eq!(n.load(Ordering::Relaxed), 0);
     }
@@ -387,19 +395,19 @@ mod tests {
         let odd = key(true, n.clone(), 99, 1000);
         let never = key(false, n.clone(), 99, 1000);
         let a = Attrs::default();
-        a.set(&even, Arc::new(2u64)).unwrap();
-        a.set(&odd, Arc::new(3u64)).unwrap();
-        a.set(&never, Arc::new(4u64)).unwrap();
-        let b = a.copy_for_dup().unwrap();
+        a.set(7, &even, Arc::new(2u64)).unwrap();
+        a.set(7, &odd, Arc::new(3u64)).unwrap();
+        a.set(7, &never, Arc::new(4u64)).unwrap();
+        let b = a.copy_for_dup(7).unwrap();
         assert_eq!(get(&b, &even), Some(4), "copied through the callback");
         assert_eq!(get(&b, &odd), None, "callback chose not to copy");
         assert_eq!(get(&b, &never), None, "null copy function");
         assert_eq!(get(&a, &even), Some(2), "the original is untouched");
         // A failing copy: the copies made before it are deleted again.
         let failing = key(true, n.clone(), 99, 1000);
-        a.set(&failing, Arc::new(99u64)).unwrap();
+        a.set(7, &failing, Arc::new(99u64)).unwrap();
         let before = n.load(Ordering::Relaxed);
-        let e = a.copy_for_dup().unwrap_err();
+        let e = a.copy_for_dup(7).unwrap_err();
         assert_eq!(e.class(), ErrorClass::Other);
         assert_eq!(
             n.load(Ordering::Relaxed),
@@ -414,10 +422,10 @@ mod tests {
         let n = Arc::new(AtomicUsize::new(0));
         let a = Attrs::default();
         for _ in 0..3 {
-            a.set(&key(false, n.clone(), 99, 99), Arc::new(0u64))
+            a.set(7, &key(false, n.clone(), 99, 99), Arc::new(0u64))
                 .unwrap();
         }
-        a.clear().unwrap();
+        a.clear(7).unwrap();
         assert_eq!(n.load(Ordering::Relaxed), 3);
         assert!(a.keys().is_empty());
     }
@@ -438,16 +446,16 @@ mod tests {
         let k = Arc::new(KeyDef {
             id: next_key_id(),
             copy: None,
-            delete: Some(Box::new(move |_| {
+            delete: Some(Box::new(move |_, _| {
                 let a = a2.upgrade().unwrap();
                 seen2.store(a.get(peek2.id).is_some() as usize + 1, Ordering::Relaxed);
                 Ok(())
             })),
             predefined: false,
         });
-        a.set(&peek, Arc::new(1u64)).unwrap();
-        a.set(&k, Arc::new(1u64)).unwrap();
-        a.delete(&k).unwrap();
+        a.set(7, &peek, Arc::new(1u64)).unwrap();
+        a.set(7, &k, Arc::new(1u64)).unwrap();
+        a.delete(7, &k).unwrap();
         assert_eq!(seen.load(Ordering::Relaxed), 2);
     }
 
@@ -457,12 +465,15 @@ mod tests {
         let d = Predefined::TagUb.def();
         a.set_predefined(d, Arc::new(5i32));
         assert_eq!(
-            a.set(d, Arc::new(1i32)).unwrap_err().class(),
+            a.set(7, d, Arc::new(1i32)).unwrap_err().class(),
             ErrorClass::Arg
         );
-        assert_eq!(a.delete(d).unwrap_err().class(), ErrorClass::Arg);
+        assert_eq!(a.delete(7, d).unwrap_err().class(), ErrorClass::Arg);
         assert_eq!(*a.get(501).unwrap().downcast_ref::<i32>().unwrap(), 5);
-        assert!(a.copy_for_dup().unwrap().keys().is_empty(), "not inherited");
+        assert!(
+            a.copy_for_dup(7).unwrap().keys().is_empty(),
+            "not inherited"
+        );
         assert_eq!(Predefined::from_key(507), Some(Predefined::UniverseSize));
         assert_eq!(Predefined::from_key(508), None);
         assert_eq!(Predefined::Appnum.def().id, 505);

@@ -29,7 +29,7 @@ pub struct CommHandle(u32);
 
 impl CommHandle {
     /// `MPI_COMM_NULL` (ABI value).
-    pub const NULL: CommHandle = CommHandle(0x100);
+    pub const NULL: CommHandle = CommHandle(super::attr::NO_COMM);
     /// `MPI_COMM_WORLD` (ABI value).
     pub const WORLD: CommHandle = CommHandle(0x101);
     /// `MPI_COMM_SELF` (ABI value).
@@ -60,7 +60,7 @@ pub(crate) fn install_predefined(rt: &Arc<Runtime>) {
 pub(crate) fn free_predefined() -> Result<()> {
     let both = PREDEFINED.write().unwrap_or_else(|p| p.into_inner()).take();
     match both {
-        Some([_, self_comm]) => self_comm.free(),
+        Some([_, self_comm]) => self_comm.free(CommHandle::SELF.0),
         None => Ok(()),
     }
 }
@@ -162,7 +162,7 @@ pub fn comm_compare(a: CommHandle, b: CommHandle) -> Result<Relation> {
 /// is copied; if one fails, the call fails with its error and the new communicator is gone
 /// (copies already made are deleted again). Collective.
 pub fn comm_dup(c: CommHandle) -> Result<CommHandle> {
-    put("comm_dup", get("comm_dup", c)?.dup()?)
+    put("comm_dup", get("comm_dup", c)?.dup(c.0)?)
 }
 
 /// `MPI_Comm_split`: one communicator per `color`, ranks ordered by `key`;
@@ -228,8 +228,8 @@ pub fn comm_free(c: &mut CommHandle) -> Result<()> {
         ));
     }
     let comm = COMMS.remove(c.0).ok_or_else(|| bad_comm("comm_free", *c))?;
-    *c = CommHandle::NULL;
-    comm.free()
+    let id = std::mem::replace(c, CommHandle::NULL);
+    comm.free(id.0)
 }
 
 /// An attribute key id (`MPI_Comm_create_keyval`); the predefined keys have the MPI-5.0
@@ -258,14 +258,17 @@ impl KeyvalHandle {
     }
 }
 
-/// A copy callback (`MPI_Comm_copy_attr_function`): given the keyval, its extra state and the
-/// value on the old communicator, returns the value for the new one, `None` to copy nothing,
-/// or an error that fails the duplication.
-pub type CopyFn = Arc<dyn Fn(KeyvalHandle, usize, usize) -> Result<Option<usize>> + Send + Sync>;
+/// A copy callback (`MPI_Comm_copy_attr_function`): given the communicator being
+/// duplicated, the keyval, its extra state and the value, returns the value for the new
+/// communicator, `None` to copy nothing, or an error that fails the duplication.
+pub type CopyFn =
+    Arc<dyn Fn(CommHandle, KeyvalHandle, usize, usize) -> Result<Option<usize>> + Send + Sync>;
 
-/// A delete callback (`MPI_Comm_delete_attr_function`): given the keyval, its extra state
-/// and the value leaving the communicator; an error fails the call that removed it.
-pub type DeleteFn = Arc<dyn Fn(KeyvalHandle, usize, usize) -> Result<()> + Send + Sync>;
+/// A delete callback (`MPI_Comm_delete_attr_function`): given the communicator, the keyval,
+/// its extra state and the value leaving the communicator; an error fails the call that
+/// removed it. The communicator is [`CommHandle::NULL`] for a copy deleted because its
+/// duplication failed.
+pub type DeleteFn = Arc<dyn Fn(CommHandle, KeyvalHandle, usize, usize) -> Result<()> + Send + Sync>;
 
 /// What duplication does with a keyval's values.
 #[derive(Clone)]
@@ -298,13 +301,14 @@ pub fn keyval_create(
     let k = KeyvalHandle(id);
     let copy: Option<CopyHook> = match copy {
         CopyPolicy::Null => None,
-        CopyPolicy::Dup => Some(Box::new(|v: &Value| Ok(Some(v.clone())))),
-        CopyPolicy::Call(f) => Some(Box::new(move |v: &Value| {
-            Ok(f(k, extra_state, word(v))?.map(|x| Arc::new(x) as Value))
+        CopyPolicy::Dup => Some(Box::new(|_, v: &Value| Ok(Some(v.clone())))),
+        CopyPolicy::Call(f) => Some(Box::new(move |c: u32, v: &Value| {
+            Ok(f(CommHandle(c), k, extra_state, word(v))?.map(|x| Arc::new(x) as Value))
         })),
     };
-    let delete: Option<DeleteHook> =
-        delete.map(|f| -> DeleteHook { Box::new(move |v: &Value| f(k, extra_state, word(v))) });
+    let delete: Option<DeleteHook> = delete.map(|f| -> DeleteHook {
+        Box::new(move |c: u32, v: &Value| f(CommHandle(c), k, extra_state, word(v)))
+    });
     let def = Arc::new(KeyDef {
         id,
         copy,
@@ -374,7 +378,7 @@ pub fn keyval_free(k: &mut KeyvalHandle) -> Result<()> {
 pub fn comm_set_attr(c: CommHandle, k: KeyvalHandle, value: usize) -> Result<()> {
     let comm = get("comm_set_attr", c)?;
     let def = keydef("comm_set_attr", k)?;
-    comm.state.attrs.set(&def, Arc::new(value))
+    comm.state.attrs.set(c.0, &def, Arc::new(value))
 }
 
 /// The value of attribute `k` of `c`, if set (`MPI_Comm_get_attr`). Predefined attributes
@@ -391,7 +395,7 @@ pub fn comm_get_attr(c: CommHandle, k: KeyvalHandle) -> Result<Option<usize>> {
 pub fn comm_delete_attr(c: CommHandle, k: KeyvalHandle) -> Result<()> {
     let comm = get("comm_delete_attr", c)?;
     let def = keydef("comm_delete_attr", k)?;
-    comm.state.attrs.delete(&def).map(drop)
+    comm.state.attrs.delete(c.0, &def).map(drop)
 }
 
 /// A typed handle to the communicator behind `c`, for the typed API's operations

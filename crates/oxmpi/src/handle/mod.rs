@@ -9,6 +9,21 @@
 //! check at run time what the typed API checks at compile time: at `Single` and `Funneled`
 //! only the thread that initialized MPI may make them.
 //!
+//! ```no_run
+//! use oxmpi::handle::{comm::{self, CommHandle}, env, group};
+//! use oxmpi::Threading;
+//!
+//! let provided = env::init_thread(Threading::Multiple)?;
+//! let me = comm::comm_rank(CommHandle::WORLD)?;
+//! let mut halves = comm::comm_split(CommHandle::WORLD, me % 2, me)?;
+//! let mut g = comm::comm_group(halves)?;
+//! println!("{provided:?}: {} ranks with my parity", group::group_size(g)?);
+//! group::group_free(&mut g)?;
+//! comm::comm_free(&mut halves)?;
+//! env::finalize()?;
+//! # Ok::<(), oxmpi::Error>(())
+//! ```
+//!
 //! The typed API ([`Communicator`](crate::Communicator), [`Group`](crate::Group),
 //! [`Op`](crate::Op), [`Keyval`](crate::Keyval)) sits on the same core: the communicator
 //! logic is in `comm.rs` on a type without a level parameter, user operations of both kinds
