@@ -25,7 +25,7 @@ pub fn init() -> Result<Universe<Single>> {
     init_with::<Single>()
 }
 
-/// Initializes MPI at the thread level `L` ([`Single`](crate::Single),
+/// Initializes MPI at the thread level `L` ([`Single`],
 /// [`Funneled`](crate::Funneled), [`Serialized`](crate::Serialized),
 /// [`Multiple`](crate::Multiple)); the handles it returns are `Send`/`Sync` accordingly.
 pub fn init_with<L: ThreadLevel>() -> Result<Universe<L>> {
@@ -66,7 +66,7 @@ impl<L: ThreadLevel> Universe<L> {
     /// Attaches `buffer` for [`buffered_send`](crate::Communicator::buffered_send)
     /// (`MPI_Buffer_attach`): buffered messages are copied into it, each taking its size plus
     /// [`BSEND_OVERHEAD`](crate::p2p::bsend::BSEND_OVERHEAD) bytes. Fails
-    /// ([`ErrorClass::Buffer`](crate::ErrorClass::Buffer)) if a buffer is already attached.
+    /// ([`ErrorClass::Buffer`]) if a buffer is already attached.
     pub fn buffer_attach(&self, buffer: Box<[u8]>) -> Result<()> {
         attach_boxed(&self.rt, buffer)
     }
