@@ -478,4 +478,45 @@ mod tests {
         assert_eq!(Predefined::from_key(508), None);
         assert_eq!(Predefined::Appnum.def().id, 505);
     }
+
+    #[test]
+    fn callbacks_are_told_the_communicator() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (s1, s2) = (seen.clone(), seen.clone());
+        let k = Arc::new(KeyDef {
+            id: next_key_id(),
+            copy: Some(Box::new(move |c, v: &Value| {
+                s1.lock().unwrap().push(("copy", c));
+                Ok(Some(v.clone()))
+            })),
+            delete: Some(Box::new(move |c, _| {
+                s2.lock().unwrap().push(("delete", c));
+                Ok(())
+            })),
+            predefined: false,
+        });
+        let refuse = Arc::new(KeyDef {
+            id: next_key_id(),
+            copy: Some(Box::new(|_, _| Err(Error::new(ErrorClass::Other, "no")))),
+            delete: None,
+            predefined: false,
+        });
+        let a = Attrs::default();
+        a.set(3, &k, Arc::new(1u64)).unwrap();
+        a.set(3, &k, Arc::new(2u64)).unwrap();
+        let b = a.copy_for_dup(3).unwrap();
+        b.clear(4).unwrap();
+        a.set(3, &refuse, Arc::new(0u64)).unwrap();
+        a.copy_for_dup(3).unwrap_err();
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                ("delete", 3),
+                ("copy", 3),
+                ("delete", 4),
+                ("copy", 3),
+                ("delete", NO_COMM)
+            ]
+        );
+    }
 }
