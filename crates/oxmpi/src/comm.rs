@@ -12,7 +12,6 @@
 //! # Standard sections
 //! MPI-5.0 §7 (groups, contexts, communicators, intercommunicators, caching).
 
-use std::any::Any;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -20,9 +19,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::coll::hier::HostLayout;
 use crate::error::{Error, ErrorClass, Result};
 use crate::group::{Group, Relation};
+use crate::handle::attr::{Attrs, KeyDef, Predefined, Value, NO_COMM};
 use crate::op::Op;
 use crate::runtime::Runtime;
-use crate::threading::{Single, ThreadLevel, Threading};
+use crate::threading::{Multiple, Single, ThreadLevel, Threading};
 
 /// Context id of `MPI_COMM_WORLD`; each communicator has its own, so their messages never mix.
 /// Ids come in pairs: `2k` carries point-to-point traffic, `2k + 1` the communicator's
@@ -120,7 +120,8 @@ pub(crate) struct CommState {
     seq: AtomicU32,
     /// Host placement, computed on first use by a collective.
     layout: OnceLock<Option<HostLayout>>,
-    attrs: Mutex<Vec<Attr>>,
+    /// Cached attributes (`MPI_Comm_set_attr`).
+    pub(crate) attrs: Attrs,
 }
 
 impl std::ops::Deref for CommState {
@@ -163,7 +164,7 @@ impl CommState {
             core: Arc::new(core),
             seq: AtomicU32::new(0),
             layout: OnceLock::new(),
-            attrs: Mutex::new(Vec::new()),
+            attrs: Attrs::default(),
         }
     }
 
@@ -180,10 +181,6 @@ impl CommState {
         self.layout
             .get_or_init(|| HostLayout::new(&self.members, &rt.coll_locality))
             .as_ref()
-    }
-
-    fn attrs(&self) -> std::sync::MutexGuard<'_, Vec<Attr>> {
-        self.attrs.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -209,78 +206,111 @@ pub enum SplitType {
     Shared,
 }
 
-impl<L: ThreadLevel> Communicator<L> {
-    pub(crate) fn world(rt: Arc<Runtime>) -> Self {
-        let state = CommState::new(WORLD_CONTEXT, rt.rank, (0..rt.size).collect(), Vec::new());
-        Communicator::from_state(rt, state)
-    }
+/// A communicator without a thread-level parameter: what the handle layer stores and what
+/// [`Communicator`] and [`InterCommunicator`] wrap. Creating, comparing and freeing
+/// communicators is implemented here, once.
+#[derive(Debug, Clone)]
+pub(crate) struct Comm {
+    pub(crate) rt: Arc<Runtime>,
+    pub(crate) state: Arc<CommState>,
+}
 
-    pub(crate) fn self_comm(rt: Arc<Runtime>) -> Self {
-        let state = CommState::new(SELF_CONTEXT, 0, vec![rt.rank], Vec::new());
-        Communicator::from_state(rt, state)
-    }
-
-    pub(crate) fn from_state(rt: Arc<Runtime>, state: CommState) -> Self {
-        Communicator {
+impl Comm {
+    pub(crate) fn new(rt: Arc<Runtime>, state: CommState) -> Comm {
+        Comm {
             rt,
             state: Arc::new(state),
-            _level: L::Marker::default(),
         }
     }
 
-    /// This process's rank in the communicator (`MPI_Comm_rank`).
-    pub fn rank(&self) -> i32 {
+    /// `MPI_COMM_WORLD`, with the predefined attributes.
+    pub(crate) fn world(rt: Arc<Runtime>) -> Comm {
+        let state = CommState::new(WORLD_CONTEXT, rt.rank, (0..rt.size).collect(), Vec::new());
+        crate::handle::attr::set_world_attrs(&state.attrs, &rt);
+        Comm::new(rt, state)
+    }
+
+    /// `MPI_COMM_SELF`.
+    pub(crate) fn self_comm(rt: Arc<Runtime>) -> Comm {
+        let state = CommState::new(SELF_CONTEXT, 0, vec![rt.rank], Vec::new());
+        Comm::new(rt, state)
+    }
+
+    /// The typed view collectives run on; the level marker only decides auto traits, and this
+    /// view never leaves the calling function.
+    fn view(&self) -> Communicator<Multiple> {
+        Communicator {
+            rt: self.rt.clone(),
+            state: self.state.clone(),
+            _level: Default::default(),
+        }
+    }
+
+    /// Whether this is an intercommunicator.
+    pub(crate) fn is_inter(&self) -> bool {
+        self.state.remote.is_some()
+    }
+
+    pub(crate) fn rank(&self) -> i32 {
         self.state.rank as i32
     }
 
-    /// Number of ranks (`MPI_Comm_size`).
-    pub fn size(&self) -> i32 {
+    pub(crate) fn size(&self) -> i32 {
         self.state.members.len() as i32
     }
 
-    /// Ends every rank of the job with `code` (`MPI_Abort`). Does not return.
-    pub fn abort(&self, code: i32) -> ! {
-        self.rt.abort(code, "")
-    }
-
-    /// The communicator's group (`MPI_Comm_group`).
-    pub fn group(&self) -> Group {
+    /// The (local) group.
+    pub(crate) fn group(&self) -> Group {
         Group::new(self.state.members.clone(), self.rt.rank)
     }
 
-    /// The point-to-point context id (the collective one is one higher); for diagnostics.
-    pub fn context_id(&self) -> u32 {
-        self.state.context
+    /// The remote group of an intercommunicator (empty otherwise).
+    pub(crate) fn remote_group(&self) -> Group {
+        Group::new(self.state.remote.clone().unwrap_or_default(), self.rt.rank)
     }
 
-    /// How this communicator relates to `other` (`MPI_Comm_compare`): identical (the same
-    /// communicator), congruent (same ranks in the same order), similar (same ranks), or
-    /// unequal.
-    pub fn compare(&self, other: &Communicator<L>) -> Relation {
+    /// `MPI_Comm_compare` for intra- and intercommunicators.
+    pub(crate) fn compare(&self, other: &Comm) -> Relation {
         if Arc::ptr_eq(&self.state, &other.state) {
             return Relation::Identical;
         }
-        match self.group().compare(&other.group()) {
-            Relation::Identical => Relation::Congruent,
-            r => r,
+        if self.is_inter() != other.is_inter() {
+            return Relation::Unequal;
+        }
+        let local = self.group().compare(&other.group());
+        if !self.is_inter() {
+            return match local {
+                Relation::Identical => Relation::Congruent,
+                r => r,
+            };
+        }
+        match (local, self.remote_group().compare(&other.remote_group())) {
+            (Relation::Identical, Relation::Identical) => Relation::Congruent,
+            (Relation::Unequal, _) | (_, Relation::Unequal) => Relation::Unequal,
+            _ => Relation::Similar,
         }
     }
 
-    /// Releases this handle (`MPI_Comm_free`). The communicator's context id returns to the
-    /// pool when its last handle is freed or dropped; operations still in flight complete.
-    pub fn free(self) {}
+    /// `MPI_Comm_free`: runs the delete callbacks of every attribute (returning the first
+    /// error) and releases this handle; the context id returns to the pool when the last
+    /// handle goes, after operations in flight.
+    /// `id` is the front end's id of this communicator, for the callbacks.
+    pub(crate) fn free(self, id: u32) -> Result<()> {
+        self.state.attrs.clear(id)
+    }
 
     /// Agrees with every member on `n` context pairs free in all of them, and claims them.
     /// Collective over this communicator.
     fn agree_pairs(&self, call: &str, n: usize) -> Result<Vec<u32>> {
+        let v = self.view();
         loop {
             let mask = free_mask();
             let mut all = [0u64; WORDS];
-            self.all_reduce_into(&mask[..], &mut all[..], Op::BitwiseAnd)?;
+            v.all_reduce_into(&mask[..], &mut all[..], Op::BitwiseAnd)?;
             let ks = lowest(&all, n).ok_or_else(|| out_of_contexts(call))?;
             if let Some(ks) = confirm(self.rt.level, ks, |ok| {
                 let mut all_ok = [0u8];
-                self.all_reduce_into(&[ok as u8][..], &mut all_ok[..], Op::LogicalAnd)?;
+                v.all_reduce_into(&[ok as u8][..], &mut all_ok[..], Op::LogicalAnd)?;
                 Ok(all_ok[0] != 0)
             })? {
                 return Ok(ks);
@@ -288,24 +318,33 @@ impl<L: ThreadLevel> Communicator<L> {
         }
     }
 
-    /// A new communicator with the same ranks and a new context (`MPI_Comm_dup`); attributes
-    /// whose keyval asks for it are copied. Collective.
-    pub fn duplicate(&self) -> Result<Communicator<L>> {
-        let ks = self.agree_pairs("duplicate", 1)?;
-        let st = CommState::new(2 * ks[0], self.state.rank, self.state.members.clone(), ks);
-        let copies: Vec<Attr> = self
-            .state
-            .attrs()
-            .iter()
-            .filter_map(Attr::copy_for_dup)
-            .collect();
-        *st.attrs() = copies;
-        Ok(Communicator::from_state(self.rt.clone(), st))
+    fn intra_only(&self, call: &str) -> Result<()> {
+        if self.is_inter() {
+            return Err(Error::new(
+                ErrorClass::Comm,
+                format!("{call}: not defined on an intercommunicator here"),
+            ));
+        }
+        Ok(())
     }
 
-    /// Splits into one communicator per `color`, ranks ordered by `key` then by rank here
-    /// (`MPI_Comm_split`). A process giving [`UNDEFINED`] gets `None`. Collective.
-    pub fn split(&self, color: i32, key: i32) -> Result<Option<Communicator<L>>> {
+    /// `MPI_Comm_dup`: same ranks, a new context; each attribute's copy callback decides
+    /// whether the new communicator gets it, and one that fails fails the call (after the
+    /// collective, so every member returns). `id` is the front end's id of this
+    /// communicator, for the callbacks. Collective.
+    pub(crate) fn dup(&self, id: u32) -> Result<Comm> {
+        self.intra_only("duplicate")?;
+        let ks = self.agree_pairs("duplicate", 1)?;
+        let mut st = CommState::new(2 * ks[0], self.state.rank, self.state.members.clone(), ks);
+        // On error `st` drops here and its context pair goes back to the pool.
+        st.attrs = self.state.attrs.copy_for_dup(id)?;
+        Ok(Comm::new(self.rt.clone(), st))
+    }
+
+    /// `MPI_Comm_split`: one communicator per `color`, ranks ordered by `key` then by rank
+    /// here; [`UNDEFINED`] gets `None`. Collective.
+    pub(crate) fn split(&self, color: i32, key: i32) -> Result<Option<Comm>> {
+        self.intra_only("split")?;
         if color < 0 && color != UNDEFINED {
             return Err(Error::new(
                 ErrorClass::Arg,
@@ -314,7 +353,7 @@ impl<L: ThreadLevel> Communicator<L> {
         }
         let p = self.size() as usize;
         let mut all = vec![[0i32; 2]; p];
-        self.all_gather_into(
+        self.view().all_gather_into(
             &[color, key][..],
             bytemuck::cast_slice_mut::<[i32; 2], i32>(&mut all),
         )?;
@@ -333,34 +372,29 @@ impl<L: ThreadLevel> Communicator<L> {
             .iter()
             .position(|&(_, r)| r == self.state.rank as usize)
             .unwrap_or(0) as u32;
-        Ok(Some(Communicator::from_state(
+        Ok(Some(Comm::new(
             self.rt.clone(),
             CommState::new(2 * ks[0], rank, members, ks),
         )))
     }
 
-    /// Splits by a property of the processes (`MPI_Comm_split_type`): with
-    /// [`SplitType::Shared`], one communicator per host (the launcher's real placement),
-    /// ranks ordered by `key`. Collective.
-    pub fn split_type(&self, kind: SplitType, key: i32) -> Result<Communicator<L>> {
-        let SplitType::Shared = kind;
-        let host = self.rt.locality.host_of(self.rt.rank) as i32;
-        self.split(host, key)?.ok_or_else(|| {
-            Error::new(
-                ErrorClass::Intern,
-                "split_type: no communicator for this host",
-            )
-        })
+    /// `MPI_Comm_split_type`; `None` for `kind == None` (`MPI_UNDEFINED`). Collective.
+    pub(crate) fn split_type(&self, kind: Option<SplitType>, key: i32) -> Result<Option<Comm>> {
+        let color = match kind {
+            Some(SplitType::Shared) => self.rt.locality.host_of(self.rt.rank) as i32,
+            None => UNDEFINED,
+        };
+        self.split(color, key)
     }
 
-    /// The communicator of `group`'s processes (`MPI_Comm_create`): members get it, others
-    /// `None`. `group` must be a subset of this communicator's group, the same on every
-    /// rank. Collective over this communicator.
-    pub fn create(&self, group: &Group) -> Result<Option<Communicator<L>>> {
+    /// `MPI_Comm_create`: members of `group` get a communicator, others `None`. Collective
+    /// over this communicator.
+    pub(crate) fn create(&self, group: &Group) -> Result<Option<Comm>> {
+        self.intra_only("create")?;
         self.check_subgroup("create", group)?;
         let ks = self.agree_pairs("create", 1)?;
         match group.rank() {
-            Some(r) => Ok(Some(Communicator::from_state(
+            Some(r) => Ok(Some(Comm::new(
                 self.rt.clone(),
                 CommState::new(2 * ks[0], r as u32, group.world_ranks().to_vec(), ks),
             ))),
@@ -371,10 +405,10 @@ impl<L: ThreadLevel> Communicator<L> {
         }
     }
 
-    /// The communicator of `group`'s processes (`MPI_Comm_create_group`), collective over the
-    /// group only; `tag` tells apart concurrent calls over overlapping groups. Call it only
-    /// on members of `group` ([`ErrorClass::Group`] otherwise).
-    pub fn create_group(&self, group: &Group, tag: i32) -> Result<Communicator<L>> {
+    /// `MPI_Comm_create_group`: collective over `group` only; `tag` tells apart concurrent
+    /// calls over overlapping groups.
+    pub(crate) fn create_group(&self, group: &Group, tag: i32) -> Result<Comm> {
+        self.intra_only("create_group")?;
         self.check_subgroup("create_group", group)?;
         if tag < 0 {
             return Err(Error::new(
@@ -396,7 +430,7 @@ impl<L: ThreadLevel> Communicator<L> {
             group.world_ranks().to_vec(),
             Vec::new(),
         );
-        let scratch = Communicator::<L>::from_state(self.rt.clone(), scratch);
+        let scratch = Comm::new(self.rt.clone(), scratch);
         scratch
             .state
             .seq
@@ -414,7 +448,7 @@ impl<L: ThreadLevel> Communicator<L> {
                 break ks;
             }
         };
-        Ok(Communicator::from_state(
+        Ok(Comm::new(
             self.rt.clone(),
             CommState::new(2 * ks[0], me as u32, group.world_ranks().to_vec(), ks),
         ))
@@ -427,7 +461,7 @@ impl<L: ThreadLevel> Communicator<L> {
         recv: &mut [T],
         op: Op,
     ) -> Result<()> {
-        let r = self.all_reduce_into(send, recv, op);
+        let r = self.view().all_reduce_into(send, recv, op);
         self.state.seq.fetch_sub(1, Ordering::Relaxed);
         r
     }
@@ -447,33 +481,190 @@ impl<L: ThreadLevel> Communicator<L> {
         }
     }
 
+    /// `MPI_Intercomm_create`, with this communicator as the local one.
+    pub(crate) fn create_intercomm(
+        &self,
+        local_leader: i32,
+        peer: &Comm,
+        remote_leader: i32,
+        tag: i32,
+    ) -> Result<Comm> {
+        self.intra_only("create_intercomm")?;
+        let inter = self
+            .view()
+            .create_intercomm(local_leader, &peer.view(), remote_leader, tag)?;
+        Ok(Comm {
+            rt: inter.rt,
+            state: inter.state,
+        })
+    }
+
+    /// `MPI_Intercomm_merge`.
+    pub(crate) fn merge(&self, high: bool) -> Result<Comm> {
+        if !self.is_inter() {
+            return Err(Error::new(
+                ErrorClass::Comm,
+                "merge: not an intercommunicator",
+            ));
+        }
+        let inter = InterCommunicator::<Multiple> {
+            rt: self.rt.clone(),
+            state: self.state.clone(),
+            _level: Default::default(),
+        };
+        let merged = inter.merge(high)?;
+        Ok(Comm {
+            rt: merged.rt,
+            state: merged.state,
+        })
+    }
+
+    /// `MPI_Comm_get_attr` of a predefined attribute.
+    pub(crate) fn predefined_attr(&self, p: Predefined) -> Option<i32> {
+        self.state
+            .attrs
+            .get(p as u32)
+            .and_then(|v| v.downcast_ref::<i32>().copied())
+    }
+}
+
+impl<L: ThreadLevel> Communicator<L> {
+    pub(crate) fn world(rt: Arc<Runtime>) -> Self {
+        Communicator::wrap(Comm::world(rt))
+    }
+
+    pub(crate) fn self_comm(rt: Arc<Runtime>) -> Self {
+        Communicator::wrap(Comm::self_comm(rt))
+    }
+
+    pub(crate) fn from_state(rt: Arc<Runtime>, state: CommState) -> Self {
+        Communicator::wrap(Comm::new(rt, state))
+    }
+
+    pub(crate) fn from_comm(c: Comm) -> Self {
+        Communicator::wrap(c)
+    }
+
+    fn wrap(c: Comm) -> Self {
+        Communicator {
+            rt: c.rt,
+            state: c.state,
+            _level: L::Marker::default(),
+        }
+    }
+
+    fn core(&self) -> Comm {
+        Comm {
+            rt: self.rt.clone(),
+            state: self.state.clone(),
+        }
+    }
+
+    /// This process's rank in the communicator (`MPI_Comm_rank`).
+    pub fn rank(&self) -> i32 {
+        self.state.rank as i32
+    }
+
+    /// Number of ranks (`MPI_Comm_size`).
+    pub fn size(&self) -> i32 {
+        self.state.members.len() as i32
+    }
+
+    /// Ends every rank of the job with `code` (`MPI_Abort`). Does not return.
+    pub fn abort(&self, code: i32) -> ! {
+        self.rt.abort(code, "")
+    }
+
+    /// The communicator's group (`MPI_Comm_group`).
+    pub fn group(&self) -> Group {
+        self.core().group()
+    }
+
+    /// The point-to-point context id (the collective one is one higher); for diagnostics.
+    pub fn context_id(&self) -> u32 {
+        self.state.context
+    }
+
+    /// How this communicator relates to `other` (`MPI_Comm_compare`): identical (the same
+    /// communicator), congruent (same ranks in the same order), similar (same ranks), or
+    /// unequal.
+    pub fn compare(&self, other: &Communicator<L>) -> Relation {
+        self.core().compare(&other.core())
+    }
+
+    /// Releases this handle (`MPI_Comm_free`). The communicator's context id returns to the
+    /// pool when its last handle is freed or dropped; operations still in flight complete.
+    pub fn free(self) {}
+
+    /// A new communicator with the same ranks and a new context (`MPI_Comm_dup`); attributes
+    /// whose keyval asks for it are copied. Collective.
+    pub fn duplicate(&self) -> Result<Communicator<L>> {
+        self.core().dup(NO_COMM).map(Communicator::wrap)
+    }
+
+    /// Splits into one communicator per `color`, ranks ordered by `key` then by rank here
+    /// (`MPI_Comm_split`). A process giving [`UNDEFINED`] gets `None`. Collective.
+    pub fn split(&self, color: i32, key: i32) -> Result<Option<Communicator<L>>> {
+        Ok(self.core().split(color, key)?.map(Communicator::wrap))
+    }
+
+    /// Splits by a property of the processes (`MPI_Comm_split_type`): with
+    /// [`SplitType::Shared`], one communicator per host (the launcher's real placement),
+    /// ranks ordered by `key`. Collective.
+    pub fn split_type(&self, kind: SplitType, key: i32) -> Result<Communicator<L>> {
+        self.core()
+            .split_type(Some(kind), key)?
+            .map(Communicator::wrap)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Intern,
+                    "split_type: no communicator for this host",
+                )
+            })
+    }
+
+    /// The communicator of `group`'s processes (`MPI_Comm_create`): members get it, others
+    /// `None`. `group` must be a subset of this communicator's group, the same on every
+    /// rank. Collective over this communicator.
+    pub fn create(&self, group: &Group) -> Result<Option<Communicator<L>>> {
+        Ok(self.core().create(group)?.map(Communicator::wrap))
+    }
+
+    /// The communicator of `group`'s processes (`MPI_Comm_create_group`), collective over the
+    /// group only; `tag` tells apart concurrent calls over overlapping groups. Call it only
+    /// on members of `group` ([`ErrorClass::Group`] otherwise).
+    pub fn create_group(&self, group: &Group, tag: i32) -> Result<Communicator<L>> {
+        self.core().create_group(group, tag).map(Communicator::wrap)
+    }
+
     /// Sets attribute `key` to `value` (`MPI_Comm_set_attr`), replacing (and dropping) a
     /// previous value.
     pub fn set_attr<T: Clone + Send + Sync + 'static>(&self, key: &Keyval<T>, value: T) {
-        let mut a = self.state.attrs();
-        a.retain(|x| x.key != key.id);
-        a.push(Attr {
-            key: key.id,
-            copy: key.copy_on_dup,
-            value: Box::new(value),
-            clone: clone_any::<T>,
-        });
+        // A typed key has no delete callback (dropping the value is its delete), so
+        // replacing cannot fail.
+        let r = self.state.attrs.set(NO_COMM, &key.def, Arc::new(value));
+        debug_assert!(r.is_ok(), "typed keyvals have no delete callback");
     }
 
     /// The value of attribute `key`, if set (`MPI_Comm_get_attr`).
     pub fn attr<T: Clone + Send + Sync + 'static>(&self, key: &Keyval<T>) -> Option<T> {
         self.state
-            .attrs()
-            .iter()
-            .find(|x| x.key == key.id)
-            .and_then(|x| x.value.downcast_ref::<T>().cloned())
+            .attrs
+            .get(key.def.id)
+            .and_then(|v| v.downcast_ref::<T>().cloned())
     }
 
     /// Removes attribute `key` and returns its value (`MPI_Comm_delete_attr`).
     pub fn delete_attr<T: Clone + Send + Sync + 'static>(&self, key: &Keyval<T>) -> Option<T> {
-        let mut a = self.state.attrs();
-        let i = a.iter().position(|x| x.key == key.id)?;
-        a.swap_remove(i).value.downcast::<T>().ok().map(|b| *b)
+        let v = self.state.attrs.delete(NO_COMM, &key.def).ok()??;
+        v.downcast_ref::<T>().cloned()
+    }
+
+    /// The value of a predefined attribute (`MPI_Comm_get_attr` with `MPI_TAG_UB`, ...): set
+    /// on the world communicator only; [`Predefined::Appnum`] only when the launcher gave an
+    /// MPMD index.
+    pub fn predefined_attr(&self, key: Predefined) -> Option<i32> {
+        self.core().predefined_attr(key)
     }
 
     /// An intercommunicator between this (local) communicator and another group
@@ -601,8 +792,7 @@ fn confirm(
 /// An attribute key (`MPI_Comm_create_keyval`) for values of type `T`.
 #[derive(Debug)]
 pub struct Keyval<T> {
-    id: u32,
-    copy_on_dup: bool,
+    def: Arc<KeyDef>,
     _value: PhantomData<fn() -> T>,
 }
 
@@ -612,39 +802,18 @@ impl<T: Clone + Send + Sync + 'static> Keyval<T> {
     /// (`MPI_COMM_NULL_COPY_FN`). Values are dropped when deleted, replaced, or when the
     /// communicator goes (the delete callback is `T`'s `Drop`).
     pub fn new(copy_on_dup: bool) -> Keyval<T> {
-        static NEXT: AtomicU32 = AtomicU32::new(1);
+        let copy = copy_on_dup.then(|| -> crate::handle::attr::CopyHook {
+            Box::new(|_, v: &Value| Ok(v.downcast_ref::<T>().map(|t| Arc::new(t.clone()) as Value)))
+        });
         Keyval {
-            id: NEXT.fetch_add(1, Ordering::Relaxed),
-            copy_on_dup,
+            def: Arc::new(KeyDef {
+                id: crate::handle::attr::next_key_id(),
+                copy,
+                delete: None,
+                predefined: false,
+            }),
             _value: PhantomData,
         }
-    }
-}
-
-struct Attr {
-    key: u32,
-    copy: bool,
-    value: Box<dyn Any + Send + Sync>,
-    clone: fn(&(dyn Any + Send + Sync)) -> Box<dyn Any + Send + Sync>,
-}
-
-impl Attr {
-    fn copy_for_dup(&self) -> Option<Attr> {
-        self.copy.then(|| Attr {
-            key: self.key,
-            copy: true,
-            value: (self.clone)(&*self.value),
-            clone: self.clone,
-        })
-    }
-}
-
-fn clone_any<T: Clone + Send + Sync + 'static>(
-    v: &(dyn Any + Send + Sync),
-) -> Box<dyn Any + Send + Sync> {
-    match v.downcast_ref::<T>() {
-        Some(t) => Box::new(t.clone()),
-        None => unreachable!("attribute stored with its own type's clone function"),
     }
 }
 
@@ -739,17 +908,11 @@ impl<L: ThreadLevel> InterCommunicator<L> {
 
     /// Compares with another intercommunicator (`MPI_Comm_compare`).
     pub fn compare(&self, other: &InterCommunicator<L>) -> Relation {
-        if Arc::ptr_eq(&self.state, &other.state) {
-            return Relation::Identical;
-        }
-        match (
-            self.group().compare(&other.group()),
-            self.remote_group().compare(&other.remote_group()),
-        ) {
-            (Relation::Identical, Relation::Identical) => Relation::Congruent,
-            (Relation::Unequal, _) | (_, Relation::Unequal) => Relation::Unequal,
-            _ => Relation::Similar,
-        }
+        let core = |c: &InterCommunicator<L>| Comm {
+            rt: c.rt.clone(),
+            state: c.state.clone(),
+        };
+        core(self).compare(&core(other))
     }
 }
 
@@ -794,6 +957,6 @@ mod tests {
     fn keyvals_are_distinct() {
         let a = Keyval::<u32>::new(true);
         let b = Keyval::<u32>::new(false);
-        assert_ne!(a.id, b.id);
+        assert_ne!(a.def.id, b.def.id);
     }
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use crate::comm::Communicator;
-use crate::error::Result;
+use crate::error::{Error, ErrorClass, Result};
 use crate::runtime::Runtime;
 use crate::threading::{Single, ThreadLevel, Threading};
 
@@ -25,7 +25,7 @@ pub fn init() -> Result<Universe<Single>> {
     init_with::<Single>()
 }
 
-/// Initializes MPI at the thread level `L` ([`Single`](crate::Single),
+/// Initializes MPI at the thread level `L` ([`Single`],
 /// [`Funneled`](crate::Funneled), [`Serialized`](crate::Serialized),
 /// [`Multiple`](crate::Multiple)); the handles it returns are `Send`/`Sync` accordingly.
 pub fn init_with<L: ThreadLevel>() -> Result<Universe<L>> {
@@ -63,23 +63,18 @@ impl<L: ThreadLevel> Universe<L> {
         self.rt.abort(code, "")
     }
 
-    /// Attaches `bytes` of space for [`buffered_send`](crate::Communicator::buffered_send)
-    /// (`MPI_Buffer_attach`); each message takes its size plus
-    /// [`BSEND_OVERHEAD`](crate::p2p::bsend::BSEND_OVERHEAD).
-    pub fn buffer_attach(&self, bytes: usize) -> Result<()> {
-        self.rt.engine.with(|e| e.buffer_attach(bytes))
+    /// Attaches `buffer` for [`buffered_send`](crate::Communicator::buffered_send)
+    /// (`MPI_Buffer_attach`): buffered messages are copied into it, each taking its size plus
+    /// [`BSEND_OVERHEAD`](crate::p2p::bsend::BSEND_OVERHEAD) bytes. Fails
+    /// ([`ErrorClass::Buffer`]) if a buffer is already attached.
+    pub fn buffer_attach(&self, buffer: Box<[u8]>) -> Result<()> {
+        attach_boxed(&self.rt, buffer)
     }
 
-    /// Waits until every buffered send has gone out, then detaches the space and returns its
-    /// size (`MPI_Buffer_detach`).
-    pub fn buffer_detach(&self) -> Result<usize> {
-        crate::request::block_on(&self.rt, || {
-            self.rt.engine.with(|e| {
-                e.progress();
-                Ok((!e.bsend_busy()).then_some(()))
-            })
-        })?;
-        self.rt.engine.with(|e| e.buffer_detach())
+    /// Waits until every buffered send has gone out, then detaches the buffer and gives it
+    /// back (`MPI_Buffer_detach`).
+    pub fn buffer_detach(&self) -> Result<Box<[u8]>> {
+        detach_boxed(&self.rt)
     }
 
     /// Peers whose shared memory this rank has mapped so far (connections are deferred until a
@@ -124,6 +119,51 @@ impl<L: ThreadLevel> Drop for Universe<L> {
             }
         }
     }
+}
+
+/// Attaches a Rust-owned buffer for buffered sends; the engine owns it until detach.
+pub(crate) fn attach_boxed(rt: &Runtime, buffer: Box<[u8]>) -> Result<()> {
+    let len = buffer.len();
+    let ptr = Box::into_raw(buffer).cast::<u8>();
+    let region = crate::p2p::bsend::Region {
+        ptr,
+        len,
+        boxed: true,
+    };
+    // SAFETY: the region is the allocation just released by `Box::into_raw`: valid for
+    // writes of `len` bytes and reachable by nobody else until `detach_boxed` rebuilds the box.
+    let r = rt.engine.with(|e| unsafe { e.buffer_attach(region) });
+    if r.is_err() {
+        // SAFETY: the engine refused the region, so this is still the only pointer to the
+        // allocation `Box::into_raw` gave.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) });
+    }
+    r
+}
+
+/// Waits until every buffered send has drained, then detaches the region.
+pub(crate) fn detach_region(rt: &Runtime) -> Result<crate::p2p::bsend::Region> {
+    crate::request::block_on(rt, || {
+        rt.engine.with(|e| {
+            e.progress();
+            Ok((!e.bsend_busy()).then_some(()))
+        })
+    })?;
+    rt.engine.with(|e| e.buffer_detach())
+}
+
+/// Detaches a buffer attached with [`attach_boxed`] and gives it back.
+pub(crate) fn detach_boxed(rt: &Runtime) -> Result<Box<[u8]>> {
+    let region = detach_region(rt)?;
+    if !region.boxed {
+        return Err(Error::new(
+            ErrorClass::Buffer,
+            "buffer_detach: the attached buffer was not attached through this API",
+        ));
+    }
+    // SAFETY: `boxed` regions come only from `Box::into_raw` in `attach_boxed`; detach
+    // returned this one, so nothing references it any more.
+    Ok(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(region.ptr, region.len)) })
 }
 
 /// Seconds since an arbitrary fixed point in this process (`MPI_Wtime`); monotonic.

@@ -50,6 +50,8 @@ pub enum ErrorClass {
     Pending = 20,
     /// `MPI_ERR_NO_MEM`: out of memory.
     NoMem = 34,
+    /// `MPI_ERR_KEYVAL`: invalid attribute key.
+    Keyval = 36,
     /// The operation is not supported (ABI class 55).
     UnsupportedOperation = 55,
     /// `MPI_ERR_PROC_ABORTED`: a peer process aborted.

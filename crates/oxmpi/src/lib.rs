@@ -9,6 +9,8 @@
 //!
 //! # Layers, top to bottom
 //! - [`environment`], [`comm`]: the public API (init, communicators).
+//! - [`handle`]: the same core without lifetimes or type parameters (ids, run-time thread
+//!   level, byte-level user ops, attribute callbacks), for the C ABI.
 //! - [`runtime`]: start-up over PMI, placement, business cards.
 //! - [`config`]: `OXMPI_*` tunables; [`error`]: errors mapped to MPI error classes;
 //!   [`threading`]: thread levels as types.
@@ -33,6 +35,7 @@ pub mod datatype;
 pub mod environment;
 pub mod error;
 pub mod group;
+pub mod handle;
 pub mod info;
 pub mod memory;
 pub mod op;
@@ -49,6 +52,7 @@ pub use datatype::{Buffer, BufferMut, Checked, Equivalence};
 pub use environment::{init, init_with, processor_name, time, time_resolution, Universe};
 pub use error::{Error, ErrorClass, Result};
 pub use group::{Group, Relation};
+pub use handle::attr::Predefined;
 pub use memory::SharedBuffer;
 pub use op::{reduce_local, Op, Reducible, UserOp};
 pub use point_to_point::{Message, Source, Status, Tag, TAG_UB};

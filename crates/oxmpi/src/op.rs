@@ -66,13 +66,44 @@ impl fmt::Debug for Op {
 /// A user kernel over bytes.
 type UserFn = Arc<dyn Fn(&[u8], &mut [u8]) + Send + Sync>;
 
+/// The element type a byte-level user operation is applied to: a token the front end chose
+/// (the C layer passes its `MPI_Datatype`; the typed API passes [`Datatype::RUST_TYPE`]) and
+/// the element size in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Datatype {
+    /// Opaque to oxmpi; handed to the callback unchanged.
+    pub token: usize,
+    /// Bytes per element (non-zero).
+    pub size: usize,
+}
+
+impl Datatype {
+    /// The token of elements reduced through the typed API (a Rust type of `size` bytes).
+    pub const RUST_TYPE: usize = 0;
+
+    /// The datatype of Rust elements of type `T`.
+    pub fn of<T: Equivalence>() -> Datatype {
+        Datatype {
+            token: Datatype::RUST_TYPE,
+            size: std::mem::size_of::<T>(),
+        }
+    }
+}
+
+/// A byte-level user operation (the shape of `MPI_User_function`): `f(in, inout, count,
+/// datatype)` must set element `i` of `inout` to `in[i] ∘ inout[i]` for `i < count`, where
+/// both slices hold `count` elements of `datatype.size` bytes.
+pub type ByteFn = Arc<dyn Fn(&[u8], &mut [u8], usize, Datatype) + Send + Sync>;
+
 /// A byte-level kernel: `inout = in ∘ inout`, both holding whole elements.
 #[derive(Clone)]
 pub(crate) enum Kernel {
     /// A predefined operation (no allocation per call).
     Fn(KernelFn),
-    /// A user operation.
+    /// A user operation over typed slices.
     User(UserFn),
+    /// A byte-level user operation and the element type it is applied to.
+    Bytes(ByteFn, Datatype),
 }
 
 impl Kernel {
@@ -82,6 +113,7 @@ impl Kernel {
         match self {
             Kernel::Fn(f) => f(input, inout),
             Kernel::User(f) => f(input, inout),
+            Kernel::Bytes(f, dt) => f(input, inout, input.len() / dt.size, *dt),
         }
     }
 
@@ -93,11 +125,21 @@ impl Kernel {
     }
 }
 
-/// A user-defined reduction (`MPI_Op_create`), built from a Rust closure over typed slices.
+/// What a [`UserOp`] runs.
+#[derive(Clone)]
+enum UserKind {
+    /// A closure over typed slices, for elements of `elem` bytes.
+    Typed { f: UserFn, elem: usize },
+    /// A byte-level callback, told the element type on every call.
+    Bytes(ByteFn),
+}
+
+/// A user-defined reduction (`MPI_Op_create`): a Rust closure over typed slices
+/// ([`new`](Self::new)) or a byte-level callback ([`from_bytes`](Self::from_bytes)). Both
+/// reduce through the same kernel path in every reduction collective.
 #[derive(Clone)]
 pub struct UserOp {
-    f: UserFn,
-    elem: usize,
+    f: UserKind,
     commutative: bool,
 }
 
@@ -110,10 +152,21 @@ impl UserOp {
         f: impl Fn(&[T], &mut [T]) + Send + Sync + 'static,
     ) -> Self {
         UserOp {
-            f: Arc::new(move |a: &[u8], b: &mut [u8]| {
-                f(bytemuck::cast_slice(a), bytemuck::cast_slice_mut(b))
-            }),
-            elem: std::mem::size_of::<T>(),
+            f: UserKind::Typed {
+                f: Arc::new(move |a: &[u8], b: &mut [u8]| {
+                    f(bytemuck::cast_slice(a), bytemuck::cast_slice_mut(b))
+                }),
+                elem: std::mem::size_of::<T>(),
+            },
+            commutative,
+        }
+    }
+
+    /// A byte-level operation (see [`ByteFn`]), usable on elements of any size; the
+    /// callback is told the count and element type of every call.
+    pub fn from_bytes(commutative: bool, f: ByteFn) -> Self {
+        UserOp {
+            f: UserKind::Bytes(f),
             commutative,
         }
     }
@@ -169,18 +222,17 @@ impl Op {
         match self {
             Op::User(u) => {
                 let size = std::mem::size_of::<T>();
-                if u.elem != size {
-                    return Err(Error::new(
+                match &u.f {
+                    UserKind::Typed { f, elem } if *elem == size => Ok(Kernel::User(f.clone())),
+                    UserKind::Typed { elem, .. } => Err(Error::new(
                         ErrorClass::Op,
                         format!(
-                            "user operation was made for {}-byte elements, used on {}-byte {}",
-                            u.elem,
-                            size,
+                            "user operation was made for {elem}-byte elements, used on {size}-byte {}",
                             std::any::type_name::<T>()
                         ),
-                    ));
+                    )),
+                    UserKind::Bytes(f) => Ok(Kernel::Bytes(f.clone(), Datatype::of::<T>())),
                 }
-                Ok(Kernel::User(u.f.clone()))
             }
             Op::Replace => Ok(Kernel::Fn(|_a, _b| {})),
             Op::NoOp => Ok(Kernel::Fn(|a, b| b.copy_from_slice(a))),
@@ -214,6 +266,64 @@ pub fn reduce_local<T: Reducible>(input: &[T], inout: &mut [T], op: &Op) -> Resu
     }
     op.kernel_for::<T>()?
         .call(bytemuck::cast_slice(input), bytemuck::cast_slice_mut(inout));
+    Ok(())
+}
+
+/// Combines `count` elements of `datatype` in `input` into `inout`, `inout[i] = input[i] ∘
+/// inout[i]` (`MPI_Reduce_local` on raw memory). Only user operations apply to an element
+/// type known by size alone: a predefined `op` is an [`ErrorClass::Op`] error here (use
+/// [`reduce_local`] on typed slices). Buffers shorter than `count` elements, or a zero-size
+/// datatype, are [`ErrorClass::Count`] / [`ErrorClass::Type`] errors.
+pub fn reduce_local_bytes(
+    input: &[u8],
+    inout: &mut [u8],
+    count: usize,
+    datatype: Datatype,
+    op: &Op,
+) -> Result<()> {
+    if datatype.size == 0 {
+        return Err(Error::new(
+            ErrorClass::Type,
+            "reduce_local: zero-size datatype",
+        ));
+    }
+    let n = count
+        .checked_mul(datatype.size)
+        .ok_or_else(|| Error::new(ErrorClass::Count, "reduce_local: count * size overflows"))?;
+    if input.len() < n || inout.len() < n {
+        return Err(Error::new(
+            ErrorClass::Count,
+            format!(
+                "reduce_local: {count} elements of {} bytes need {n} bytes; input has {}, inout {}",
+                datatype.size,
+                input.len(),
+                inout.len()
+            ),
+        ));
+    }
+    let kernel = match op {
+        Op::User(UserOp {
+            f: UserKind::Bytes(f),
+            ..
+        }) => Kernel::Bytes(f.clone(), datatype),
+        Op::User(UserOp {
+            f: UserKind::Typed { f, elem },
+            ..
+        }) if *elem == datatype.size => Kernel::User(f.clone()),
+        op => {
+            return Err(Error::new(
+                ErrorClass::Op,
+                format!(
+                    "reduce_local: {} cannot be applied to {}-byte elements of unknown type",
+                    op.name(),
+                    datatype.size
+                ),
+            ))
+        }
+    };
+    if n > 0 {
+        kernel.call(&input[..n], &mut inout[..n]);
+    }
     Ok(())
 }
 
@@ -444,5 +554,57 @@ mod tests {
         let mut m = [[1i64, 1, 0, 1]];
         apply(matmul, &[[1, 0, 1, 1]], &mut m).unwrap();
         assert_eq!(m, [[1, 1, 1, 2]]);
+    }
+
+    #[test]
+    fn byte_level_user_ops_see_count_and_datatype() {
+        use std::sync::Mutex;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let seen2 = seen.clone();
+        // Byte-wise "inout = in - inout" (not commutative), recording each call's arguments.
+        let op = Op::User(UserOp::from_bytes(
+            false,
+            Arc::new(move |a: &[u8], b: &mut [u8], n: usize, dt: Datatype| {
+                seen2.lock().unwrap().push((n, dt));
+                for (y, x) in b.iter_mut().zip(a) {
+                    *y = x.wrapping_sub(*y);
+                }
+            }),
+        ));
+        assert!(!op.is_commutative());
+        let mut b = [[1u8, 2, 3]; 2];
+        apply(op.clone(), &[[10u8, 10, 10]; 2], &mut b).unwrap();
+        assert_eq!(b, [[9, 8, 7]; 2]);
+        assert_eq!(seen.lock().unwrap()[0], (2, Datatype::of::<[u8; 3]>()));
+        // On raw memory with a front end's token.
+        let dt = Datatype { token: 77, size: 2 };
+        let mut inout = [1u8, 1, 1, 1, 5];
+        reduce_local_bytes(&[3, 3, 3, 3, 3], &mut inout, 2, dt, &op).unwrap();
+        assert_eq!(
+            inout,
+            [2, 2, 2, 2, 5],
+            "only count * size bytes are touched"
+        );
+        assert_eq!(seen.lock().unwrap()[1], (2, dt));
+        let e = reduce_local_bytes(&[0; 3], &mut [0; 4], 2, dt, &op).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Count);
+        let e =
+            reduce_local_bytes(&[], &mut [], 0, Datatype { token: 0, size: 0 }, &op).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Type);
+        let e = reduce_local_bytes(&[0; 4], &mut [0; 4], 1, Datatype::of::<i32>(), &Op::Sum)
+            .unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Op, "predefined ops need a Rust type");
+        // A typed user op applies at byte level to elements of its own size only.
+        let typed = Op::user::<u16>(true, |a, b| {
+            for (y, x) in b.iter_mut().zip(a) {
+                *y += x
+            }
+        });
+        let mut v = [1u8, 0];
+        reduce_local_bytes(&[2, 0], &mut v, 1, Datatype { token: 1, size: 2 }, &typed).unwrap();
+        assert_eq!(v, [3, 0]);
+        let e =
+            reduce_local_bytes(&[0; 4], &mut [0; 4], 1, Datatype::of::<u32>(), &typed).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Op);
     }
 }

@@ -6,7 +6,7 @@
 
 use std::process::exit;
 
-use oxmpi::{Communicator, InterRoot, Keyval, Op, Relation, SplitType, UNDEFINED};
+use oxmpi::{Communicator, InterRoot, Keyval, Op, Predefined, Relation, SplitType, UNDEFINED};
 
 macro_rules! check {
     ($cond:expr, $($msg:tt)*) => {
@@ -65,6 +65,18 @@ fn dup_and_attributes(world: &Communicator) {
     check!(
         dup.attr(&copied) == Some(format!("rank {me}")),
         "dup keeps its own copy"
+    );
+
+    // The predefined attributes are the world's, read through the same store.
+    check!(
+        world.predefined_attr(Predefined::TagUb) == Some(oxmpi::TAG_UB)
+            && world.predefined_attr(Predefined::UniverseSize) == Some(p)
+            && world.predefined_attr(Predefined::Appnum) == Some(0),
+        "predefined attributes on world"
+    );
+    check!(
+        dup.predefined_attr(Predefined::TagUb).is_none(),
+        "predefined attributes are not copied to a dup"
     );
 
     // Traffic on one communicator never matches receives on the other.

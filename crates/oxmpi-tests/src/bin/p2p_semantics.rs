@@ -93,7 +93,9 @@ fn main() {
 
         // Buffered sends return at once and are all delivered; detach waits for them.
         if me == 0 {
-            universe.buffer_attach(64 * 1024).unwrap();
+            universe
+                .buffer_attach(vec![0u8; 64 * 1024].into_boxed_slice())
+                .unwrap();
             for i in 0..20u32 {
                 world.buffered_send(&[i; 100][..], 1, 20).unwrap();
             }
@@ -115,7 +117,7 @@ fn main() {
                 .unwrap_err();
             check!(e.class() == ErrorClass::Buffer, "oversized bsend: {e}");
             check!(
-                universe.buffer_detach().unwrap() == 64 * 1024,
+                universe.buffer_detach().unwrap().len() == 64 * 1024,
                 "detach size"
             );
         } else {

@@ -520,9 +520,13 @@ impl Engine {
         !self.proto.pending.is_empty() || !self.proto.pushing.is_empty()
     }
 
-    /// Attaches `bytes` of space for buffered sends.
-    pub fn buffer_attach(&mut self, bytes: usize) -> Result<()> {
-        self.bsend.attach(bytes)
+    /// Attaches `region` for buffered sends ([`ErrorClass::Buffer`] if one is attached).
+    ///
+    /// # Safety
+    /// `region.ptr` must be valid for writes of `region.len` bytes, and nothing else may read
+    /// or write the region until [`buffer_detach`](Self::buffer_detach) has returned it.
+    pub unsafe fn buffer_attach(&mut self, region: super::bsend::Region) -> Result<()> {
+        self.bsend.attach(region)
     }
 
     /// Whether buffered sends are still in flight (detach must wait for them).
@@ -531,8 +535,10 @@ impl Engine {
         self.bsend.busy()
     }
 
-    /// Detaches the buffered-send space; call once [`bsend_busy`](Self::bsend_busy) is false.
-    pub fn buffer_detach(&mut self) -> Result<usize> {
+    /// Detaches the buffered-send region and returns it; fails while
+    /// [`bsend_busy`](Self::bsend_busy) is true.
+    pub fn buffer_detach(&mut self) -> Result<super::bsend::Region> {
+        self.reclaim_bsend();
         self.bsend.detach()
     }
 

@@ -47,6 +47,8 @@ pub struct Runtime {
     pub size: u32,
     /// MPMD application index.
     pub appnum: i32,
+    /// The launcher's MPMD index if it gave one (`MPI_APPNUM` is undefined otherwise).
+    pub appnum_attr: Option<i32>,
     /// Granted thread level.
     pub level: Threading,
     /// Tunables.
@@ -167,11 +169,16 @@ impl Runtime {
         engine.set_abort_hook(Box::new(move |msg| lock(&on_fault).abort(1, msg)));
         let engine = EngineCell::new(engine, level.needs_lock());
         let appnum = lock(&bootstrap).appnum();
+        let appnum_attr = match &*lock(&bootstrap) {
+            Bootstrap::Pmi(c) => Some(c.appnum()).filter(|&a| a >= 0),
+            Bootstrap::Singleton(_) => None,
+        };
 
         Ok(Runtime {
             rank,
             size,
             appnum,
+            appnum_attr,
             level,
             config,
             wait,
@@ -221,9 +228,20 @@ impl Runtime {
         while self.engine.with(|e| {
             e.enter("finalize");
             e.progress();
-            e.has_outgoing()
+            e.has_outgoing() || e.bsend_busy()
         }) {
             backoff.snooze();
+        }
+        // Finalize detaches the buffered-send buffer (MPI-5.0 §3.6.1); one the Rust API
+        // attached is ours to free.
+        if let Ok(region) = self.engine.with(|e| e.buffer_detach()) {
+            if region.boxed {
+                // SAFETY: `boxed` regions come only from `Box::into_raw` in
+                // `environment::attach_boxed`; detach returned it, so it is unreferenced.
+                drop(unsafe {
+                    Box::from_raw(std::ptr::slice_from_raw_parts_mut(region.ptr, region.len))
+                });
+            }
         }
         let mut b = self.bootstrap();
         b.fence()?;

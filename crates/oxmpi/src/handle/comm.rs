@@ -1,0 +1,427 @@
+//! Communicators and attribute keyvals as ids (`MPI_Comm`, `MPI_Comm_create_keyval`).
+//!
+//! Every function here is the typed API's logic (`comm.rs`) reached through an id: creating
+//! (dup, split, split by type, from a group, intercommunicators), comparing, freeing, and
+//! attributes with C-shaped callbacks. Errors: an id that is null, freed or never issued is
+//! [`ErrorClass::Comm`] (communicators), [`ErrorClass::Group`] (groups) or
+//! [`ErrorClass::Keyval`] (keyvals).
+//!
+//! # Standard sections
+//! MPI-5.0 §7.4 (communicator management), §7.6 (intercommunicators), §7.7 (caching).
+
+use std::sync::{Arc, RwLock};
+
+use super::attr::{CopyHook, DeleteHook, KeyDef, Predefined, Value};
+use super::env::runtime;
+use super::group::GroupHandle;
+use super::table::Table;
+use crate::comm::{Comm, SplitType};
+use crate::error::{Error, ErrorClass, Result};
+use crate::group::Relation;
+use crate::runtime::Runtime;
+
+/// A communicator id (`MPI_Comm`). `Copy`; valid from its creation until
+/// [`comm_free`]. [`to_int`](Self::to_int)/[`from_int`](Self::from_int) give the stable
+/// integer of `MPI_Comm_toint`/`MPI_Comm_fromint`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct CommHandle(u32);
+
+impl CommHandle {
+    /// `MPI_COMM_NULL` (ABI value).
+    pub const NULL: CommHandle = CommHandle(super::attr::NO_COMM);
+    /// `MPI_COMM_WORLD` (ABI value).
+    pub const WORLD: CommHandle = CommHandle(0x101);
+    /// `MPI_COMM_SELF` (ABI value).
+    pub const SELF: CommHandle = CommHandle(0x102);
+
+    /// The id as an integer.
+    pub fn to_int(self) -> i32 {
+        self.0 as i32
+    }
+
+    /// The id with integer value `i` (whether it names a communicator is checked on use).
+    pub fn from_int(i: i32) -> CommHandle {
+        CommHandle(i as u32)
+    }
+}
+
+static COMMS: Table<Comm> = Table::new();
+/// `MPI_COMM_WORLD` and `MPI_COMM_SELF`, from init on.
+static PREDEFINED: RwLock<Option<[Comm; 2]>> = RwLock::new(None);
+
+pub(crate) fn install_predefined(rt: &Arc<Runtime>) {
+    let both = [Comm::world(rt.clone()), Comm::self_comm(rt.clone())];
+    *PREDEFINED.write().unwrap_or_else(|p| p.into_inner()) = Some(both);
+}
+
+/// Deletes the attributes of `MPI_COMM_SELF` and forgets both predefined communicators
+/// (finalize).
+pub(crate) fn free_predefined() -> Result<()> {
+    let both = PREDEFINED.write().unwrap_or_else(|p| p.into_inner()).take();
+    match both {
+        Some([_, self_comm]) => self_comm.free(CommHandle::SELF.0),
+        None => Ok(()),
+    }
+}
+
+fn bad_comm(call: &str, c: CommHandle) -> Error {
+    Error::new(
+        ErrorClass::Comm,
+        format!(
+            "{call}: {:#x} is not a live communicator (null, freed, or never created)",
+            c.0
+        ),
+    )
+}
+
+/// The communicator behind `c`; also checks that MPI is initialized and this thread may call.
+pub(crate) fn get(call: &str, c: CommHandle) -> Result<Comm> {
+    runtime(call)?;
+    let predefined = match c {
+        CommHandle::WORLD => Some(0),
+        CommHandle::SELF => Some(1),
+        _ => None,
+    };
+    let found = match predefined {
+        Some(i) => PREDEFINED
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|b| b[i].clone()),
+        None => COMMS.get(c.0),
+    };
+    found.ok_or_else(|| bad_comm(call, c))
+}
+
+fn put(call: &str, c: Comm) -> Result<CommHandle> {
+    COMMS.insert(c).map(CommHandle).ok_or_else(|| {
+        Error::new(
+            ErrorClass::Other,
+            format!("{call}: too many communicators are live"),
+        )
+    })
+}
+
+fn put_opt(call: &str, c: Option<Comm>) -> Result<CommHandle> {
+    match c {
+        Some(c) => put(call, c),
+        None => Ok(CommHandle::NULL),
+    }
+}
+
+/// This process's rank in `c` (`MPI_Comm_rank`; the local group's, for intercommunicators).
+pub fn comm_rank(c: CommHandle) -> Result<i32> {
+    Ok(get("comm_rank", c)?.rank())
+}
+
+/// Number of ranks of `c` (`MPI_Comm_size`; the local group's, for intercommunicators).
+pub fn comm_size(c: CommHandle) -> Result<i32> {
+    Ok(get("comm_size", c)?.size())
+}
+
+/// Whether `c` is an intercommunicator (`MPI_Comm_test_inter`).
+pub fn comm_test_inter(c: CommHandle) -> Result<bool> {
+    Ok(get("comm_test_inter", c)?.is_inter())
+}
+
+/// Size of the remote group of intercommunicator `c` (`MPI_Comm_remote_size`).
+pub fn comm_remote_size(c: CommHandle) -> Result<i32> {
+    let c = inter("comm_remote_size", c)?;
+    Ok(c.remote_group().size())
+}
+
+fn inter(call: &str, h: CommHandle) -> Result<Comm> {
+    let c = get(call, h)?;
+    if !c.is_inter() {
+        return Err(Error::new(
+            ErrorClass::Comm,
+            format!("{call}: not an intercommunicator"),
+        ));
+    }
+    Ok(c)
+}
+
+/// The group of `c` (`MPI_Comm_group`), as a new group id.
+pub fn comm_group(c: CommHandle) -> Result<GroupHandle> {
+    super::group::put("comm_group", get("comm_group", c)?.group())
+}
+
+/// The remote group of intercommunicator `c` (`MPI_Comm_remote_group`).
+pub fn comm_remote_group(c: CommHandle) -> Result<GroupHandle> {
+    let c = inter("comm_remote_group", c)?;
+    super::group::put("comm_remote_group", c.remote_group())
+}
+
+/// How `a` relates to `b` (`MPI_Comm_compare`).
+pub fn comm_compare(a: CommHandle, b: CommHandle) -> Result<Relation> {
+    Ok(get("comm_compare", a)?.compare(&get("comm_compare", b)?))
+}
+
+/// A duplicate of `c` (`MPI_Comm_dup`): each attribute's copy callback decides whether it
+/// is copied; if one fails, the call fails with its error and the new communicator is gone
+/// (copies already made are deleted again). Collective.
+pub fn comm_dup(c: CommHandle) -> Result<CommHandle> {
+    put("comm_dup", get("comm_dup", c)?.dup(c.0)?)
+}
+
+/// `MPI_Comm_split`: one communicator per `color`, ranks ordered by `key`;
+/// [`UNDEFINED`](crate::UNDEFINED) gets [`CommHandle::NULL`]. Collective.
+pub fn comm_split(c: CommHandle, color: i32, key: i32) -> Result<CommHandle> {
+    put_opt("comm_split", get("comm_split", c)?.split(color, key)?)
+}
+
+/// `MPI_Comm_split_type`: `Some(SplitType::Shared)` gives one communicator per host; `None`
+/// (`MPI_UNDEFINED`) gives [`CommHandle::NULL`]. Collective.
+pub fn comm_split_type(c: CommHandle, kind: Option<SplitType>, key: i32) -> Result<CommHandle> {
+    put_opt(
+        "comm_split_type",
+        get("comm_split_type", c)?.split_type(kind, key)?,
+    )
+}
+
+/// `MPI_Comm_create`: members of `g` get a new communicator, others
+/// [`CommHandle::NULL`]. Collective over `c`.
+pub fn comm_create(c: CommHandle, g: GroupHandle) -> Result<CommHandle> {
+    let comm = get("comm_create", c)?;
+    let g = super::group::get("comm_create", g)?;
+    put_opt("comm_create", comm.create(&g)?)
+}
+
+/// `MPI_Comm_create_group`: collective over the members of `g` only.
+pub fn comm_create_group(c: CommHandle, g: GroupHandle, tag: i32) -> Result<CommHandle> {
+    let comm = get("comm_create_group", c)?;
+    let g = super::group::get("comm_create_group", g)?;
+    put("comm_create_group", comm.create_group(&g, tag)?)
+}
+
+/// `MPI_Intercomm_create` with `local` as the local communicator.
+pub fn intercomm_create(
+    local: CommHandle,
+    local_leader: i32,
+    peer: CommHandle,
+    remote_leader: i32,
+    tag: i32,
+) -> Result<CommHandle> {
+    let l = get("intercomm_create", local)?;
+    let p = get("intercomm_create", peer)?;
+    put(
+        "intercomm_create",
+        l.create_intercomm(local_leader, &p, remote_leader, tag)?,
+    )
+}
+
+/// `MPI_Intercomm_merge`.
+pub fn intercomm_merge(c: CommHandle, high: bool) -> Result<CommHandle> {
+    put("intercomm_merge", get("intercomm_merge", c)?.merge(high)?)
+}
+
+/// Frees `*c` and sets it to [`CommHandle::NULL`] (`MPI_Comm_free`): every attribute's
+/// delete callback runs (the first error is returned; the communicator is freed either
+/// way); operations in flight complete. The predefined communicators cannot be freed.
+pub fn comm_free(c: &mut CommHandle) -> Result<()> {
+    runtime("comm_free")?;
+    if matches!(*c, CommHandle::WORLD | CommHandle::SELF) {
+        return Err(Error::new(
+            ErrorClass::Comm,
+            "comm_free: the predefined communicators cannot be freed",
+        ));
+    }
+    let comm = COMMS.remove(c.0).ok_or_else(|| bad_comm("comm_free", *c))?;
+    let id = std::mem::replace(c, CommHandle::NULL);
+    comm.free(id.0)
+}
+
+/// An attribute key id (`MPI_Comm_create_keyval`); the predefined keys have the MPI-5.0
+/// ABI values of [`Predefined`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct KeyvalHandle(u32);
+
+impl KeyvalHandle {
+    /// `MPI_KEYVAL_INVALID`.
+    pub const INVALID: KeyvalHandle = KeyvalHandle(0);
+
+    /// The key of a predefined attribute (`MPI_TAG_UB`, ...).
+    pub fn predefined(p: Predefined) -> KeyvalHandle {
+        KeyvalHandle(p as u32)
+    }
+
+    /// The id as an integer.
+    pub fn to_int(self) -> i32 {
+        self.0 as i32
+    }
+
+    /// The id with integer value `i`.
+    pub fn from_int(i: i32) -> KeyvalHandle {
+        KeyvalHandle(i as u32)
+    }
+}
+
+/// A copy callback (`MPI_Comm_copy_attr_function`): given the communicator being
+/// duplicated, the keyval, its extra state and the value, returns the value for the new
+/// communicator, `None` to copy nothing, or an error that fails the duplication.
+pub type CopyFn =
+    Arc<dyn Fn(CommHandle, KeyvalHandle, usize, usize) -> Result<Option<usize>> + Send + Sync>;
+
+/// A delete callback (`MPI_Comm_delete_attr_function`): given the communicator, the keyval,
+/// its extra state and the value leaving the communicator; an error fails the call that
+/// removed it. The communicator is [`CommHandle::NULL`] for a copy deleted because its
+/// duplication failed.
+pub type DeleteFn = Arc<dyn Fn(CommHandle, KeyvalHandle, usize, usize) -> Result<()> + Send + Sync>;
+
+/// What duplication does with a keyval's values.
+#[derive(Clone)]
+pub enum CopyPolicy {
+    /// Never copied (`MPI_COMM_NULL_COPY_FN`).
+    Null,
+    /// Copied as they are (`MPI_COMM_DUP_FN`).
+    Dup,
+    /// The callback decides per value.
+    Call(CopyFn),
+}
+
+/// Keyvals created here, by number. A freed keyval leaves the table, but attributes set
+/// with it keep their callbacks (they hold the definition) until deleted.
+static KEYVALS: std::sync::Mutex<Vec<(u32, Arc<KeyDef>)>> = std::sync::Mutex::new(Vec::new());
+
+fn keyvals() -> std::sync::MutexGuard<'static, Vec<(u32, Arc<KeyDef>)>> {
+    KEYVALS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A new keyval (`MPI_Comm_create_keyval`) with its copy policy, an optional delete callback
+/// and `extra_state`, passed to both. Values are pointer-sized (`void *` in C).
+pub fn keyval_create(
+    copy: CopyPolicy,
+    delete: Option<DeleteFn>,
+    extra_state: usize,
+) -> Result<KeyvalHandle> {
+    runtime("keyval_create")?;
+    let id = super::attr::next_key_id();
+    let k = KeyvalHandle(id);
+    let copy: Option<CopyHook> = match copy {
+        CopyPolicy::Null => None,
+        CopyPolicy::Dup => Some(Box::new(|_, v: &Value| Ok(Some(v.clone())))),
+        CopyPolicy::Call(f) => Some(Box::new(move |c: u32, v: &Value| {
+            Ok(f(CommHandle(c), k, extra_state, word(v))?.map(|x| Arc::new(x) as Value))
+        })),
+    };
+    let delete: Option<DeleteHook> = delete.map(|f| -> DeleteHook {
+        Box::new(move |c: u32, v: &Value| f(CommHandle(c), k, extra_state, word(v)))
+    });
+    let def = Arc::new(KeyDef {
+        id,
+        copy,
+        delete,
+        predefined: false,
+    });
+    keyvals().push((id, def));
+    Ok(k)
+}
+
+/// A stored value as a word: keyvals created here store `usize`; the predefined attributes
+/// are `i32`s, sign-extended.
+fn word(v: &Value) -> usize {
+    if let Some(&x) = v.downcast_ref::<usize>() {
+        x
+    } else if let Some(&x) = v.downcast_ref::<i32>() {
+        x as isize as usize
+    } else {
+        0
+    }
+}
+
+fn bad_keyval(call: &str, k: KeyvalHandle) -> Error {
+    Error::new(
+        ErrorClass::Keyval,
+        format!(
+            "{call}: keyval {} is not live (invalid, freed, or never created)",
+            k.0
+        ),
+    )
+}
+
+fn keydef(call: &str, k: KeyvalHandle) -> Result<Arc<KeyDef>> {
+    if let Some(p) = Predefined::from_key(k.0) {
+        return Ok(p.def().clone());
+    }
+    keyvals()
+        .iter()
+        .find(|(id, _)| *id == k.0)
+        .map(|(_, d)| d.clone())
+        .ok_or_else(|| bad_keyval(call, k))
+}
+
+/// Frees `*k` and sets it to [`KeyvalHandle::INVALID`] (`MPI_Comm_free_keyval`); attributes
+/// already set with it keep working until deleted.
+pub fn keyval_free(k: &mut KeyvalHandle) -> Result<()> {
+    runtime("keyval_free")?;
+    if Predefined::from_key(k.0).is_some() {
+        return Err(Error::new(
+            ErrorClass::Keyval,
+            "keyval_free: predefined keyvals cannot be freed",
+        ));
+    }
+    let mut all = keyvals();
+    let i = all
+        .iter()
+        .position(|(id, _)| *id == k.0)
+        .ok_or_else(|| bad_keyval("keyval_free", *k))?;
+    all.swap_remove(i);
+    *k = KeyvalHandle::INVALID;
+    Ok(())
+}
+
+/// Sets attribute `k` of `c` to `value` (`MPI_Comm_set_attr`); a value it replaces goes
+/// through the delete callback first, and if that fails the old value stays and the error
+/// is returned.
+pub fn comm_set_attr(c: CommHandle, k: KeyvalHandle, value: usize) -> Result<()> {
+    let comm = get("comm_set_attr", c)?;
+    let def = keydef("comm_set_attr", k)?;
+    comm.state.attrs.set(c.0, &def, Arc::new(value))
+}
+
+/// The value of attribute `k` of `c`, if set (`MPI_Comm_get_attr`). Predefined attributes
+/// are integers, returned sign-extended.
+pub fn comm_get_attr(c: CommHandle, k: KeyvalHandle) -> Result<Option<usize>> {
+    let comm = get("comm_get_attr", c)?;
+    let def = keydef("comm_get_attr", k)?;
+    Ok(comm.state.attrs.get(def.id).as_ref().map(word))
+}
+
+/// Deletes attribute `k` of `c` (`MPI_Comm_delete_attr`), running its delete callback; if
+/// that fails the attribute stays and the error is returned. Deleting an attribute that is
+/// not set does nothing.
+pub fn comm_delete_attr(c: CommHandle, k: KeyvalHandle) -> Result<()> {
+    let comm = get("comm_delete_attr", c)?;
+    let def = keydef("comm_delete_attr", k)?;
+    comm.state.attrs.delete(c.0, &def).map(drop)
+}
+
+/// A typed handle to the communicator behind `c`, for the typed API's operations
+/// (point-to-point, collectives) in a program initialized through [`init_thread`]. `L` may
+/// not promise more threading than the level in force ([`ErrorClass::Other`] otherwise), so
+/// the typed rules (`Send`/`Sync` by level) keep holding. Fails for intercommunicators
+/// ([`ErrorClass::Comm`]).
+///
+/// [`init_thread`]: super::env::init_thread
+pub fn comm_typed<L: crate::ThreadLevel>(c: CommHandle) -> Result<crate::Communicator<L>> {
+    let comm = get("comm_typed", c)?;
+    if L::LEVEL > comm.rt.level {
+        return Err(Error::new(
+            ErrorClass::Other,
+            format!(
+                "comm_typed: a {:?} handle needs that thread level; {:?} is in force",
+                L::LEVEL,
+                comm.rt.level
+            ),
+        ));
+    }
+    if comm.is_inter() {
+        return Err(Error::new(
+            ErrorClass::Comm,
+            "comm_typed: an intercommunicator is not a Communicator",
+        ));
+    }
+    Ok(crate::Communicator::from_comm(comm))
+}

@@ -1,0 +1,116 @@
+//! Entering and leaving MPI through the handle layer: the thread level chosen at run time
+//! (`MPI_Init_thread`), finalize, and buffered-send buffers given as raw regions.
+//!
+//! The typed API keeps thread levels as types ([`init_with`](crate::init_with)); here the
+//! level is a value, so what the types rule out is checked per call instead: at
+//! [`Threading::Single`] and [`Threading::Funneled`] the engine runs without a lock, and only
+//! the thread that called [`init_thread`] may drive it ([`ErrorClass::Other`] otherwise).
+//!
+//! # Standard sections
+//! MPI-5.0 §11.2 (initialization), §11.6 (thread support), §3.6 (buffer allocation).
+
+use std::cell::Cell;
+use std::sync::{Arc, OnceLock};
+
+use crate::error::{Error, ErrorClass, Result};
+use crate::runtime::Runtime;
+use crate::threading::Threading;
+
+/// The runtime the handle layer started (MPI is initialized once per process).
+static RT: OnceLock<Arc<Runtime>> = OnceLock::new();
+
+thread_local! {
+    /// Whether this thread called `init_thread`.
+    static MAIN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Initializes MPI with thread level `required` and returns the level provided
+/// (`MPI_Init_thread`). oxmpi provides every level, so that is `required`. Creates
+/// [`CommHandle::WORLD`](super::comm::CommHandle::WORLD) and
+/// [`CommHandle::SELF`](super::comm::CommHandle::SELF). Errors as [`crate::init`].
+pub fn init_thread(required: Threading) -> Result<Threading> {
+    let rt = Arc::new(Runtime::init(required)?);
+    MAIN.with(|m| m.set(true));
+    super::comm::install_predefined(&rt);
+    if RT.set(rt).is_err() {
+        // `Runtime::init` succeeds once per process, so the cell was empty.
+        return Err(Error::new(
+            ErrorClass::Intern,
+            "init_thread: initialized twice",
+        ));
+    }
+    Ok(required)
+}
+
+/// The thread level in force (`MPI_Query_thread`).
+pub fn query_thread() -> Result<Threading> {
+    Ok(runtime("query_thread")?.level)
+}
+
+/// Whether the calling thread is the one that initialized MPI (`MPI_Is_thread_main`).
+pub fn is_thread_main() -> bool {
+    MAIN.with(|m| m.get())
+}
+
+/// The runtime, if MPI is initialized through the handle layer and not finalized, and the
+/// calling thread may drive the engine at the level in force.
+pub(crate) fn runtime(call: &str) -> Result<&'static Arc<Runtime>> {
+    let Some(rt) = RT.get() else {
+        return Err(Error::new(
+            ErrorClass::Other,
+            format!("{call}: MPI is not initialized through the handle layer (init_thread)"),
+        ));
+    };
+    if crate::runtime::is_finalized() {
+        return Err(Error::new(
+            ErrorClass::Other,
+            format!("{call}: MPI is finalized"),
+        ));
+    }
+    if !rt.level.needs_lock() && !is_thread_main() {
+        return Err(Error::new(
+            ErrorClass::Other,
+            format!(
+                "{call}: at thread level {:?} only the thread that initialized MPI may call it",
+                rt.level
+            ),
+        ));
+    }
+    Ok(rt)
+}
+
+/// Finalizes MPI (`MPI_Finalize`): first deletes the attributes of `MPI_COMM_SELF` (their
+/// delete callbacks run, MPI-5.0 §11.2.4), then shuts down collectively. Returns the first
+/// error, after shutting down either way.
+pub fn finalize() -> Result<()> {
+    let rt = runtime("finalize")?;
+    let attrs = super::comm::free_predefined();
+    rt.finalize().and(attrs)
+}
+
+/// Attaches `len` bytes at `ptr` for buffered sends (`MPI_Buffer_attach`); each message takes
+/// its size plus [`BSEND_OVERHEAD`](crate::p2p::bsend::BSEND_OVERHEAD). Errors:
+/// [`ErrorClass::Buffer`] if a buffer is attached already.
+///
+/// # Safety
+/// `ptr` must be valid for writes of `len` bytes, and nothing may read or write them until
+/// [`buffer_detach`] (or finalize) has returned.
+pub unsafe fn buffer_attach(ptr: *mut u8, len: usize) -> Result<()> {
+    let rt = runtime("buffer_attach")?;
+    let region = crate::p2p::bsend::Region {
+        ptr,
+        len,
+        boxed: false,
+    };
+    // SAFETY: the caller guarantees the region valid and unshared until detach returns it.
+    rt.engine.with(|e| unsafe { e.buffer_attach(region) })
+}
+
+/// Waits until every buffered send has drained, then detaches the buffer and returns its
+/// address and length (`MPI_Buffer_detach`). Errors: [`ErrorClass::Buffer`] if none is
+/// attached.
+pub fn buffer_detach() -> Result<(*mut u8, usize)> {
+    let rt = runtime("buffer_detach")?;
+    let r = crate::environment::detach_region(rt)?;
+    Ok((r.ptr, r.len))
+}

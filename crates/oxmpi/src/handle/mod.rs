@@ -1,0 +1,38 @@
+//! The handle layer: the core without Rust lifetimes or type parameters, for the C ABI (and
+//! Rust users who want it).
+//!
+//! Communicators, groups, user operations and keyvals are `Copy` ids into process-wide
+//! tables ([`comm::CommHandle`], [`group::GroupHandle`], [`op::OpHandle`],
+//! [`comm::KeyvalHandle`]); a freed or never-issued id is an error of the matching class,
+//! never undefined behaviour. The thread level is chosen at run time
+//! ([`env::init_thread`]); since handles carry no level marker, calls that drive the engine
+//! check at run time what the typed API checks at compile time: at `Single` and `Funneled`
+//! only the thread that initialized MPI may make them.
+//!
+//! ```no_run
+//! use oxmpi::handle::{comm::{self, CommHandle}, env, group};
+//! use oxmpi::Threading;
+//!
+//! let provided = env::init_thread(Threading::Multiple)?;
+//! let me = comm::comm_rank(CommHandle::WORLD)?;
+//! let mut halves = comm::comm_split(CommHandle::WORLD, me % 2, me)?;
+//! let mut g = comm::comm_group(halves)?;
+//! println!("{provided:?}: {} ranks with my parity", group::group_size(g)?);
+//! group::group_free(&mut g)?;
+//! comm::comm_free(&mut halves)?;
+//! env::finalize()?;
+//! # Ok::<(), oxmpi::Error>(())
+//! ```
+//!
+//! The typed API ([`Communicator`](crate::Communicator), [`Group`](crate::Group),
+//! [`Op`](crate::Op), [`Keyval`](crate::Keyval)) sits on the same core: the communicator
+//! logic is in `comm.rs` on a type without a level parameter, user operations of both kinds
+//! reduce through the one kernel path of `op.rs`, and attributes of both kinds live in one
+//! store ([`attr`]).
+
+pub mod attr;
+pub mod comm;
+pub mod env;
+pub mod group;
+pub mod op;
+pub(crate) mod table;
