@@ -426,7 +426,7 @@ impl Core {
                         tag: a.env.tag,
                         bytes: a.total.min(cap as u64),
                         error: (a.total > cap as u64).then_some(ErrorClass::Truncate),
-                        cancelled: false,
+                        ..Status::default()
                     },
                 );
                 if let Some(sreq) = a.sync {
@@ -512,7 +512,7 @@ impl Core {
                 tag: h.env.tag,
                 bytes: n as u64,
                 error: (len > cap).then_some(ErrorClass::Truncate),
-                cancelled: false,
+                ..Status::default()
             },
         );
         if kind == am::EAGER_SYNC {
@@ -536,7 +536,7 @@ impl Core {
             tag: h.env.tag,
             bytes: n as u64,
             error: (h.len as usize > cap).then_some(ErrorClass::Truncate),
-            cancelled: false,
+            ..Status::default()
         }
     }
 
@@ -1114,6 +1114,23 @@ impl Engine {
         self.core.reqs.take_if_done(id)
     }
 
+    /// The status of request `id` if it is complete, without freeing it
+    /// (`MPI_Request_get_status`).
+    pub fn peek(&mut self, id: ReqId) -> Option<Status> {
+        self.core.reqs.peek_done(id)
+    }
+
+    /// Frees request `id` now if complete, else as soon as it completes (`MPI_Request_free`);
+    /// false if `id` names no live request.
+    pub fn detach(&mut self, id: ReqId) -> bool {
+        self.core.reqs.detach(id)
+    }
+
+    /// A request already complete with `status`, for an operation that finished as it started.
+    pub fn completed(&mut self, status: Status) -> ReqId {
+        self.core.reqs.alloc_done(status)
+    }
+
     /// Whether `id` names a request not yet collected.
     pub fn is_live(&mut self, id: ReqId) -> bool {
         self.core.reqs.is_live(id)
@@ -1160,7 +1177,6 @@ impl Engine {
         let mut list = std::mem::take(&mut self.schedules);
         let mut done = 0;
         let mut i = 0;
-        let mut result = Ok(());
         while i < list.len() {
             match list[i].1.advance(self) {
                 Ok(true) => {
@@ -1178,15 +1194,15 @@ impl Engine {
                             ..Status::default()
                         },
                     );
-                    result = Err(e);
-                    break;
+                    // The error is that schedule's own: its request reports it.
+                    drop(e);
                 }
             }
         }
         // Schedules started from inside `advance` landed in the (emptied) field.
         list.append(&mut self.schedules);
         self.schedules = list;
-        result.map(|()| done)
+        Ok(done)
     }
 
     /// Whether fragments this rank owes its peers are still queued.
