@@ -9,6 +9,8 @@
 //!
 //! # Layers, top to bottom
 //! - [`environment`], [`comm`]: the public API (init, communicators).
+//! - [`handle`]: the same objects as plain ids, without lifetimes (what the C layer drives;
+//!   the typed API sits on it).
 //! - [`runtime`]: start-up over PMI, placement, business cards.
 //! - [`config`]: `OXMPI_*` tunables; [`error`]: errors mapped to MPI error classes;
 //!   [`threading`]: thread levels as types.
@@ -33,6 +35,7 @@ pub mod datatype;
 pub mod environment;
 pub mod error;
 pub mod group;
+pub mod handle;
 pub mod memory;
 pub mod op;
 pub mod p2p;
@@ -50,6 +53,7 @@ pub use error::{Error, ErrorClass, Result};
 pub use group::{Group, Relation};
 pub use memory::SharedBuffer;
 pub use op::{reduce_local, Op, Reducible, UserOp};
-pub use point_to_point::{Message, Source, Status, Tag, TAG_UB};
-pub use request::{scope, Persistent, Request, Scope};
+pub use p2p::request::Status;
+pub use point_to_point::{Message, Source, Tag, TAG_UB};
+pub use request::{scope, InStatus, Persistent, Request, Scope};
 pub use threading::{Funneled, Multiple, Serialized, Single, ThreadLevel, Threading};
