@@ -268,11 +268,15 @@ pub fn wait_all(requests: Vec<Request<'_, '_>>) -> std::result::Result<Vec<Statu
 pub fn test_all(
     requests: &mut Vec<Request<'_, '_>>,
 ) -> Option<std::result::Result<Vec<Status>, InStatus>> {
-    let rt = requests.first()?.rt;
-    let all = h::progress_then(rt, |e| {
-        requests.iter().all(|r| r.done_in(e) || r.is_inactive())
-    });
-    all.then(|| wait_all(std::mem::take(requests)))
+    if let Some(rt) = requests.first().map(|r| r.rt) {
+        let all = h::progress_then(rt, |e| {
+            requests.iter().all(|r| r.done_in(e) || r.is_inactive())
+        });
+        if !all {
+            return None;
+        }
+    }
+    Some(wait_all(std::mem::take(requests)))
 }
 
 /// Completes one request that has finished, removing it from `requests` (`MPI_Waitany`).
