@@ -2,7 +2,9 @@
 //! at once, and persistent requests.
 //!
 //! Every request borrows its buffer for `'a` and belongs to a [`Scope`]: when the scope ends it
-//! completes whatever is still outstanding, so even a leaked request cannot outlive its buffer.
+//! completes whatever is still outstanding, so even a leaked request cannot outlive its buffer,
+//! also when a panic unwinds through it. Waiting goes through the
+//! [handle layer](crate::handle::request)'s one wait loop; each request reports its own error.
 //!
 //! # Standard sections
 //! MPI-5.0 §3.7 (nonblocking communication), §3.9 (persistent requests).

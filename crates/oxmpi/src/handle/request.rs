@@ -522,7 +522,16 @@ impl<L: ThreadLevel> Requests<L> {
     /// completed or freed.
     pub fn cancel(&mut self, id: RequestId) -> Result<()> {
         if let Target::Engine(r) = self.engine_id("cancel", id)? {
-            self.rt.engine.with(|e| e.cancel(r));
+            let live = self.rt.engine.with(|e| {
+                let live = e.is_live(r);
+                if live {
+                    e.cancel(r);
+                }
+                live
+            });
+            if !live {
+                return Err(stale("cancel"));
+            }
         }
         Ok(())
     }
