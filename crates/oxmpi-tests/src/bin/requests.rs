@@ -179,6 +179,15 @@ fn handle_layer<L: oxmpi::ThreadLevel>(universe: &oxmpi::Universe<L>, world: &Co
     let mut stale = RequestId::from_raw(peeked_id_raw(&mut reqs, world));
     let e = reqs.wait(&mut stale).unwrap_err();
     check!(e.class() == ErrorClass::Request, "{e}");
+    let e = reqs.get_status(stale).unwrap_err();
+    check!(e.class() == ErrorClass::Request, "{e}");
+    let e = reqs.cancel(stale).unwrap_err();
+    check!(e.class() == ErrorClass::Request, "{e}");
+    let e = reqs.start(stale).unwrap_err();
+    check!(
+        e.class() == ErrorClass::Request,
+        "start of a nonpersistent id: {e}"
+    );
 
     // Free of an active receive: the engine completes and frees it by itself.
     let mut late = [0u8; 3];
