@@ -4,8 +4,8 @@
 //!
 //! Two levels live here:
 //! - engine-level functions on the engine's [`ReqId`]s (crate-private): the one blocking wait
-//!   loop, the one call of `Engine::progress`, and starting a [`PersistentOp`]. The typed Rust
-//!   API ([`crate::request`], [`crate::point_to_point`]) waits through them.
+//!   loop, the one call of `Engine::progress`, and starting a persistent operation. The typed
+//!   Rust API ([`crate::request`], [`crate::point_to_point`]) waits through them.
 //! - [`Requests`], the table a C layer drives: ids are [`RequestId`]s, `Copy` and 8 bytes.
 //!
 //! A status carries its operation's own error class ([`Status::error`]); calls that complete
