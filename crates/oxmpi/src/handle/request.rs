@@ -371,6 +371,12 @@ pub enum AnyDone {
 /// assert!(ids.iter().all(|id| id.is_null()) && got == data);
 /// # Ok::<(), oxmpi::Error>(())
 /// ```
+/// At `Single` the table drives an unlocked engine, so it cannot leave its thread:
+/// ```compile_fail
+/// fn needs_send<T: Send>(_: T) {}
+/// let universe = oxmpi::init().unwrap();
+/// needs_send(oxmpi::handle::request::Requests::new(&universe.world()));
+/// ```
 #[derive(Debug)]
 pub struct Requests<L: ThreadLevel> {
     rt: Arc<Runtime>,
