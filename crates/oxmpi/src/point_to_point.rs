@@ -12,63 +12,19 @@ use std::sync::Arc;
 use crate::comm::Communicator;
 use crate::datatype::{Buffer, BufferMut, Checked, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
+use crate::handle::request::{self as h, check, PersistentOp, SendMode as Mode};
 use crate::p2p::engine::{RecvStart, SendMode};
 use crate::p2p::matching::{Unexpected, ANY_SOURCE, ANY_TAG, PROC_NULL};
-use crate::p2p::request::{ReqId, Status as RawStatus};
+use crate::p2p::request::ReqId;
 use crate::p2p::wire::Envelope;
-use crate::request::{
-    block_on, scope, status_result, wait_raw, Persistent, PersistentOp, Request, Scope,
-};
+use crate::request::{block_on, Persistent, Request, Scope};
 use crate::runtime::Runtime;
 use crate::threading::ThreadLevel;
 
 /// Largest tag value (`MPI_TAG_UB`).
 pub const TAG_UB: i32 = i32::MAX;
 
-/// What a completed receive reports (`MPI_Status`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Status {
-    raw: RawStatus,
-    elem: usize,
-}
-
-impl Status {
-    pub(crate) fn new(raw: RawStatus, elem: usize) -> Self {
-        Status {
-            raw,
-            elem: elem.max(1),
-        }
-    }
-
-    /// Rank of the sender (`MPI_SOURCE`), or `PROC_NULL`.
-    pub fn source(&self) -> i32 {
-        self.raw.source
-    }
-
-    /// Tag of the message (`MPI_TAG`).
-    pub fn tag(&self) -> i32 {
-        self.raw.tag
-    }
-
-    /// Bytes in the message (as received).
-    pub fn bytes(&self) -> u64 {
-        self.raw.bytes
-    }
-
-    /// Number of elements received (`MPI_Get_count`), or `None` if the byte count is not a
-    /// whole number of elements (`MPI_UNDEFINED`).
-    pub fn count(&self) -> Option<u64> {
-        self.raw
-            .bytes
-            .is_multiple_of(self.elem as u64)
-            .then_some(self.raw.bytes / self.elem as u64)
-    }
-
-    /// Whether the operation was cancelled (`MPI_Test_cancelled`).
-    pub fn cancelled(&self) -> bool {
-        self.raw.cancelled
-    }
-}
+pub use crate::p2p::request::Status;
 
 /// Who a receive accepts messages from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,7 +67,7 @@ impl From<i32> for Tag {
 }
 
 impl<L: ThreadLevel> Communicator<L> {
-    fn check_finalized(&self, call: &str) -> Result<()> {
+    pub(crate) fn check_finalized(&self, call: &str) -> Result<()> {
         if crate::runtime::is_finalized() {
             return Err(Error::new(
                 ErrorClass::Other,
@@ -122,7 +78,7 @@ impl<L: ThreadLevel> Communicator<L> {
     }
 
     /// World rank of communicator rank `dest`, or `None` for `PROC_NULL`.
-    fn dest(&self, call: &str, dest: i32) -> Result<Option<u32>> {
+    pub(crate) fn dest(&self, call: &str, dest: i32) -> Result<Option<u32>> {
         if dest == PROC_NULL {
             return Ok(None);
         }
@@ -135,13 +91,13 @@ impl<L: ThreadLevel> Communicator<L> {
     }
 
     /// World rank of a validated communicator rank (`None` for wildcards and `PROC_NULL`).
-    fn world_rank_of(&self, src: i32) -> Option<u32> {
+    pub(crate) fn world_rank_of(&self, src: i32) -> Option<u32> {
         usize::try_from(src)
             .ok()
             .and_then(|s| self.state.members.get(s).copied())
     }
 
-    fn envelope(&self, call: &str, tag: i32) -> Result<Envelope> {
+    pub(crate) fn envelope(&self, call: &str, tag: i32) -> Result<Envelope> {
         if tag < 0 {
             return Err(Error::new(
                 ErrorClass::Tag,
@@ -155,7 +111,7 @@ impl<L: ThreadLevel> Communicator<L> {
         })
     }
 
-    fn recv_args(&self, call: &str, source: Source, tag: Tag) -> Result<(i32, i32)> {
+    pub(crate) fn recv_args(&self, call: &str, source: Source, tag: Tag) -> Result<(i32, i32)> {
         let src = match source {
             Source::Any => ANY_SOURCE,
             Source::Null => PROC_NULL,
@@ -202,7 +158,7 @@ impl<L: ThreadLevel> Communicator<L> {
     /// Sends `buf` to rank `dest` with `tag` (`MPI_Send`; also serves `MPI_Rsend`).
     pub fn send<B: Buffer + ?Sized>(&self, buf: &B, dest: i32, tag: i32) -> Result<()> {
         if let Some(Some(id)) = self.start_send("send", SendMode::Standard, buf, dest, tag)? {
-            wait_raw(&self.rt, id)?;
+            check("send", h::wait_id(&self.rt, id))?;
         }
         Ok(())
     }
@@ -212,7 +168,7 @@ impl<L: ThreadLevel> Communicator<L> {
         if let Some(Some(id)) =
             self.start_send("synchronous_send", SendMode::Synchronous, buf, dest, tag)?
         {
-            wait_raw(&self.rt, id)?;
+            check("synchronous_send", h::wait_id(&self.rt, id))?;
         }
         Ok(())
     }
@@ -228,12 +184,7 @@ impl<L: ThreadLevel> Communicator<L> {
         // SAFETY: `buf` stays exclusively borrowed until this blocking receive completes.
         let start =
             unsafe { self.start_receive("receive", buf.bytes_mut(), source.into(), tag.into())? };
-        let elem = buf.element_size();
-        let raw = match start {
-            RecvStart::Done(st) => st,
-            RecvStart::Pending(id) => wait_raw(&self.rt, id)?,
-        };
-        status_result(raw, elem)
+        finish(&self.rt, "receive", start, buf.element_size())
     }
 
     /// Starts a receive into `bytes`.
@@ -291,7 +242,7 @@ impl<L: ThreadLevel> Communicator<L> {
         source: impl Into<Source>,
         tag: impl Into<Tag>,
     ) -> Result<(Vec<T>, Status)> {
-        let st = self.probe(source, tag)?;
+        let st = self.probe::<T>(source, tag)?;
         let size = std::mem::size_of::<T>().max(1);
         let n = st.bytes().div_ceil(size as u64) as usize;
         let mut v = vec![T::zeroed(); n];
@@ -299,32 +250,33 @@ impl<L: ThreadLevel> Communicator<L> {
         Ok((v, st))
     }
 
-    /// Waits for a matching message without receiving it (`MPI_Probe`).
-    pub fn probe(&self, source: impl Into<Source>, tag: impl Into<Tag>) -> Result<Status> {
+    /// Waits for a matching message without receiving it (`MPI_Probe`); the status counts
+    /// elements of `T`.
+    pub fn probe<T: Equivalence>(
+        &self,
+        source: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<Status> {
         let (source, tag) = (source.into(), tag.into());
-        block_on(&self.rt, || self.immediate_probe(source, tag))
+        block_on(&self.rt, || self.immediate_probe::<T>(source, tag))
     }
 
-    /// Checks for a matching message without receiving it (`MPI_Iprobe`).
-    pub fn immediate_probe(
+    /// Checks for a matching message without receiving it (`MPI_Iprobe`); the status counts
+    /// elements of `T`.
+    pub fn immediate_probe<T: Equivalence>(
         &self,
         source: impl Into<Source>,
         tag: impl Into<Tag>,
     ) -> Result<Option<Status>> {
         self.check_finalized("probe")?;
         let (src, tag) = self.recv_args("probe", source.into(), tag.into())?;
+        let elem = std::mem::size_of::<T>();
         if src == PROC_NULL {
-            return Ok(Some(Status::new(RawStatus::proc_null(), 1)));
+            return Ok(Some(Status::proc_null().with_elem(elem)));
         }
         let ctx = self.state.context;
-        let st = self.rt.engine.with(|e| -> Result<Option<RawStatus>> {
-            if let Some(st) = e.iprobe(ctx, src, tag) {
-                return Ok(Some(st));
-            }
-            e.progress();
-            Ok(e.iprobe(ctx, src, tag))
-        })?;
-        Ok(st.map(|s| Status::new(s, 1)))
+        let st = h::progress_then(&self.rt, |e| e.iprobe(ctx, src, tag));
+        Ok(st.map(|s| s.with_elem(elem)))
     }
 
     /// Starts a send (`MPI_Isend`).
@@ -359,9 +311,9 @@ impl<L: ThreadLevel> Communicator<L> {
     ) -> Result<Request<'a, 's>> {
         let start = match self.start_send("immediate_send", mode, buf, dest, tag)? {
             Some(Some(id)) => RecvStart::Pending(id),
-            _ => RecvStart::Done(RawStatus {
+            _ => RecvStart::Done(Status {
                 bytes: buf.bytes().len() as u64,
-                ..RawStatus::default()
+                ..Status::default()
             }),
         };
         Ok(Request::new(&self.rt, start, buf.element_size(), scope))
@@ -433,9 +385,9 @@ impl<L: ThreadLevel> Communicator<L> {
         tag: i32,
     ) -> Result<Request<'a, 's>> {
         self.buffered_send(buf, dest, tag)?;
-        let done = RawStatus {
+        let done = Status {
             bytes: buf.bytes().len() as u64,
-            ..RawStatus::default()
+            ..Status::default()
         };
         Ok(Request::new(
             &self.rt,
@@ -446,6 +398,7 @@ impl<L: ThreadLevel> Communicator<L> {
     }
 
     /// Sends `send` to `dest` and receives into `recv` from `source` at once (`MPI_Sendrecv`).
+    /// Returns only once both halves are over, also when one of them fails.
     pub fn send_receive_into<S: Buffer + ?Sized, R: BufferMut + ?Sized>(
         &self,
         send: &S,
@@ -455,12 +408,42 @@ impl<L: ThreadLevel> Communicator<L> {
         source: impl Into<Source>,
         recv_tag: impl Into<Tag>,
     ) -> Result<Status> {
-        let (source, recv_tag) = (source.into(), recv_tag.into());
-        scope(|s| {
-            let r = self.immediate_receive_into(s, recv, source, recv_tag)?;
-            self.send(send, dest, send_tag)?;
-            r.wait()
-        })
+        const CALL: &str = "send_receive";
+        // Check the send's arguments first, so that few failures remain once the receive
+        // is posted.
+        self.check_finalized(CALL)?;
+        let env = self.envelope(CALL, send_tag)?;
+        let to = self.dest(CALL, dest)?;
+        let elem = recv.element_size();
+        // SAFETY: `recv` stays exclusively borrowed until this call returns, and every path
+        // below completes (or cancels) the receive first.
+        let rstart =
+            unsafe { self.start_receive(CALL, recv.bytes_mut(), source.into(), recv_tag.into())? };
+        let sent = match to {
+            None => Ok(None),
+            Some(to) => {
+                let bytes = send.bytes();
+                // SAFETY: `send` is borrowed until this call returns, after the send completed.
+                self.rt.engine.with(|e| unsafe {
+                    e.isend(SendMode::Standard, bytes.as_ptr(), bytes.len(), to, env)
+                })
+            }
+        };
+        let sid = match sent {
+            Ok(sid) => sid,
+            Err(e) => {
+                if let RecvStart::Pending(id) = rstart {
+                    h::cancel_or_wait(&self.rt, id);
+                }
+                return Err(e);
+            }
+        };
+        let sst = sid.map(|id| h::wait_id(&self.rt, id));
+        let rst = finish(&self.rt, CALL, rstart, elem);
+        if let Some(st) = sst {
+            check(CALL, st)?;
+        }
+        rst
     }
 
     /// Sends in ready mode (`MPI_Rsend`): the receive must already be posted. oxmpi gives it
@@ -494,61 +477,48 @@ impl<L: ThreadLevel> Communicator<L> {
         let elem = buf.element_size();
         let st =
             self.send_receive_into(&copy[..], dest, send_tag, buf.bytes_mut(), source, recv_tag)?;
-        Ok(Status::new(st.raw, elem))
+        Ok(st.with_elem(elem))
     }
 
     /// Waits for a matching message and takes it out of the matching queues, so that only the
-    /// returned [`Message`] can receive it (`MPI_Mprobe`).
-    pub fn matched_probe(
+    /// returned [`Message`] can receive it (`MPI_Mprobe`); the status counts elements of `T`.
+    pub fn matched_probe<T: Equivalence>(
         &self,
         source: impl Into<Source>,
         tag: impl Into<Tag>,
-    ) -> Result<(Message, Status)> {
+    ) -> Result<(Message<L>, Status)> {
         let (source, tag) = (source.into(), tag.into());
-        block_on(&self.rt, || self.immediate_matched_probe(source, tag))
+        block_on(&self.rt, || self.immediate_matched_probe::<T>(source, tag))
     }
 
     /// Like [`matched_probe`](Self::matched_probe) but returns `None` at once if no message
     /// matches (`MPI_Improbe`).
-    pub fn immediate_matched_probe(
+    pub fn immediate_matched_probe<T: Equivalence>(
         &self,
         source: impl Into<Source>,
         tag: impl Into<Tag>,
-    ) -> Result<Option<(Message, Status)>> {
+    ) -> Result<Option<(Message<L>, Status)>> {
         self.check_finalized("matched_probe")?;
         let (src, tag) = self.recv_args("matched_probe", source.into(), tag.into())?;
+        let elem = std::mem::size_of::<T>();
+        let message = |msg| Message {
+            rt: self.rt.clone(),
+            msg,
+            _level: L::Marker::default(),
+        };
         if src == PROC_NULL {
-            let raw = RawStatus::proc_null();
-            return Ok(Some((
-                Message {
-                    rt: self.rt.clone(),
-                    msg: None,
-                },
-                Status::new(raw, 1),
-            )));
+            return Ok(Some((message(None), Status::proc_null().with_elem(elem))));
         }
         let ctx = self.state.context;
-        let found = self.rt.engine.with(|e| -> Result<Option<Unexpected>> {
-            if let Some(u) = e.improbe(ctx, src, tag) {
-                return Ok(Some(u));
-            }
-            e.progress();
-            Ok(e.improbe(ctx, src, tag))
-        })?;
+        let found = h::progress_then(&self.rt, |e| e.improbe(ctx, src, tag));
         Ok(found.map(|u| {
-            let raw = RawStatus {
+            let st = Status {
                 source: u.env.src as i32,
                 tag: u.env.tag,
                 bytes: u.body.len(),
-                ..RawStatus::default()
+                ..Status::default()
             };
-            (
-                Message {
-                    rt: self.rt.clone(),
-                    msg: Some(u),
-                },
-                Status::new(raw, 1),
-            )
+            (message(Some(u)), st.with_elem(elem))
         }))
     }
 
@@ -560,10 +530,58 @@ impl<L: ThreadLevel> Communicator<L> {
         dest: i32,
         tag: i32,
     ) -> Result<Persistent<'a, 's>> {
-        let env = self.envelope("send_init", tag)?;
-        let to = self.dest("send_init", dest)?;
+        self.send_init_mode(scope, Mode::Standard, "send_init", buf, dest, tag)
+    }
+
+    /// A persistent synchronous send (`MPI_Ssend_init`).
+    pub fn synchronous_send_init<'a, 's, B: Buffer + ?Sized>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a B,
+        dest: i32,
+        tag: i32,
+    ) -> Result<Persistent<'a, 's>> {
+        self.send_init_mode(scope, Mode::Synchronous, "ssend_init", buf, dest, tag)
+    }
+
+    /// A persistent ready-mode send (`MPI_Rsend_init`): the receive must be posted whenever
+    /// it starts.
+    pub fn ready_send_init<'a, 's, B: Buffer + ?Sized>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a B,
+        dest: i32,
+        tag: i32,
+    ) -> Result<Persistent<'a, 's>> {
+        self.send_init_mode(scope, Mode::Ready, "rsend_init", buf, dest, tag)
+    }
+
+    /// A persistent buffered send (`MPI_Bsend_init`): each start copies `buf` into the
+    /// attached buffer, as [`buffered_send`](Self::buffered_send) does.
+    pub fn buffered_send_init<'a, 's, B: Buffer + ?Sized>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a B,
+        dest: i32,
+        tag: i32,
+    ) -> Result<Persistent<'a, 's>> {
+        self.send_init_mode(scope, Mode::Buffered, "bsend_init", buf, dest, tag)
+    }
+
+    fn send_init_mode<'a, 's, B: Buffer + ?Sized>(
+        &self,
+        scope: &'s Scope<'a>,
+        mode: Mode,
+        call: &str,
+        buf: &'a B,
+        dest: i32,
+        tag: i32,
+    ) -> Result<Persistent<'a, 's>> {
+        let env = self.envelope(call, tag)?;
+        let to = self.dest(call, dest)?;
         let bytes = buf.bytes();
         let op = PersistentOp::Send {
+            mode,
             buf: bytes.as_ptr(),
             len: bytes.len(),
             to,
@@ -594,24 +612,57 @@ impl<L: ThreadLevel> Communicator<L> {
             ctx: self.state.context,
             src,
             tag,
+            world_src: self.world_rank_of(src),
         };
         Ok(Persistent::new(self.rt.clone(), op, elem, scope))
     }
 }
 
+/// Waits for a started operation and checks its status.
+fn finish(rt: &Runtime, call: &str, start: RecvStart, elem: usize) -> Result<Status> {
+    let st = match start {
+        RecvStart::Done(st) => st,
+        RecvStart::Pending(id) => h::wait_id(rt, id),
+    };
+    check(call, st.with_elem(elem))
+}
+
 /// A message taken by a matched probe; only it can receive the message (`MPI_Message`).
 /// Dropping it without receiving loses the message.
+///
+/// It carries the thread level of the communicator it came from: below
+/// [`Serialized`](crate::Serialized) it cannot leave its thread, since receiving it drives
+/// the engine, which is unlocked there.
+/// ```compile_fail
+/// fn needs_send<T: Send>(_: T) {}
+/// let universe = oxmpi::init().unwrap(); // Threading::Single
+/// let (m, _) = universe.world().matched_probe::<u8>(0, 0).unwrap();
+/// needs_send(m); // error: a Single-level message cannot leave its thread
+/// ```
+/// ```compile_fail
+/// fn needs_sync<T: Sync>(_: T) {}
+/// let universe = oxmpi::init_with::<oxmpi::Funneled>().unwrap();
+/// let (m, _) = universe.world().matched_probe::<u8>(0, 0).unwrap();
+/// needs_sync(m); // error: nor be shared at Funneled
+/// ```
+/// ```no_run
+/// fn needs_send_sync<T: Send + Sync>(_: T) {}
+/// let universe = oxmpi::init_with::<oxmpi::Multiple>().unwrap();
+/// let (m, _) = universe.world().matched_probe::<u8>(0, 0).unwrap();
+/// needs_send_sync(m);
+/// ```
 #[derive(Debug)]
-pub struct Message {
+pub struct Message<L: ThreadLevel = crate::Single> {
     rt: Arc<Runtime>,
     /// `None` for the message of a probe on `PROC_NULL` (`MPI_MESSAGE_NO_PROC`).
     msg: Option<Unexpected>,
+    _level: L::Marker,
 }
 
-impl Message {
+impl<L: ThreadLevel> Message<L> {
     fn start(self, bytes: &mut [u8]) -> (Arc<Runtime>, RecvStart) {
         let start = match self.msg {
-            None => RecvStart::Done(RawStatus::proc_null()),
+            None => RecvStart::Done(Status::proc_null()),
             // SAFETY: `bytes` is borrowed by the caller until the receive completes (blocking
             // receive waits; the immediate form ties it to a scoped Request).
             Some(u) => self
@@ -626,11 +677,7 @@ impl Message {
     pub fn matched_receive_into<B: BufferMut + ?Sized>(self, buf: &mut B) -> Result<Status> {
         let elem = buf.element_size();
         let (rt, start) = self.start(buf.bytes_mut());
-        let raw = match start {
-            RecvStart::Done(st) => st,
-            RecvStart::Pending(id) => wait_raw(&rt, id)?,
-        };
-        status_result(raw, elem)
+        finish(&rt, "matched_receive", start, elem)
     }
 
     /// Starts receiving the message into `buf` (`MPI_Imrecv`).

@@ -2,7 +2,9 @@
 //! at once, and persistent requests.
 //!
 //! Every request borrows its buffer for `'a` and belongs to a [`Scope`]: when the scope ends it
-//! completes whatever is still outstanding, so even a leaked request cannot outlive its buffer.
+//! completes whatever is still outstanding, so even a leaked request cannot outlive its buffer,
+//! also when a panic unwinds through it. Waiting goes through the
+//! [handle layer](crate::handle::request)'s one wait loop; each request reports its own error.
 //!
 //! # Standard sections
 //! MPI-5.0 §3.7 (nonblocking communication), §3.9 (persistent requests).
@@ -12,10 +14,11 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorClass, Result};
+use crate::handle::request::PersistentOp;
+use crate::handle::request::{self as h, check, empty_status};
 use crate::p2p::engine::RecvStart;
-use crate::p2p::progress::Backoff;
-use crate::p2p::request::{ReqId, Status as RawStatus};
-use crate::point_to_point::Status;
+use crate::p2p::request::ReqId;
+pub use crate::p2p::request::Status;
 use crate::runtime::Runtime;
 
 /// Where outstanding nonblocking operations live; see [`scope`].
@@ -45,10 +48,41 @@ impl Scope<'_> {
         }
         v.push(id);
     }
+
+    /// Completes every request still outstanding.
+    fn finish(&self) {
+        let Some(rt) = self.rt.get() else {
+            return;
+        };
+        for id in self.outstanding.take() {
+            // Entries of requests already collected (their slot may serve another request
+            // now) are skipped: only live ones can still touch a buffer.
+            if rt.engine.with(|e| e.is_live(id)) {
+                if let Some(c) = h::wait_id(rt, id).error {
+                    eprintln!(
+                        "oxmpi: rank {}: a request left at scope end failed ({c:?})",
+                        rt.rank
+                    );
+                }
+            }
+        }
+    }
 }
 
-/// Runs `f` with a scope for nonblocking operations; when `f` returns, every request started
-/// in the scope and not yet completed is waited for.
+/// Completes the scope's requests when dropped, on return and on unwinding alike.
+struct FinishOnDrop<'x, 'a>(&'x Scope<'a>);
+
+impl Drop for FinishOnDrop<'_, '_> {
+    fn drop(&mut self) {
+        self.0.finish();
+    }
+}
+
+/// Runs `f` with a scope for nonblocking operations; when `f` returns, or unwinds, every
+/// request started in the scope and not yet completed is waited for.
+///
+/// Like `std::thread::scope`, a panic in `f` is resumed only after that wait, so even a
+/// leaked request cannot write into a buffer the unwinding freed.
 pub fn scope<'a, R>(f: impl FnOnce(&Scope<'a>) -> R) -> R {
     let s = Scope {
         rt: std::cell::OnceCell::new(),
@@ -56,21 +90,9 @@ pub fn scope<'a, R>(f: impl FnOnce(&Scope<'a>) -> R) -> R {
         prune_at: std::cell::Cell::new(1024),
         _buffers: PhantomData,
     };
+    let guard = FinishOnDrop(&s);
     let r = f(&s);
-    if let Some(rt) = s.rt.get() {
-        for id in s.outstanding.take() {
-            // Entries of requests already collected (their slot may serve another request
-            // now) are skipped: only live ones can still touch a buffer.
-            if rt.engine.with(|e| e.is_live(id)) {
-                if let Err(e) = wait_raw(rt, id) {
-                    eprintln!(
-                        "oxmpi: rank {}: request left at scope end failed: {e}",
-                        rt.rank
-                    );
-                }
-            }
-        }
-    }
+    drop(guard);
     r
 }
 
@@ -84,9 +106,11 @@ pub struct Request<'a, 's> {
     _scope: &'s Scope<'a>,
 }
 
+#[derive(Clone, Copy)]
 enum ReqState {
     Pending(ReqId),
-    Done(RawStatus),
+    Done(Status),
+    /// Completed and collected: inactive, like `MPI_REQUEST_NULL`.
     Collected,
 }
 
@@ -115,58 +139,51 @@ impl<'a, 's> Request<'a, 's> {
 
     /// Blocks until the operation completes (`MPI_Wait`).
     pub fn wait(mut self) -> Result<Status> {
-        let raw = match std::mem::replace(&mut self.state, ReqState::Collected) {
-            ReqState::Pending(id) => {
-                let st = wait_raw(self.rt, id);
-                st?
-            }
+        self.wait_in("wait")
+    }
+
+    fn wait_in(&mut self, call: &str) -> Result<Status> {
+        let st = match std::mem::replace(&mut self.state, ReqState::Collected) {
+            ReqState::Pending(id) => h::wait_id(self.rt, id),
             ReqState::Done(st) => st,
-            ReqState::Collected => {
-                return Err(Error::new(
-                    ErrorClass::Request,
-                    "wait: request already completed",
-                ))
-            }
+            ReqState::Collected => return Err(collected(call)),
         };
-        status_result(raw, self.elem)
+        check(call, st.with_elem(self.elem))
     }
 
-    /// Completes the operation if it is done (`MPI_Test`); `None` if still in flight.
+    /// Completes the operation if it is done (`MPI_Test`); `None` if still in flight. Once
+    /// it has returned `Some`, the request is inactive: testing it again is an error, and
+    /// [`wait_any`] and friends pass over it.
     pub fn test(&mut self) -> Option<Result<Status>> {
-        match self.state {
-            ReqState::Pending(id) => {
-                let r: Result<Option<RawStatus>> = self.rt.engine.with(|e| {
-                    e.progress();
-                    Ok(e.test(id))
-                });
-                // A parked user step may be what this request (or a peer) waits for.
-                self.rt.engine.run_parked();
-                match r {
-                    Err(e) => Some(Err(e)),
-                    Ok(None) => None,
-                    Ok(Some(st)) => {
-                        self.state = ReqState::Collected;
-                        Some(status_result(st, self.elem))
-                    }
-                }
-            }
-            ReqState::Done(st) => {
-                self.state = ReqState::Collected;
-                Some(status_result(st, self.elem))
-            }
-            ReqState::Collected => Some(Err(Error::new(
-                ErrorClass::Request,
-                "test: request already completed",
-            ))),
-        }
+        let st = match self.state {
+            ReqState::Pending(id) => h::test_id(self.rt, id)?,
+            ReqState::Done(st) => st,
+            ReqState::Collected => return Some(Err(collected("test"))),
+        };
+        self.state = ReqState::Collected;
+        Some(check("test", st.with_elem(self.elem)))
     }
 
-    /// Cancels a pending receive (`MPI_Cancel`); returns whether it was cancelled before
-    /// matching. The request must still be waited for.
+    /// Whether the request was completed and collected (by [`test`](Self::test)).
+    pub fn is_inactive(&self) -> bool {
+        matches!(self.state, ReqState::Collected)
+    }
+
+    /// Asks to cancel the operation (`MPI_Cancel`); returns whether a pending receive was
+    /// cancelled before matching. The request must still be waited for.
     pub fn cancel(&self) -> bool {
         match self.state {
             ReqState::Pending(id) => self.rt.engine.with(|e| e.cancel(id)),
             _ => false,
+        }
+    }
+
+    /// Whether it has finished, without collecting it (call after a progress pass).
+    fn done_in(&self, e: &mut crate::p2p::engine::Engine) -> bool {
+        match self.state {
+            ReqState::Pending(id) => e.is_done(id),
+            ReqState::Done(_) => true,
+            ReqState::Collected => false,
         }
     }
 }
@@ -175,122 +192,151 @@ impl Drop for Request<'_, '_> {
     fn drop(&mut self) {
         if let ReqState::Pending(id) = self.state {
             // Completing here keeps the borrowed buffer valid for as long as the engine uses it.
-            let _ = wait_raw(self.rt, id);
+            h::wait_id(self.rt, id);
         }
     }
 }
 
-pub(crate) fn status_result(raw: RawStatus, elem: usize) -> Result<Status> {
-    match raw.error {
-        Some(ErrorClass::Truncate) => Err(Error::new(
-            ErrorClass::Truncate,
-            format!("receive: message from rank {} (tag {}) is longer than the receive buffer ({} bytes kept)", raw.source, raw.tag, raw.bytes),
-        )),
-        Some(c) => Err(Error::new(c, "operation failed")),
-        None => Ok(Status::new(raw, elem)),
-    }
+fn collected(call: &str) -> Error {
+    Error::new(
+        ErrorClass::Request,
+        format!("{call}: the request was already completed"),
+    )
+}
+
+/// A status as a result: its operation's error, with the class kept (used by collectives).
+pub(crate) fn status_result(raw: Status, elem: usize) -> Result<Status> {
+    check("receive", raw.with_elem(elem))
 }
 
 /// Calls `poll` until it yields a value, spinning then backing off between calls.
 pub(crate) fn block_on<R>(rt: &Runtime, mut poll: impl FnMut() -> Result<Option<R>>) -> Result<R> {
-    let mut backoff = Backoff::new(rt.wait);
-    loop {
-        if let Some(r) = poll()? {
-            return Ok(r);
-        }
-        // Parked user steps (nonblocking user reductions) may be what we wait for.
-        if rt.engine.run_parked() {
-            backoff.reset();
-        }
-        backoff.snooze();
+    h::wait_loop(rt, || match poll() {
+        Ok(None) => (None, false),
+        Ok(Some(r)) => (Some(Ok(r)), true),
+        Err(e) => (Some(Err(e)), true),
+    })
+}
+
+/// Waits for engine request `id`; the status carries the operation's own error.
+pub(crate) fn wait_raw(rt: &Runtime, id: ReqId) -> Result<Status> {
+    Ok(h::wait_id(rt, id))
+}
+
+/// Some requests of a [`wait_all`] or [`test_all`] failed (`MPI_ERR_IN_STATUS`): each
+/// request's own result, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InStatus {
+    /// One entry per request: its status or its own error.
+    pub results: Vec<Result<Status>>,
+}
+
+impl std::fmt::Display for InStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let failed: Vec<String> = self
+            .results
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.as_ref().err().map(|e| format!("request {i}: {e}")))
+            .collect();
+        write!(f, "wait_all: {}", failed.join("; "))
     }
 }
 
-/// Waits for request `id`, spinning then backing off.
-pub(crate) fn wait_raw(rt: &Runtime, id: ReqId) -> Result<RawStatus> {
-    let mut backoff = Backoff::new(rt.wait);
-    loop {
-        let (done, worked) = rt.engine.with(|e| -> Result<(Option<RawStatus>, bool)> {
-            if let Some(st) = e.test(id) {
-                return Ok((Some(st), true));
-            }
-            // Spin on the arrival word alone before paying for a full progress pass; bounded
-            // so that, under a lock, other threads get their turn.
-            let mut k = 0;
-            while k < rt.wait.inner_spin && e.quiet() {
-                k += 1;
-            }
-            let n = e.progress();
-            Ok((e.test(id), n > 0))
-        })?;
-        // Run parked user steps (user reductions, with the engine unlocked): this request, or
-        // a peer's, may depend on them. Also drops a finished one's user operation.
-        let parked = rt.engine.run_parked();
-        if let Some(st) = done {
-            return Ok(st);
-        }
-        if parked || worked {
-            backoff.reset();
-        }
-        backoff.snooze();
+impl std::error::Error for InStatus {}
+
+impl From<InStatus> for Error {
+    fn from(e: InStatus) -> Error {
+        Error::new(ErrorClass::InStatus, e.to_string())
     }
 }
 
-/// Waits for every request (`MPI_Waitall`); returns their statuses in order, or the first error
-/// after all have completed.
-pub fn wait_all(requests: Vec<Request<'_, '_>>) -> Result<Vec<Status>> {
-    let results: Vec<Result<Status>> = requests.into_iter().map(Request::wait).collect();
-    results.into_iter().collect()
+/// Waits for every request (`MPI_Waitall`); returns their statuses in order, or, if any
+/// failed, every request's own result.
+pub fn wait_all(requests: Vec<Request<'_, '_>>) -> std::result::Result<Vec<Status>, InStatus> {
+    let results: Vec<Result<Status>> = requests
+        .into_iter()
+        .map(|mut r| r.wait_in("wait_all"))
+        .collect();
+    if results.iter().all(|r| r.is_ok()) {
+        Ok(results.into_iter().map(|r| r.expect("ok")).collect())
+    } else {
+        Err(InStatus { results })
+    }
+}
+
+/// Completes all requests if all have finished (`MPI_Testall`); otherwise leaves them alone
+/// and returns `None`.
+pub fn test_all(
+    requests: &mut Vec<Request<'_, '_>>,
+) -> Option<std::result::Result<Vec<Status>, InStatus>> {
+    if let Some(rt) = requests.first().map(|r| r.rt) {
+        let all = h::progress_then(rt, |e| {
+            requests.iter().all(|r| r.done_in(e) || r.is_inactive())
+        });
+        if !all {
+            return None;
+        }
+    }
+    Some(wait_all(std::mem::take(requests)))
 }
 
 /// Completes one request that has finished, removing it from `requests` (`MPI_Waitany`).
-/// Returns its index in `requests` before removal and its result; `None` if `requests` is
-/// empty.
+/// Returns its index in `requests` before removal and its result; `None` if no request is
+/// active (the vector is empty or holds only requests already collected by `test`).
 pub fn wait_any(requests: &mut Vec<Request<'_, '_>>) -> Option<(usize, Result<Status>)> {
     let rt = requests.first()?.rt;
-    block_on(rt, || Ok(test_any(requests))).ok()
+    if requests.iter().all(Request::is_inactive) {
+        return None;
+    }
+    let i = h::wait_engine_until(rt, |e| requests.iter().position(|r| r.done_in(e)));
+    Some((i, requests.remove(i).wait_in("wait_any")))
 }
 
 /// Completes one finished request if there is one, removing it from `requests`
 /// (`MPI_Testany`).
 pub fn test_any(requests: &mut Vec<Request<'_, '_>>) -> Option<(usize, Result<Status>)> {
-    let i = requests.iter_mut().position(|r| r.poll_done())?;
-    let mut r = requests.remove(i);
-    let res = r.test().unwrap_or_else(|| {
-        Err(Error::new(
-            ErrorClass::Intern,
-            "test_any: request lost its completion",
-        ))
-    });
-    Some((i, res))
+    let rt = requests.first()?.rt;
+    let i = h::progress_then(rt, |e| requests.iter().position(|r| r.done_in(e)))?;
+    Some((i, requests.remove(i).wait_in("test_any")))
 }
 
 /// Waits until at least one request finished, then completes every finished one, removing them
-/// from `requests` (`MPI_Waitsome`). Indices refer to positions before removal.
+/// from `requests` (`MPI_Waitsome`). Indices refer to positions before removal; each entry has
+/// its request's own result. Empty if no request is active.
 pub fn wait_some(requests: &mut Vec<Request<'_, '_>>) -> Vec<(usize, Result<Status>)> {
     let Some(rt) = requests.first().map(|r| r.rt) else {
         return Vec::new();
     };
-    block_on(rt, || {
-        let done = test_some(requests);
-        Ok((!done.is_empty()).then_some(done))
-    })
-    .unwrap_or_default()
+    if requests.iter().all(Request::is_inactive) {
+        return Vec::new();
+    }
+    h::wait_engine_until(rt, |e| requests.iter().any(|r| r.done_in(e)).then_some(()));
+    collect_done(requests, "wait_some")
 }
 
 /// Completes every finished request, removing them from `requests` (`MPI_Testsome`).
 pub fn test_some(requests: &mut Vec<Request<'_, '_>>) -> Vec<(usize, Result<Status>)> {
+    let Some(rt) = requests.first().map(|r| r.rt) else {
+        return Vec::new();
+    };
+    h::progress_then(rt, |_| ());
+    collect_done(requests, "test_some")
+}
+
+/// Removes and completes the requests that have finished.
+fn collect_done(requests: &mut Vec<Request<'_, '_>>, call: &str) -> Vec<(usize, Result<Status>)> {
+    let Some(rt) = requests.first().map(|r| r.rt) else {
+        return Vec::new();
+    };
+    let done: Vec<bool> = rt
+        .engine
+        .with(|e| requests.iter().map(|r| r.done_in(e)).collect());
     let mut out = Vec::new();
     let mut kept = Vec::with_capacity(requests.len());
-    for (i, mut r) in std::mem::take(requests).into_iter().enumerate() {
-        if r.poll_done() {
-            let res = r.test().unwrap_or_else(|| {
-                Err(Error::new(
-                    ErrorClass::Intern,
-                    "test_some: request lost its completion",
-                ))
-            });
-            out.push((i, res));
+    for (i, (mut r, d)) in std::mem::take(requests).into_iter().zip(done).enumerate() {
+        if d {
+            out.push((i, r.wait_in(call)));
         } else {
             kept.push(r);
         }
@@ -299,55 +345,9 @@ pub fn test_some(requests: &mut Vec<Request<'_, '_>>) -> Vec<(usize, Result<Stat
     out
 }
 
-/// Completes all requests if all have finished (`MPI_Testall`); otherwise leaves them alone
-/// and returns `None`.
-pub fn test_all<'a, 's>(requests: &mut Vec<Request<'a, 's>>) -> Option<Result<Vec<Status>>> {
-    if !requests.iter_mut().all(|r| r.poll_done()) {
-        return None;
-    }
-    Some(wait_all(std::mem::take(requests)))
-}
-
-impl Request<'_, '_> {
-    /// Advances progress and reports whether this request has finished, without collecting it.
-    fn poll_done(&mut self) -> bool {
-        match self.state {
-            ReqState::Pending(id) => {
-                let done = self.rt.engine.with(|e| {
-                    e.progress();
-                    e.is_done(id)
-                });
-                self.rt.engine.run_parked();
-                done
-            }
-            ReqState::Done(_) => true,
-            ReqState::Collected => false,
-        }
-    }
-}
-
-/// What a persistent request does each time it is started.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum PersistentOp {
-    /// Send `len` bytes at `buf` to world rank `to` (`None`: `PROC_NULL`).
-    Send {
-        buf: *const u8,
-        len: usize,
-        to: Option<u32>,
-        env: crate::p2p::wire::Envelope,
-    },
-    /// Receive up to `cap` bytes into `buf`.
-    Recv {
-        buf: *mut u8,
-        cap: usize,
-        ctx: u32,
-        src: i32,
-        tag: i32,
-    },
-}
-
-/// A persistent request (`MPI_Send_init`/`MPI_Recv_init`): started any number of times, each
-/// start followed by a wait or successful test, with the buffer borrowed for `'a`.
+/// A persistent request (`MPI_Send_init` and its modes, `MPI_Recv_init`): started any number
+/// of times, each start followed by a wait or successful test, with the buffer borrowed for
+/// `'a`.
 pub struct Persistent<'a, 's> {
     rt: Arc<Runtime>,
     op: PersistentOp,
@@ -382,38 +382,9 @@ impl<'a, 's> Persistent<'a, 's> {
                 "start: the persistent request is still active",
             ));
         }
-        let start = match self.op {
-            PersistentOp::Send { to: None, .. } => RecvStart::Done(RawStatus::default()),
-            PersistentOp::Send {
-                buf,
-                len,
-                to: Some(to),
-                env,
-            } => {
-                // SAFETY: the buffer is borrowed for `'a`, which outlives this request and its
-                // scope (which waits for anything left active).
-                match self.rt.engine.with(|e| unsafe {
-                    e.isend(crate::p2p::engine::SendMode::Standard, buf, len, to, env)
-                })? {
-                    None => RecvStart::Done(RawStatus {
-                        bytes: len as u64,
-                        ..RawStatus::default()
-                    }),
-                    Some(id) => RecvStart::Pending(id),
-                }
-            }
-            // SAFETY: as above, for the exclusively borrowed receive buffer.
-            PersistentOp::Recv {
-                buf,
-                cap,
-                ctx,
-                src,
-                tag,
-            } => self
-                .rt
-                .engine
-                .with(|e| unsafe { e.irecv(buf, cap, ctx, src, tag) })?,
-        };
+        // SAFETY: the buffer is borrowed for `'a`, which outlives this request and its scope;
+        // both wait for an active operation before they end.
+        let start = unsafe { h::start_op(&self.rt, &self.op)? };
         self.active = Some(match start {
             RecvStart::Done(st) => ReqState::Done(st),
             RecvStart::Pending(id) => {
@@ -424,9 +395,14 @@ impl<'a, 's> Persistent<'a, 's> {
         Ok(())
     }
 
+    /// Starts every request (`MPI_Startall`); stops at the first that fails to start.
+    pub fn start_all(requests: &mut [Persistent<'a, 's>]) -> Result<()> {
+        requests.iter_mut().try_for_each(Persistent::start)
+    }
+
     /// Waits for the started operation (`MPI_Wait`); the request becomes inactive.
     pub fn wait(&mut self) -> Result<Status> {
-        let raw = match self.active.take() {
+        let st = match self.active.take() {
             None => {
                 return Err(Error::new(
                     ErrorClass::Request,
@@ -434,15 +410,22 @@ impl<'a, 's> Persistent<'a, 's> {
                 ))
             }
             Some(ReqState::Done(st)) => st,
-            Some(ReqState::Pending(id)) => wait_raw(&self.rt, id)?,
-            Some(ReqState::Collected) => {
-                return Err(Error::new(
-                    ErrorClass::Intern,
-                    "persistent request in a bad state",
-                ))
-            }
+            Some(ReqState::Pending(id)) => h::wait_id(&self.rt, id),
+            Some(ReqState::Collected) => empty_status(),
         };
-        status_result(raw, self.elem)
+        check("wait", st.with_elem(self.elem))
+    }
+
+    /// Completes the started operation if it is done (`MPI_Test`); the request then becomes
+    /// inactive. `None` while it runs or if it was not started.
+    pub fn test(&mut self) -> Option<Result<Status>> {
+        let st = match self.active? {
+            ReqState::Pending(id) => h::test_id(&self.rt, id)?,
+            ReqState::Done(st) => st,
+            ReqState::Collected => empty_status(),
+        };
+        self.active = None;
+        Some(check("test", st.with_elem(self.elem)))
     }
 
     /// Whether a started operation is still active.
@@ -453,8 +436,8 @@ impl<'a, 's> Persistent<'a, 's> {
 
 impl Drop for Persistent<'_, '_> {
     fn drop(&mut self) {
-        if matches!(self.active, Some(ReqState::Pending(_))) {
-            let _ = self.wait();
+        if let Some(ReqState::Pending(id)) = self.active {
+            h::wait_id(&self.rt, id);
         }
     }
 }

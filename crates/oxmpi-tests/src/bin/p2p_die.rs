@@ -14,7 +14,7 @@ fn main() {
         }
         1 => {
             let mut v = [0u8; 16];
-            let _ = world.probe(0, 1);
+            let _ = world.probe::<u8>(0, 1);
             // The rendezvous request is here; die instead of pulling the data.
             let _ = std::process::Command::new("kill")
                 .args(["-9", &std::process::id().to_string()])

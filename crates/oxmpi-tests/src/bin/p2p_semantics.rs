@@ -166,18 +166,21 @@ fn main() {
             world.send(&[6i32; 3][..], 1, 6).unwrap();
             world.ready_send(&[8i16; 2][..], 1, 8).unwrap_or(());
         } else {
-            let st = world.probe(0, 5).unwrap();
+            let st = world.probe::<i32>(0, 5).unwrap();
             check!(
-                st.bytes() == 40 && st.tag() == 5 && st.source() == 0,
+                st.bytes() == 40 && st.count() == Some(10) && st.tag() == 5 && st.source() == 0,
                 "probe {st:?}"
             );
-            let (m6, st6) = world.matched_probe(Source::Any, Tag::Is(6)).unwrap();
-            check!(st6.bytes() == 12, "mprobe status");
+            let (m6, st6) = world.matched_probe::<i32>(Source::Any, Tag::Is(6)).unwrap();
+            check!(st6.bytes() == 12 && st6.count() == Some(3), "mprobe status");
             check!(
-                world.immediate_matched_probe(0, 6).unwrap().is_none(),
+                world
+                    .immediate_matched_probe::<i32>(0, 6)
+                    .unwrap()
+                    .is_none(),
                 "message 6 was taken"
             );
-            let (m5, _) = world.matched_probe(0, Tag::Any).unwrap();
+            let (m5, _) = world.matched_probe::<i32>(0, Tag::Any).unwrap();
             let mut v6 = [0i32; 3];
             m6.matched_receive_into(&mut v6[..]).unwrap();
             let mut v5 = [0i32; 10];
@@ -189,7 +192,7 @@ fn main() {
             check!(v5 == [5; 10] && v6 == [6; 3], "matched receives");
             let (v8, st8) = world.receive_vec::<i16>(0, 8).unwrap();
             check!(v8 == vec![8i16; 2] && st8.count() == Some(2), "receive_vec");
-            let (_, st) = world.matched_probe(Source::Null, Tag::Any).unwrap();
+            let (_, st) = world.matched_probe::<u8>(Source::Null, Tag::Any).unwrap();
             check!(
                 st.source() == oxmpi::p2p::matching::PROC_NULL,
                 "mprobe PROC_NULL"

@@ -1,6 +1,10 @@
 //! The handle layer: the core without Rust lifetimes or type parameters, for the C ABI (and
 //! Rust users who want it).
 //!
+//! Requests are plain ids ([`request::RequestId`]) in a table ([`request::Requests`]); the
+//! typed API in [`request`](crate::request) and [`point_to_point`](crate::point_to_point)
+//! sits on the same functions and their one wait loop.
+//!
 //! Communicators, groups, user operations and keyvals are `Copy` ids into process-wide
 //! tables ([`comm::CommHandle`], [`group::GroupHandle`], [`op::OpHandle`],
 //! [`comm::KeyvalHandle`]); a freed or never-issued id is an error of the matching class,
@@ -35,4 +39,5 @@ pub mod comm;
 pub mod env;
 pub mod group;
 pub mod op;
+pub mod request;
 pub(crate) mod table;

@@ -426,6 +426,23 @@ impl Engine {
         self.proto.reqs.take_if_done(id)
     }
 
+    /// The status of request `id` if it is complete, without freeing it
+    /// (`MPI_Request_get_status`).
+    pub fn peek(&mut self, id: ReqId) -> Option<Status> {
+        self.proto.reqs.peek_done(id)
+    }
+
+    /// Frees request `id` now if complete, else as soon as it completes (`MPI_Request_free`);
+    /// false if `id` names no live request.
+    pub fn detach(&mut self, id: ReqId) -> bool {
+        self.proto.reqs.detach(id)
+    }
+
+    /// A request already complete with `status`, for an operation that finished as it started.
+    pub fn completed(&mut self, status: Status) -> ReqId {
+        self.proto.reqs.alloc_done(status)
+    }
+
     /// Whether `id` names a request not yet collected.
     pub fn is_live(&mut self, id: ReqId) -> bool {
         self.proto.reqs.is_live(id)

@@ -976,7 +976,7 @@ impl Proto {
                         tag: a.env.tag,
                         bytes: a.total.min(cap as u64),
                         error: (a.total > cap as u64).then_some(ErrorClass::Truncate),
-                        cancelled: false,
+                        ..Status::default()
                     },
                 );
                 if let Some(sreq) = a.sync {
@@ -1074,7 +1074,7 @@ impl Proto {
                 tag: h.env.tag,
                 bytes: n as u64,
                 error: (len > cap).then_some(ErrorClass::Truncate),
-                cancelled: false,
+                ..Status::default()
             },
         );
         if kind == am::EAGER_SYNC {
@@ -1099,7 +1099,7 @@ impl Proto {
             tag: h.env.tag,
             bytes: n as u64,
             error: (h.len as usize > cap).then_some(ErrorClass::Truncate),
-            cancelled: false,
+            ..Status::default()
         }
     }
 

@@ -3,7 +3,11 @@
 
 use crate::error::ErrorClass;
 
-/// What a completed operation reports (`MPI_Status`).
+/// What a completed operation reports (`MPI_Status`): the one status type of every layer.
+///
+/// `error` is this operation's own error class (the C layer's `MPI_ERROR` field, which
+/// `MPI_ERR_IN_STATUS` points to); [`count`](Status::count) counts elements of the type the
+/// operation was given, not bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Status {
     /// Rank of the sender in the communicator.
@@ -16,6 +20,8 @@ pub struct Status {
     pub error: Option<ErrorClass>,
     /// Whether the operation was cancelled.
     pub cancelled: bool,
+    /// Size of one element of the operation's buffer (0 counts as 1: bytes).
+    pub(crate) elem: usize,
 }
 
 impl Status {
@@ -27,6 +33,44 @@ impl Status {
             tag: super::matching::ANY_TAG,
             ..Status::default()
         }
+    }
+
+    /// This status, counting in elements of `elem` bytes.
+    #[inline]
+    pub(crate) fn with_elem(self, elem: usize) -> Status {
+        Status { elem, ..self }
+    }
+
+    /// Rank of the sender (`MPI_SOURCE`), or `PROC_NULL`.
+    pub fn source(&self) -> i32 {
+        self.source
+    }
+
+    /// Tag of the message (`MPI_TAG`).
+    pub fn tag(&self) -> i32 {
+        self.tag
+    }
+
+    /// Bytes in the message (as received).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Number of elements received (`MPI_Get_count`), or `None` if the byte count is not a
+    /// whole number of elements (`MPI_UNDEFINED`).
+    pub fn count(&self) -> Option<u64> {
+        let elem = self.elem.max(1) as u64;
+        self.bytes.is_multiple_of(elem).then_some(self.bytes / elem)
+    }
+
+    /// Whether the operation was cancelled (`MPI_Test_cancelled`).
+    pub fn cancelled(&self) -> bool {
+        self.cancelled
+    }
+
+    /// This operation's own error class (`MPI_ERROR`), `None` if it succeeded.
+    pub fn error(&self) -> Option<ErrorClass> {
+        self.error
     }
 }
 
@@ -95,6 +139,8 @@ struct Slot {
     gen: u32,
     state: State,
     status: Status,
+    /// Nobody will collect the status (`MPI_Request_free`): the slot is freed on completion.
+    detached: bool,
 }
 
 /// The request slab.
@@ -115,6 +161,7 @@ impl Slab {
                     gen: 0,
                     state: State::Free,
                     status: Status::default(),
+                    detached: false,
                 });
                 (self.slots.len() - 1) as u32
             }
@@ -123,7 +170,16 @@ impl Slab {
         s.gen = s.gen.wrapping_add(1);
         s.state = state;
         s.status = Status::default();
+        s.detached = false;
         ReqId { idx, gen: s.gen }
+    }
+
+    /// Takes a slot for an operation that finished as it started, holding `status` until it
+    /// is collected (the handle layer gives every operation an id).
+    pub fn alloc_done(&mut self, status: Status) -> ReqId {
+        let id = self.alloc(State::Done);
+        self.slots[id.idx as usize].status = status;
+        id
     }
 
     /// The live slot `id` names, if the handle is current.
@@ -161,9 +217,40 @@ impl Slab {
     #[inline]
     pub fn complete(&mut self, idx: u32, status: Status) {
         if let Some(s) = self.slots.get_mut(idx as usize) {
+            if s.detached {
+                if !matches!(s.state, State::Free) {
+                    s.state = State::Free;
+                    s.detached = false;
+                    self.free.push(idx);
+                }
+                return;
+            }
             s.state = State::Done;
             s.status = status;
         }
+    }
+
+    /// Gives up request `id` (`MPI_Request_free`): freed now if finished, else the moment it
+    /// completes. Returns whether `id` named a live request.
+    pub fn detach(&mut self, id: ReqId) -> bool {
+        let Some(s) = self.slot(id) else {
+            return false;
+        };
+        if matches!(s.state, State::Done) {
+            s.state = State::Free;
+            self.free.push(id.idx);
+        } else {
+            s.detached = true;
+        }
+        true
+    }
+
+    /// The status of `id` if it is finished, leaving it to be collected
+    /// (`MPI_Request_get_status`).
+    pub fn peek_done(&mut self, id: ReqId) -> Option<Status> {
+        self.slot(id)
+            .filter(|s| matches!(s.state, State::Done))
+            .map(|s| s.status)
     }
 
     /// The status recorded so far for `id`.

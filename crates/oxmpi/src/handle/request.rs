@@ -1,0 +1,966 @@
+//! Requests as plain ids (`MPI_Request`): start, test, wait, cancel, get the status without
+//! freeing, free while active, persistent requests of every send mode and receives, and
+//! completion of many at once with each request's own error.
+//!
+//! Two levels live here:
+//! - engine-level functions on the engine's [`ReqId`]s (crate-private): the one blocking wait
+//!   loop, the one call of `Engine::progress`, and starting a persistent operation. The typed
+//!   Rust API ([`crate::request`], [`crate::point_to_point`]) waits through them.
+//! - [`Requests`], the table a C layer drives: ids are [`RequestId`]s, `Copy` and 8 bytes.
+//!
+//! A status carries its operation's own error class ([`Status::error`]); calls that complete
+//! several requests return [`ErrorClass::InStatus`] when any of them failed, as
+//! `MPI_ERR_IN_STATUS` does, and the per-request class is in each entry's status.
+//!
+//! # Standard sections
+//! MPI-5.0 §3.7 (nonblocking communication), §3.8.4 (cancel), §3.9 (persistent requests).
+
+use std::sync::Arc;
+
+use crate::comm::Communicator;
+use crate::error::{Error, ErrorClass, Result};
+use crate::p2p::engine::{Engine, RecvStart, SendMode as EngineSendMode};
+use crate::p2p::matching::{ANY_SOURCE, ANY_TAG};
+use crate::p2p::progress::Backoff;
+use crate::p2p::request::ReqId;
+pub use crate::p2p::request::Status;
+use crate::p2p::wire::Envelope;
+use crate::point_to_point::{Source, Tag};
+use crate::runtime::Runtime;
+use crate::threading::ThreadLevel;
+
+// ---------------------------------------------------------------------------------------------
+// Engine level: progress, the fatal path, the wait loop.
+// ---------------------------------------------------------------------------------------------
+
+/// Advances the engine. The only call of `Engine::progress` in the request layer. Errors land
+/// in the statuses of the requests they belong to; a fault that breaks communication is the
+/// engine's to act on (it ends the job, or fails the affected requests).
+#[inline]
+fn progress(_rt: &Runtime, e: &mut Engine) -> usize {
+    e.progress()
+}
+
+/// The blocking wait: calls `poll` until it yields, spinning first, then backing off so that
+/// more ranks than cores still progress. `poll` reports whether it did any work. Between
+/// polls, with the engine unlocked, it runs parked user steps (user reductions of nonblocking
+/// collectives), which this wait or a peer's may depend on.
+pub(crate) fn wait_loop<R>(rt: &Runtime, mut poll: impl FnMut() -> (Option<R>, bool)) -> R {
+    let mut backoff = Backoff::new(rt.wait);
+    loop {
+        let (done, worked) = poll();
+        // Also drops a finished schedule's user operation outside the engine.
+        let parked = rt.engine.run_parked();
+        if let Some(r) = done {
+            return r;
+        }
+        if worked || parked {
+            backoff.reset();
+        }
+        backoff.snooze();
+    }
+}
+
+/// Waits until `poll`, run under the engine between progress passes, yields.
+pub(crate) fn wait_engine_until<R>(
+    rt: &Runtime,
+    mut poll: impl FnMut(&mut Engine) -> Option<R>,
+) -> R {
+    wait_loop(rt, || {
+        rt.engine.with(|e| {
+            if let Some(r) = poll(e) {
+                return (Some(r), true);
+            }
+            // Spin on the arrival word alone before paying for a full progress pass; bounded
+            // so that, under a lock, other threads get their turn.
+            let mut k = 0;
+            while k < rt.wait.inner_spin && e.quiet() {
+                k += 1;
+            }
+            let n = progress(rt, e);
+            (poll(e), n > 0)
+        })
+    })
+}
+
+/// Waits for engine request `id` and frees it. `id` must be live and owned by the caller.
+pub(crate) fn wait_id(rt: &Runtime, id: ReqId) -> Status {
+    wait_engine_until(rt, |e| e.test(id))
+}
+
+/// One progress pass, then frees and returns `id`'s status if it has completed.
+pub(crate) fn test_id(rt: &Runtime, id: ReqId) -> Option<Status> {
+    let st = rt.engine.with(|e| {
+        if let Some(st) = e.test(id) {
+            return Some(st);
+        }
+        progress(rt, e);
+        e.test(id)
+    });
+    // A parked user step may be what this request (or a peer) waits for.
+    rt.engine.run_parked();
+    st
+}
+
+/// One progress pass, then runs `f` under the engine (completion checks of many requests).
+pub(crate) fn progress_then<R>(rt: &Runtime, f: impl FnOnce(&mut Engine) -> R) -> R {
+    let r = rt.engine.with(|e| {
+        progress(rt, e);
+        f(e)
+    });
+    rt.engine.run_parked();
+    r
+}
+
+/// Cancels receive `id` if it has not matched, else waits for it: the caller's buffer is
+/// free once this returns.
+pub(crate) fn cancel_or_wait(rt: &Runtime, id: ReqId) -> Status {
+    rt.engine.with(|e| e.cancel(id));
+    wait_id(rt, id)
+}
+
+/// How a send completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendMode {
+    /// `MPI_Send`: complete once the buffer may be reused.
+    Standard,
+    /// `MPI_Ssend`: complete once the receive has matched.
+    Synchronous,
+    /// `MPI_Rsend`: the receive must be posted; oxmpi uses the standard protocol.
+    Ready,
+    /// `MPI_Bsend`: copied into the attached buffer at once.
+    Buffered,
+}
+
+/// What a persistent request does each time it starts (`MPI_*_init`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum PersistentOp {
+    /// Send `len` bytes at `buf` to world rank `to` (`None`: `PROC_NULL`).
+    Send {
+        mode: SendMode,
+        buf: *const u8,
+        len: usize,
+        to: Option<u32>,
+        env: Envelope,
+    },
+    /// Receive up to `cap` bytes into `buf` from `src` (communicator rank or wildcard;
+    /// `world_src` its world rank when it names one).
+    Recv {
+        buf: *mut u8,
+        cap: usize,
+        ctx: u32,
+        src: i32,
+        tag: i32,
+        world_src: Option<u32>,
+    },
+}
+
+/// Starts `op`.
+///
+/// # Safety
+/// The op's buffer must be valid (for reads of a send, for exclusive writes of a receive)
+/// until the started operation completes.
+pub(crate) unsafe fn start_op(rt: &Runtime, op: &PersistentOp) -> Result<RecvStart> {
+    match *op {
+        PersistentOp::Send { to: None, .. } => Ok(RecvStart::Done(Status::default())),
+        PersistentOp::Send {
+            mode: SendMode::Buffered,
+            buf,
+            len,
+            to: Some(to),
+            env,
+        } => {
+            // SAFETY: the caller guarantees `buf` is valid for `len` bytes; the data is copied
+            // before this returns.
+            let data = unsafe { bytes(buf, len) };
+            rt.engine.with(|e| e.bsend(data, to, env))?;
+            Ok(RecvStart::Done(sent(len)))
+        }
+        PersistentOp::Send {
+            mode,
+            buf,
+            len,
+            to: Some(to),
+            env,
+        } => {
+            let mode = match mode {
+                SendMode::Synchronous => EngineSendMode::Synchronous,
+                _ => EngineSendMode::Standard,
+            };
+            // SAFETY: forwarded from our caller.
+            match rt
+                .engine
+                .with(|e| unsafe { e.isend(mode, buf, len, to, env) })?
+            {
+                None => Ok(RecvStart::Done(sent(len))),
+                Some(id) => Ok(RecvStart::Pending(id)),
+            }
+        }
+        PersistentOp::Recv {
+            buf,
+            cap,
+            ctx,
+            src,
+            tag,
+            world_src,
+        } => {
+            // SAFETY: forwarded from our caller.
+            rt.engine
+                .with(|e| unsafe { e.irecv_from(buf, cap, ctx, src, tag, world_src) })
+        }
+    }
+}
+
+/// The status of a send of `len` bytes that completed.
+fn sent(len: usize) -> Status {
+    Status {
+        bytes: len as u64,
+        ..Status::default()
+    }
+}
+
+/// `len` bytes at `buf` (an empty slice for `len == 0`, whatever `buf` is).
+///
+/// # Safety
+/// `buf` valid for reads of `len` bytes for `'a`.
+unsafe fn bytes<'a>(buf: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 {
+        return &[];
+    }
+    // SAFETY: caller contract.
+    unsafe { std::slice::from_raw_parts(buf, len) }
+}
+
+/// The status of a null or inactive request (MPI's "empty status").
+pub fn empty_status() -> Status {
+    Status {
+        source: ANY_SOURCE,
+        tag: ANY_TAG,
+        ..Status::default()
+    }
+}
+
+/// Turns a completed operation's status into a result: its own error class stays, with a
+/// message naming `call`.
+pub(crate) fn check(call: &str, st: Status) -> Result<Status> {
+    match st.error {
+        None => Ok(st),
+        Some(ErrorClass::Truncate) => Err(Error::new(
+            ErrorClass::Truncate,
+            format!(
+                "{call}: message from rank {} (tag {}) is longer than the receive buffer ({} bytes kept)",
+                st.source, st.tag, st.bytes
+            ),
+        )),
+        Some(c) => Err(Error::new(
+            c,
+            format!("{call}: the operation failed with class {c:?}"),
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ids: the table a C layer drives.
+// ---------------------------------------------------------------------------------------------
+
+/// A request as a plain id (`MPI_Request`): `Copy`, 8 bytes, [`RequestId::NULL`] for
+/// `MPI_REQUEST_NULL`. It means something only to the [`Requests`] that made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RequestId(u64);
+
+const PERSISTENT: u64 = 1 << 63;
+
+impl RequestId {
+    /// `MPI_REQUEST_NULL`.
+    pub const NULL: RequestId = RequestId(0);
+
+    /// Whether this is [`RequestId::NULL`].
+    pub fn is_null(self) -> bool {
+        self == Self::NULL
+    }
+
+    /// The id as an integer (what a C handle stores).
+    pub fn to_raw(self) -> u64 {
+        self.0
+    }
+
+    /// The id a [`to_raw`](Self::to_raw) value stands for.
+    pub fn from_raw(raw: u64) -> RequestId {
+        RequestId(raw)
+    }
+
+    fn engine(id: ReqId) -> RequestId {
+        // `idx + 1` keeps every engine id distinct from NULL.
+        RequestId(((id.idx as u64 + 1) << 32) | id.gen as u64)
+    }
+
+    fn persistent(idx: u32, gen: u32) -> RequestId {
+        RequestId(PERSISTENT | ((idx as u64) << 32) | gen as u64)
+    }
+
+    fn kind(self) -> Kind {
+        let (hi, lo) = ((self.0 >> 32) as u32, self.0 as u32);
+        if self.0 == 0 {
+            Kind::Null
+        } else if self.0 & PERSISTENT != 0 {
+            Kind::Persistent {
+                idx: hi & !(1 << 31),
+                gen: lo,
+            }
+        } else {
+            Kind::Engine(ReqId {
+                idx: hi - 1,
+                gen: lo,
+            })
+        }
+    }
+}
+
+enum Kind {
+    Null,
+    Engine(ReqId),
+    Persistent { idx: u32, gen: u32 },
+}
+
+/// Where a started persistent request stands.
+#[derive(Debug, Clone, Copy)]
+enum Active {
+    Done(Status),
+    Pending(ReqId),
+}
+
+#[derive(Debug)]
+struct PSlot {
+    gen: u32,
+    op: Option<PersistentOp>,
+    active: Option<Active>,
+}
+
+/// What [`Requests::test_any`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnyDone {
+    /// Every request is null or inactive (`MPI_UNDEFINED`).
+    Inactive,
+    /// Request `index` completed with this status (its own error in [`Status::error`]).
+    Done(usize, Status),
+    /// None has completed yet.
+    Pending,
+}
+
+/// The requests of the handle layer, driven through [`RequestId`]s: the C layer keeps one.
+/// It carries the thread level `L`, so that below `Serialized` it cannot leave its thread.
+///
+/// ```no_run
+/// use oxmpi::handle::request::{RequestId, Requests, SendMode};
+/// let universe = oxmpi::init()?;
+/// let world = universe.world();
+/// let mut reqs = Requests::new(&world);
+/// let data = [1u8, 2, 3];
+/// let mut got = [0u8; 3];
+/// // SAFETY: both buffers outlive the requests, which are waited for below.
+/// let mut ids = unsafe {
+///     [
+///         reqs.irecv(&world, got.as_mut_ptr(), 3, world.rank().into(), 7.into())?,
+///         reqs.isend(&world, SendMode::Standard, data.as_ptr(), 3, world.rank(), 7)?,
+///     ]
+/// };
+/// let mut st = [oxmpi::Status::default(); 2];
+/// reqs.wait_all(&mut ids, &mut st)?;
+/// assert!(ids.iter().all(|id| id.is_null()) && got == data);
+/// # Ok::<(), oxmpi::Error>(())
+/// ```
+/// At `Single` the table drives an unlocked engine, so it cannot leave its thread:
+/// ```compile_fail
+/// fn needs_send<T: Send>(_: T) {}
+/// let universe = oxmpi::init().unwrap();
+/// needs_send(oxmpi::handle::request::Requests::new(&universe.world()));
+/// ```
+#[derive(Debug)]
+pub struct Requests<L: ThreadLevel> {
+    rt: Arc<Runtime>,
+    persistent: Vec<PSlot>,
+    free: Vec<u32>,
+    _level: L::Marker,
+}
+
+impl<L: ThreadLevel> Requests<L> {
+    /// A table for requests on the communicators of `comm`'s process.
+    pub fn new(comm: &Communicator<L>) -> Self {
+        Requests {
+            rt: comm.rt.clone(),
+            persistent: Vec::new(),
+            free: Vec::new(),
+            _level: L::Marker::default(),
+        }
+    }
+
+    /// Starts a send of `len` bytes at `buf` to rank `dest` of `comm` (`MPI_Isend`,
+    /// `MPI_Issend`, `MPI_Irsend`, `MPI_Ibsend`).
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads of `len` bytes until the request completes.
+    pub unsafe fn isend(
+        &mut self,
+        comm: &Communicator<L>,
+        mode: SendMode,
+        buf: *const u8,
+        len: usize,
+        dest: i32,
+        tag: i32,
+    ) -> Result<RequestId> {
+        let op = send_op(comm, "isend", mode, buf, len, dest, tag)?;
+        // SAFETY: forwarded from our caller.
+        let start = unsafe { start_op(&self.rt, &op)? };
+        Ok(self.id_of(start))
+    }
+
+    /// Starts a receive into `cap` bytes at `buf` (`MPI_Irecv`).
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `cap` bytes, and not otherwise used, until the
+    /// request completes.
+    pub unsafe fn irecv(
+        &mut self,
+        comm: &Communicator<L>,
+        buf: *mut u8,
+        cap: usize,
+        source: Source,
+        tag: Tag,
+    ) -> Result<RequestId> {
+        let op = recv_op(comm, "irecv", buf, cap, source, tag)?;
+        // SAFETY: forwarded from our caller.
+        let start = unsafe { start_op(&self.rt, &op)? };
+        Ok(self.id_of(start))
+    }
+
+    /// A persistent send (`MPI_Send_init`, `MPI_Ssend_init`, `MPI_Rsend_init`,
+    /// `MPI_Bsend_init`), inactive until [`start`](Self::start).
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads of `len` bytes whenever the request is active, until it
+    /// is freed.
+    pub unsafe fn send_init(
+        &mut self,
+        comm: &Communicator<L>,
+        mode: SendMode,
+        buf: *const u8,
+        len: usize,
+        dest: i32,
+        tag: i32,
+    ) -> Result<RequestId> {
+        let op = send_op(comm, "send_init", mode, buf, len, dest, tag)?;
+        Ok(self.add_persistent(op))
+    }
+
+    /// A persistent receive (`MPI_Recv_init`), inactive until [`start`](Self::start).
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `cap` bytes, and not otherwise used, whenever the
+    /// request is active, until it is freed.
+    pub unsafe fn recv_init(
+        &mut self,
+        comm: &Communicator<L>,
+        buf: *mut u8,
+        cap: usize,
+        source: Source,
+        tag: Tag,
+    ) -> Result<RequestId> {
+        let op = recv_op(comm, "recv_init", buf, cap, source, tag)?;
+        Ok(self.add_persistent(op))
+    }
+
+    /// Starts persistent request `id` (`MPI_Start`). Starting an active one is an error.
+    pub fn start(&mut self, id: RequestId) -> Result<()> {
+        let slot = self.pslot("start", id)?;
+        let p = &mut self.persistent[slot];
+        if p.active.is_some() {
+            return Err(Error::new(
+                ErrorClass::Request,
+                "start: the persistent request is still active",
+            ));
+        }
+        let op = p.op.expect("live persistent slot holds its op");
+        // SAFETY: the creator of the request vouched for its buffer while active.
+        let start = unsafe { start_op(&self.rt, &op)? };
+        self.persistent[slot].active = Some(match start {
+            RecvStart::Done(st) => Active::Done(st),
+            RecvStart::Pending(r) => Active::Pending(r),
+        });
+        Ok(())
+    }
+
+    /// Starts every request of `ids` (`MPI_Startall`); stops at the first that fails.
+    pub fn start_all(&mut self, ids: &[RequestId]) -> Result<()> {
+        ids.iter().try_for_each(|&id| self.start(id))
+    }
+
+    /// Completes `id` if it has finished (`MPI_Test`): a nonpersistent request is freed and
+    /// `id` becomes NULL, a persistent one becomes inactive. A null or inactive request gives
+    /// the empty status at once. `Err` only for an id naming no request.
+    pub fn test(&mut self, id: &mut RequestId) -> Result<Option<Status>> {
+        let rt = self.rt.clone();
+        self.complete(id, "test", |r| test_id(&rt, r))
+    }
+
+    /// Blocks until `id` completes (`MPI_Wait`); as [`test`](Self::test) otherwise.
+    pub fn wait(&mut self, id: &mut RequestId) -> Result<Status> {
+        let rt = self.rt.clone();
+        self.complete(id, "wait", |r| Some(wait_id(&rt, r)))
+            .map(|st| st.expect("wait completes"))
+    }
+
+    /// The status of `id` if it has completed, without freeing it
+    /// (`MPI_Request_get_status`).
+    pub fn get_status(&mut self, id: RequestId) -> Result<Option<Status>> {
+        let r = match self.engine_id("get_status", id)? {
+            Target::Empty => return Ok(Some(empty_status())),
+            Target::Done(st) => return Ok(Some(st)),
+            Target::Engine(r) => r,
+        };
+        let live = progress_then(&self.rt, |e| e.is_live(r).then(|| e.peek(r)));
+        live.ok_or_else(|| stale("get_status"))
+    }
+
+    /// Asks to cancel `id` (`MPI_Cancel`): a receive not yet matched completes as cancelled
+    /// ([`Status::cancelled`]); anything else completes normally. Either way it must still be
+    /// completed or freed.
+    pub fn cancel(&mut self, id: RequestId) -> Result<()> {
+        if let Target::Engine(r) = self.engine_id("cancel", id)? {
+            let live = self.rt.engine.with(|e| {
+                let live = e.is_live(r);
+                if live {
+                    e.cancel(r);
+                }
+                live
+            });
+            if !live {
+                return Err(stale("cancel"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Frees `id` and sets it to NULL (`MPI_Request_free`). An active operation goes on and
+    /// is freed by the engine when it completes; its buffer must stay valid until then.
+    pub fn free(&mut self, id: &mut RequestId) -> Result<()> {
+        match id.kind() {
+            Kind::Null => {
+                return Err(Error::new(
+                    ErrorClass::Request,
+                    "request_free: the request is MPI_REQUEST_NULL",
+                ))
+            }
+            Kind::Engine(r) => {
+                if !self.rt.engine.with(|e| e.detach(r)) {
+                    return Err(stale("request_free"));
+                }
+            }
+            Kind::Persistent { .. } => {
+                let slot = self.pslot("request_free", *id)?;
+                let p = &mut self.persistent[slot];
+                if let Some(Active::Pending(r)) = p.active.take() {
+                    self.rt.engine.with(|e| e.detach(r));
+                }
+                p.op = None;
+                self.free.push(slot as u32);
+            }
+        }
+        *id = RequestId::NULL;
+        Ok(())
+    }
+
+    /// Waits for every request (`MPI_Waitall`), writing each one's status to `statuses`.
+    /// Returns [`ErrorClass::InStatus`] if any failed; each status then holds its own error
+    /// class (an id naming no request gets [`ErrorClass::Request`]).
+    pub fn wait_all(&mut self, ids: &mut [RequestId], statuses: &mut [Status]) -> Result<()> {
+        check_lengths("wait_all", ids, statuses)?;
+        for (id, st) in ids.iter_mut().zip(statuses.iter_mut()) {
+            *st = self.wait(id).unwrap_or_else(|e| failed(e.class()));
+        }
+        in_status("wait_all", statuses)
+    }
+
+    /// Completes every request if all have finished (`MPI_Testall`) and returns true;
+    /// otherwise completes none and returns false. Errors as [`wait_all`](Self::wait_all).
+    pub fn test_all(&mut self, ids: &mut [RequestId], statuses: &mut [Status]) -> Result<bool> {
+        check_lengths("test_all", ids, statuses)?;
+        let rt = self.rt.clone();
+        progress_then(&rt, |_| ());
+        let all = ids.iter().all(|&id| match self.engine_id("test_all", id) {
+            Ok(Target::Engine(r)) => rt.engine.with(|e| e.is_done(r) || !e.is_live(r)),
+            _ => true,
+        });
+        if !all {
+            return Ok(false);
+        }
+        self.wait_all(ids, statuses).map(|()| true)
+    }
+
+    /// Completes one finished request if there is one (`MPI_Testany`).
+    pub fn test_any(&mut self, ids: &mut [RequestId]) -> AnyDone {
+        let rt = self.rt.clone();
+        progress_then(&rt, |_| ());
+        let mut active = false;
+        let mut found = None;
+        for (i, &id) in ids.iter().enumerate() {
+            let finished = match self.engine_id("test_any", id) {
+                Ok(Target::Empty) => false,
+                Ok(Target::Engine(r)) => {
+                    active = true;
+                    rt.engine.with(|e| e.is_done(r) || !e.is_live(r))
+                }
+                Ok(Target::Done(_)) | Err(_) => true,
+            };
+            if finished {
+                found = Some(i);
+                break;
+            }
+        }
+        match found {
+            Some(i) => AnyDone::Done(
+                i,
+                self.wait(&mut ids[i]).unwrap_or_else(|e| failed(e.class())),
+            ),
+            None if active => AnyDone::Pending,
+            None => AnyDone::Inactive,
+        }
+    }
+
+    /// Blocks until one request completes (`MPI_Waitany`); `None` if every request is null
+    /// or inactive.
+    pub fn wait_any(&mut self, ids: &mut [RequestId]) -> Option<(usize, Status)> {
+        let rt = self.rt.clone();
+        wait_loop(&rt, || match self.test_any(ids) {
+            AnyDone::Inactive => (Some(None), true),
+            AnyDone::Done(i, st) => (Some(Some((i, st))), true),
+            AnyDone::Pending => (None, false),
+        })
+    }
+
+    /// Completes every finished request (`MPI_Testsome`), appending `(index, status)` to
+    /// `done`. Returns false if every request is null or inactive (`MPI_UNDEFINED`), and
+    /// [`ErrorClass::InStatus`] if a completed one failed.
+    pub fn test_some(
+        &mut self,
+        ids: &mut [RequestId],
+        done: &mut Vec<(usize, Status)>,
+    ) -> Result<bool> {
+        let start = done.len();
+        let mut active = false;
+        let rt = self.rt.clone();
+        progress_then(&rt, |_| ());
+        for (i, id) in ids.iter_mut().enumerate() {
+            let finished = match self.engine_id("test_some", *id) {
+                Ok(Target::Empty) => false,
+                Ok(Target::Engine(r)) => {
+                    active = true;
+                    rt.engine.with(|e| e.is_done(r) || !e.is_live(r))
+                }
+                Ok(Target::Done(_)) | Err(_) => true,
+            };
+            if finished {
+                active = true;
+                let st = self.wait(id).unwrap_or_else(|e| failed(e.class()));
+                done.push((i, st));
+            }
+        }
+        if done[start..].iter().any(|(_, st)| st.error.is_some()) {
+            return Err(Error::new(
+                ErrorClass::InStatus,
+                "test_some: a request failed; see the error in its status",
+            ));
+        }
+        Ok(active)
+    }
+
+    /// Blocks until at least one request completes, then completes every finished one
+    /// (`MPI_Waitsome`); as [`test_some`](Self::test_some) otherwise.
+    pub fn wait_some(
+        &mut self,
+        ids: &mut [RequestId],
+        done: &mut Vec<(usize, Status)>,
+    ) -> Result<bool> {
+        let rt = self.rt.clone();
+        let start = done.len();
+        wait_loop(&rt, || match self.test_some(ids, done) {
+            Ok(false) => (Some(Ok(false)), true),
+            r if done.len() > start || r.is_err() => (Some(r), true),
+            _ => (None, false),
+        })
+    }
+
+    /// Whether `id` is a persistent request.
+    pub fn is_persistent(&self, id: RequestId) -> bool {
+        matches!(id.kind(), Kind::Persistent { .. })
+    }
+
+    fn id_of(&mut self, start: RecvStart) -> RequestId {
+        match start {
+            RecvStart::Pending(r) => RequestId::engine(r),
+            // Every operation gets an id, even one that finished as it started, so that its
+            // status waits in the engine's slab like any other.
+            RecvStart::Done(st) => RequestId::engine(self.rt.engine.with(|e| e.completed(st))),
+        }
+    }
+
+    fn add_persistent(&mut self, op: PersistentOp) -> RequestId {
+        let idx = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.persistent.push(PSlot {
+                    gen: 0,
+                    op: None,
+                    active: None,
+                });
+                (self.persistent.len() - 1) as u32
+            }
+        };
+        let p = &mut self.persistent[idx as usize];
+        p.gen = p.gen.wrapping_add(1);
+        p.op = Some(op);
+        p.active = None;
+        RequestId::persistent(idx, p.gen)
+    }
+
+    /// The slot of live persistent request `id`.
+    fn pslot(&self, call: &str, id: RequestId) -> Result<usize> {
+        match id.kind() {
+            Kind::Persistent { idx, gen } => self
+                .persistent
+                .get(idx as usize)
+                .filter(|p| p.gen == gen && p.op.is_some())
+                .map(|_| idx as usize)
+                .ok_or_else(|| stale(call)),
+            _ => Err(Error::new(
+                ErrorClass::Request,
+                format!("{call}: not a persistent request"),
+            )),
+        }
+    }
+
+    /// What completing `id` waits on.
+    fn engine_id(&self, call: &str, id: RequestId) -> Result<Target> {
+        match id.kind() {
+            Kind::Null => Ok(Target::Empty),
+            Kind::Engine(r) => Ok(Target::Engine(r)),
+            Kind::Persistent { .. } => {
+                let p = &self.persistent[self.pslot(call, id)?];
+                Ok(match p.active {
+                    None => Target::Empty,
+                    Some(Active::Done(st)) => Target::Done(st),
+                    Some(Active::Pending(r)) => Target::Engine(r),
+                })
+            }
+        }
+    }
+
+    /// Completes `id` through `finish` (which frees the engine request and returns its status,
+    /// or `None` while it runs).
+    fn complete(
+        &mut self,
+        id: &mut RequestId,
+        call: &str,
+        finish: impl FnOnce(ReqId) -> Option<Status>,
+    ) -> Result<Option<Status>> {
+        let st = match self.engine_id(call, *id)? {
+            Target::Empty => return Ok(Some(empty_status())),
+            Target::Done(st) => st,
+            Target::Engine(r) => {
+                if !self.rt.engine.with(|e| e.is_live(r)) {
+                    return Err(stale(call));
+                }
+                match finish(r) {
+                    None => return Ok(None),
+                    Some(st) => st,
+                }
+            }
+        };
+        match id.kind() {
+            Kind::Persistent { .. } => {
+                let slot = self.pslot(call, *id)?;
+                self.persistent[slot].active = None;
+            }
+            _ => *id = RequestId::NULL,
+        }
+        Ok(Some(st))
+    }
+}
+
+enum Target {
+    /// Null or inactive: completes at once with the empty status.
+    Empty,
+    /// Finished when started.
+    Done(Status),
+    /// In the engine.
+    Engine(ReqId),
+}
+
+fn stale(call: &str) -> Error {
+    Error::new(
+        ErrorClass::Request,
+        format!("{call}: the request id names no request (already completed or freed?)"),
+    )
+}
+
+fn failed(class: ErrorClass) -> Status {
+    Status {
+        error: Some(class),
+        ..empty_status()
+    }
+}
+
+fn check_lengths(call: &str, ids: &[RequestId], statuses: &[Status]) -> Result<()> {
+    if ids.len() != statuses.len() {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!(
+                "{call}: {} requests but room for {} statuses",
+                ids.len(),
+                statuses.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn in_status(call: &str, statuses: &[Status]) -> Result<()> {
+    match statuses.iter().position(|s| s.error.is_some()) {
+        None => Ok(()),
+        Some(i) => Err(Error::new(
+            ErrorClass::InStatus,
+            format!(
+                "{call}: request {i} failed ({:?}); see the error in each status",
+                statuses[i].error.expect("error")
+            ),
+        )),
+    }
+}
+
+fn send_op<L: ThreadLevel>(
+    comm: &Communicator<L>,
+    call: &str,
+    mode: SendMode,
+    buf: *const u8,
+    len: usize,
+    dest: i32,
+    tag: i32,
+) -> Result<PersistentOp> {
+    comm.check_finalized(call)?;
+    let env = comm.envelope(call, tag)?;
+    let to = comm.dest(call, dest)?;
+    Ok(PersistentOp::Send {
+        mode,
+        buf,
+        len,
+        to,
+        env,
+    })
+}
+
+fn recv_op<L: ThreadLevel>(
+    comm: &Communicator<L>,
+    call: &str,
+    buf: *mut u8,
+    cap: usize,
+    source: Source,
+    tag: Tag,
+) -> Result<PersistentOp> {
+    comm.check_finalized(call)?;
+    let (src, tag) = comm.recv_args(call, source, tag)?;
+    Ok(PersistentOp::Recv {
+        buf,
+        cap,
+        ctx: comm.state.context,
+        src,
+        tag,
+        world_src: comm.world_rank_of(src),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::p2p::request::{Slab, State};
+
+    #[test]
+    fn ids_round_trip_and_never_collide_with_null() {
+        for (idx, gen) in [(0, 0), (0, 1), (7, u32::MAX), (1 << 30, 3)] {
+            let id = RequestId::engine(ReqId { idx, gen });
+            assert!(!id.is_null());
+            assert!(matches!(id.kind(), Kind::Engine(r) if r == ReqId { idx, gen }));
+            let p = RequestId::persistent(idx, gen);
+            assert!(!p.is_null() && p != id);
+            assert!(
+                matches!(p.kind(), Kind::Persistent { idx: i, gen: g } if (i, g) == (idx, gen))
+            );
+            assert_eq!(RequestId::from_raw(p.to_raw()), p);
+        }
+        assert!(matches!(RequestId::NULL.kind(), Kind::Null));
+    }
+
+    #[test]
+    fn a_detached_request_is_freed_when_it_completes() {
+        let mut s = Slab::default();
+        let a = s.alloc(State::SendQueued);
+        assert!(s.detach(a));
+        assert_eq!(s.live(), 1, "still running");
+        s.complete(
+            a.idx,
+            Status {
+                bytes: 4,
+                ..Status::default()
+            },
+        );
+        assert_eq!(s.live(), 0, "freed by completion");
+        assert!(!s.is_live(a) && s.take_if_done(a).is_none());
+        // A finished request is freed at once; a stale id is refused.
+        let b = s.alloc(State::SendQueued);
+        assert_eq!(b.idx, a.idx);
+        s.complete(b.idx, Status::default());
+        assert!(s.detach(b));
+        assert_eq!(s.live(), 0);
+        assert!(!s.detach(b) && !s.detach(a));
+        // The next user of the slot is not detached.
+        let c = s.alloc(State::SendQueued);
+        s.complete(c.idx, Status::default());
+        assert!(s.is_done(c) && s.live() == 1);
+    }
+
+    #[test]
+    fn peeking_leaves_the_status_to_collect() {
+        let mut s = Slab::default();
+        let a = s.alloc(State::SendQueued);
+        assert_eq!(s.peek_done(a), None, "not finished");
+        let st = Status {
+            source: 3,
+            bytes: 12,
+            ..Status::default()
+        };
+        s.complete(a.idx, st);
+        assert_eq!(s.peek_done(a), Some(st));
+        assert_eq!(s.peek_done(a), Some(st), "still there");
+        assert_eq!(s.take_if_done(a), Some(st));
+        assert_eq!(s.peek_done(a), None);
+        let d = s.alloc_done(st);
+        assert_eq!(s.take_if_done(d), Some(st), "pre-completed slot");
+    }
+
+    #[test]
+    fn status_counts_elements_and_keeps_its_class() {
+        let st = Status {
+            bytes: 12,
+            ..Status::default()
+        };
+        assert_eq!(st.count(), Some(12), "bytes without an element size");
+        assert_eq!(st.with_elem(4).count(), Some(3));
+        assert_eq!(st.with_elem(8).count(), None, "not whole elements");
+        let e = check("wait", failed(ErrorClass::Op)).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Op);
+        assert!(e.message().starts_with("wait: "), "{e}");
+        let st = [Status::default(), failed(ErrorClass::Truncate)];
+        let e = in_status("wait_all", &st).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::InStatus);
+        assert!(e.message().contains("request 1"), "{e}");
+        assert!(in_status("wait_all", &st[..1]).is_ok());
+    }
+}
