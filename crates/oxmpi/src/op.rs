@@ -600,9 +600,17 @@ mod tests {
                 *y += x
             }
         });
-        let mut v = [1u8, 0];
-        reduce_local_bytes(&[2, 0], &mut v, 1, Datatype { token: 1, size: 2 }, &typed).unwrap();
-        assert_eq!(v, [3, 0]);
+        // u16 storage: the typed closure sees the bytes as u16, which needs their alignment.
+        let mut v = [1u16];
+        reduce_local_bytes(
+            bytemuck::cast_slice(&[2u16]),
+            bytemuck::cast_slice_mut(&mut v),
+            1,
+            Datatype { token: 1, size: 2 },
+            &typed,
+        )
+        .unwrap();
+        assert_eq!(v, [3]);
         let e =
             reduce_local_bytes(&[0; 4], &mut [0; 4], 1, Datatype::of::<u32>(), &typed).unwrap_err();
         assert_eq!(e.class(), ErrorClass::Op);
