@@ -50,7 +50,7 @@ static DROPS: AtomicUsize = AtomicUsize::new(0);
 
 /// Probes for a message that never comes: takes the engine and runs progress.
 fn probe_through_mpi<L: ThreadLevel>(c: &Communicator<L>) {
-    match c.immediate_probe(Source::Any, Tag::Any) {
+    match c.immediate_probe::<u8>(Source::Any, Tag::Any) {
         Ok(None) => {}
         other => {
             eprintln!("ERROR probe from user code: {other:?}");

@@ -226,7 +226,9 @@ fn handle_layer<L: oxmpi::ThreadLevel>(universe: &oxmpi::Universe<L>, world: &Co
     check!(st.cancelled() && c.is_null(), "cancelled {st:?}");
 
     // Persistent requests of every send mode, with their receives, started together.
-    universe.buffer_attach(4096).unwrap();
+    universe
+        .buffer_attach(vec![0u8; 4096].into_boxed_slice())
+        .unwrap();
     let out: [[u32; 2]; 4] = [[1, 2], [3, 4], [5, 6], [7, 8]];
     let mut inb = [[0u32; 2]; 4];
     // Every access goes through this one pointer while the requests exist.
@@ -284,7 +286,11 @@ fn handle_layer<L: oxmpi::ThreadLevel>(universe: &oxmpi::Universe<L>, world: &Co
     for id in ids.iter_mut() {
         reqs.free(id).unwrap();
     }
-    while universe.buffer_detach().is_err() {}
+    // Detach waits until the buffered sends have drained, and gives the region back.
+    check!(
+        universe.buffer_detach().map(|b| b.len()) == Ok(4096),
+        "buffer detached"
+    );
 
     // Several at once, each with its own error.
     let (mut fine, mut small) = ([0u8; 4], [0u8; 2]);
