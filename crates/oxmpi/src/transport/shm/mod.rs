@@ -14,6 +14,7 @@ pub mod cma;
 pub mod fifo;
 pub mod pool;
 pub mod segment;
+mod sync;
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
