@@ -271,6 +271,20 @@ impl Consumer {
         unsafe { (*cell).body.read_ptr() }
     }
 
+    /// Whether cells `1..n` after the head carry their sequence words, as every continuation
+    /// cell of a message the head's sender published does (a check of a count read from the
+    /// head's body, which the sender controls).
+    #[inline]
+    pub fn continuation_published(&self, n: u32) -> bool {
+        (1..n as u64).all(|i| {
+            let cell = self.fifo.cell(self.pos + i);
+            // SAFETY: `cell` is inside the ring. Acquire: if another sender published this cell,
+            // its body is complete before we read it.
+            let seq = unsafe { (*cell).seq.load(Ordering::Acquire) };
+            seq == (self.pos + i + 1) as u32
+        })
+    }
+
     /// Consumes `n` cells (the whole message at the head).
     #[inline]
     pub fn advance(&mut self, n: u32) {
