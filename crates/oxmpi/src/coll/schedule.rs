@@ -656,3 +656,110 @@ pub(crate) mod sim {
         }
     }
 }
+
+#[cfg(test)]
+mod exec_tests {
+    //! The executor itself (the simulation above stands in for it elsewhere) on a one-rank
+    //! communicator: its raw-pointer steps over the caller's buffers and its scratch, and
+    //! messages to itself through a real engine. No system calls, so Miri checks every pointer.
+
+    use super::*;
+    use crate::coll::algorithms::testing::sum;
+    use crate::config::Config;
+    use crate::p2p::engine::Route;
+    use crate::p2p::protocol::Thresholds;
+
+    fn engine() -> Engine {
+        let limits = Thresholds::from_config(&Config::default());
+        Engine::new(0, vec![Route::SelfLoop], None, limits)
+    }
+
+    fn comm() -> Arc<CommState> {
+        Arc::new(CommState::new(4, 0, vec![0], Vec::new()))
+    }
+
+    /// Runs `exec` to its end, or returns its error.
+    fn finish(exec: &mut Exec, e: &mut Engine) -> Result<()> {
+        for _ in 0..100 {
+            if exec.step(e)? {
+                return Ok(());
+            }
+            e.progress()?;
+        }
+        panic!("the schedule did not finish");
+    }
+
+    #[test]
+    fn steps_run_over_caller_buffers_and_scratch() {
+        let mut e = engine();
+        let send: Vec<u32> = vec![1, 2, 3, 4];
+        let mut recv = vec![0u32; 8];
+        let input = Span::new(Region::Send, 0, 16);
+        let (lo, hi) = (
+            Span::new(Region::Recv, 0, 16),
+            Span::new(Region::Recv, 16, 16),
+        );
+        let mut pr = Program::new();
+        let t = pr.scratch(16);
+        pr.exchange(Peer::Local(0), input, t);
+        pr.copy(input, lo);
+        pr.reduce(t, lo, false);
+        pr.copy(lo, hi);
+        pr.put(hi.sub(8, 8), 7);
+        pr.expect(hi.sub(8, 8), 7);
+        let send_raw = Raw {
+            ptr: send.as_ptr().cast_mut().cast(),
+            len: 16,
+        };
+        let recv_raw = Raw {
+            ptr: recv.as_mut_ptr().cast(),
+            len: 32,
+        };
+        // SAFETY: both buffers outlive `exec`, which is dropped before `recv` is read; the
+        // program never writes the input (checked by `new`).
+        let mut exec =
+            unsafe { Exec::new("test", pr, send_raw, recv_raw, Some(sum()), comm(), 0) }.unwrap();
+        finish(&mut exec, &mut e).unwrap();
+        drop(exec);
+        assert_eq!(recv, [2, 4, 6, 8, 2, 4, 7, 0]);
+        assert_eq!(send, [1, 2, 3, 4], "input untouched");
+    }
+
+    #[test]
+    fn bad_programs_are_refused_and_mismatches_reported() {
+        let mut recv = [0u8; 16];
+        let recv_raw = Raw {
+            ptr: recv.as_mut_ptr(),
+            len: 16,
+        };
+        let new = |pr: Program| {
+            // SAFETY: `recv` outlives every Exec made here; none is stepped but the last.
+            unsafe { Exec::new("test", pr, Raw::EMPTY, recv_raw, Some(sum()), comm(), 0) }
+        };
+        let mut pr = Program::new();
+        pr.copy(
+            Span::new(Region::Recv, 0, 8),
+            Span::new(Region::Recv, 12, 8),
+        );
+        assert!(new(pr).is_err(), "span outside its region");
+        let mut pr = Program::new();
+        pr.put(Span::new(Region::Send, 0, 8), 1);
+        assert!(new(pr).is_err(), "writes the input");
+        let mut pr = Program::new();
+        pr.reduce(
+            Span::new(Region::Recv, 0, 8),
+            Span::new(Region::Recv, 4, 8),
+            false,
+        );
+        assert!(new(pr).is_err(), "overlapping operands");
+        let mut pr = Program::new();
+        pr.send(Peer::Local(1), Span::new(Region::Recv, 0, 8));
+        assert!(new(pr).is_err(), "peer out of range");
+        let mut pr = Program::new();
+        pr.put(Span::new(Region::Recv, 0, 8), 5);
+        pr.expect(Span::new(Region::Recv, 0, 8), 6);
+        let mut exec = new(pr).unwrap();
+        let err = finish(&mut exec, &mut engine()).unwrap_err();
+        assert_eq!(err.class(), ErrorClass::Op);
+    }
+}
