@@ -9,6 +9,9 @@
 //! - The receiver publishes `tail` after draining, not per cell, so senders rarely touch its line.
 //! - Every cell of a multi-cell message carries its own sequence word, so a stale cell can never
 //!   look fresh: its word holds a position from an earlier lap.
+//!
+//! The atomics and cell bodies come from [`super::sync`], so `scripts/check-unsafe` can run this
+//! very code under loom (every interleaving of two producers and the consumer) and Miri.
 
 use super::sync::{AtomicU32, AtomicU64, Ordering, RacyCell};
 
