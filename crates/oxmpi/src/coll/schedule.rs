@@ -731,12 +731,14 @@ pub(crate) mod sim {
                             into,
                         } => posted[r].push((from as usize, into)),
                         Step::Reduce { src, dst, later } => {
-                            let mut a = region(&mut bufs[r], &mut tmp[r], src.region)
-                                [src.off..src.end()]
-                                .to_vec();
-                            let mut b = region(&mut bufs[r], &mut tmp[r], dst.region)
-                                [dst.off..dst.end()]
-                                .to_vec();
+                            let mut a = aligned_copy(
+                                &region(&mut bufs[r], &mut tmp[r], src.region)[src.off..src.end()],
+                            );
+                            let mut b = aligned_copy(
+                                &region(&mut bufs[r], &mut tmp[r], dst.region)[dst.off..dst.end()],
+                            );
+                            let a = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut a)[..src.len];
+                            let b = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut b)[..dst.len];
                             let c = combine.expect("operation");
                             if c.clobbers(later) {
                                 assert_ne!(
@@ -744,16 +746,16 @@ pub(crate) mod sim {
                                     Region::Send,
                                     "rank {r}: clobbers the input"
                                 );
-                                c.apply_later(&mut a, &mut b);
+                                c.apply_later(a, b);
                             } else {
-                                c.apply(&a, &mut b);
+                                c.apply(a, b);
                             }
                             if later {
                                 region(&mut bufs[r], &mut tmp[r], src.region)[src.off..src.end()]
-                                    .copy_from_slice(&a);
+                                    .copy_from_slice(a);
                             }
                             region(&mut bufs[r], &mut tmp[r], dst.region)[dst.off..dst.end()]
-                                .copy_from_slice(&b);
+                                .copy_from_slice(b);
                         }
                         Step::Copy { src, dst } => {
                             let a = region(&mut bufs[r], &mut tmp[r], src.region)
@@ -785,6 +787,14 @@ pub(crate) mod sim {
         for (q, i) in queues.iter().zip(0..) {
             assert!(q.is_empty(), "unreceived message {} -> {}", i / p, i % p);
         }
+    }
+
+    /// `bytes` in 16-byte-aligned storage, as the executor's operands are: kernels view them
+    /// as elements, and a `Vec<u8>` is only byte-aligned (Miri's allocator shows it).
+    fn aligned_copy(bytes: &[u8]) -> Vec<u128> {
+        let mut v = aligned(bytes.len());
+        bytemuck::cast_slice_mut::<u128, u8>(&mut v)[..bytes.len()].copy_from_slice(bytes);
+        v
     }
 
     fn region<'a>(b: &'a mut Bufs, tmp: &'a mut [u8], r: Region) -> &'a mut [u8] {

@@ -82,7 +82,7 @@ mod tests {
     #[test]
     fn every_block_reaches_its_destination() {
         for &p in SIZES {
-            for n in [0usize, 1, 4, 9] {
+            for n in sweep(&[0usize, 1, 4, 9]) {
                 for alg in 0..3 {
                     let pu = p as usize;
                     let progs: Vec<_> = (0..p)

@@ -255,7 +255,7 @@ mod tests {
     fn broadcasts_deliver_the_roots_bytes() {
         for &p in SIZES {
             for &count in COUNTS.iter().chain(&[100]) {
-                for root in [0, p - 1, p / 2] {
+                for root in sweep(&[0, p - 1, p / 2]) {
                     for long in [false, true] {
                         let n = count * 4;
                         let buf = Span::new(Region::Recv, 0, n);
@@ -300,7 +300,7 @@ mod tests {
     fn reductions_combine_in_rank_order_at_any_root() {
         for &p in SIZES {
             for &count in COUNTS {
-                for root in [0, p - 1, p / 2] {
+                for root in sweep(&[0, p - 1, p / 2]) {
                     for commutative in [true, false] {
                         let n = count * 8;
                         let progs: Vec<_> = (0..p)
@@ -356,8 +356,8 @@ mod tests {
     #[test]
     fn gathers_and_scatters_place_blocks_by_rank() {
         for &p in SIZES {
-            for n in [0usize, 1, 5, 12] {
-                for root in [0, p - 1, p / 2] {
+            for n in sweep(&[0usize, 1, 5, 12]) {
+                for root in sweep(&[0, p - 1, p / 2]) {
                     for linear in [false, true] {
                         let pu = p as usize;
                         // gather

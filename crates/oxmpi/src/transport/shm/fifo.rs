@@ -9,8 +9,11 @@
 //! - The receiver publishes `tail` after draining, not per cell, so senders rarely touch its line.
 //! - Every cell of a multi-cell message carries its own sequence word, so a stale cell can never
 //!   look fresh: its word holds a position from an earlier lap.
+//!
+//! The atomics and cell bodies come from [`super::sync`], so `scripts/check-unsafe` can run this
+//! very code under loom (every interleaving of two producers and the consumer) and Miri.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use super::sync::{AtomicU32, AtomicU64, Ordering, RacyCell};
 
 /// Bytes in a cell.
 pub const CELL_SIZE: usize = 64;
@@ -21,7 +24,7 @@ pub const CELL_BODY: usize = CELL_SIZE - 4;
 #[repr(C, align(64))]
 pub struct Cell {
     seq: AtomicU32,
-    body: [u8; CELL_BODY],
+    body: RacyCell<[u8; CELL_BODY]>,
 }
 
 /// Head and tail, each on its own cache line.
@@ -32,6 +35,12 @@ pub struct FifoCtl {
     tail: AtomicU64,
     _pad1: [u8; 56],
 }
+
+// The layout is shared between processes: a cell is one cache line, the control block two.
+#[cfg(not(loom))]
+const _: () = assert!(
+    std::mem::size_of::<Cell>() == CELL_SIZE && std::mem::size_of::<FifoCtl>() == 2 * CELL_SIZE
+);
 
 /// Where a ring lives: its control block and `cap` cells (a power of two).
 #[derive(Debug, Clone, Copy)]
@@ -84,6 +93,35 @@ impl FifoRef {
     }
 }
 
+/// Whether `n` more cells fit in a ring of `cap` cells, judged from a head and a released tail
+/// that a producer loaded at different times.
+///
+/// No subtraction: the tail may be past the head. A producer loads the head, then (ring full by
+/// its cached tail) reloads the tail; in between, other producers may claim and the consumer
+/// release a whole lap. `head + n - tail` then underflowed (issue 8). Here such a stale head
+/// simply "fits", and the claim's compare-exchange fails and retries from the real head. A head
+/// never passes `tail + cap`, so neither side can overflow a u64 of positions.
+#[inline(always)]
+fn fits(head: u64, n: u64, tail: u64, cap: u64) -> bool {
+    head + n <= tail + cap
+}
+
+/// The ring as a producer saw it when it found no room: its head and the tail it loaded after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Full {
+    pub(crate) head: u64,
+    pub(crate) tail: u64,
+}
+
+/// The outcome of one claim attempt.
+#[derive(Debug)]
+enum Attempt {
+    Claimed(Claim),
+    Full(Full),
+    /// The head was no longer where the producer loaded it; this is where it is now.
+    Moved(u64),
+}
+
 /// A sender's handle on a peer's ring.
 #[derive(Debug)]
 pub struct Producer {
@@ -122,27 +160,46 @@ impl Producer {
     /// Claims `n` consecutive cells, or returns `None` if the ring has no room now.
     #[inline]
     pub fn claim(&mut self, n: u32) -> Option<Claim> {
+        self.try_claim(n).ok()
+    }
+
+    /// [`claim`](Self::claim), saying what the ring looked like when it was found full.
+    #[inline]
+    pub(crate) fn try_claim(&mut self, n: u32) -> Result<Claim, Full> {
+        debug_assert!(n >= 1 && n as u64 <= self.fifo.cap);
+        let mut head = self.fifo.ctl().head.load(Ordering::Relaxed);
+        loop {
+            match self.attempt(head, n) {
+                Attempt::Claimed(c) => return Ok(c),
+                Attempt::Full(f) => return Err(f),
+                Attempt::Moved(h) => head = h,
+            }
+        }
+    }
+
+    /// One try at claiming `n` cells at `head`, a value of the ring's head loaded earlier by
+    /// this producer: by now other producers may have moved the head on, and the consumer the
+    /// tail past it.
+    #[inline(always)]
+    fn attempt(&mut self, head: u64, n: u32) -> Attempt {
         let ctl = self.fifo.ctl();
         let n64 = n as u64;
-        debug_assert!(n >= 1 && n64 <= self.fifo.cap);
-        let mut head = ctl.head.load(Ordering::Relaxed);
-        loop {
-            if head + n64 - self.cached_tail > self.fifo.cap {
-                // Acquire: the receiver released these cells after it finished reading them.
-                self.cached_tail = ctl.tail.load(Ordering::Acquire);
-                if head + n64 - self.cached_tail > self.fifo.cap {
-                    return None;
-                }
+        if !fits(head, n64, self.cached_tail, self.fifo.cap) {
+            // Acquire: the receiver released these cells after it finished reading them.
+            self.cached_tail = ctl.tail.load(Ordering::Acquire);
+            if !fits(head, n64, self.cached_tail, self.fifo.cap) {
+                return Attempt::Full(Full {
+                    head,
+                    tail: self.cached_tail,
+                });
             }
-            match ctl.head.compare_exchange_weak(
-                head,
-                head + n64,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return Some(Claim { pos: head, n }),
-                Err(h) => head = h,
-            }
+        }
+        match ctl
+            .head
+            .compare_exchange_weak(head, head + n64, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => Attempt::Claimed(Claim { pos: head, n }),
+            Err(h) => Attempt::Moved(h),
         }
     }
 
@@ -155,7 +212,7 @@ impl Producer {
         debug_assert!(i < claim.n);
         let cell = self.fifo.cell(claim.pos + i as u64);
         // SAFETY: `cell` is inside the ring; the claimed cell is ours until published.
-        unsafe { std::ptr::addr_of_mut!((*cell).body) }
+        unsafe { (*cell).body.write_ptr() }
     }
 
     /// Makes the claimed cells visible to the receiver. The first cell's sequence word is
@@ -206,7 +263,7 @@ impl Consumer {
         // SAFETY: `cell` is inside the ring; the acquire load pairs with the producer's release.
         let seq = unsafe { (*cell).seq.load(Ordering::Acquire) };
         // SAFETY: as above; after the acquire, the body is stable until we release the cell.
-        (seq == (self.pos + 1) as u32).then(|| unsafe { std::ptr::addr_of!((*cell).body) })
+        (seq == (self.pos + 1) as u32).then(|| unsafe { (*cell).body.read_ptr() })
     }
 
     /// Body of the `i`-th cell of the message at the head (0 is the first cell).
@@ -214,7 +271,21 @@ impl Consumer {
     pub fn body(&self, i: u32) -> *const [u8; CELL_BODY] {
         let cell = self.fifo.cell(self.pos + i as u64);
         // SAFETY: inside the ring; covered by the first cell's acquire (see `publish`).
-        unsafe { std::ptr::addr_of!((*cell).body) }
+        unsafe { (*cell).body.read_ptr() }
+    }
+
+    /// Whether cells `1..n` after the head carry their sequence words, as every continuation
+    /// cell of a message the head's sender published does (a check of a count read from the
+    /// head's body, which the sender controls).
+    #[inline]
+    pub fn continuation_published(&self, n: u32) -> bool {
+        (1..n as u64).all(|i| {
+            let cell = self.fifo.cell(self.pos + i);
+            // SAFETY: `cell` is inside the ring. Acquire: if another sender published this cell,
+            // its body is complete before we read it.
+            let seq = unsafe { (*cell).seq.load(Ordering::Acquire) };
+            seq == (self.pos + i + 1) as u32
+        })
     }
 
     /// Consumes `n` cells (the whole message at the head).
@@ -233,43 +304,66 @@ impl Consumer {
     }
 }
 
+/// A ring in ordinary memory, for the unit tests, Miri and the loom model.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::Arc;
+pub(crate) struct HeapRing {
+    ctl: *mut FifoCtl,
+    cells: *mut [Cell],
+}
 
-    /// A ring in ordinary memory, for single-process tests.
-    struct Ring {
-        mem: Vec<Cell>,
-        ctl: Box<FifoCtl>,
-    }
+// SAFETY: the allocations are only reached through `FifoRef`s (whose accesses follow the ring's
+// protocol) and freed on drop, when no thread holds the ring any more.
+#[cfg(test)]
+unsafe impl Send for HeapRing {}
+// SAFETY: as above; `&HeapRing` only hands out `FifoRef`s.
+#[cfg(test)]
+unsafe impl Sync for HeapRing {}
 
-    fn ring(cap: usize) -> (Arc<Ring>, FifoRef) {
-        let mut mem = Vec::with_capacity(cap);
-        for _ in 0..cap {
-            mem.push(Cell {
+#[cfg(test)]
+impl HeapRing {
+    /// A zeroed ring of `cap` cells (a power of two).
+    pub(crate) fn new(cap: usize) -> HeapRing {
+        let cells: Box<[Cell]> = (0..cap)
+            .map(|_| Cell {
                 seq: AtomicU32::new(0),
-                body: [0; CELL_BODY],
-            });
-        }
+                body: RacyCell::new([0; CELL_BODY]),
+            })
+            .collect();
         let ctl = Box::new(FifoCtl {
             head: AtomicU64::new(0),
             _pad0: [0; 56],
             tail: AtomicU64::new(0),
             _pad1: [0; 56],
         });
-        let r = Arc::new(Ring { mem, ctl });
-        // SAFETY: the Arc keeps both allocations alive for the test; alignment comes from the
-        // types' repr(align(64)).
-        let f = unsafe {
-            FifoRef::new(
-                (&*r.ctl as *const FifoCtl).cast_mut().cast(),
-                r.mem.as_ptr().cast_mut().cast(),
-                cap,
-            )
-        };
-        (r, f)
+        HeapRing {
+            ctl: Box::into_raw(ctl),
+            cells: Box::into_raw(cells),
+        }
     }
+
+    /// A view of the ring; valid while `self` lives.
+    pub(crate) fn fifo(&self) -> FifoRef {
+        // SAFETY: both allocations live until `self` drops; alignment comes from the types'
+        // repr(align(64)); `new` initialized every cell and the control block to zero.
+        unsafe { FifoRef::new(self.ctl.cast(), self.cells.cast(), self.cells.len()) }
+    }
+}
+
+#[cfg(test)]
+impl Drop for HeapRing {
+    fn drop(&mut self) {
+        // SAFETY: both pointers came from `Box::into_raw` in `new` and are freed only here.
+        unsafe {
+            drop(Box::from_raw(self.ctl));
+            drop(Box::from_raw(self.cells));
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
 
     fn push(p: &mut Producer, n: u32, tag: u8) -> bool {
         match p.claim(n) {
@@ -285,9 +379,78 @@ mod tests {
         }
     }
 
+    /// Takes the message at the head (`n` cells), returning its first byte.
+    fn pop(c: &mut Consumer, n: u32) -> u8 {
+        // SAFETY: peek returned a published cell; read before advancing.
+        let b = unsafe { (*c.peek().expect("a message has arrived"))[0] };
+        c.advance(n);
+        b
+    }
+
+    #[test]
+    fn fits_never_underflows() {
+        assert!(fits(8, 1, 0, 9));
+        assert!(!fits(8, 1, 0, 8), "full: 8 cells in use, 1 more wanted");
+        assert!(fits(8, 8, 8, 8), "empty ring takes a whole lap");
+        // A head loaded before other producers and the consumer moved on: stale, not full.
+        assert!(fits(8, 1, 16, 8));
+        assert!(fits(0, 1, u64::MAX - 8, 8));
+    }
+
+    /// Issue 8 §3: producer 1 loads the head (8) and finds the ring full by its cached tail
+    /// (0). Before it reloads the tail, the consumer drains the ring, producer 2 fills a whole
+    /// new lap and the consumer drains that too (tail 16). With `head + n - tail` the check then
+    /// computed 8 + 1 - 16: an overflow panic in debug builds, a spurious "full" in release.
+    #[test]
+    fn producer_preempted_between_head_and_tail_loads_retries_instead_of_underflowing() {
+        let ring = HeapRing::new(8);
+        let f = ring.fifo();
+        let mut p1 = Producer::new(f);
+        let mut p2 = Producer::new(f);
+        let mut c = Consumer::new(f);
+        assert!(push(&mut p1, 8, 1), "p1 fills the first lap");
+        // p1 begins a claim of one cell: the head load of `try_claim`...
+        let head = f.ctl().head.load(Ordering::Relaxed);
+        assert_eq!(head, 8);
+        // ...then is preempted while the others run a whole lap.
+        assert_eq!(pop(&mut c, 8), 1);
+        c.release();
+        assert!(push(&mut p2, 8, 2), "p2 fills the second lap");
+        assert_eq!(pop(&mut c, 8), 2);
+        c.release();
+        // p1 resumes with its stale head: it must retry from the real head, not report full.
+        match p1.attempt(head, 1) {
+            Attempt::Moved(now) => assert_eq!(now, 16),
+            other => panic!("stale head must be retried, got {other:?}"),
+        }
+        assert_eq!(p1.cached_tail, 16, "p1 did reload the tail");
+        let claim = p1.try_claim(1).expect("the ring is empty");
+        assert_eq!(claim.pos, 16);
+        // SAFETY: cell 0 of an unpublished claim.
+        unsafe { (*p1.body(&claim, 0))[0] = 3 };
+        p1.publish(claim);
+        assert_eq!(pop(&mut c, 1), 3);
+    }
+
+    #[test]
+    fn full_is_reported_only_when_no_room_is_left() {
+        let ring = HeapRing::new(8);
+        let f = ring.fifo();
+        let mut p = Producer::new(f);
+        let mut c = Consumer::new(f);
+        assert!(push(&mut p, 6, 0));
+        assert_eq!(p.try_claim(3).unwrap_err(), Full { head: 6, tail: 0 });
+        assert!(push(&mut p, 2, 0), "exactly the two cells left");
+        pop(&mut c, 6);
+        c.release();
+        assert_eq!(p.try_claim(7).unwrap_err(), Full { head: 8, tail: 6 });
+        assert_eq!(p.try_claim(6).map(|c| c.pos), Ok(8));
+    }
+
     #[test]
     fn fills_then_refuses_then_frees() {
-        let (_r, f) = ring(8);
+        let r = HeapRing::new(8);
+        let f = r.fifo();
         let mut p = Producer::new(f);
         let mut c = Consumer::new(f);
         assert!(c.peek().is_none());
@@ -316,13 +479,15 @@ mod tests {
 
     #[test]
     fn concurrent_producers_deliver_every_message_in_per_producer_order() {
-        let (_r, f) = ring(64);
+        let ring = Arc::new(HeapRing::new(64));
+        let f = ring.fifo();
         let producers = 3;
-        let per = 20_000u32;
+        // Miri interprets every instruction: fewer messages, still many laps of the ring.
+        let per: u32 = if cfg!(miri) { 150 } else { 20_000 };
         let handles: Vec<_> = (0..producers)
             .map(|id| {
                 let mut p = Producer::new(f);
-                let keep = _r.clone();
+                let keep = ring.clone();
                 std::thread::spawn(move || {
                     let _keep = keep;
                     for k in 0..per {
@@ -378,5 +543,135 @@ mod tests {
             h.join().unwrap();
         }
         assert!(next.iter().all(|&k| k == per));
+    }
+}
+
+/// The ring's protocol under loom (`scripts/check-unsafe`): every interleaving of two producers
+/// and the consumer, up to `LOOM_MAX_PREEMPTIONS` preemptions (default 3). Cell bodies are
+/// loom cells there, so loom also fails any execution in which a body is read before its
+/// writer's release or rewritten before the consumer's release of the cell.
+#[cfg(all(test, loom))]
+mod model {
+    use super::*;
+    use loom::sync::Arc;
+
+    /// Two cells: every claim below either fills the ring or needs space the other producer
+    /// and the consumer must free first.
+    const CAP: u64 = 2;
+    /// Cells of each message, per producer. Producer 0's second message is the claim that can
+    /// load the head, be preempted while producer 1 and the consumer complete a lap, and then
+    /// load a tail beyond that head.
+    const MESSAGES: [&[u32]; 2] = [&[2, 1], &[2]];
+    /// Failed polls or claims in a row after which a thread's waiting is no longer explored.
+    const SPINS_EXPLORED: u32 = 2;
+
+    /// Waits for another thread to make progress. After a yield, loom may schedule any thread
+    /// without counting a preemption, so two waiting threads could take turns forever while the
+    /// one they wait for never runs; past a few turns, loom stops branching in this execution
+    /// and runs it to its end on its default schedule (least-yielded thread first), still
+    /// checking every assertion and access on the way.
+    fn wait(spins: &mut u32) {
+        *spins += 1;
+        if *spins > SPINS_EXPLORED {
+            loom::skip_branch();
+        }
+        loom::thread::yield_now();
+    }
+
+    fn send(p: &mut Producer, id: u8, k: u8, n: u32) {
+        let mut spins = 0;
+        loop {
+            match p.try_claim(n) {
+                Ok(c) => {
+                    for i in 0..n {
+                        // SAFETY: i < n, unpublished claim.
+                        unsafe {
+                            (&mut *p.body(&c, i))[..4].copy_from_slice(&[id, k, n as u8, i as u8])
+                        };
+                    }
+                    p.publish(c);
+                    return;
+                }
+                Err(full) => {
+                    // Full means: when the tail was loaded, `n` more cells after the head did
+                    // not fit. A tail past the head means the head was stale, not the ring full.
+                    assert!(
+                        full.tail <= full.head,
+                        "stale head taken for full: {full:?}"
+                    );
+                    assert!(
+                        full.head + n as u64 > full.tail + CAP,
+                        "room was left: {full:?}"
+                    );
+                    wait(&mut spins);
+                }
+            }
+        }
+    }
+
+    fn model() {
+        let mut builder = loom::model::Builder::new();
+        if builder.preemption_bound.is_none() {
+            builder.preemption_bound = Some(3);
+        }
+        builder.check(|| {
+            let ring = Arc::new(HeapRing::new(CAP as usize));
+            let f = ring.fifo();
+            let producers: Vec<_> = (0..2u8)
+                .map(|id| {
+                    let keep = ring.clone();
+                    loom::thread::spawn(move || {
+                        let _keep = keep;
+                        let mut p = Producer::new(f);
+                        for (k, &n) in MESSAGES[id as usize].iter().enumerate() {
+                            send(&mut p, id, k as u8, n);
+                        }
+                    })
+                })
+                .collect();
+            let mut c = Consumer::new(f);
+            let mut next = [0usize; 2];
+            let total: usize = MESSAGES.iter().map(|m| m.len()).sum();
+            for _ in 0..total {
+                let mut spins = 0;
+                let first = loop {
+                    match c.peek() {
+                        Some(first) => break first,
+                        None => {
+                            c.release();
+                            wait(&mut spins);
+                        }
+                    }
+                };
+                // SAFETY: published message; its cells are read before advancing.
+                let [id, k, n, i0] = unsafe { (&*first)[..4].try_into().unwrap() };
+                let id = id as usize;
+                assert_eq!(
+                    (k as usize, i0),
+                    (next[id], 0),
+                    "producer {id} out of order"
+                );
+                let n = n as u32;
+                assert_eq!(n, MESSAGES[id][k as usize], "cell count intact");
+                for i in 1..n {
+                    // SAFETY: continuation cells of the published message.
+                    let b = unsafe { (&*c.body(i))[..4].to_vec() };
+                    assert_eq!(b, [id as u8, k, n as u8, i as u8], "continuation intact");
+                }
+                next[id] += 1;
+                c.advance(n);
+                c.release();
+            }
+            for p in producers {
+                p.join().unwrap();
+            }
+            assert_eq!(next, [MESSAGES[0].len(), MESSAGES[1].len()], "each once");
+            assert!(c.peek().is_none(), "nothing beyond what was sent");
+        });
+    }
+
+    #[test]
+    fn two_producers_one_consumer_every_interleaving() {
+        model();
     }
 }

@@ -15,6 +15,7 @@ pub mod fifo;
 pub mod node;
 pub mod pool;
 pub mod segment;
+mod sync;
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -398,20 +399,35 @@ impl Transport for ShmTransport {
     /// to the senders.
     #[inline]
     fn poll<H: Handler>(&mut self, budget: usize, h: &mut H) -> Result<usize> {
+        /// A cell whose contents make no sense, naming the rank it claims to come from.
+        #[cold]
+        fn corrupt(from: u32, what: &str) -> Error {
+            Error::new(
+                ErrorClass::Intern,
+                format!("corrupt shared-memory {what} from rank {from}"),
+            )
+        }
         let mut n = 0;
         while n < budget {
             let Some(first) = self.rx.peek() else { break };
             let first = first.cast::<u8>();
             // SAFETY: a published cell: its 60-byte body is readable and stable until advanced.
             let (am, flags, hdr_len, ncells, from, len) = unsafe { read_meta(first) };
-            if from as usize >= self.link.peers.len() || hdr_len as usize > MAX_HDR || ncells == 0 {
-                return Err(Error::new(
-                    ErrorClass::Intern,
-                    format!("corrupt shared-memory cell from rank {from}"),
-                ));
+            // Every field below came through memory the sender can write: check each before
+            // it indexes anything (`from` a peer table, `hdr_len` a cell, `ncells` the ring,
+            // `block` and `len` the sender's pool).
+            if from as usize >= self.link.peers.len()
+                || hdr_len as usize > MAX_HDR
+                || flags & !FLAG_POOL != 0
+                || ncells == 0
+            {
+                return Err(corrupt(from, "cell"));
             }
             let mut hdr_buf = [0u8; MAX_HDR];
             if flags & FLAG_POOL != 0 {
+                if ncells != 1 {
+                    return Err(corrupt(from, "pool fragment (cell count)"));
+                }
                 // SAFETY: body bytes POOL_META.. hold the header (hdr_len ≤ MAX_HDR checked).
                 let block = unsafe {
                     std::ptr::copy_nonoverlapping(
@@ -422,12 +438,9 @@ impl Transport for ShmTransport {
                     u32::from_le_bytes(first.add(INLINE_META).cast::<[u8; 4]>().read_unaligned())
                 };
                 let view = self.link.peer(from)?.pool;
-                let data = view.block(block, len as usize).ok_or_else(|| {
-                    Error::new(
-                        ErrorClass::Intern,
-                        format!("rank {from} announced a bad pool block"),
-                    )
-                })?;
+                let data = view
+                    .block(block, len as usize)
+                    .ok_or_else(|| corrupt(from, "pool fragment (block or length)"))?;
                 h.frag(
                     &mut self.link,
                     Frag {
@@ -450,10 +463,12 @@ impl Transport for ShmTransport {
                     1 + (len as usize - first_room).div_ceil(CELL_BODY)
                 };
                 if needed != ncells as usize {
-                    return Err(Error::new(
-                        ErrorClass::Intern,
-                        format!("corrupt inline fragment from rank {from}"),
-                    ));
+                    return Err(corrupt(from, "inline fragment (cell count)"));
+                }
+                // An honest sender publishes continuation cells before the first; a count that
+                // runs into cells nobody published would read another sender's unfinished data.
+                if !self.rx.continuation_published(ncells as u32) {
+                    return Err(corrupt(from, "inline fragment (unpublished cells)"));
                 }
                 // SAFETY: header bytes lie inside the first cell's body.
                 unsafe {
@@ -1016,6 +1031,94 @@ mod tests {
         ));
         assert_eq!(drain(&mut b).len(), LAYOUT.pool_blocks as usize);
         a.link().send(1, 0, &[0; 12], &[1; 2000]).unwrap();
+    }
+
+    /// Metadata of a hand-written cell: am, flags, hdr_len, ncells, from, len.
+    type Meta = (u8, u8, u8, u8, u32, u32);
+
+    /// Publishes, from `a` to rank 1, `claim` cells of which only the first is written, with
+    /// `meta` and `block`: what a buggy or hostile peer can put in the ring.
+    fn forge(a: &mut ShmTransport, claim: u32, meta: Meta, block: u32) {
+        let peer = a.link.peer(1).unwrap();
+        let c = peer.tx.claim(claim).unwrap();
+        let (am, flags, hdr_len, ncells, from, len) = meta;
+        // SAFETY: the first claimed cell, unpublished; metadata and block index fit its body.
+        unsafe {
+            let b = peer.tx.body(&c, 0).cast::<u8>();
+            write_meta(b, am, flags, hdr_len, ncells, from, len);
+            b.add(INLINE_META)
+                .cast::<[u8; 4]>()
+                .write_unaligned(block.to_le_bytes());
+        }
+        peer.tx.publish(c);
+    }
+
+    /// Issue 8 §3: a pool fragment's cell count was not checked (a count of 2 skipped the next
+    /// sender's cell), nor were unknown flags or continuation cells nobody published.
+    #[test]
+    fn corrupt_cells_are_refused_naming_the_sender() {
+        let first_room = (CELL_BODY - INLINE_META) as u32;
+        let cases: [(&str, u32, Meta, u32, &str); 9] = [
+            (
+                "pn",
+                2,
+                (0, FLAG_POOL, 0, 2, 0, 8),
+                0,
+                "pool fragment (cell count) from rank 0",
+            ),
+            ("p0", 1, (0, FLAG_POOL, 0, 0, 0, 8), 0, "cell from rank 0"),
+            (
+                "pb",
+                1,
+                (0, FLAG_POOL, 0, 1, 0, 8),
+                LAYOUT.pool_blocks,
+                "pool fragment (block or length) from rank 0",
+            ),
+            (
+                "pl",
+                1,
+                (0, FLAG_POOL, 0, 1, 0, LAYOUT.block_size + 1),
+                0,
+                "pool fragment (block or length) from rank 0",
+            ),
+            (
+                "hl",
+                1,
+                (0, 0, MAX_HDR as u8 + 1, 1, 0, 0),
+                0,
+                "cell from rank 0",
+            ),
+            ("fr", 1, (0, 0, 0, 1, 2, 0), 0, "cell from rank 2"),
+            ("fl", 1, (0, 0x80, 0, 1, 0, 0), 0, "cell from rank 0"),
+            (
+                "in",
+                2,
+                (0, 0, 0, 2, 0, 8),
+                0,
+                "inline fragment (cell count) from rank 0",
+            ),
+            (
+                "iu",
+                1,
+                (0, 0, 0, 2, 0, first_room + 1),
+                0,
+                "inline fragment (unpublished cells) from rank 0",
+            ),
+        ];
+        for (tag, claim, meta, block, want) in cases {
+            let (mut a, mut b) = pair(tag);
+            forge(&mut a, claim, meta, block);
+            let mut c = Collect(Vec::new());
+            let err = b.poll(usize::MAX, &mut c).unwrap_err();
+            assert!(c.0.is_empty(), "{tag}: nothing reaches the protocol layer");
+            assert!(err.to_string().contains(want), "{tag}: {err}");
+        }
+        // The same cells, well formed, are delivered.
+        let (mut a, mut b) = pair("ok");
+        forge(&mut a, 1, (3, FLAG_POOL, 0, 1, 0, 8), 0);
+        forge(&mut a, 2, (4, 0, 0, 2, 0, first_room + 1), 0);
+        let got: Vec<u8> = drain(&mut b).into_iter().map(|f| f.1).collect();
+        assert_eq!(got, [3, 4]);
     }
 
     #[test]
