@@ -254,14 +254,24 @@ impl From<InStatus> for Error {
 /// Waits for every request (`MPI_Waitall`); returns their statuses in order, or, if any
 /// failed, every request's own result.
 pub fn wait_all(requests: Vec<Request<'_, '_>>) -> std::result::Result<Vec<Status>, InStatus> {
-    let results: Vec<Result<Status>> = requests
-        .into_iter()
-        .map(|mut r| r.wait_in("wait_all"))
-        .collect();
-    if results.iter().all(|r| r.is_ok()) {
-        Ok(results.into_iter().map(|r| r.expect("ok")).collect())
-    } else {
-        Err(InStatus { results })
+    // Statuses go straight into the answer; only a failure builds the per-request results.
+    let mut statuses = Vec::with_capacity(requests.len());
+    let mut results: Option<Vec<Result<Status>>> = None;
+    for mut r in requests {
+        let res = r.wait_in("wait_all");
+        match (&mut results, res) {
+            (None, Ok(st)) => statuses.push(st),
+            (None, Err(e)) => {
+                let mut all: Vec<Result<Status>> = statuses.drain(..).map(Ok).collect();
+                all.push(Err(e));
+                results = Some(all);
+            }
+            (Some(all), res) => all.push(res),
+        }
+    }
+    match results {
+        None => Ok(statuses),
+        Some(results) => Err(InStatus { results }),
     }
 }
 

@@ -81,6 +81,9 @@ pub type AbortHook = Box<dyn Fn(&str) + Send + Sync>;
 const SELF: u8 = 0;
 /// A route that no transport serves.
 const UNREACHABLE: u8 = u8::MAX;
+/// The route of a peer whose communication broke ([`FaultMode::Return`]): one load tells a
+/// send both where to go and whether it may.
+const BROKEN: u8 = u8::MAX - 1;
 
 /// One process's point-to-point engine.
 pub struct Engine {
@@ -93,8 +96,9 @@ pub struct Engine {
     shm: Option<u8>,
     /// Transports whose receive side broke (polled no more).
     dead: Vec<bool>,
-    /// Peers whose communication broke ([`FaultMode::Return`]).
-    broken: Vec<bool>,
+    /// The smallest eager limit of a transport that can take a direct write: receives up to
+    /// this size never advertise their buffer, which spares them a route lookup.
+    advert_min: usize,
     schedules: Vec<(ReqId, Box<dyn Schedule>)>,
     /// Schedules waiting for a caller with the engine unlocked (user steps, user drops).
     unlocked: super::progress::UnlockedWork,
@@ -138,13 +142,20 @@ impl Engine {
             }
         }
         let n = transports.len();
+        let advert_min = transports[1..]
+            .iter_mut()
+            .map(AnyTransport::limits)
+            .filter(|l| l.put)
+            .map(|l| l.eager_limit)
+            .min()
+            .unwrap_or(usize::MAX);
         Engine {
             proto: Proto::new(me, size),
             route,
             transports,
             shm: shm_idx,
             dead: vec![false; n],
-            broken: vec![false; size as usize],
+            advert_min,
             schedules: Vec::new(),
             unlocked: Default::default(),
             mode: FaultMode::Abort,
@@ -214,8 +225,8 @@ impl Engine {
     #[inline]
     fn route_to(&self, to: u32) -> Result<usize> {
         match self.route.get(to as usize) {
-            Some(&t) if t != UNREACHABLE && !self.broken[to as usize] => Ok(t as usize),
-            Some(&t) if t != UNREACHABLE => Err(self.broken_error(to)),
+            Some(&t) if t < BROKEN => Ok(t as usize),
+            Some(&BROKEN) => Err(self.broken_error(to)),
             Some(_) => Err(Error::new(
                 ErrorClass::Rank,
                 format!(
@@ -258,13 +269,36 @@ impl Engine {
     ) -> Result<Option<ReqId>> {
         let t = self.route_to(to)?;
         let proto = &mut self.proto;
+        // One transport's protocol code inlined here; messages to oneself take a call.
+        let r = match &mut self.transports[t] {
+            // SAFETY: forwarded from our caller.
+            AnyTransport::Shm(tr) => unsafe { proto.isend(tr.link(), mode, buf, len, to, env) },
+            // SAFETY: forwarded from our caller.
+            AnyTransport::SelfLoop(_) => return unsafe { self.isend_self(mode, buf, len, env) },
+        };
+        self.after_start();
+        r
+    }
+
+    /// [`isend`](Self::isend) to ourselves: through the self transport, delivered at once.
+    ///
+    /// # Safety
+    /// As for [`isend`](Self::isend).
+    #[inline(never)]
+    unsafe fn isend_self(
+        &mut self,
+        mode: SendMode,
+        buf: *const u8,
+        len: usize,
+        env: Envelope,
+    ) -> Result<Option<ReqId>> {
+        let me = self.proto.me;
+        let AnyTransport::SelfLoop(tr) = &mut self.transports[SELF as usize] else {
+            unreachable!("the self transport comes first");
+        };
         // SAFETY: forwarded from our caller.
-        let r = with_transport!(&mut self.transports[t], tr => unsafe {
-            proto.isend(tr.link(), mode, buf, len, to, env)
-        });
-        if t == SELF as usize {
-            self.drain_self();
-        }
+        let r = unsafe { self.proto.isend(tr.link(), mode, buf, len, me, env) };
+        self.drain_self();
         self.after_start();
         r
     }
@@ -331,7 +365,10 @@ impl Engine {
         }
         let peer = match src_world {
             Some(w) => {
-                self.route_to(w)?;
+                // Only after a fault can a reachable peer have become unreachable.
+                if self.fault.is_some() {
+                    self.route_to(w)?;
+                }
                 w
             }
             None => u32::MAX,
@@ -345,13 +382,18 @@ impl Engine {
                 req: id.idx,
             },
         );
-        if let Some(w) = src_world {
-            let t = self.route[w as usize] as usize;
-            let proto = &mut self.proto;
-            with_transport!(&mut self.transports[t], tr => {
-                proto.maybe_advertise(tr.link(), id, buf, cap, ctx, src, tag, w)
-            });
-            self.after_start();
+        if let (Some(w), true) = (src_world, cap > self.advert_min) {
+            if let Some(tr) = self
+                .route
+                .get(w as usize)
+                .and_then(|&t| self.transports.get_mut(t as usize))
+            {
+                let proto = &mut self.proto;
+                with_transport!(tr, tr => {
+                    proto.maybe_advertise(tr.link(), id, buf, cap, ctx, src, tag, w)
+                });
+                self.after_start();
+            }
         }
         Ok(RecvStart::Pending(id))
     }
@@ -368,7 +410,7 @@ impl Engine {
             .copied()
             .unwrap_or(UNREACHABLE);
         let proto = &mut self.proto;
-        let id = if t == UNREACHABLE {
+        let id = if t >= BROKEN {
             // Cannot happen (the message came from somewhere); keep the request failable.
             let id = proto.alloc(
                 State::Recv {
@@ -576,7 +618,8 @@ impl Engine {
     /// no schedule running. Cheap enough to spin on.
     #[inline]
     pub fn quiet(&self) -> bool {
-        !self.transports.iter().any(AnyTransport::has_arrival)
+        // The self transport is drained by the call that feeds it: never polled here.
+        !self.transports[1..].iter().any(AnyTransport::has_arrival)
             && self.proto.pending.is_empty()
             && self.proto.pushing.is_empty()
             && self.schedules.is_empty()
@@ -587,7 +630,8 @@ impl Engine {
     #[inline]
     pub fn progress(&mut self) -> usize {
         let mut n = 0;
-        for (i, t) in self.transports.iter_mut().enumerate() {
+        // The self transport is drained by the call that feeds it (`drain_self`).
+        for (i, t) in self.transports.iter_mut().enumerate().skip(1) {
             if self.dead[i] {
                 continue;
             }
@@ -620,7 +664,13 @@ impl Engine {
     fn flush_pending(&mut self) -> usize {
         let mut n = 0;
         while let Some(to) = self.proto.pending.front().map(|p| p.to) {
-            let t = self.route[to as usize] as usize;
+            let t = self.route[to as usize];
+            if t >= BROKEN {
+                // Queued (a reply) after its peer broke: it goes nowhere.
+                self.drop_pending_head();
+                continue;
+            }
+            let t = t as usize;
             let proto = &mut self.proto;
             let k = with_transport!(&mut self.transports[t], tr => proto.flush_head(tr.link()));
             n += k;
@@ -629,6 +679,23 @@ impl Engine {
             }
         }
         n
+    }
+
+    /// Drops the first queued fragment, failing the send it completes, if any.
+    #[cold]
+    fn drop_pending_head(&mut self) {
+        if let Some(p) = self.proto.pending.pop_front() {
+            self.proto.pending_to[p.to as usize] -= 1;
+            if let Some(id) = p.complete {
+                self.proto.reqs.complete(
+                    id.idx,
+                    Status {
+                        error: Some(ErrorClass::Other),
+                        ..Status::default()
+                    },
+                );
+            }
+        }
     }
 
     #[cold]
@@ -641,7 +708,19 @@ impl Engine {
                 self.proto.pushing.swap_remove(i);
                 continue;
             };
-            let t = self.route[to as usize] as usize;
+            let t = self.route[to as usize];
+            if t >= BROKEN {
+                self.proto.pushing.swap_remove(i);
+                self.proto.reqs.complete(
+                    id.idx,
+                    Status {
+                        error: Some(ErrorClass::Other),
+                        ..Status::default()
+                    },
+                );
+                continue;
+            }
+            let t = t as usize;
             let proto = &mut self.proto;
             let (k, finished) =
                 with_transport!(&mut self.transports[t], tr => proto.push(tr.link(), id));
@@ -685,9 +764,9 @@ impl Engine {
     fn fail_peer(&mut self, peer: Option<u32>, error: &Error) {
         let me = self.proto.me;
         let hit = |p: u32| p != me && peer.is_none_or(|q| q == p);
-        for (r, b) in self.broken.iter_mut().enumerate() {
-            if hit(r as u32) {
-                *b = true;
+        for (r, t) in self.route.iter_mut().enumerate() {
+            if hit(r as u32) && *t != UNREACHABLE {
+                *t = BROKEN;
             }
         }
         let class = Some(error.class());

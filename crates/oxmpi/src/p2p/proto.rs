@@ -182,7 +182,8 @@ impl Proto {
     }
 
     /// Takes a request slot for an operation with `peer` (world rank, or [`NO_PEER`]).
-    #[inline]
+    // On every receive's path: a call here measured 54 instructions more per message.
+    #[inline(always)]
     pub(super) fn alloc(&mut self, state: State, peer: u32) -> ReqId {
         let id = self.reqs.alloc(state);
         let i = id.idx as usize;

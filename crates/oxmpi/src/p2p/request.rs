@@ -152,7 +152,7 @@ pub struct Slab {
 
 impl Slab {
     /// Takes a slot for an operation in `state`.
-    #[inline]
+    #[inline(always)]
     pub fn alloc(&mut self, state: State) -> ReqId {
         let idx = match self.free.pop() {
             Some(i) => i,
