@@ -95,8 +95,16 @@ impl<L: ThreadLevel> Universe<L> {
     }
 
     /// How often each point-to-point protocol path ran in this process so far.
-    pub fn protocol_stats(&self) -> crate::p2p::engine::Stats {
+    pub fn protocol_stats(&self) -> crate::ProtocolStats {
         self.rt.engine.with(|e| e.stats())
+    }
+
+    /// What a fault that breaks communication with a peer does (default
+    /// [`FaultMode::Abort`](crate::FaultMode::Abort): the job ends with a message naming the
+    /// rank, the call and the cause). With [`FaultMode::Return`](crate::FaultMode::Return),
+    /// every operation with that peer completes with the error and the rest goes on.
+    pub fn set_fault_mode(&self, mode: crate::FaultMode) {
+        self.rt.engine.with(|e| e.set_fault_mode(mode));
     }
 
     /// Finalizes MPI, reporting errors that dropping would have to ignore.

@@ -11,7 +11,9 @@
 //! - [`environment`], [`comm`]: the public API (init, communicators).
 //! - [`handle`]: the same core without lifetimes or type parameters (ids, run-time thread
 //!   level, byte-level user ops, attribute callbacks), for the C ABI.
-//! - [`runtime`]: start-up over PMI, placement, business cards.
+//! - internals, not public: `runtime` (start-up over PMI, placement, business cards), `p2p`
+//!   (matching, protocols, requests, the progress engine) and `transport` (`self`, `shm`);
+//!   `ARCHITECTURE.md` in the repository describes them.
 //! - [`config`]: `OXMPI_*` tunables; [`error`]: errors mapped to MPI error classes;
 //!   [`threading`]: thread levels as types.
 //!
@@ -39,12 +41,12 @@ pub mod handle;
 pub mod info;
 pub mod memory;
 pub mod op;
-pub mod p2p;
+pub(crate) mod p2p;
 pub mod point_to_point;
 pub mod request;
-pub mod runtime;
+pub(crate) mod runtime;
 pub mod threading;
-pub mod transport;
+pub(crate) mod transport;
 
 pub use coll::InterRoot;
 pub use comm::{Communicator, InterCommunicator, Keyval, SplitType, UNDEFINED};
@@ -55,7 +57,12 @@ pub use group::{Group, Relation};
 pub use handle::attr::Predefined;
 pub use memory::SharedBuffer;
 pub use op::{reduce_local, Op, Reducible, UserOp};
+pub use p2p::bsend::BSEND_OVERHEAD;
+pub use p2p::engine::FaultMode;
+pub use p2p::matching::{ANY_SOURCE, ANY_TAG, PROC_NULL};
+pub use p2p::proto::Stats as ProtocolStats;
 pub use p2p::request::Status;
 pub use point_to_point::{Message, Source, Tag, TAG_UB};
 pub use request::{scope, InStatus, Persistent, Request, Scope};
+pub use runtime::{is_finalized, is_initialized};
 pub use threading::{Funneled, Multiple, Serialized, Single, ThreadLevel, Threading};

@@ -657,10 +657,7 @@ fn buffered_sends(me: i32, p: i32) {
         // Exactly room for three messages; the last is long enough to need the receiver
         // (rendezvous), which does not post its receives before the barrier.
         let sizes = SIZES;
-        let len: usize = sizes
-            .iter()
-            .map(|s| s + oxmpi::p2p::bsend::BSEND_OVERHEAD)
-            .sum();
+        let len: usize = sizes.iter().map(|s| s + oxmpi::BSEND_OVERHEAD).sum();
         let mut region = vec![0u8; len];
         let ptr = region.as_mut_ptr();
         // SAFETY: `region` lives to the end of this block and is not touched until detach
@@ -678,11 +675,7 @@ fn buffered_sends(me: i32, p: i32) {
         // Even if the two short copies have drained, the largest free range is their
         // 1000 + 2 * overhead bytes: one byte more does not fit.
         let e = world
-            .buffered_send(
-                &[0u8; 1000 + oxmpi::p2p::bsend::BSEND_OVERHEAD + 1][..],
-                1,
-                40,
-            )
+            .buffered_send(&[0u8; 1000 + oxmpi::BSEND_OVERHEAD + 1][..], 1, 40)
             .unwrap_err();
         check!(e.class() == ErrorClass::Buffer, "full buffer: {e}");
         must("barrier", world.barrier());

@@ -45,13 +45,13 @@ fn main() {
 
     // PROC_NULL: sends vanish, receives complete empty at once.
     world
-        .send(&[1u8; 4][..], oxmpi::p2p::matching::PROC_NULL, 3)
+        .send(&[1u8; 4][..], oxmpi::PROC_NULL, 3)
         .expect("send to PROC_NULL");
     let st = world
         .receive_into(&mut x, Source::Null, Tag::Any)
         .expect("recv from PROC_NULL");
     check!(
-        st.source() == oxmpi::p2p::matching::PROC_NULL && st.count() == Some(0),
+        st.source() == oxmpi::PROC_NULL && st.count() == Some(0),
         "{st:?}"
     );
 
@@ -193,10 +193,7 @@ fn main() {
             let (v8, st8) = world.receive_vec::<i16>(0, 8).unwrap();
             check!(v8 == vec![8i16; 2] && st8.count() == Some(2), "receive_vec");
             let (_, st) = world.matched_probe::<u8>(Source::Null, Tag::Any).unwrap();
-            check!(
-                st.source() == oxmpi::p2p::matching::PROC_NULL,
-                "mprobe PROC_NULL"
-            );
+            check!(st.source() == oxmpi::PROC_NULL, "mprobe PROC_NULL");
         }
 
         // wait_any / wait_some / test_all over a mix of requests.

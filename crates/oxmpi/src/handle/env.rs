@@ -47,6 +47,15 @@ pub fn query_thread() -> Result<Threading> {
     Ok(runtime("query_thread")?.level)
 }
 
+/// What a fault that breaks communication with a peer does: end the job (the default), or
+/// complete the affected operations with the error (`MPI_ERRORS_RETURN`).
+pub fn set_fault_mode(mode: crate::FaultMode) -> Result<()> {
+    runtime("set_fault_mode")?
+        .engine
+        .with(|e| e.set_fault_mode(mode));
+    Ok(())
+}
+
 /// Whether the calling thread is the one that initialized MPI (`MPI_Is_thread_main`).
 pub fn is_thread_main() -> bool {
     MAIN.with(|m| m.get())

@@ -3,7 +3,7 @@
 //! completion of many at once with each request's own error.
 //!
 //! Two levels live here:
-//! - engine-level functions on the engine's [`ReqId`]s (crate-private): the one blocking wait
+//! - engine-level functions on the engine's request ids (crate-private): the one blocking wait
 //!   loop, the one call of `Engine::progress`, and starting a persistent operation. The typed
 //!   Rust API ([`crate::request`], [`crate::point_to_point`]) waits through them.
 //! - [`Requests`], the table a C layer drives: ids are [`RequestId`]s, `Copy` and 8 bytes.

@@ -35,11 +35,6 @@ impl Arena {
         Arena { capacity, free }
     }
 
-    /// Bytes the arena manages.
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
     /// Bytes currently allocated.
     pub fn used(&self) -> usize {
         self.capacity - self.free.iter().map(|&(_, l)| l).sum::<usize>()

@@ -183,6 +183,7 @@ impl Engine {
     }
 
     /// The first fault seen, if any.
+    #[cfg(test)]
     pub fn fault(&self) -> Option<&Error> {
         self.fault.as_ref()
     }
@@ -216,6 +217,7 @@ impl Engine {
     }
 
     /// The name of the transport that reaches world rank `rank` (`None`: unreachable).
+    #[cfg(test)]
     pub fn transport_of(&self, rank: u32) -> Option<&'static str> {
         let t = *self.route.get(rank as usize)?;
         self.transports.get(t as usize).map(AnyTransport::name)
@@ -610,6 +612,7 @@ impl Engine {
     }
 
     /// Requests not yet collected.
+    #[cfg(test)]
     pub fn live_requests(&self) -> usize {
         self.proto.reqs.live()
     }

@@ -120,11 +120,6 @@ impl Body {
             Body::Rts { len, .. } => *len,
         }
     }
-
-    /// Whether the message is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// A message that arrived before its receive.
@@ -234,6 +229,7 @@ impl Matcher {
     }
 
     /// Number of posted receives and unexpected messages on `ctx`.
+    #[cfg(test)]
     pub fn depth(&self, ctx: u32) -> (usize, usize) {
         self.ctx
             .get(ctx as usize)

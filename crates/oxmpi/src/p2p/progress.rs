@@ -48,6 +48,7 @@ impl UnlockedWork {
     }
 
     /// Whether nothing is parked or retired.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.parked.is_empty() && self.retired.is_empty()
     }

@@ -302,6 +302,7 @@ impl Slab {
     }
 
     /// Requests not yet freed.
+    #[cfg(test)]
     pub fn live(&self) -> usize {
         self.slots.len() - self.free.len()
     }

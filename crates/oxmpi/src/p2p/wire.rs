@@ -60,16 +60,12 @@ pub struct MatchHdr {
     pub addr: u64,
     /// Sender's process id (`RTS`).
     pub pid: u32,
-    /// `RTS` flags ([`FLAG_ARENA`]).
+    /// `RTS` flags (the transport's [`Remote::flags`](crate::transport::Remote::flags)).
     pub flags: u32,
 }
 
 /// Room for the largest header the protocol sends.
 pub const HDR_MAX: usize = 40;
-
-/// `MatchHdr::flags` bit: the `RTS` data lies in the sender's shared-memory arena at offset
-/// `addr` (read it with a plain copy instead of `process_vm_readv`).
-pub const FLAG_ARENA: u32 = 1;
 
 /// Encoded length of a header for `am`.
 pub const fn match_hdr_len(am: u8) -> usize {

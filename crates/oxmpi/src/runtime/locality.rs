@@ -52,6 +52,7 @@ impl Locality {
     }
 
     /// Whether two ranks share a host.
+    #[cfg(test)]
     pub fn same_host(&self, a: u32, b: u32) -> bool {
         self.host_of(a) == self.host_of(b)
     }

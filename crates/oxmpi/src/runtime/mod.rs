@@ -52,7 +52,6 @@ pub struct Runtime {
     /// Granted thread level.
     pub level: Threading,
     /// Tunables.
-    pub config: Config,
     /// How blocking calls wait.
     pub wait: crate::p2p::progress::WaitPolicy,
     /// Which ranks share a host.
@@ -64,8 +63,6 @@ pub struct Runtime {
     /// Whether `coll_locality` puts every rank on one host (computed once: collectives ask
     /// on every call).
     pub coll_single_host: bool,
-    /// Random key naming this job's files (from oxrun, or made up for other launchers).
-    pub jobkey: String,
     /// The point-to-point engine.
     pub engine: EngineCell,
     bootstrap: Arc<Mutex<Bootstrap>>,
@@ -180,12 +177,10 @@ impl Runtime {
             appnum,
             appnum_attr,
             level,
-            config,
             wait,
             locality,
             coll_single_host: coll_locality.host_count() == 1,
             coll_locality,
-            jobkey,
             engine,
             bootstrap,
         })
@@ -193,17 +188,6 @@ impl Runtime {
 
     fn bootstrap(&self) -> std::sync::MutexGuard<'_, Bootstrap> {
         lock(&self.bootstrap)
-    }
-
-    /// The business card `rank` published at start-up.
-    pub fn card_of(&self, rank: u32) -> Result<Card> {
-        let text = self.bootstrap().get(&card::key(rank))?.ok_or_else(|| {
-            Error::new(
-                ErrorClass::Intern,
-                format!("rank {rank} published no business card"),
-            )
-        })?;
-        Ok(Card::decode(&text))
     }
 
     /// Ends the whole job with `code`; does not return.

@@ -83,12 +83,6 @@ impl Payload<'_> {
         }
     }
 
-    /// Whether the payload is empty.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Copies the first `dst.len()` payload bytes (at most [`len`](Self::len)) into `dst`.
     #[inline]
     pub fn copy_to(&self, dst: &mut [u8]) {
@@ -203,6 +197,7 @@ impl AnyTransport {
     }
 
     /// The transport's name, for messages and `oxmpi-info`.
+    #[cfg(test)]
     pub fn name(&self) -> &'static str {
         match self {
             AnyTransport::SelfLoop(_) => "self",

@@ -67,6 +67,7 @@ impl FreeList {
     }
 
     /// Total free bytes.
+    #[cfg(test)]
     pub fn free_bytes(&self) -> usize {
         self.free.values().sum()
     }

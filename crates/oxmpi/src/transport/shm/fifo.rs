@@ -77,11 +77,6 @@ impl FifoRef {
         }
     }
 
-    /// Cells in the ring.
-    pub fn capacity(&self) -> usize {
-        self.cap as usize
-    }
-
     fn ctl(&self) -> &FifoCtl {
         // SAFETY: `ctl` points to a live, aligned FifoCtl (constructor contract).
         unsafe { &*self.ctl }
@@ -134,18 +129,6 @@ pub struct Producer {
 pub struct Claim {
     pos: u64,
     n: u32,
-}
-
-impl Claim {
-    /// Number of cells claimed.
-    pub fn len(&self) -> u32 {
-        self.n
-    }
-
-    /// Whether no cell was claimed (never true for a successful claim).
-    pub fn is_empty(&self) -> bool {
-        self.n == 0
-    }
 }
 
 impl Producer {

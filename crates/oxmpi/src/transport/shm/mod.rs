@@ -241,11 +241,6 @@ impl Payload<'_> {
         self.len
     }
 
-    /// Whether the payload is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Copies the first `dst.len()` payload bytes (at most [`len`](Self::len)) into `dst`.
     #[inline]
     pub fn copy_to(&self, dst: &mut [u8]) {
@@ -283,13 +278,6 @@ impl Payload<'_> {
                 }
             }
         }
-    }
-
-    /// The payload as a new vector (for the unexpected queue).
-    pub fn to_vec(&self) -> Vec<u8> {
-        let mut v = vec![0; self.len];
-        self.copy_to(&mut v);
-        v
     }
 }
 
@@ -350,11 +338,6 @@ impl ShmTransport {
     /// Path of this rank's segment (its shm business-card entry).
     pub fn address(&self) -> &str {
         self.link.seg.path()
-    }
-
-    /// Bytes of shared memory this rank created.
-    pub fn segment_bytes(&self) -> usize {
-        self.link.seg.len()
     }
 
     /// Removes the segment's files; peers that mapped them keep their mappings.

@@ -81,11 +81,6 @@ impl PoolOwner {
         PoolOwner { pool, cursor: 0 }
     }
 
-    /// Size of each block.
-    pub fn block_size(&self) -> usize {
-        self.pool.block_size()
-    }
-
     /// Takes a free block, scanning from where the last allocation ended.
     #[inline]
     pub fn alloc(&mut self) -> Option<u32> {

@@ -107,11 +107,6 @@ impl Segment {
         self.len
     }
 
-    /// Whether the segment has zero length.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Path of the backing file.
     pub fn path(&self) -> &str {
         &self.path
