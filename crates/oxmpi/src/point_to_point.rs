@@ -133,7 +133,7 @@ impl<L: ThreadLevel> Communicator<L> {
 
     fn start_send<B: Buffer + ?Sized>(
         &self,
-        call: &str,
+        call: &'static str,
         mode: SendMode,
         buf: &B,
         dest: i32,
@@ -145,13 +145,14 @@ impl<L: ThreadLevel> Communicator<L> {
             return Ok(None);
         };
         let bytes = buf.bytes();
-        // SAFETY: `bytes` is borrowed for the whole operation: blocking sends wait before
-        // returning, nonblocking ones tie the borrow to their Request, which waits on drop, and
-        // the Request's Scope waits even for leaked requests.
-        let r = self
-            .rt
-            .engine
-            .with(|e| unsafe { e.isend(mode, bytes.as_ptr(), bytes.len(), to, env) })?;
+        let r = self.rt.engine.with(|e| {
+            // A fault while this call waits names it.
+            e.enter(call);
+            // SAFETY: `bytes` is borrowed for the whole operation: blocking sends wait before
+            // returning, nonblocking ones tie the borrow to their Request, which waits on drop,
+            // and the Request's Scope waits even for leaked requests.
+            unsafe { e.isend(mode, bytes.as_ptr(), bytes.len(), to, env) }
+        })?;
         Ok(Some(r))
     }
 
@@ -193,7 +194,7 @@ impl<L: ThreadLevel> Communicator<L> {
     /// `bytes` must stay valid and otherwise untouched until the receive completes.
     unsafe fn start_receive(
         &self,
-        call: &str,
+        call: &'static str,
         bytes: &mut [u8],
         source: Source,
         tag: Tag,
@@ -203,10 +204,11 @@ impl<L: ThreadLevel> Communicator<L> {
         let ctx = self.state.context;
         let world_src = self.world_rank_of(src);
         let (ptr, cap) = (bytes.as_mut_ptr(), bytes.len());
-        // SAFETY: forwarded from our caller.
-        self.rt
-            .engine
-            .with(|e| unsafe { e.irecv_from(ptr, cap, ctx, src, tag, world_src) })
+        self.rt.engine.with(|e| {
+            e.enter(call);
+            // SAFETY: forwarded from our caller.
+            unsafe { e.irecv_from(ptr, cap, ctx, src, tag, world_src) }
+        })
     }
 
     /// Receives into a slice of a [`Checked`] type (`bool`, `char`): the message lands in its
