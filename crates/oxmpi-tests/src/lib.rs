@@ -102,3 +102,25 @@ pub fn shm_files() -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// In an MPI test program: ends the process with status 1 and a message when `$cond` is
+/// false (the tests that run the program through oxrun see the failed rank).
+#[macro_export]
+macro_rules! check {
+    ($cond:expr, $($msg:tt)*) => {{
+        let ok: bool = $cond;
+        if !ok {
+            eprintln!("MISMATCH {}", format!($($msg)*));
+            std::process::exit(1);
+        }
+    }};
+}
+
+/// In an MPI test program: the value of `r`, or the end of the process with a message naming
+/// `what` and the error.
+pub fn must<T, E: std::fmt::Display>(what: &str, r: Result<T, E>) -> T {
+    r.unwrap_or_else(|e| {
+        eprintln!("ERROR {what}: {e}");
+        std::process::exit(1)
+    })
+}

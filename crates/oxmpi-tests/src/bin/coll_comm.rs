@@ -4,25 +4,8 @@
 //! point-to-point, every intercommunicator collective blocking and nonblocking, merge). Needs 2+ ranks for the
 //! intercommunicator part. Exits non-zero on a mismatch.
 
-use std::process::exit;
-
 use oxmpi::{Communicator, InterRoot, Keyval, Op, Predefined, Relation, SplitType, UNDEFINED};
-
-macro_rules! check {
-    ($cond:expr, $($msg:tt)*) => {
-        if !$cond {
-            eprintln!("MISMATCH {}", format!($($msg)*));
-            exit(1);
-        }
-    };
-}
-
-fn must<T>(what: &str, r: oxmpi::Result<T>) -> T {
-    r.unwrap_or_else(|e| {
-        eprintln!("ERROR {what}: {e}");
-        exit(1)
-    })
-}
+use oxmpi_tests::{check, must};
 
 fn dup_and_attributes(world: &Communicator) {
     let p = world.size();

@@ -3,27 +3,9 @@
 //! product must come out in rank order through every algorithm), bit-identical floating-point
 //! allreduce results on every rank, and `reduce_local`. Exits non-zero on a mismatch.
 
-use std::process::exit;
-
 use oxmpi::op::{DoubleInt, TwoInt};
 use oxmpi::{reduce_local, Communicator, Op};
-
-macro_rules! check {
-    ($cond:expr, $($msg:tt)*) => {
-        let ok: bool = $cond;
-        if !ok {
-            eprintln!("MISMATCH {}", format!($($msg)*));
-            exit(1);
-        }
-    };
-}
-
-fn must<T>(what: &str, r: oxmpi::Result<T>) -> T {
-    r.unwrap_or_else(|e| {
-        eprintln!("ERROR {what}: {e}");
-        exit(1)
-    })
-}
+use oxmpi_tests::{check, must};
 
 macro_rules! int_ops {
     ($c:expr, $($t:ty),*) => { $( {

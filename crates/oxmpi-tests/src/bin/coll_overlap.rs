@@ -6,25 +6,8 @@
 //!
 //! `coll_overlap ROUNDS`
 
-use std::process::exit;
-
 use oxmpi::{scope, Op, Request};
-
-macro_rules! check {
-    ($cond:expr, $($msg:tt)*) => {
-        if !$cond {
-            eprintln!("MISMATCH {}", format!($($msg)*));
-            exit(1);
-        }
-    };
-}
-
-fn must<T>(what: &str, r: oxmpi::Result<T>) -> T {
-    r.unwrap_or_else(|e| {
-        eprintln!("ERROR {what}: {e}");
-        exit(1)
-    })
-}
+use oxmpi_tests::{check, must};
 
 /// Completes `reqs` in an order derived from `seed`, polling some with `test` first.
 fn finish(mut reqs: Vec<Request<'_, '_>>, seed: u64) {

@@ -17,23 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use oxmpi::{scope, Communicator, Keyval, Op, Source, Tag, ThreadLevel};
-
-macro_rules! check {
-    ($cond:expr, $($msg:tt)*) => {
-        let ok: bool = $cond;
-        if !ok {
-            eprintln!("MISMATCH {}", format!($($msg)*));
-            exit(1);
-        }
-    };
-}
-
-fn must<T>(what: &str, r: oxmpi::Result<T>) -> T {
-    r.unwrap_or_else(|e| {
-        eprintln!("ERROR {what}: {e}");
-        exit(1)
-    })
-}
+use oxmpi_tests::{check, must};
 
 type MpiCall = Arc<dyn Fn() + Send + Sync>;
 

@@ -17,22 +17,7 @@ use oxmpi::handle::group::{self as hg, GroupHandle};
 use oxmpi::handle::op::{self as ho, OpHandle};
 use oxmpi::op::Datatype;
 use oxmpi::{Communicator, ErrorClass, Predefined, Relation, SplitType, Threading, UNDEFINED};
-
-macro_rules! check {
-    ($cond:expr, $($msg:tt)*) => {
-        if !$cond {
-            eprintln!("MISMATCH {}", format!($($msg)*));
-            exit(1);
-        }
-    };
-}
-
-fn must<T>(what: &str, r: oxmpi::Result<T>) -> T {
-    r.unwrap_or_else(|e| {
-        eprintln!("ERROR {what}: {e}");
-        exit(1)
-    })
-}
+use oxmpi_tests::{check, must};
 
 fn class<T: std::fmt::Debug>(r: oxmpi::Result<T>) -> ErrorClass {
     match r {

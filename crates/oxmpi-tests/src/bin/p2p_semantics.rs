@@ -5,15 +5,7 @@
 
 use oxmpi::request::{test_all, wait_all, wait_any, wait_some};
 use oxmpi::{ErrorClass, Source, Tag};
-
-macro_rules! check {
-    ($cond:expr, $($msg:tt)*) => {
-        if !$cond {
-            eprintln!("check failed at line {}: {}", line!(), format!($($msg)*));
-            std::process::exit(1);
-        }
-    };
-}
+use oxmpi_tests::check;
 
 fn main() {
     let universe = oxmpi::init().expect("init");

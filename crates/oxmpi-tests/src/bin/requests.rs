@@ -10,15 +10,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use oxmpi::handle::request::{empty_status, AnyDone, RequestId, Requests, SendMode};
 use oxmpi::request::{test_any, wait_all, wait_any, wait_some};
 use oxmpi::{Communicator, ErrorClass, Source, Status, Tag};
-
-macro_rules! check {
-    ($cond:expr, $($msg:tt)*) => {
-        if !$cond {
-            eprintln!("check failed at line {}: {}", line!(), format!($($msg)*));
-            std::process::exit(1);
-        }
-    };
-}
+use oxmpi_tests::check;
 
 fn main() {
     let universe = oxmpi::init().expect("init");
