@@ -124,3 +124,19 @@ pub fn must<T, E: std::fmt::Display>(what: &str, r: Result<T, E>) -> T {
         std::process::exit(1)
     })
 }
+
+/// `cmd` without the launcher's environment (PMI and job variables), so the program starts
+/// as a singleton even when the tests themselves run under a launcher.
+pub fn without_launcher(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    for v in [
+        "PMI_FD",
+        "PMI_RANK",
+        "PMI_SIZE",
+        "PMI_PORT",
+        "OXMPI_SECRET",
+        "OXMPI_JOBKEY",
+    ] {
+        cmd.env_remove(v);
+    }
+    cmd
+}

@@ -45,17 +45,7 @@ fn handle_layer_at_thread_level_multiple() {
 fn handle_layer_as_a_singleton_without_launcher() {
     let mut cmd = Command::new(PROG);
     cmd.args(["single", "singleton"]);
-    // In case the tests themselves run under a launcher.
-    for v in [
-        "PMI_FD",
-        "PMI_RANK",
-        "PMI_SIZE",
-        "PMI_PORT",
-        "OXMPI_SECRET",
-        "OXMPI_JOBKEY",
-    ] {
-        cmd.env_remove(v);
-    }
+    oxmpi_tests::without_launcher(&mut cmd);
     let out = run_with_deadline(cmd, Duration::from_secs(60));
     let (so, se) = text(&out);
     assert!(out.status.success(), "singleton failed:\n{so}\n{se}");

@@ -51,16 +51,7 @@ fn ring_passes_a_token_through_every_rank() {
 #[test]
 fn singleton_runs_without_a_launcher() {
     let mut cmd = Command::new(example("hello"));
-    for v in [
-        "PMI_FD",
-        "PMI_RANK",
-        "PMI_SIZE",
-        "PMI_PORT",
-        "OXMPI_SECRET",
-        "OXMPI_JOBKEY",
-    ] {
-        cmd.env_remove(v);
-    }
+    oxmpi_tests::without_launcher(&mut cmd);
     let out = run_with_deadline(cmd, Duration::from_secs(30));
     let (so, se) = text(&out);
     assert!(out.status.success(), "{se}");
