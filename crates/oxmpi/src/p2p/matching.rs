@@ -170,6 +170,11 @@ impl Matcher {
     #[inline]
     pub fn match_arrival(&mut self, env: &Envelope) -> Option<Posted> {
         let q = self.ctx.get_mut(env.ctx as usize)?;
+        // Most arrivals match the oldest receive (streams, windows): take it without the
+        // general search and the shifting `remove` does (measured ~60 instructions/message).
+        if q.posted.front().is_some_and(|p| accepts(p.src, p.tag, env)) {
+            return q.posted.pop_front();
+        }
         let i = q.posted.iter().position(|p| accepts(p.src, p.tag, env))?;
         q.posted.remove(i)
     }
@@ -184,6 +189,12 @@ impl Matcher {
     #[inline]
     pub fn take_unexpected(&mut self, ctx: u32, src: i32, tag: i32) -> Option<Unexpected> {
         let q = self.ctx.get_mut(ctx as usize)?;
+        if q.unexpected
+            .front()
+            .is_some_and(|u| accepts(src, tag, &u.env))
+        {
+            return q.unexpected.pop_front();
+        }
         let i = q
             .unexpected
             .iter()
@@ -338,5 +349,60 @@ mod tests {
         assert!(!m.cancel(0, 4));
         assert!(!m.cancel(9, 4));
         assert!(m.match_arrival(&env(0, 0, 0)).is_none());
+    }
+
+    proptest::proptest! {
+        // Miri runs this module's tests: a few cases there, without failure files (isolation).
+        #![proptest_config(proptest::test_runner::Config {
+            cases: if cfg!(miri) { 4 } else { 256 },
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        })]
+        /// Posted and unexpected queues agree with a naive model (a list searched from the
+        /// front) on any sequence of receives and arrivals, wildcards included.
+        #[test]
+        fn queues_agree_with_a_naive_model(
+            ops in proptest::collection::vec((proptest::bool::ANY, -1i32..3, -1i32..3), 1..120)
+        ) {
+            let mut m = Matcher::new();
+            let mut posted: Vec<(i32, i32, u32)> = Vec::new();
+            let mut unexpected: Vec<(u32, i32, u8)> = Vec::new();
+            for (k, &(is_recv, a, b)) in ops.iter().enumerate() {
+                let k = k as u32;
+                if is_recv {
+                    let (src, tag) = (if a < 0 { ANY_SOURCE } else { a }, if b < 0 { ANY_TAG } else { b });
+                    let want = unexpected
+                        .iter()
+                        .position(|&(s, t, _)| accepts(src, tag, &env(0, s, t)))
+                        .map(|i| unexpected.remove(i).2);
+                    let got = m.take_unexpected(0, src, tag).map(|u| u.body);
+                    match want {
+                        Some(byte) => proptest::prop_assert_eq!(
+                            got,
+                            Some(Body::Eager(Stored::with_len(1, |d| d[0] = byte)))
+                        ),
+                        None => {
+                            proptest::prop_assert!(got.is_none());
+                            posted.push((src, tag, k));
+                            m.post(0, Posted { src, tag, req: k });
+                        }
+                    }
+                } else {
+                    let (s, t) = (a.max(0) as u32, b.max(0));
+                    let e = env(0, s, t);
+                    let want = posted
+                        .iter()
+                        .position(|&(src, tag, _)| accepts(src, tag, &e))
+                        .map(|i| posted.remove(i).2);
+                    let got = m.match_arrival(&e).map(|p| p.req);
+                    proptest::prop_assert_eq!(got, want);
+                    if want.is_none() {
+                        unexpected.push((s, t, k as u8));
+                        m.push_unexpected(msg(0, s, t, k as u8));
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(m.depth(0), (posted.len(), unexpected.len()));
+        }
     }
 }
