@@ -247,6 +247,51 @@ pub fn cpus_to_mask(cpus: &[usize]) -> CpuMask {
     mask
 }
 
+/// The addresses of this host's interfaces that are up: IPv4 first, then IPv6 (link-local
+/// IPv6 addresses are left out, as they need a scope to be usable), loopback last.
+pub fn interface_addresses() -> io::Result<Vec<std::net::IpAddr>> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills in a list head we own until freeifaddrs.
+    check(unsafe { libc::getifaddrs(&mut list) })?;
+    let mut out = Vec::new();
+    let mut cur = list;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned, not yet freed.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        let up = ifa.ifa_flags & libc::IFF_UP as libc::c_uint != 0;
+        if ifa.ifa_addr.is_null() || !up {
+            continue;
+        }
+        // SAFETY: ifa_addr is non-null and points to a sockaddr of the family it names;
+        // we read the family first and then only the matching struct.
+        let addr = unsafe {
+            match i32::from((*ifa.ifa_addr).sa_family) {
+                libc::AF_INET => {
+                    let sin = &*ifa.ifa_addr.cast::<libc::sockaddr_in>();
+                    Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))))
+                }
+                libc::AF_INET6 => {
+                    let sin6 = &*ifa.ifa_addr.cast::<libc::sockaddr_in6>();
+                    Some(IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)))
+                }
+                _ => None,
+            }
+        };
+        if let Some(a) = addr {
+            let link_local = matches!(a, IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80);
+            if !link_local && !out.contains(&a) {
+                out.push(a);
+            }
+        }
+    }
+    // SAFETY: `list` came from getifaddrs and is freed once; no reference into it remains.
+    unsafe { libc::freeifaddrs(list) };
+    out.sort_by_key(|a| (a.is_loopback(), a.is_ipv6()));
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
