@@ -98,7 +98,9 @@ pub enum Source {
 #[derive(Debug)]
 pub struct Agents {
     listener: TcpListener,
-    pending: Vec<Pending>,
+    /// Unauthenticated connections; a slot is emptied when its connection is settled and
+    /// compacted only in `check_deadlines`, so poll indices stay valid for a whole turn.
+    pending: Vec<Option<Pending>>,
     /// One per remote host, in host order of the plan's remote hosts.
     pub links: Vec<Link>,
     refused_reported: bool,
@@ -201,7 +203,9 @@ impl Agents {
             add(self.listener.as_raw_fd(), libc::POLLIN, Source::Listener);
         }
         for (i, p) in self.pending.iter().enumerate() {
-            add(p.conn.as_raw_fd(), libc::POLLIN, Source::Pending(i));
+            if let Some(p) = p {
+                add(p.conn.as_raw_fd(), libc::POLLIN, Source::Pending(i));
+            }
         }
         for (i, l) in self.links.iter().enumerate() {
             if let Some(c) = &l.conn {
@@ -218,15 +222,17 @@ impl Agents {
             .iter()
             .any(|l| l.state == LinkState::Starting)
             .then_some(self.started_at + CONNECT_LIMIT);
-        let pending = self.pending.iter().map(|p| p.since + HELLO_LIMIT).min();
+        let pending = self.pending.iter().flatten().map(|p| p.since + HELLO_LIMIT).min();
         starting.into_iter().chain(pending).min()
     }
 
     /// Drops connections that took too long to say hello, and reports agents that never
     /// connected.
     pub fn check_deadlines(&mut self, now: Instant, events: &mut Vec<AgentEvent>) {
+        self.pending.retain(Option::is_some);
         let before = self.pending.len();
-        self.pending.retain(|p| now < p.since + HELLO_LIMIT);
+        self.pending
+            .retain(|p| p.as_ref().is_some_and(|p| now < p.since + HELLO_LIMIT));
         if self.pending.len() < before {
             self.refuse("a connection that never proved itself".into(), events);
         }
@@ -266,16 +272,17 @@ impl Agents {
         loop {
             match self.listener.accept() {
                 Ok((conn, peer)) => {
-                    if self.pending.len() >= MAX_PENDING || conn.set_nonblocking(true).is_err() {
+                    let open = self.pending.iter().flatten().count();
+                    if open >= MAX_PENDING || conn.set_nonblocking(true).is_err() {
                         self.refuse(format!("a connection from {peer} (too many at once)"), events);
                         continue;
                     }
-                    self.pending.push(Pending {
+                    self.pending.push(Some(Pending {
                         conn,
                         peer,
                         reader: FrameReader::default(),
                         since: Instant::now(),
-                    });
+                    }));
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return,
@@ -285,7 +292,9 @@ impl Agents {
 
     fn read_pending(&mut self, i: usize, events: &mut Vec<AgentEvent>) {
         let mut buf = [0u8; 4096];
-        let p = &mut self.pending[i];
+        let Some(p) = self.pending.get_mut(i).and_then(Option::as_mut) else {
+            return;
+        };
         let res = match p.conn.read(&mut buf) {
             Ok(0) => Err("closed before saying hello".to_string()),
             Ok(n) => {
@@ -300,7 +309,9 @@ impl Agents {
         match res {
             Ok(None) => {}
             Ok(Some(Msg::Hello(token))) => {
-                let p = self.pending.swap_remove(i);
+                let Some(p) = self.pending[i].take() else {
+                    return;
+                };
                 let found = self.links.iter().position(|l| {
                     l.state == LinkState::Starting && same_token(l.token.as_bytes(), &token)
                 });
@@ -310,7 +321,7 @@ impl Agents {
                 }
             }
             Ok(Some(_)) | Err(_) => {
-                self.pending.swap_remove(i);
+                self.pending[i] = None;
                 self.refuse(format!("a connection from {peer} that is not an agent of this job"), events);
             }
         }
@@ -594,7 +605,7 @@ mod tests {
         for _ in 0..100 {
             turn(&mut agents, &mut events);
         }
-        assert!(agents.pending.is_empty());
+        assert!(agents.pending.iter().all(Option::is_none));
         assert_eq!(events.len(), 1, "{events:?}");
         assert!(matches!(&events[0], AgentEvent::Refused(_)));
         assert_eq!(agents.links[0].state, LinkState::Starting);
