@@ -10,8 +10,14 @@ fn main() {
     let world = universe.world();
     let (rank, size) = (world.rank(), world.size());
     if args.first().map(String::as_str) == Some("abort") {
-        let who: i32 = args.get(1).and_then(|a| a.parse().ok()).expect("abort RANK CODE");
-        let code: i32 = args.get(2).and_then(|a| a.parse().ok()).expect("abort RANK CODE");
+        let who: i32 = args
+            .get(1)
+            .and_then(|a| a.parse().ok())
+            .expect("abort RANK CODE");
+        let code: i32 = args
+            .get(2)
+            .and_then(|a| a.parse().ok())
+            .expect("abort RANK CODE");
         if rank == who {
             universe.abort(code);
         }
@@ -21,9 +27,13 @@ fn main() {
         let mut got = [-1i32; 1];
         if rank % 2 == 0 {
             world.send(&[rank][..], partner, 7).expect("send");
-            world.receive_into(&mut got[..], partner, 7).expect("receive");
+            world
+                .receive_into(&mut got[..], partner, 7)
+                .expect("receive");
         } else {
-            world.receive_into(&mut got[..], partner, 7).expect("receive");
+            world
+                .receive_into(&mut got[..], partner, 7)
+                .expect("receive");
             world.send(&[rank][..], partner, 7).expect("send");
         }
         println!("pair rank={rank} partner={partner} got={}", got[0]);

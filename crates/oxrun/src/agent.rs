@@ -55,7 +55,9 @@ pub fn parse_args(args: &[OsString]) -> Result<(u16, Vec<IpAddr>), String> {
         .iter()
         .map(|a| a.to_str().ok_or("arguments must be text"))
         .collect::<Result<_, _>>()?;
-    let (port, addrs) = text.split_first().ok_or("usage: oxrun --agent PORT ADDR...")?;
+    let (port, addrs) = text
+        .split_first()
+        .ok_or("usage: oxrun --agent PORT ADDR...")?;
     let port: u16 = port
         .parse()
         .ok()
@@ -130,10 +132,7 @@ fn connect(port: u16, addrs: &[IpAddr]) -> Result<TcpStream, String> {
 
 /// Says hello and waits for the job; returns it with the reader holding any frames that
 /// followed it.
-fn handshake(
-    conn: &mut TcpStream,
-    token: &str,
-) -> Result<Option<(JobSpec, FrameReader)>, String> {
+fn handshake(conn: &mut TcpStream, token: &str) -> Result<Option<(JobSpec, FrameReader)>, String> {
     let mut hello = Vec::new();
     Msg::Hello(token.as_bytes().to_vec()).encode(&mut hello);
     conn.write_all(&hello).map_err(|e| e.to_string())?;
@@ -193,6 +192,8 @@ impl Agent {
     fn new(conn: TcpStream, reader: FrameReader, job: JobSpec, signals: SignalPipe) -> Agent {
         let _ = conn.set_read_timeout(None);
         let _ = conn.set_nodelay(true);
+        // A head whose host vanished sends no reset; keepalive notices it.
+        let _ = sys::set_keepalive(conn.as_raw_fd());
         let _ = conn.set_nonblocking(true);
         Agent {
             conn,
@@ -265,7 +266,11 @@ impl Agent {
                     self.send(&Msg::SpawnFailed {
                         rank: r.rank,
                         code: e.status,
-                        reason: format!("cannot execute {}: {}", r.program.to_string_lossy(), e.reason),
+                        reason: format!(
+                            "cannot execute {}: {}",
+                            r.program.to_string_lossy(),
+                            e.reason
+                        ),
                     });
                     return;
                 }
@@ -343,12 +348,20 @@ impl Agent {
             srcs.push(src);
         };
         add(self.signals.fd(), libc::POLLIN, Src::Signals);
-        let head_out = if self.out.is_empty() { 0 } else { libc::POLLOUT };
+        let head_out = if self.out.is_empty() {
+            0
+        } else {
+            libc::POLLOUT
+        };
         add(self.conn.as_raw_fd(), libc::POLLIN | head_out, Src::Head);
         let room = self.out.len() < HIGH_WATER;
         for (i, r) in self.ranks.iter().enumerate() {
             if let Some(s) = &r.pmi {
-                let w = if r.pmi_out.is_empty() { 0 } else { libc::POLLOUT };
+                let w = if r.pmi_out.is_empty() {
+                    0
+                } else {
+                    libc::POLLOUT
+                };
                 // Without room for the head, PMI requests wait too (replies still go out).
                 let rd = if room { libc::POLLIN } else { 0 };
                 if rd | w != 0 {
@@ -687,9 +700,13 @@ mod tests {
         assert_eq!(addrs.len(), 2);
         assert!(parse_args(&os("")).unwrap_err().contains("usage"));
         assert!(parse_args(&os("0 10.0.0.1")).unwrap_err().contains("port"));
-        assert!(parse_args(&os("99999 10.0.0.1")).unwrap_err().contains("port"));
+        assert!(parse_args(&os("99999 10.0.0.1"))
+            .unwrap_err()
+            .contains("port"));
         assert!(parse_args(&os("4000")).unwrap_err().contains("no address"));
-        assert!(parse_args(&os("4000 host.example")).unwrap_err().contains("address"));
+        assert!(parse_args(&os("4000 host.example"))
+            .unwrap_err()
+            .contains("address"));
     }
 
     #[test]

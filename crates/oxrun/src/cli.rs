@@ -396,9 +396,13 @@ pub fn parse_with_env(
     };
     match hosts {
         Some(hosts) => {
-            let node_of =
-                hosts::map_ranks(&hosts, plan.size(), map_by.unwrap_or_default(), oversubscribe)
-                    .map_err(Stop::Usage)?;
+            let node_of = hosts::map_ranks(
+                &hosts,
+                plan.size(),
+                map_by.unwrap_or_default(),
+                oversubscribe,
+            )
+            .map_err(Stop::Usage)?;
             let launcher = parse_launcher(launcher.as_deref().unwrap_or(DEFAULT_LAUNCHER))
                 .map_err(Stop::Usage)?;
             plan.placement = Some(Placement {

@@ -66,7 +66,11 @@ pub enum Msg {
     /// Agent → head: rank `rank` was reaped with raw wait status `status`.
     Exit { rank: u32, status: i32 },
     /// Agent → head: rank `rank` could not start; oxrun exits with `code`.
-    SpawnFailed { rank: u32, code: i32, reason: String },
+    SpawnFailed {
+        rank: u32,
+        code: i32,
+        reason: String,
+    },
     /// Agent → head: one line for oxrun's stderr.
     Note(String),
     /// Head → agent: send `sig` to every live rank's process group.
@@ -381,11 +385,11 @@ mod tests {
                 err: true,
                 data: vec![0, 1, 2],
             },
-            Msg::OutputEnd { rank: 0, err: false },
-            Msg::Exit {
-                rank: 1,
-                status: 9,
+            Msg::OutputEnd {
+                rank: 0,
+                err: false,
             },
+            Msg::Exit { rank: 1, status: 9 },
             Msg::SpawnFailed {
                 rank: 1,
                 code: 127,

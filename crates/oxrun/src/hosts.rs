@@ -209,8 +209,12 @@ mod tests {
         assert!(parse_host_list("a:0").unwrap_err().contains("slots"));
         assert!(parse_host_list("a:x").unwrap_err().contains("slots"));
         assert!(parse_host_list("a,,b").unwrap_err().contains("empty"));
-        assert!(parse_host_list("a b").unwrap_err().contains("not a host name"));
-        assert!(parse_host_list("$(rm)").unwrap_err().contains("not a host name"));
+        assert!(parse_host_list("a b")
+            .unwrap_err()
+            .contains("not a host name"));
+        assert!(parse_host_list("$(rm)")
+            .unwrap_err()
+            .contains("not a host name"));
     }
 
     #[test]

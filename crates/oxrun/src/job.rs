@@ -249,7 +249,10 @@ impl RunningJob {
                 continue;
             }
             r.status = Some(status);
-            for (stream, sink) in [(&mut r.stdout, &mut self.out), (&mut r.stderr, &mut self.err)] {
+            for (stream, sink) in [
+                (&mut r.stdout, &mut self.out),
+                (&mut r.stderr, &mut self.err),
+            ] {
                 if let Some(s) = stream.as_mut() {
                     s.end(rank as u32, sink);
                 }
@@ -469,9 +472,7 @@ impl RunningJob {
             .any(|r| r.host == Some(h) && r.status.is_none());
         if self.phase == Phase::Running && live {
             let host = self.host_name(h);
-            self.say(&format!(
-                "oxrun: lost host {host}: {why}; stopping the job"
-            ));
+            self.say(&format!("oxrun: lost host {host}: {why}; stopping the job"));
             self.stop(EXIT_FAILURE);
         }
         // Its ranks are gone with it (the kernel kills an agent's ranks when it dies).
@@ -481,9 +482,15 @@ impl RunningJob {
     /// Whether `rank` is one of host `h`'s ranks; anything else from that agent is a broken
     /// agent.
     fn rank_of_host(&mut self, h: usize, rank: u32) -> bool {
-        let ok = self.ranks.get(rank as usize).is_some_and(|r| r.host == Some(h));
+        let ok = self
+            .ranks
+            .get(rank as usize)
+            .is_some_and(|r| r.host == Some(h));
         if !ok {
-            self.on_host_lost(h, &format!("its agent named rank {rank}, which is not one of its ranks"));
+            self.on_host_lost(
+                h,
+                &format!("its agent named rank {rank}, which is not one of its ranks"),
+            );
         }
         ok
     }

@@ -16,9 +16,9 @@ use crate::binding::{self, format_cpu_list, BindTo};
 use crate::cli::Plan;
 use crate::frame::{JobSpec, RankJob};
 use crate::hosts;
-use crate::remote::Agents;
 use crate::job::{RunningJob, EXIT_FAILURE};
 use crate::program::{self, effective_path};
+use crate::remote::Agents;
 use crate::signals::SignalPipe;
 use crate::spawn::{spawn_rank, JobEnv, RankSpec};
 use crate::sys;
@@ -265,7 +265,10 @@ fn start_agents(
             Err(e) => {
                 agents.abandon_starting();
                 agents.finish();
-                return Err(format!("cannot start the agent for host {}: {e}", host.name));
+                return Err(format!(
+                    "cannot start the agent for host {}: {e}",
+                    host.name
+                ));
             }
         }
     }

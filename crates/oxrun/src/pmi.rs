@@ -381,15 +381,32 @@ mod tests {
         let out = server.take_remote();
         assert_eq!(out.len(), 1, "{out:?}");
         assert!(matches!(&out[0], RemoteOut::Data(0, d) if d.starts_with(b"cmd=response_to_init")));
-        server.feed(1, b"cmd=init pmi_version=1 pmi_subversion=1 oxmpi_secret=sec\ncmd=barrier_in\n", &mut events);
+        server.feed(
+            1,
+            b"cmd=init pmi_version=1 pmi_subversion=1 oxmpi_secret=sec\ncmd=barrier_in\n",
+            &mut events,
+        );
         let out = server.take_remote();
         // Rank 1's init reply, then the fence releases both ranks.
         assert_eq!(out.len(), 3, "{out:?}");
-        assert!(out.iter().any(|o| matches!(o, RemoteOut::Data(0, d) if d.starts_with(b"cmd=barrier_out"))));
+        assert!(out
+            .iter()
+            .any(|o| matches!(o, RemoteOut::Data(0, d) if d.starts_with(b"cmd=barrier_out"))));
         assert!(events.is_empty(), "{events:?}");
-        assert_eq!(server.poll_set().count(), 0, "remote ranks have nothing to poll");
+        assert_eq!(
+            server.poll_set().count(),
+            0,
+            "remote ranks have nothing to poll"
+        );
         server.feed(1, b"cmd=abort exitcode=3\n", &mut events);
-        assert!(matches!(&events[..], [PmiEvent::Abort { rank: 1, code: 3, .. }]));
+        assert!(matches!(
+            &events[..],
+            [PmiEvent::Abort {
+                rank: 1,
+                code: 3,
+                ..
+            }]
+        ));
         server.close_all();
         assert_eq!(
             server.take_remote(),

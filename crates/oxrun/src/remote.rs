@@ -176,7 +176,10 @@ impl Agents {
             .stderr(Stdio::inherit())
             .process_group(0);
         let mut child = cmd.spawn().map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot run the launch command {}: {e}", words[0]))
+            io::Error::new(
+                e.kind(),
+                format!("cannot run the launch command {}: {e}", words[0]),
+            )
         })?;
         if let Some(mut stdin) = child.stdin.take() {
             // A few dozen bytes always fit in a fresh pipe; closing it tells the agent that
@@ -222,7 +225,12 @@ impl Agents {
             .iter()
             .any(|l| l.state == LinkState::Starting)
             .then_some(self.started_at + CONNECT_LIMIT);
-        let pending = self.pending.iter().flatten().map(|p| p.since + HELLO_LIMIT).min();
+        let pending = self
+            .pending
+            .iter()
+            .flatten()
+            .map(|p| p.since + HELLO_LIMIT)
+            .min();
         starting.into_iter().chain(pending).min()
     }
 
@@ -242,7 +250,10 @@ impl Agents {
                     l.state = LinkState::Gone;
                     events.push(AgentEvent::Lost(
                         i,
-                        format!("its agent did not connect within {} s", CONNECT_LIMIT.as_secs()),
+                        format!(
+                            "its agent did not connect within {} s",
+                            CONNECT_LIMIT.as_secs()
+                        ),
                     ));
                 }
             }
@@ -274,7 +285,10 @@ impl Agents {
                 Ok((conn, peer)) => {
                     let open = self.pending.iter().flatten().count();
                     if open >= MAX_PENDING || conn.set_nonblocking(true).is_err() {
-                        self.refuse(format!("a connection from {peer} (too many at once)"), events);
+                        self.refuse(
+                            format!("a connection from {peer} (too many at once)"),
+                            events,
+                        );
                         continue;
                     }
                     self.pending.push(Some(Pending {
@@ -317,12 +331,18 @@ impl Agents {
                 });
                 match found {
                     Some(h) => self.connected(h, p),
-                    None => self.refuse(format!("a connection from {peer} with a wrong token"), events),
+                    None => self.refuse(
+                        format!("a connection from {peer} with a wrong token"),
+                        events,
+                    ),
                 }
             }
             Ok(Some(_)) | Err(_) => {
                 self.pending[i] = None;
-                self.refuse(format!("a connection from {peer} that is not an agent of this job"), events);
+                self.refuse(
+                    format!("a connection from {peer} that is not an agent of this job"),
+                    events,
+                );
             }
         }
     }
@@ -331,6 +351,7 @@ impl Agents {
         let link = &mut self.links[h];
         link.state = LinkState::Up;
         let _ = p.conn.set_nodelay(true);
+        let _ = sys::set_keepalive(p.conn.as_raw_fd());
         link.conn = Some(p.conn);
         // Frames after the hello that arrived in the same read stay in the reader.
         link.reader = p.reader;
@@ -489,7 +510,10 @@ impl Agents {
                     srcs.push(src);
                 }
             });
-            let ms = deadline.saturating_duration_since(now).as_millis().min(1000) as i32;
+            let ms = deadline
+                .saturating_duration_since(now)
+                .as_millis()
+                .min(1000) as i32;
             if sys::poll(&mut fds, ms.max(1)).is_err() {
                 break;
             }
@@ -549,14 +573,21 @@ mod tests {
         assert_eq!(
             w,
             [
-                "ip", "netns", "exec", "oxh1", "/bin/oxrun", "--agent", "4000", "10.0.0.1", "::1"
+                "ip",
+                "netns",
+                "exec",
+                "oxh1",
+                "/bin/oxrun",
+                "--agent",
+                "4000",
+                "10.0.0.1",
+                "::1"
             ]
         );
-        let t: Vec<String> = ["ssh", "-p", "2222", "user@{host}"].map(String::from).to_vec();
-        assert_eq!(
-            agent_command(&t, "b", Path::new("/x"), 1, &[])[3],
-            "user@b"
-        );
+        let t: Vec<String> = ["ssh", "-p", "2222", "user@{host}"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(agent_command(&t, "b", Path::new("/x"), 1, &[])[3], "user@b");
     }
 
     #[test]

@@ -247,6 +247,28 @@ pub fn cpus_to_mask(cpus: &[usize]) -> CpuMask {
     mask
 }
 
+/// Turns on TCP keepalive with short timers on the connected socket `fd`, so that a peer
+/// whose host vanished (no reset ever comes) is noticed within about 15 seconds.
+pub fn set_keepalive(fd: RawFd) -> io::Result<()> {
+    let set = |level: libc::c_int, opt: libc::c_int, value: libc::c_int| -> io::Result<()> {
+        // SAFETY: `value` is a live c_int and its size is passed; setsockopt only reads it.
+        check(unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                opt,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        })
+        .map(drop)
+    };
+    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)?;
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 5)?;
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 2)?;
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 4)
+}
+
 /// The addresses of this host's interfaces that are up: IPv4 first, then IPv6 (link-local
 /// IPv6 addresses are left out, as they need a scope to be usable), loopback last.
 pub fn interface_addresses() -> io::Result<Vec<std::net::IpAddr>> {
@@ -270,7 +292,9 @@ pub fn interface_addresses() -> io::Result<Vec<std::net::IpAddr>> {
             match i32::from((*ifa.ifa_addr).sa_family) {
                 libc::AF_INET => {
                     let sin = &*ifa.ifa_addr.cast::<libc::sockaddr_in>();
-                    Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))))
+                    Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(
+                        sin.sin_addr.s_addr,
+                    ))))
                 }
                 libc::AF_INET6 => {
                     let sin6 = &*ifa.ifa_addr.cast::<libc::sockaddr_in6>();

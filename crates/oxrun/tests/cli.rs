@@ -154,7 +154,10 @@ fn bad_host_options_are_one_line_errors() {
         (vec!["--host", "a:2", "-n", "3", "true"], "--oversubscribe"),
         (vec!["--host", "a,,b", "true"], "empty host name"),
         (vec!["--host", "a:0", "true"], "slots"),
-        (vec!["--hostfile", "/nonexistent/hosts", "true"], "/nonexistent/hosts"),
+        (
+            vec!["--hostfile", "/nonexistent/hosts", "true"],
+            "/nonexistent/hosts",
+        ),
         (vec!["--hostfile", &hf, "true"], "line 1"),
         (vec!["--host", "a", "--hostfile", &hf, "true"], "together"),
         (vec!["--map-by", "node", "true"], "need --host"),

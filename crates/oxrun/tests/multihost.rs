@@ -99,15 +99,50 @@ fn assert_exchange(r: &Run, nodes: &str) {
 fn two_hosts_by_two_and_three_by_one_exchange_pmi() {
     let Some(h) = hosts() else { return };
     let two = format!("{}:2,{}:2", h.name(1), h.name(2));
-    let r = run_in_h3(&h, &["--timeout", "25", "--host", &two, "-n", "4", probe(), "hosts"]);
+    let r = run_in_h3(
+        &h,
+        &[
+            "--timeout",
+            "25",
+            "--host",
+            &two,
+            "-n",
+            "4",
+            probe(),
+            "hosts",
+        ],
+    );
     assert_exchange(&r, "0,0,1,1");
     let r = run_in_h3(
         &h,
-        &["--timeout", "25", "--host", &two, "--map-by", "node", "-n", "4", probe(), "hosts"],
+        &[
+            "--timeout",
+            "25",
+            "--host",
+            &two,
+            "--map-by",
+            "node",
+            "-n",
+            "4",
+            probe(),
+            "hosts",
+        ],
     );
     assert_exchange(&r, "0,1,0,1");
     let three = format!("{},{},{}", h.name(1), h.name(2), h.name(3));
-    let r = run_in_h3(&h, &["--timeout", "25", "--host", &three, "-n", "3", probe(), "hosts"]);
+    let r = run_in_h3(
+        &h,
+        &[
+            "--timeout",
+            "25",
+            "--host",
+            &three,
+            "-n",
+            "3",
+            probe(),
+            "hosts",
+        ],
+    );
     assert_exchange(&r, "0,1,2");
 }
 
@@ -117,7 +152,11 @@ fn hostfiles_and_tagged_output_across_hosts() {
     let file = std::env::temp_dir().join(format!("oxrun-hostfile-{}", std::process::id()));
     std::fs::write(
         &file,
-        format!("# two hosts\n{} slots=1\n{}   slots=2 # the big one\n", h.name(1), h.name(2)),
+        format!(
+            "# two hosts\n{} slots=1\n{}   slots=2 # the big one\n",
+            h.name(1),
+            h.name(2)
+        ),
     )
     .unwrap();
     let r = run_in_h3(
@@ -137,7 +176,10 @@ fn hostfiles_and_tagged_output_across_hosts() {
     );
     std::fs::remove_file(&file).unwrap();
     assert_eq!(r.code, Some(0), "{r:?}");
-    assert_eq!(r.sorted_out_lines(), ["[0] out 0", "[1] out 1", "[2] out 2"]);
+    assert_eq!(
+        r.sorted_out_lines(),
+        ["[0] out 0", "[1] out 1", "[2] out 2"]
+    );
     let mut err: Vec<&str> = r.stderr.lines().collect();
     err.sort_unstable();
     assert_eq!(err, ["[0] err 0", "[1] err 1", "[2] err 2"]);
@@ -166,7 +208,21 @@ fn mpi_abort_on_a_remote_host_ends_the_job() {
     let Some(h) = hosts() else { return };
     let prog = mpi_pairs();
     let two = format!("{}:2,{}:2", h.name(1), h.name(2));
-    let r = run_in_h3(&h, &["--timeout", "25", "--host", &two, "-n", "4", &prog, "abort", "3", "9"]);
+    let r = run_in_h3(
+        &h,
+        &[
+            "--timeout",
+            "25",
+            "--host",
+            &two,
+            "-n",
+            "4",
+            &prog,
+            "abort",
+            "3",
+            "9",
+        ],
+    );
     assert_eq!(r.code, Some(9), "{r:?}");
     let ours = r.oxrun_lines();
     assert_eq!(ours.len(), 1, "{r:?}");
@@ -176,9 +232,27 @@ fn mpi_abort_on_a_remote_host_ends_the_job() {
         "{r:?}"
     );
     // The same through PMI directly, from the probe.
-    let r = run_in_h3(&h, &["--timeout", "25", "--host", &two, "-n", "4", probe(), "abort", "2", "7", "bye"]);
+    let r = run_in_h3(
+        &h,
+        &[
+            "--timeout",
+            "25",
+            "--host",
+            &two,
+            "-n",
+            "4",
+            probe(),
+            "abort",
+            "2",
+            "7",
+            "bye",
+        ],
+    );
     assert_eq!(r.code, Some(7), "{r:?}");
-    assert!(r.oxrun_lines()[0].ends_with("called abort with code 7: bye; stopping the job"), "{r:?}");
+    assert!(
+        r.oxrun_lines()[0].ends_with("called abort with code 7: bye; stopping the job"),
+        "{r:?}"
+    );
 }
 
 #[test]
@@ -187,14 +261,27 @@ fn exit_codes_and_kill_9_of_remote_ranks() {
     let two = format!("{}:2,{}:2", h.name(1), h.name(2));
     let r = run_in_h3(
         &h,
-        &["--timeout", "25", "--host", &two, "-n", "4", "sh", "-c", "[ $PMI_RANK = 3 ] && exit 3; exec sleep 60"],
+        &[
+            "--timeout",
+            "25",
+            "--host",
+            &two,
+            "-n",
+            "4",
+            "sh",
+            "-c",
+            "[ $PMI_RANK = 3 ] && exit 3; exec sleep 60",
+        ],
     );
     assert_eq!(r.code, Some(3), "{r:?}");
     let ours = r.oxrun_lines();
     assert_eq!(ours.len(), 1, "{r:?}");
     assert!(ours[0].starts_with("oxrun: rank 3 (pid "), "{r:?}");
     assert!(
-        ours[0].ends_with(&format!(" on {}) exited with status 3; stopping the job", h.name(2))),
+        ours[0].ends_with(&format!(
+            " on {}) exited with status 3; stopping the job",
+            h.name(2)
+        )),
         "{r:?}"
     );
     assert!(r.elapsed < Duration::from_secs(10), "{r:?}");
@@ -203,7 +290,20 @@ fn exit_codes_and_kill_9_of_remote_ranks() {
     // grandchild; nothing may be left.
     let script = "sleep 60 & echo \"rank=$PMI_RANK pid=$$ pid=$! key=$OXMPI_JOBKEY\"; \
                   if [ $PMI_RANK = 2 ]; then sleep 0.3; : > /dev/shm/oxmpi.$OXMPI_JOBKEY.x; kill -9 $$; fi; wait";
-    let r = run_in_h3(&h, &["--timeout", "25", "--host", &two, "-n", "4", "sh", "-c", script]);
+    let r = run_in_h3(
+        &h,
+        &[
+            "--timeout",
+            "25",
+            "--host",
+            &two,
+            "-n",
+            "4",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
     assert_eq!(r.code, Some(137), "{r:?}");
     let ours = r.oxrun_lines();
     assert_eq!(ours.len(), 1, "{r:?}");
@@ -225,9 +325,26 @@ fn timeout_stops_every_host() {
     let Some(h) = hosts() else { return };
     let three = format!("{},{},{}", h.name(1), h.name(2), h.name(3));
     let script = "sleep 60 & echo \"pid=$$ pid=$! key=$OXMPI_JOBKEY\"; : > /dev/shm/oxmpi.$OXMPI_JOBKEY.r$PMI_RANK; wait";
-    let r = run_in_h3(&h, &["--timeout", "1", "--host", &three, "-n", "3", "sh", "-c", script]);
+    let r = run_in_h3(
+        &h,
+        &[
+            "--timeout",
+            "1",
+            "--host",
+            &three,
+            "-n",
+            "3",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
     assert_eq!(r.code, Some(124), "{r:?}");
-    assert_eq!(r.oxrun_lines(), ["oxrun: job exceeded --timeout of 1 s; stopping it"], "{r:?}");
+    assert_eq!(
+        r.oxrun_lines(),
+        ["oxrun: job exceeded --timeout of 1 s; stopping it"],
+        "{r:?}"
+    );
     let pids = values_of(&r.stdout, "pid=");
     assert_eq!(pids.len(), 6, "{r:?}");
     assert_all_gone(&pids);
@@ -242,7 +359,19 @@ fn killing_a_hosts_agent_ends_the_job_naming_the_host() {
     let start = Instant::now();
     let mut child = h
         .command_in(3, oxrun())
-        .args(["--launcher", LAUNCHER, "--timeout", "25", "--host", &two, "-n", "4", "sh", "-c", script])
+        .args([
+            "--launcher",
+            LAUNCHER,
+            "--timeout",
+            "25",
+            "--host",
+            &two,
+            "-n",
+            "4",
+            "sh",
+            "-c",
+            script,
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -258,7 +387,10 @@ fn killing_a_hosts_agent_ends_the_job_naming_the_host() {
     let mut stdout = String::new();
     for _ in 0..4 {
         let mut line = String::new();
-        assert!(out.read_line(&mut line).unwrap() > 0, "ranks did not start: {stdout}");
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "ranks did not start: {stdout}"
+        );
         stdout.push_str(&line);
     }
     // Rank 3 runs on h2; its parent is h2's agent.
@@ -270,7 +402,10 @@ fn killing_a_hosts_agent_ends_the_job_naming_the_host() {
     let agent = ppid(rank3);
     let cmdline = std::fs::read_to_string(format!("/proc/{agent}/cmdline")).unwrap();
     assert!(cmdline.contains("--agent"), "{cmdline:?}");
-    Command::new("kill").args(["-9", &agent.to_string()]).status().unwrap();
+    Command::new("kill")
+        .args(["-9", &agent.to_string()])
+        .status()
+        .unwrap();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
@@ -310,35 +445,121 @@ fn killing_a_hosts_agent_ends_the_job_naming_the_host() {
 #[test]
 fn agents_through_a_local_launcher() {
     let r = run(&[
-        "--timeout", "25", "--host", "pa:2,pb:1", "--launcher", "env OXRUN_TEST_HOST={host}", "-n", "3",
-        probe(), "hosts",
+        "--timeout",
+        "25",
+        "--host",
+        "pa:2,pb:1",
+        "--launcher",
+        "env OXRUN_TEST_HOST={host}",
+        "-n",
+        "3",
+        probe(),
+        "hosts",
     ]);
     assert_exchange(&r, "0,0,1");
     // Ranks see the host their agent was started for.
     let r = run(&[
-        "--timeout", "25", "--host", "pa,pb", "--launcher", "env OXRUN_TEST_HOST={host}", "-n", "2",
-        "sh", "-c", "echo $PMI_RANK $OXRUN_TEST_HOST",
+        "--timeout",
+        "25",
+        "--host",
+        "pa,pb",
+        "--launcher",
+        "env OXRUN_TEST_HOST={host}",
+        "-n",
+        "2",
+        "sh",
+        "-c",
+        "echo $PMI_RANK $OXRUN_TEST_HOST",
     ]);
     assert_eq!(r.code, Some(0), "{r:?}");
     assert_eq!(r.sorted_out_lines(), ["0 pa", "1 pb"]);
+    // Binding is planned per host: each host's first rank gets that host's first core.
+    let r = run(&[
+        "--timeout",
+        "25",
+        "--host",
+        "pa:2,pb:2",
+        "--launcher",
+        "env X={host}",
+        "--bind-to",
+        "core",
+        "--report-bindings",
+        "-n",
+        "4",
+        "true",
+    ]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let mut lines = r.oxrun_lines();
+    lines.sort_unstable();
+    assert_eq!(lines.len(), 4, "{r:?}");
+    let cpus = |l: &str| {
+        l.rsplit_once(" bound to ")
+            .map(|(_, c)| c.to_owned())
+            .unwrap()
+    };
+    for (i, host) in ["pa", "pa", "pb", "pb"].iter().enumerate() {
+        assert!(
+            lines[i].starts_with(&format!("oxrun: rank {i} (pid ")),
+            "{r:?}"
+        );
+        assert!(
+            lines[i].contains(&format!(" on {host}) bound to cpu")),
+            "{r:?}"
+        );
+    }
+    assert_eq!(cpus(lines[0]), cpus(lines[2]), "{r:?}");
+    assert_eq!(cpus(lines[1]), cpus(lines[3]), "{r:?}");
 }
 
 #[test]
 fn a_launch_command_that_fails_names_the_host() {
-    let r = run(&["--timeout", "25", "--host", "pa", "--launcher", "false {host}", "-n", "1", "true"]);
+    let r = run(&[
+        "--timeout",
+        "25",
+        "--host",
+        "pa",
+        "--launcher",
+        "false {host}",
+        "-n",
+        "1",
+        "true",
+    ]);
     assert_eq!(r.code, Some(1), "{r:?}");
     assert_eq!(
         r.oxrun_lines(),
         ["oxrun: lost host pa: its launch command exited with status 1 before the agent connected; stopping the job"],
         "{r:?}"
     );
-    let r = run(&["--host", "pa", "--launcher", "/nonexistent/launcher {host}", "-n", "1", "true"]);
+    let r = run(&[
+        "--host",
+        "pa",
+        "--launcher",
+        "/nonexistent/launcher {host}",
+        "-n",
+        "1",
+        "true",
+    ]);
     assert_eq!(r.code, Some(1), "{r:?}");
-    assert!(r.stderr.contains("cannot start the agent for host pa"), "{r:?}");
+    assert!(
+        r.stderr.contains("cannot start the agent for host pa"),
+        "{r:?}"
+    );
     // A program missing on the remote host: 127, as locally.
     let r = run(&[
-        "--timeout", "25", "--host", "pa", "--launcher", "env X={host}", "-n", "1", "/nonexistent/prog",
+        "--timeout",
+        "25",
+        "--host",
+        "pa",
+        "--launcher",
+        "env X={host}",
+        "-n",
+        "1",
+        "/nonexistent/prog",
     ]);
     assert_eq!(r.code, Some(127), "{r:?}");
-    assert!(r.oxrun_lines()[0].starts_with("oxrun: cannot start rank 0 on pa: cannot execute /nonexistent/prog"), "{r:?}");
+    assert!(
+        r.oxrun_lines()[0]
+            .starts_with("oxrun: cannot start rank 0 on pa: cannot execute /nonexistent/prog"),
+        "{r:?}"
+    );
 }

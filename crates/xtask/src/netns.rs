@@ -141,10 +141,7 @@ impl TestHosts {
         let pid = std::process::id();
         let names = [1, 2, 3].map(|i| format!("{PREFIX}{pid}x{n}h{i}"));
         // From here on, dropping `hosts` removes whatever was made.
-        let hosts = TestHosts {
-            names,
-            owned: true,
-        };
+        let hosts = TestHosts { names, owned: true };
         for name in &hosts.names {
             ip(&["netns", "add", name])?;
             ip(&["-n", name, "link", "set", "lo", "up"])?;
@@ -238,7 +235,10 @@ mod tests {
                     .output()
                     .unwrap();
                 let text = String::from_utf8_lossy(&out.stdout);
-                assert!(text.contains(&address(host, net)), "{ifname} in h{host}: {text}");
+                assert!(
+                    text.contains(&address(host, net)),
+                    "{ifname} in h{host}: {text}"
+                );
             }
         }
         drop(hosts);
