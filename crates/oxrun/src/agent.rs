@@ -656,11 +656,8 @@ pub fn watchdog(args: Vec<OsString>) -> i32 {
         .unwrap_or_default()
         .to_owned();
     // Ctrl-C in a terminal or a hangup must not end the watchdog before the agent.
-    // SAFETY: setting a signal's disposition to SIG_IGN has no memory-safety preconditions.
-    unsafe {
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(libc::SIGHUP, libc::SIG_IGN);
-    }
+    sys::ignore_signal(libc::SIGINT);
+    sys::ignore_signal(libc::SIGHUP);
     let mut groups: Vec<libc::pid_t> = Vec::new();
     for line in io::stdin().lock().lines() {
         let Ok(line) = line else { break };

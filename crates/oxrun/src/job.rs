@@ -681,14 +681,12 @@ impl RunningJob {
             }
         }
         r.status = Some(status);
-        let pid = r.pid;
         if rank == 0 {
             self.stdin.abandon();
         }
         if self.phase != Phase::Running {
             return;
         }
-        let _ = pid;
         let who = self.who(rank);
         if let Some((why, exit)) = describe_failure(status) {
             self.say(&format!("oxrun: {who} {why}; stopping the job"));

@@ -528,31 +528,11 @@ impl Agents {
             if let Some(pid) = link.launcher.take() {
                 // The agent has cleaned up (or is gone); its launch command (ssh) may linger.
                 let _ = sys::kill_group(pid, libc::SIGTERM);
-                let _ = reap_within(pid, Duration::from_secs(2));
+                let _ = sys::reap_within(pid, Duration::from_secs(2));
                 let _ = sys::kill_group(pid, libc::SIGKILL);
                 let _ = sys::reap(pid);
             }
         }
-    }
-}
-
-/// Waits up to `limit` for child `pid` to exit; `Ok(true)` once reaped.
-fn reap_within(pid: libc::pid_t, limit: Duration) -> io::Result<bool> {
-    let end = Instant::now() + limit;
-    loop {
-        let mut status = 0;
-        // SAFETY: `status` is a valid int for waitpid to fill in.
-        let ret = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        if ret == pid {
-            return Ok(true);
-        }
-        if ret == -1 {
-            return Err(io::Error::last_os_error());
-        }
-        if Instant::now() >= end {
-            return Ok(false);
-        }
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

@@ -247,6 +247,32 @@ pub fn cpus_to_mask(cpus: &[usize]) -> CpuMask {
     mask
 }
 
+/// Ignores signal `sig` in this process (its children, once they `exec`, ignore it too).
+pub fn ignore_signal(sig: libc::c_int) {
+    // SAFETY: setting a disposition to SIG_IGN installs no code and touches no memory.
+    unsafe { libc::signal(sig, libc::SIG_IGN) };
+}
+
+/// Waits up to `limit` for child `pid` to exit; `Ok(true)` once reaped.
+pub fn reap_within(pid: libc::pid_t, limit: std::time::Duration) -> io::Result<bool> {
+    let end = std::time::Instant::now() + limit;
+    loop {
+        let mut status = 0;
+        // SAFETY: `status` is a valid int for waitpid to fill in.
+        let ret = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if ret == pid {
+            return Ok(true);
+        }
+        if ret == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        if std::time::Instant::now() >= end {
+            return Ok(false);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// Turns on TCP keepalive with short timers on the connected socket `fd`, so that a peer
 /// whose host vanished (no reset ever comes) is noticed within about 15 seconds.
 pub fn set_keepalive(fd: RawFd) -> io::Result<()> {
