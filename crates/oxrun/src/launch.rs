@@ -222,8 +222,11 @@ fn start_agents(
     secret: &str,
 ) -> Result<(Agents, Vec<Option<usize>>), String> {
     let mut agents = Agents::listen().map_err(|e| format!("cannot listen for agents: {e}"))?;
-    let addrs = sys::interface_addresses()
-        .map_err(|e| format!("cannot list this host's addresses: {e}"))?;
+    let addrs: Vec<_> = sys::interface_addresses()
+        .map_err(|e| format!("cannot list this host's addresses: {e}"))?
+        .into_iter()
+        .filter(|a| agents.reachable_at(a))
+        .collect();
     if addrs.is_empty() {
         return Err("this host has no network address for agents to connect to".into());
     }

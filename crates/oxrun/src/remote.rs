@@ -136,12 +136,19 @@ fn same_token(a: &[u8], b: &[u8]) -> bool {
 }
 
 impl Agents {
-    /// Listens on every interface.
+    /// Listens on every interface: IPv6 and IPv4 on one socket where the system maps IPv4
+    /// onto IPv6 sockets (the Linux default), else IPv4 only.
     pub fn listen() -> io::Result<Agents> {
-        let listener = TcpListener::bind(SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0))
-            .or_else(|_| {
-                TcpListener::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0))
-            })?;
+        let dual = std::fs::read_to_string("/proc/sys/net/ipv6/bindv6only")
+            .map(|v| v.trim() == "0")
+            .unwrap_or(false);
+        let v4 = || TcpListener::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0));
+        let listener = if dual {
+            TcpListener::bind(SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0))
+                .or_else(|_| v4())?
+        } else {
+            v4()?
+        };
         listener.set_nonblocking(true)?;
         Ok(Agents {
             listener,
@@ -150,6 +157,11 @@ impl Agents {
             refused_reported: false,
             started_at: Instant::now(),
         })
+    }
+
+    /// Whether agents can reach the listener at `addr` (IPv6 addresses need an IPv6 socket).
+    pub fn reachable_at(&self, addr: &IpAddr) -> bool {
+        addr.is_ipv4() || self.listener.local_addr().is_ok_and(|a| a.is_ipv6())
     }
 
     /// The port agents connect to.

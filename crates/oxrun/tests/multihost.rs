@@ -473,6 +473,20 @@ fn agents_through_a_local_launcher() {
     ]);
     assert_eq!(r.code, Some(0), "{r:?}");
     assert_eq!(r.sorted_out_lines(), ["0 pa", "1 pb"]);
+    // `localhost` runs its ranks under oxrun itself, next to an agent's.
+    let r = run(&[
+        "--timeout",
+        "25",
+        "--host",
+        "localhost:1,pb:2",
+        "--launcher",
+        "env X={host}",
+        "-n",
+        "3",
+        probe(),
+        "hosts",
+    ]);
+    assert_exchange(&r, "0,1,1");
     // Binding is planned per host: each host's first rank gets that host's first core.
     let r = run(&[
         "--timeout",
