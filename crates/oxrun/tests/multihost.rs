@@ -11,7 +11,7 @@
 mod common;
 
 use common::{assert_all_gone, oxrun, probe, run, run_command, values_of, Run};
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -24,7 +24,14 @@ fn hosts() -> Option<TestHosts> {
     match TestHosts::get() {
         Ok(h) => Some(h),
         Err(why) => {
-            eprintln!("multihost: skipped, cannot create network namespaces here: {why}");
+            // Straight to the real stderr (the harness captures eprintln!), once per run.
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            ONCE.call_once(|| {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "multihost: skipping the namespace tests, cannot create network namespaces here: {why}"
+                );
+            });
             None
         }
     }
@@ -70,6 +77,25 @@ fn printed_jobkey(stdout: &str) -> String {
         .collect();
     assert_eq!(keys.len(), 1, "one job key expected: {stdout}");
     keys.into_iter().next().unwrap().to_owned()
+}
+
+/// Fails if a process of the job is left: an agent's watchdog names the job key.
+fn assert_no_watchdog(jobkey: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(&format!("--watchdog {jobkey}")))
+            .collect();
+        if left.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "left running: {left:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Parent pid of `pid`.
@@ -317,7 +343,9 @@ fn exit_codes_and_kill_9_of_remote_ranks() {
     let pids = values_of(&r.stdout, "pid=");
     assert_eq!(pids.len(), 8, "{r:?}");
     assert_all_gone(&pids);
-    assert!(shm_files_of(&printed_jobkey(&r.stdout)).is_empty());
+    let key = printed_jobkey(&r.stdout);
+    assert!(shm_files_of(&key).is_empty());
+    assert_no_watchdog(&key);
 }
 
 #[test]
@@ -348,76 +376,128 @@ fn timeout_stops_every_host() {
     let pids = values_of(&r.stdout, "pid=");
     assert_eq!(pids.len(), 6, "{r:?}");
     assert_all_gone(&pids);
-    assert!(shm_files_of(&printed_jobkey(&r.stdout)).is_empty());
+    let key = printed_jobkey(&r.stdout);
+    assert!(shm_files_of(&key).is_empty());
+    assert_no_watchdog(&key);
+}
+
+/// A job of 2 hosts × 2 ranks (`sh` ranks, each with a `sleep` grandchild and a file of the
+/// job in /dev/shm) started in h3, with its four start lines read.
+struct LiveJob {
+    child: std::process::Child,
+    out: BufReader<std::process::ChildStdout>,
+    err: std::thread::JoinHandle<String>,
+    stdout: String,
+    start: Instant,
+}
+
+impl LiveJob {
+    fn start(h: &TestHosts) -> LiveJob {
+        let two = format!("{}:2,{}:2", h.name(1), h.name(2));
+        let script = "sleep 60 & echo \"rank=$PMI_RANK pid=$$ pid=$! key=$OXMPI_JOBKEY\"; \
+                      : > /dev/shm/oxmpi.$OXMPI_JOBKEY.r$PMI_RANK; wait";
+        let start = Instant::now();
+        let mut child = h
+            .command_in(3, oxrun())
+            .args([
+                "--launcher",
+                LAUNCHER,
+                "--timeout",
+                "25",
+                "--host",
+                &two,
+                "-n",
+                "4",
+            ])
+            .args(["sh", "-c", script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let err = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut s);
+            s
+        });
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut stdout = String::new();
+        for _ in 0..4 {
+            let mut line = String::new();
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "ranks did not start: {stdout}"
+            );
+            stdout.push_str(&line);
+        }
+        LiveJob {
+            child,
+            out,
+            err,
+            stdout,
+            start,
+        }
+    }
+
+    /// The pid of rank `rank`'s shell.
+    fn rank_pid(&self, rank: u32) -> i32 {
+        self.stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("rank={rank} ")))
+            .map(|l| values_of(l, "pid=")[0])
+            .unwrap()
+    }
+
+    /// Waits for oxrun to end; returns its exit code, all of stdout and stderr.
+    fn wait(mut self) -> (Option<i32>, String, String) {
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                self.start.elapsed() < common::DEADLINE,
+                "the job did not end"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut self.out, &mut rest);
+        self.stdout.push_str(&rest);
+        (status.code(), self.stdout, self.err.join().unwrap())
+    }
+}
+
+/// After a job ended: none of its processes, files or watchdogs is left.
+fn assert_cleaned_up(stdout: &str, extra_pids: &[i32]) {
+    let mut pids = values_of(stdout, "pid=");
+    assert_eq!(pids.len(), 8, "{stdout}");
+    pids.extend_from_slice(extra_pids);
+    assert_all_gone(&pids);
+    // The agents (or a dead agent's watchdog) remove the files.
+    let key = printed_jobkey(stdout);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !shm_files_of(&key).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(shm_files_of(&key).is_empty(), "{:?}", shm_files_of(&key));
+    assert_no_watchdog(&key);
 }
 
 #[test]
 fn killing_a_hosts_agent_ends_the_job_naming_the_host() {
     let Some(h) = hosts() else { return };
-    let two = format!("{}:2,{}:2", h.name(1), h.name(2));
-    let script = "sleep 60 & echo \"rank=$PMI_RANK pid=$$ pid=$! key=$OXMPI_JOBKEY\"; : > /dev/shm/oxmpi.$OXMPI_JOBKEY.r$PMI_RANK; wait";
-    let start = Instant::now();
-    let mut child = h
-        .command_in(3, oxrun())
-        .args([
-            "--launcher",
-            LAUNCHER,
-            "--timeout",
-            "25",
-            "--host",
-            &two,
-            "-n",
-            "4",
-            "sh",
-            "-c",
-            script,
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut s);
-        s
-    });
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut stdout = String::new();
-    for _ in 0..4 {
-        let mut line = String::new();
-        assert!(
-            out.read_line(&mut line).unwrap() > 0,
-            "ranks did not start: {stdout}"
-        );
-        stdout.push_str(&line);
-    }
+    let job = LiveJob::start(&h);
     // Rank 3 runs on h2; its parent is h2's agent.
-    let rank3: i32 = stdout
-        .lines()
-        .find(|l| l.starts_with("rank=3 "))
-        .map(|l| values_of(l, "pid=")[0])
-        .unwrap();
-    let agent = ppid(rank3);
+    let agent = ppid(job.rank_pid(3));
     let cmdline = std::fs::read_to_string(format!("/proc/{agent}/cmdline")).unwrap();
     assert!(cmdline.contains("--agent"), "{cmdline:?}");
     Command::new("kill")
         .args(["-9", &agent.to_string()])
         .status()
         .unwrap();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(start.elapsed() < common::DEADLINE, "the job did not end");
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let mut rest = String::new();
-    let _ = std::io::Read::read_to_string(&mut out, &mut rest);
-    stdout.push_str(&rest);
-    let stderr = err_reader.join().unwrap();
-    assert_eq!(status.code(), Some(1), "{stderr}");
+    let (code, stdout, stderr) = job.wait();
+    assert_eq!(code, Some(1), "{stderr}");
     let ours: Vec<&str> = stderr.lines().filter(|l| l.starts_with("oxrun:")).collect();
     assert_eq!(
         ours,
@@ -427,17 +507,27 @@ fn killing_a_hosts_agent_ends_the_job_naming_the_host() {
         )],
         "{stderr}"
     );
-    let mut pids = values_of(&stdout, "pid=");
-    assert_eq!(pids.len(), 8, "{stdout}");
-    pids.push(agent);
-    assert_all_gone(&pids);
-    // The dead agent's watchdog and the other host's agent cleaned up.
-    let key = printed_jobkey(&stdout);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !shm_files_of(&key).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(shm_files_of(&key).is_empty(), "{:?}", shm_files_of(&key));
+    assert_cleaned_up(&stdout, &[agent]);
+}
+
+#[test]
+fn a_signal_to_oxrun_stops_every_host() {
+    let Some(h) = hosts() else { return };
+    let job = LiveJob::start(&h);
+    let agents = [ppid(job.rank_pid(0)), ppid(job.rank_pid(3))];
+    Command::new("kill")
+        .args(["-TERM", &job.child.id().to_string()])
+        .status()
+        .unwrap();
+    let (code, stdout, stderr) = job.wait();
+    assert_eq!(code, Some(128 + 15), "{stderr}");
+    let ours: Vec<&str> = stderr.lines().filter(|l| l.starts_with("oxrun:")).collect();
+    assert_eq!(
+        ours,
+        ["oxrun: received SIGTERM; stopping the job"],
+        "{stderr}"
+    );
+    assert_cleaned_up(&stdout, &agents);
 }
 
 // Agents started through a launcher that runs on this very machine (no namespaces needed).
