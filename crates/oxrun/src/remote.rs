@@ -342,7 +342,7 @@ impl Agents {
                     l.state == LinkState::Starting && same_token(l.token.as_bytes(), &token)
                 });
                 match found {
-                    Some(h) => self.connected(h, p),
+                    Some(h) => self.connected(h, p, events),
                     None => self.refuse(
                         format!("a connection from {peer} with a wrong token"),
                         events,
@@ -359,7 +359,7 @@ impl Agents {
         }
     }
 
-    fn connected(&mut self, h: usize, p: Pending) {
+    fn connected(&mut self, h: usize, p: Pending, events: &mut Vec<AgentEvent>) {
         let link = &mut self.links[h];
         link.state = LinkState::Up;
         let _ = p.conn.set_nodelay(true);
@@ -371,8 +371,9 @@ impl Agents {
             Msg::Job(job).encode(&mut link.out);
         }
         // Nothing is lost if this write would block: the loop flushes on POLLOUT.
-        let mut events = Vec::new();
-        self.flush(h, &mut events);
+        self.flush(h, events);
+        // Frames after the hello that came in the same read.
+        self.take_msgs(h, events);
     }
 
     /// Queues `msg` for host `h`'s agent (dropped if it is not connected).

@@ -310,7 +310,6 @@ fn exit_codes_and_kill_9_of_remote_ranks() {
         )),
         "{r:?}"
     );
-    assert!(r.elapsed < Duration::from_secs(10), "{r:?}");
 
     // Rank 2 (on h2) makes a file of the job in /dev/shm and kills itself; every rank has a
     // grandchild; nothing may be left.
