@@ -8,8 +8,9 @@
 //! `--np N` in option position only, then each context is parsed by clap.
 //!
 //! Per-context options: `-n`/`-np` and `-x`. Job-wide options (`--timeout`, `--tag-output`,
-//! `--bind-to`, `--report-bindings`, `--oversubscribe`) may be given in any context; giving
-//! one twice with different values is an error.
+//! `--bind-to`, `--report-bindings`, `--oversubscribe`, `--host`, `--hostfile`, `--map-by`,
+//! `--launcher`) may be given in any context; giving one twice with different values is an
+//! error.
 
 use std::ffi::{OsStr, OsString};
 use std::time::Duration;
@@ -18,6 +19,7 @@ use clap::error::ErrorKind;
 use clap::Parser;
 
 use crate::binding::BindTo;
+use crate::hosts::{self, Host, MapBy};
 
 const AFTER_HELP: &str = "\
 MPMD: separate application contexts with ':', e.g. `oxrun -n 1 server : -n 4 client`.
@@ -25,6 +27,12 @@ Ranks are numbered in the order of the contexts; each context has its own appnum
 
 Ranks inherit oxrun's environment, plus the -x variables of their context and PMI_FD,
 PMI_RANK, PMI_SIZE, OXMPI_SECRET and OXMPI_JOBKEY. Standard input goes to rank 0 only.
+
+Several hosts: `--host a:2,b:2` or `--hostfile FILE` (lines `NAME [slots=N]`, `#` comments).
+Hosts other than `localhost` and this machine's name each get one agent (this oxrun binary,
+at the same path there), started through the --launcher template: split at whitespace,
+`{host}` replaced by the host's name, the agent's command appended. Map with --map-by.
+Standard input is forwarded only when rank 0 runs on this host.
 
 Exit status: 0 if every rank exited 0; else the first failing rank's exit status (128+N if it
 was killed by signal N), the code given to abort (1 if that code is 0 modulo 256), 1 if a rank
@@ -66,9 +74,26 @@ struct ContextArgs {
     #[arg(long)]
     report_bindings: bool,
 
-    /// Accepted for compatibility with other launchers; has no effect
+    /// Allow more ranks than the hosts' slots (always allowed without --host/--hostfile)
     #[arg(long)]
     oversubscribe: bool,
+
+    /// Run on these hosts: NAME[:SLOTS],... (a host without :SLOTS has one slot)
+    #[arg(long, value_name = "HOSTS")]
+    host: Option<String>,
+
+    /// Run on the hosts listed in FILE, one per line: NAME [slots=N]; `#` starts a comment
+    #[arg(long, value_name = "FILE")]
+    hostfile: Option<OsString>,
+
+    /// Place ranks filling each host's slots in order (slot) or round-robin over hosts (node)
+    #[arg(long, value_enum, value_name = "slot|node")]
+    map_by: Option<MapBy>,
+
+    /// Command that runs a command on a host, `{host}` replaced by its name
+    /// [default: ssh -o BatchMode=yes {host}]
+    #[arg(long, value_name = "TEMPLATE")]
+    launcher: Option<String>,
 
     /// The program to run and its arguments
     #[arg(value_name = "PROGRAM", trailing_var_arg = true, num_args = 1..)]
@@ -91,7 +116,20 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 }
 
 /// Options that take a value as the next argument; used to find where options end.
-const VALUE_OPTIONS: [&str; 5] = ["-n", "--np", "-x", "--timeout", "--bind-to"];
+const VALUE_OPTIONS: [&str; 9] = [
+    "-n",
+    "--np",
+    "-x",
+    "--timeout",
+    "--bind-to",
+    "--host",
+    "--hostfile",
+    "--map-by",
+    "--launcher",
+];
+
+/// The launch command used when `--launcher` is not given.
+pub const DEFAULT_LAUNCHER: &str = "ssh -o BatchMode=yes {host}";
 
 /// One application context: a program started as `np` consecutive ranks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,6 +157,33 @@ pub struct Plan {
     pub bind_to: Option<BindTo>,
     /// `--report-bindings`.
     pub report_bindings: bool,
+    /// The hosts and the host index of every rank; `None`: every rank on this host.
+    pub placement: Option<Placement>,
+}
+
+/// Where the ranks of a multi-host job run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// The hosts, in the order given.
+    pub hosts: Vec<Host>,
+    /// Host index of each rank.
+    pub node_of: Vec<u32>,
+    /// The launch command template's words (each may contain `{host}`).
+    pub launcher: Vec<String>,
+}
+
+/// Splits a launch command template into words, checking it names `{host}`.
+pub fn parse_launcher(template: &str) -> Result<Vec<String>, String> {
+    let words: Vec<String> = template.split_whitespace().map(str::to_owned).collect();
+    if words.is_empty() {
+        return Err("--launcher: empty launch command".into());
+    }
+    if !words.iter().any(|w| w.contains("{host}")) {
+        return Err(format!(
+            "--launcher {template:?}: the template must contain {{host}}"
+        ));
+    }
+    Ok(words)
 }
 
 impl Plan {
@@ -240,13 +305,9 @@ fn os_from_bytes(bytes: &[u8]) -> OsString {
 }
 
 /// Records a job-wide option seen in one context, refusing conflicting repeats.
-fn merge<T: PartialEq + Copy>(
-    slot: &mut Option<T>,
-    new: Option<T>,
-    name: &str,
-) -> Result<(), Stop> {
-    match (*slot, new) {
-        (Some(a), Some(b)) if a != b => Err(Stop::Usage(format!(
+fn merge<T: PartialEq>(slot: &mut Option<T>, new: Option<T>, name: &str) -> Result<(), Stop> {
+    match (slot.as_ref(), new) {
+        (Some(a), Some(b)) if *a != b => Err(Stop::Usage(format!(
             "{name} given twice with different values"
         ))),
         (None, Some(b)) => {
@@ -275,7 +336,10 @@ pub fn parse_with_env(
         tag_output: false,
         bind_to: None,
         report_bindings: false,
+        placement: None,
     };
+    let (mut host, mut hostfile, mut map_by, mut launcher) = (None, None, None, None);
+    let mut oversubscribe = false;
     for (i, ctx) in contexts.into_iter().enumerate() {
         let where_ = if many {
             format!(" in application context {}", i + 1)
@@ -294,6 +358,11 @@ pub fn parse_with_env(
         merge(&mut plan.bind_to, c.bind_to, "--bind-to")?;
         plan.tag_output |= c.tag_output;
         plan.report_bindings |= c.report_bindings;
+        merge(&mut host, c.host, "--host")?;
+        merge(&mut hostfile, c.hostfile, "--hostfile")?;
+        merge(&mut map_by, c.map_by, "--map-by")?;
+        merge(&mut launcher, c.launcher, "--launcher")?;
+        oversubscribe |= c.oversubscribe;
         let mut command = c.command.into_iter();
         let Some(program) = command.next() else {
             return Err(Stop::Usage(format!(
@@ -312,6 +381,42 @@ pub fn parse_with_env(
         return Err(Stop::Usage(format!(
             "{total} ranks requested; at most {MAX_RANKS} are supported"
         )));
+    }
+    let hosts = match (host, hostfile) {
+        (Some(_), Some(_)) => {
+            return Err(Stop::Usage(
+                "--host and --hostfile cannot be used together".into(),
+            ))
+        }
+        (Some(h), None) => Some(hosts::parse_host_list(&h).map_err(Stop::Usage)?),
+        (None, Some(f)) => {
+            Some(hosts::read_hostfile(std::path::Path::new(&f)).map_err(Stop::Usage)?)
+        }
+        (None, None) => None,
+    };
+    match hosts {
+        Some(hosts) => {
+            let node_of = hosts::map_ranks(
+                &hosts,
+                plan.size(),
+                map_by.unwrap_or_default(),
+                oversubscribe,
+            )
+            .map_err(Stop::Usage)?;
+            let launcher = parse_launcher(launcher.as_deref().unwrap_or(DEFAULT_LAUNCHER))
+                .map_err(Stop::Usage)?;
+            plan.placement = Some(Placement {
+                hosts,
+                node_of,
+                launcher,
+            });
+        }
+        None if map_by.is_some() || launcher.is_some() => {
+            return Err(Stop::Usage(
+                "--map-by and --launcher need --host or --hostfile".into(),
+            ))
+        }
+        None => {}
     }
     Ok(plan)
 }
@@ -470,6 +575,49 @@ mod tests {
         assert!(usage("-n 2").contains("no program"));
         assert!(usage("-n 1 a : -n 2").contains("application context 2"));
         assert!(usage("-n 4294967295 a : -n 4294967295 b").contains("at most"));
+    }
+
+    #[test]
+    fn hosts_and_mapping() {
+        let p = ok("--host a:2,b:2 -n 4 prog");
+        let pl = p.placement.unwrap();
+        assert_eq!(pl.node_of, vec![0, 0, 1, 1]);
+        assert_eq!(pl.launcher, ["ssh", "-o", "BatchMode=yes", "{host}"]);
+        let p = ok("--host a:2,b:2 --map-by node -n 4 prog");
+        assert_eq!(p.placement.unwrap().node_of, vec![0, 1, 0, 1]);
+        let p = parse_with_env(
+            vec![
+                "--launcher".into(),
+                "ip netns exec {host}".into(),
+                "--host".into(),
+                "a,b".into(),
+                "-n".into(),
+                "2".into(),
+                "p".into(),
+            ],
+            &no_env,
+        )
+        .unwrap();
+        assert_eq!(
+            p.placement.unwrap().launcher,
+            ["ip", "netns", "exec", "{host}"]
+        );
+        assert!(usage("--host a:2 -n 3 p").contains("--oversubscribe"));
+        assert_eq!(
+            ok("--host a:2 --oversubscribe -n 3 p")
+                .placement
+                .unwrap()
+                .node_of,
+            vec![0, 0, 0]
+        );
+        assert!(usage("--host a --hostfile f p").contains("together"));
+        assert!(usage("--map-by node p").contains("need --host"));
+        assert!(usage("--host a --map-by socket p").contains("socket"));
+        assert!(usage("--host a --launcher ssh p").contains("{host}"));
+        assert!(usage("--hostfile /nonexistent/hf p").contains("/nonexistent/hf"));
+        assert!(usage("--host a:1 -n 1 a : --host b -n 1 b").contains("--host"));
+        // Without hosts, any number of ranks runs here, as before.
+        assert_eq!(ok("-n 64 p").placement, None);
     }
 
     #[test]

@@ -11,6 +11,12 @@
 //! whose process exits has its process group killed at once, so nothing it started outlives
 //! it. When every rank is reaped and their output drained, the job's `/dev/shm` files are
 //! removed and oxrun exits with the status the first cause dictates.
+//!
+//! Ranks on other hosts are the same to this loop, but their pipes and PMI socket are relayed
+//! by their host's agent (see `remote` and `agent`): the loop polls the agents' connections,
+//! feeds what they relay into the same PMI state and output streams, and sends the agent the
+//! PMI replies and signals. An agent that goes away ends the job with a message naming its
+//! host; its ranks count as killed.
 
 use std::collections::HashMap;
 use std::os::fd::RawFd;
@@ -18,7 +24,9 @@ use std::time::{Duration, Instant};
 
 use oxmpi_pmi::JobInfo;
 
-use crate::pmi::{PmiEvent, PmiServer};
+use crate::frame::Msg;
+use crate::pmi::{PmiEvent, PmiServer, RemoteOut};
+use crate::remote::{self, AgentEvent, Agents};
 use crate::signals::{self, SignalPipe};
 use crate::stdio::{RankStream, Sink, StdinForward, READ_CHUNK};
 use crate::{shm, sys};
@@ -40,8 +48,11 @@ pub const EXIT_TIMEOUT: i32 = 124;
 /// One rank as the loop sees it.
 #[derive(Debug)]
 pub struct Rank {
-    /// Process id, also the id of its process group.
+    /// Process id, also the id of its process group (on its host; 0 until a remote rank's
+    /// agent reports it).
     pub pid: libc::pid_t,
+    /// The agent link of its host, or `None` for a rank on this host.
+    pub host: Option<usize>,
     /// Raw wait status once reaped.
     pub status: Option<libc::c_int>,
     /// Its stdout pipe, until end of file.
@@ -68,6 +79,7 @@ enum Source {
     Stdout(u32),
     Stderr(u32),
     Pmi(u32),
+    Agent(remote::Source),
 }
 
 /// A started job.
@@ -89,6 +101,8 @@ pub struct RunningJob {
     /// When the last rank was reaped.
     all_reaped_at: Option<Instant>,
     buf: Vec<u8>,
+    /// Other hosts' agents, if the job has any.
+    agents: Option<Agents>,
 }
 
 impl RunningJob {
@@ -115,6 +129,34 @@ impl RunningJob {
             deadline: timeout.map(|t| (Instant::now() + t, t.as_secs_f64())),
             all_reaped_at: None,
             buf: vec![0; READ_CHUNK],
+            agents: None,
+        }
+    }
+
+    /// Hands the job the agents of its other hosts (already started).
+    pub fn set_agents(&mut self, agents: Agents) {
+        self.agents = Some(agents);
+    }
+
+    /// Adds the next rank, which runs on the host of agent link `link`.
+    pub fn add_remote_rank(&mut self, link: usize) {
+        let rank = self.ranks.len() as u32;
+        self.pmi.attach_remote(rank);
+        self.ranks.push(Rank {
+            pid: 0,
+            host: Some(link),
+            status: None,
+            stdout: Some(RankStream::remote()),
+            stderr: Some(RankStream::remote()),
+        });
+    }
+
+    /// "rank R (pid P)", with the host for a remote rank.
+    fn who(&self, rank: u32) -> String {
+        let r = &self.ranks[rank as usize];
+        match (r.host, &self.agents) {
+            (Some(h), Some(a)) => format!("rank {rank} (pid {} on {})", r.pid, a.links[h].host),
+            _ => format!("rank {rank} (pid {})", r.pid),
         }
     }
 
@@ -128,6 +170,7 @@ impl RunningJob {
         }
         self.ranks.push(Rank {
             pid: s.pid,
+            host: None,
             status: None,
             stdout: Some(RankStream::new(s.stdout)),
             stderr: Some(RankStream::new(s.stderr)),
@@ -163,12 +206,85 @@ impl RunningJob {
         // Ranks blocked in a fence get end of file and fail fast; no more requests are served.
         self.pmi.close_all();
         self.stdin.abandon();
+        self.relay_pmi();
+        // Agents that have not connected yet will never be needed.
+        let never = self
+            .agents
+            .as_mut()
+            .map(Agents::abandon_starting)
+            .unwrap_or_default();
+        for h in never {
+            self.host_gone(h, 0);
+        }
         self.signal_live_ranks(libc::SIGTERM);
     }
 
-    fn signal_live_ranks(&self, sig: libc::c_int) {
+    fn signal_live_ranks(&mut self, sig: libc::c_int) {
+        let mut hosts = Vec::new();
         for r in self.ranks.iter().filter(|r| r.status.is_none()) {
-            let _ = sys::kill_group(r.pid, sig);
+            match r.host {
+                None => {
+                    let _ = sys::kill_group(r.pid, sig);
+                }
+                Some(h) if !hosts.contains(&h) => hosts.push(h),
+                Some(_) => {}
+            }
+        }
+        if let Some(a) = self.agents.as_mut() {
+            for h in hosts {
+                a.send(h, &Msg::Signal(sig));
+            }
+            let mut events = Vec::new();
+            a.flush_all(&mut events);
+            self.on_agent_events(events);
+        }
+    }
+
+    /// Every rank of host `h` not reaped yet counts as ended with wait status `status`, and
+    /// its output as complete.
+    fn host_gone(&mut self, h: usize, status: libc::c_int) {
+        for rank in 0..self.ranks.len() {
+            let r = &mut self.ranks[rank];
+            if r.host != Some(h) || r.status.is_some() {
+                continue;
+            }
+            r.status = Some(status);
+            for (stream, sink) in [
+                (&mut r.stdout, &mut self.out),
+                (&mut r.stderr, &mut self.err),
+            ] {
+                if let Some(s) = stream.as_mut() {
+                    s.end(rank as u32, sink);
+                }
+                *stream = None;
+            }
+            self.pmi.close(rank as u32);
+        }
+        // Nobody is left to relay to.
+        self.pmi.take_remote();
+        self.note_all_reaped();
+    }
+
+    fn note_all_reaped(&mut self) {
+        if self.all_reaped() && self.all_reaped_at.is_none() && !self.ranks.is_empty() {
+            self.all_reaped_at = Some(Instant::now());
+        }
+    }
+
+    /// Sends the agents the PMI replies and closings for their ranks.
+    fn relay_pmi(&mut self) {
+        let out = self.pmi.take_remote();
+        let Some(a) = self.agents.as_mut() else {
+            return;
+        };
+        for o in out {
+            let (rank, msg) = match o {
+                RemoteOut::Data(rank, data) => (rank, Msg::Pmi { rank, data }),
+                RemoteOut::Close(rank) => (rank, Msg::PmiClose { rank }),
+            };
+            if let Some(h) = self.ranks.get(rank as usize).and_then(|r| r.host) {
+                a.send(h, &msg);
+            }
         }
     }
 
@@ -208,6 +324,12 @@ impl RunningJob {
                 }
             }
             self.check_sinks();
+            self.relay_pmi();
+            if let Some(a) = self.agents.as_mut() {
+                let mut events = Vec::new();
+                a.flush_all(&mut events);
+                self.on_agent_events(events);
+            }
         }
         self.finish()
     }
@@ -233,12 +355,15 @@ impl RunningJob {
         }
         for (r, rank) in self.ranks.iter().enumerate() {
             let r = r as u32;
-            if let Some(s) = &rank.stdout {
-                add(s.raw_fd(), libc::POLLIN, Source::Stdout(r));
+            if let Some(fd) = rank.stdout.as_ref().and_then(RankStream::raw_fd) {
+                add(fd, libc::POLLIN, Source::Stdout(r));
             }
-            if let Some(s) = &rank.stderr {
-                add(s.raw_fd(), libc::POLLIN, Source::Stderr(r));
+            if let Some(fd) = rank.stderr.as_ref().and_then(RankStream::raw_fd) {
+                add(fd, libc::POLLIN, Source::Stderr(r));
             }
+        }
+        if let Some(a) = &self.agents {
+            a.poll_set(|fd, events, src| add(fd, events, Source::Agent(src)));
         }
         for (r, fd, wants_write) in self.pmi.poll_set() {
             let events = libc::POLLIN | if wants_write { libc::POLLOUT } else { 0 };
@@ -259,6 +384,7 @@ impl RunningJob {
                 Phase::Running => None,
             },
             self.all_reaped_at.map(|t| t + DRAIN),
+            self.agents.as_ref().and_then(Agents::next_deadline),
         ]
         .into_iter()
         .flatten()
@@ -310,6 +436,137 @@ impl RunningJob {
                 self.pmi.on_ready(r, &mut events);
                 self.on_pmi_events(events);
             }
+            Source::Agent(src) => {
+                let mut events = Vec::new();
+                if let Some(a) = self.agents.as_mut() {
+                    a.on_ready(src, &mut events);
+                }
+                self.on_agent_events(events);
+            }
+        }
+    }
+
+    fn on_agent_events(&mut self, events: Vec<AgentEvent>) {
+        for e in events {
+            match e {
+                AgentEvent::Msg(h, m) => self.on_agent_msg(h, m),
+                AgentEvent::Lost(h, why) => self.on_host_lost(h, &why),
+                AgentEvent::Refused(what) => {
+                    self.say(&format!("oxrun: refused {what}"));
+                }
+            }
+        }
+    }
+
+    fn host_name(&self, h: usize) -> String {
+        self.agents
+            .as_ref()
+            .map(|a| a.links[h].host.clone())
+            .unwrap_or_default()
+    }
+
+    fn on_host_lost(&mut self, h: usize, why: &str) {
+        let live = self
+            .ranks
+            .iter()
+            .any(|r| r.host == Some(h) && r.status.is_none());
+        if self.phase == Phase::Running && live {
+            let host = self.host_name(h);
+            self.say(&format!("oxrun: lost host {host}: {why}; stopping the job"));
+            self.stop(EXIT_FAILURE);
+        }
+        // Its ranks are gone with it (the kernel kills an agent's ranks when it dies).
+        self.host_gone(h, libc::SIGKILL);
+    }
+
+    /// Whether `rank` is one of host `h`'s ranks; anything else from that agent is a broken
+    /// agent.
+    fn rank_of_host(&mut self, h: usize, rank: u32) -> bool {
+        let ok = self
+            .ranks
+            .get(rank as usize)
+            .is_some_and(|r| r.host == Some(h));
+        if !ok {
+            self.on_host_lost(
+                h,
+                &format!("its agent named rank {rank}, which is not one of its ranks"),
+            );
+        }
+        ok
+    }
+
+    fn on_agent_msg(&mut self, h: usize, m: Msg) {
+        match m {
+            Msg::Started { rank, pid } if self.rank_of_host(h, rank) => {
+                self.ranks[rank as usize].pid = pid;
+            }
+            Msg::Pmi { rank, data } if self.rank_of_host(h, rank) => {
+                let mut events = Vec::new();
+                self.pmi.feed(rank, &data, &mut events);
+                self.on_pmi_events(events);
+            }
+            Msg::Output { rank, err, data } if self.rank_of_host(h, rank) => {
+                let r = &mut self.ranks[rank as usize];
+                let (stream, sink) = if err {
+                    (&mut r.stderr, &mut self.err)
+                } else {
+                    (&mut r.stdout, &mut self.out)
+                };
+                if let Some(s) = stream.as_mut() {
+                    s.feed(rank, sink, &data);
+                }
+            }
+            Msg::OutputEnd { rank, err } if self.rank_of_host(h, rank) => {
+                let r = &mut self.ranks[rank as usize];
+                let (stream, sink) = if err {
+                    (&mut r.stderr, &mut self.err)
+                } else {
+                    (&mut r.stdout, &mut self.out)
+                };
+                if let Some(s) = stream.as_mut() {
+                    s.end(rank, sink);
+                }
+                *stream = None;
+            }
+            Msg::Exit { rank, status } if self.rank_of_host(h, rank) => {
+                if self.ranks[rank as usize].status.is_none() {
+                    self.on_rank_exit(rank, status);
+                    self.note_all_reaped();
+                }
+            }
+            Msg::SpawnFailed { rank, code, reason } if self.rank_of_host(h, rank) => {
+                let host = self.host_name(h);
+                self.say(&format!(
+                    "oxrun: cannot start rank {rank} on {host}: {reason}; stopping the job"
+                ));
+                self.stop(code);
+                // The agent starts no rank after a failure.
+                let unstarted: Vec<usize> = (0..self.ranks.len())
+                    .filter(|&i| {
+                        let r = &self.ranks[i];
+                        r.host == Some(h) && r.pid == 0 && r.status.is_none()
+                    })
+                    .collect();
+                for i in unstarted {
+                    let r = &mut self.ranks[i];
+                    r.status = Some(0);
+                    r.stdout = None;
+                    r.stderr = None;
+                    self.pmi.close(i as u32);
+                }
+                self.note_all_reaped();
+            }
+            Msg::Note(line) => self.say(&line),
+            Msg::Started { .. }
+            | Msg::Pmi { .. }
+            | Msg::Output { .. }
+            | Msg::OutputEnd { .. }
+            | Msg::Exit { .. }
+            | Msg::SpawnFailed { .. } => {}
+            other => {
+                let what = format!("its agent sent an unexpected {other:?}");
+                self.on_host_lost(h, &what);
+            }
         }
     }
 
@@ -351,14 +608,14 @@ impl RunningJob {
                     code,
                     message,
                 } => {
-                    let pid = self.pid(rank);
+                    let who = self.who(rank);
                     let what = if message.is_empty() {
                         String::new()
                     } else {
                         format!(": {message}")
                     };
                     self.say(&format!(
-                        "oxrun: rank {rank} (pid {pid}) called abort with code {code}{what}; stopping the job"
+                        "oxrun: {who} called abort with code {code}{what}; stopping the job"
                     ));
                     self.stop(abort_exit_status(code));
                 }
@@ -395,11 +652,17 @@ impl RunningJob {
             };
             if let Some(&rank) = self.by_pid.get(&pid) {
                 self.on_rank_exit(rank, status);
+            } else if let Some(h) = self.agents.as_mut().and_then(|a| a.on_child_exit(pid)) {
+                let how = describe_failure(status)
+                    .map(|(why, _)| why)
+                    .unwrap_or_else(|| "exited with status 0".into());
+                self.on_host_lost(
+                    h,
+                    &format!("its launch command {how} before the agent connected"),
+                );
             }
         }
-        if self.all_reaped() && self.all_reaped_at.is_none() && !self.ranks.is_empty() {
-            self.all_reaped_at = Some(Instant::now());
-        }
+        self.note_all_reaped();
     }
 
     fn on_rank_exit(&mut self, rank: u32, status: libc::c_int) {
@@ -418,29 +681,32 @@ impl RunningJob {
             }
         }
         r.status = Some(status);
-        let pid = r.pid;
         if rank == 0 {
             self.stdin.abandon();
         }
         if self.phase != Phase::Running {
             return;
         }
+        let who = self.who(rank);
         if let Some((why, exit)) = describe_failure(status) {
-            self.say(&format!(
-                "oxrun: rank {rank} (pid {pid}) {why}; stopping the job"
-            ));
+            self.say(&format!("oxrun: {who} {why}; stopping the job"));
             self.stop(exit);
         } else if self.pmi.in_session(rank) {
             // Its peers may be waiting for it in a fence or a message: treat it as a failure,
             // as MPICH's Hydra does, rather than let the job hang until --timeout.
             self.say(&format!(
-                "oxrun: rank {rank} (pid {pid}) exited without finalizing MPI; stopping the job"
+                "oxrun: {who} exited without finalizing MPI; stopping the job"
             ));
             self.stop(EXIT_FAILURE);
         }
     }
 
     fn check_deadlines(&mut self, now: Instant) {
+        if let Some(a) = self.agents.as_mut() {
+            let mut events = Vec::new();
+            a.check_deadlines(now, &mut events);
+            self.on_agent_events(events);
+        }
         if let (Phase::Running, Some((deadline, secs))) = (self.phase, self.deadline) {
             if now >= deadline {
                 self.say(&format!(
@@ -473,15 +739,12 @@ impl RunningJob {
         } = self.phase
         {
             if now >= since + GRACE + ABANDON && !self.all_reaped() {
-                let stuck: Vec<String> = self
-                    .ranks
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, r)| r.status.is_none())
-                    .map(|(i, r)| format!("{i} (pid {})", r.pid))
+                let stuck: Vec<String> = (0..self.ranks.len())
+                    .filter(|&i| self.ranks[i].status.is_none())
+                    .map(|i| self.who(i as u32))
                     .collect();
                 self.say(&format!(
-                    "oxrun: rank(s) {} did not exit after SIGKILL; giving up on them",
+                    "oxrun: {} did not exit after SIGKILL; giving up on them",
                     stuck.join(", ")
                 ));
                 return true;
@@ -508,7 +771,7 @@ impl RunningJob {
     fn kill_and_wait(&mut self) {
         for i in 0..self.ranks.len() {
             let r = &mut self.ranks[i];
-            if r.status.is_none() {
+            if r.status.is_none() && r.host.is_none() {
                 let _ = sys::kill_group(r.pid, libc::SIGKILL);
                 r.status = sys::reap(r.pid).ok().or(Some(0));
             }
@@ -517,6 +780,9 @@ impl RunningJob {
 
     /// Removes the job's shared-memory files and returns the exit status.
     fn finish(mut self) -> i32 {
+        if let Some(a) = self.agents.as_mut() {
+            a.finish();
+        }
         for (path, e) in shm::remove_job_files(&self.jobkey) {
             self.say(&format!("oxrun: could not remove {}: {e}", path.display()));
         }

@@ -5,14 +5,20 @@
 //! the executable), [`binding`] (CPU binding plan), [`launch`] (preparing and starting a job),
 //! [`spawn`] (starting one rank), [`job`] (the event loop and ending the job), [`stdio`]
 //! (output forwarding and stdin), [`pmi`] (PMI connections), [`signals`] (signals as events),
-//! [`shm`] (removing the job's shared-memory files) and [`sys`] (syscall wrappers).
+//! [`shm`] (removing the job's shared-memory files), [`sys`] (syscall wrappers), and for
+//! several hosts: [`hosts`] (host lists and rank placement), [`frame`] (the head–agent wire),
+//! [`remote`] (the head's side of the agents) and [`agent`] (the agent itself).
 
+mod agent;
 mod binding;
 mod cli;
+mod frame;
+mod hosts;
 mod job;
 mod launch;
 mod pmi;
 mod program;
+mod remote;
 mod shm;
 mod signals;
 mod spawn;
@@ -24,7 +30,13 @@ use std::io::Write;
 fn main() {
     // Before creating any descriptor: make sure none of ours can land on 0, 1 or 2.
     sys::ensure_std_fds_open();
-    let args = std::env::args_os().skip(1).collect();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    // The agent and its watchdog are oxrun itself, started by a head oxrun (not in --help).
+    match args.first().and_then(|a| a.to_str()) {
+        Some("--agent") => std::process::exit(agent::main(args[1..].to_vec())),
+        Some("--watchdog") => std::process::exit(agent::watchdog(args[1..].to_vec())),
+        _ => {}
+    }
     let code = match cli::parse(args) {
         Ok(plan) => launch::run(&plan),
         Err(cli::Stop::Info(text)) => {

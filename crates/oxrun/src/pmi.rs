@@ -6,6 +6,10 @@
 //! exit status decides whether the job failed. Replies go through a per-rank outbox, written
 //! as the socket accepts them, so a rank that does not read its replies cannot block the
 //! launcher; if its outbox grows beyond [`MAX_OUTBOX`] that rank is declared broken.
+//!
+//! A rank on another host has no socket here: its agent relays the bytes. Such a connection
+//! is fed with [`PmiServer::feed`], and its replies and closing are collected with
+//! [`PmiServer::take_remote`] for the agent.
 
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
@@ -45,9 +49,19 @@ pub enum PmiEvent {
     },
 }
 
+/// What must be relayed to a remote rank's agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemoteOut {
+    /// Reply bytes for the rank.
+    Data(u32, Vec<u8>),
+    /// Close the rank's PMI connection.
+    Close(u32),
+}
+
 #[derive(Debug)]
 struct Conn {
-    sock: UnixStream,
+    /// The socket, or `None` for a rank whose agent relays its bytes.
+    sock: Option<UnixStream>,
     inbox: LineBuffer,
     outbox: Vec<u8>,
     /// Writing failed (the rank is gone); what it sent is still read and handled.
@@ -59,6 +73,7 @@ struct Conn {
 pub struct PmiServer {
     job: Job,
     conns: Vec<Option<Conn>>,
+    remote_out: Vec<RemoteOut>,
 }
 
 impl PmiServer {
@@ -69,7 +84,32 @@ impl PmiServer {
         PmiServer {
             job: Job::new(info),
             conns: (0..n).map(|_| None).collect(),
+            remote_out: Vec::new(),
         }
+    }
+
+    /// Adds rank `rank`, which runs on another host and whose agent relays its bytes.
+    pub fn attach_remote(&mut self, rank: u32) {
+        self.conns[rank as usize] = Some(Conn {
+            sock: None,
+            inbox: LineBuffer::new(MAX_SERVER_LINE),
+            outbox: Vec::new(),
+            write_failed: false,
+        });
+    }
+
+    /// Handles bytes a remote rank sent (relayed by its agent).
+    pub fn feed(&mut self, rank: u32, data: &[u8], events: &mut Vec<PmiEvent>) {
+        let Some(conn) = self.conns.get_mut(rank as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        conn.inbox.extend(data);
+        self.handle_lines(rank, events);
+    }
+
+    /// Replies and closings to relay to remote ranks' agents, in order.
+    pub fn take_remote(&mut self) -> Vec<RemoteOut> {
+        std::mem::take(&mut self.remote_out)
     }
 
     /// Whether `rank` initialized PMI and has not finalized it.
@@ -80,7 +120,7 @@ impl PmiServer {
     /// Adds rank `rank`'s socket (already non-blocking).
     pub fn attach(&mut self, rank: u32, sock: UnixStream) {
         self.conns[rank as usize] = Some(Conn {
-            sock,
+            sock: Some(sock),
             inbox: LineBuffer::new(MAX_SERVER_LINE),
             outbox: Vec::new(),
             write_failed: false,
@@ -90,19 +130,26 @@ impl PmiServer {
     /// Open connections as `(rank, fd, wants_write)`, for polling.
     pub fn poll_set(&self) -> impl Iterator<Item = (u32, RawFd, bool)> + '_ {
         self.conns.iter().enumerate().filter_map(|(r, c)| {
-            c.as_ref()
-                .map(|c| (r as u32, c.sock.as_raw_fd(), !c.outbox.is_empty()))
+            let c = c.as_ref()?;
+            let sock = c.sock.as_ref()?;
+            Some((r as u32, sock.as_raw_fd(), !c.outbox.is_empty()))
         })
     }
 
     /// Closes rank `rank`'s connection; it gets end of file on its next read.
     pub fn close(&mut self, rank: u32) {
-        self.conns[rank as usize] = None;
+        if let Some(c) = self.conns[rank as usize].take() {
+            if c.sock.is_none() {
+                self.remote_out.push(RemoteOut::Close(rank));
+            }
+        }
     }
 
     /// Closes every connection.
     pub fn close_all(&mut self) {
-        self.conns.iter_mut().for_each(|c| *c = None);
+        for r in 0..self.conns.len() {
+            self.close(r as u32);
+        }
     }
 
     /// Rank `rank`'s socket is ready: writes pending replies, then reads and handles a
@@ -125,7 +172,10 @@ impl PmiServer {
             let Some(conn) = self.conns[rank as usize].as_mut() else {
                 return;
             };
-            let n = match conn.sock.read(&mut buf) {
+            let Some(sock) = conn.sock.as_mut() else {
+                return;
+            };
+            let n = match sock.read(&mut buf) {
                 Ok(0) => {
                     // Closing without finalize is not an error by itself: non-MPI programs
                     // never speak PMI. The rank's exit status decides.
@@ -186,6 +236,11 @@ impl PmiServer {
         if conn.write_failed {
             return;
         }
+        if conn.sock.is_none() {
+            // The agent's connection has its own bounded buffering.
+            self.remote_out.push(RemoteOut::Data(to, bytes.to_vec()));
+            return;
+        }
         conn.outbox.extend_from_slice(bytes);
         if conn.outbox.len() > MAX_OUTBOX {
             self.close(to);
@@ -203,8 +258,11 @@ impl PmiServer {
         let Some(conn) = self.conns[rank as usize].as_mut() else {
             return;
         };
+        let Some(sock) = conn.sock.as_mut() else {
+            return;
+        };
         while !conn.outbox.is_empty() {
-            match conn.sock.write(&conn.outbox) {
+            match sock.write(&conn.outbox) {
                 Ok(n) => {
                     conn.outbox.drain(..n);
                 }
@@ -308,6 +366,52 @@ mod tests {
         assert!(events
             .iter()
             .any(|e| matches!(e, PmiEvent::ProtocolError { rank: 1, reason } if reason.contains("too long"))));
+    }
+
+    #[test]
+    fn remote_ranks_are_fed_and_their_replies_collected() {
+        let mut server = PmiServer::new(info(2));
+        server.attach_remote(0);
+        server.attach_remote(1);
+        let mut events = Vec::new();
+        // A line split across two relayed chunks is handled once whole.
+        server.feed(0, b"cmd=init pmi_version=1 pmi_subversion=1 ", &mut events);
+        assert_eq!(server.take_remote(), vec![]);
+        server.feed(0, b"oxmpi_secret=sec\ncmd=barrier_in\n", &mut events);
+        let out = server.take_remote();
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(matches!(&out[0], RemoteOut::Data(0, d) if d.starts_with(b"cmd=response_to_init")));
+        server.feed(
+            1,
+            b"cmd=init pmi_version=1 pmi_subversion=1 oxmpi_secret=sec\ncmd=barrier_in\n",
+            &mut events,
+        );
+        let out = server.take_remote();
+        // Rank 1's init reply, then the fence releases both ranks.
+        assert_eq!(out.len(), 3, "{out:?}");
+        assert!(out
+            .iter()
+            .any(|o| matches!(o, RemoteOut::Data(0, d) if d.starts_with(b"cmd=barrier_out"))));
+        assert!(events.is_empty(), "{events:?}");
+        assert_eq!(
+            server.poll_set().count(),
+            0,
+            "remote ranks have nothing to poll"
+        );
+        server.feed(1, b"cmd=abort exitcode=3\n", &mut events);
+        assert!(matches!(
+            &events[..],
+            [PmiEvent::Abort {
+                rank: 1,
+                code: 3,
+                ..
+            }]
+        ));
+        server.close_all();
+        assert_eq!(
+            server.take_remote(),
+            vec![RemoteOut::Close(0), RemoteOut::Close(1)]
+        );
     }
 
     #[test]

@@ -49,6 +49,9 @@ pub struct RankSpec<'a> {
     pub cpus: Option<&'a [usize]>,
     /// Whether its stdin is a pipe from oxrun (else `/dev/null`).
     pub stdin: bool,
+    /// Whether the kernel kills it when its parent dies (ranks of an agent, so that a killed
+    /// agent leaves no rank behind).
+    pub die_with_parent: bool,
 }
 
 /// A started rank and oxrun's ends of its pipes and PMI socket.
@@ -91,6 +94,7 @@ pub fn spawn_rank(spec: &RankSpec<'_>, job: &JobEnv) -> io::Result<Spawned> {
 
     let mask: Option<CpuMask> = spec.cpus.map(sys::cpus_to_mask);
     let nofile = job.nofile;
+    let die_with_parent = spec.die_with_parent;
     let child_setup = move || -> io::Result<()> {
         // This runs in the forked child before exec: only async-signal-safe syscalls, no
         // allocation (io::Error::last_os_error does not allocate).
@@ -112,6 +116,12 @@ pub fn spawn_rank(spec: &RankSpec<'_>, job: &JobEnv) -> io::Result<Spawned> {
                 )
             };
             if ret == -1 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        if die_with_parent {
+            // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag of this (child) process.
+            if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } == -1 {
                 return Err(io::Error::last_os_error());
             }
         }

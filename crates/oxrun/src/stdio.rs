@@ -9,6 +9,10 @@
 //! start on a line of their own while a single rank's output stays byte-for-byte identical.
 //!
 //! With `--tag-output` every line is prefixed with `[RANK] `.
+//!
+//! A rank on another host has no pipe here: its agent relays the raw bytes, which go through
+//! the same line assembly ([`RankStream::feed`]), so tagging and the no-tearing rule hold
+//! across hosts.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -98,7 +102,8 @@ impl Sink {
 /// One of a rank's output pipes and the unfinished line read from it so far.
 #[derive(Debug)]
 pub struct RankStream {
-    fd: OwnedFd,
+    /// The pipe, or `None` for a remote rank's output relayed by its agent.
+    fd: Option<OwnedFd>,
     partial: Vec<u8>,
 }
 
@@ -106,14 +111,32 @@ impl RankStream {
     /// Wraps the (non-blocking) read end of a rank's pipe.
     pub fn new(fd: OwnedFd) -> RankStream {
         RankStream {
-            fd,
+            fd: Some(fd),
             partial: Vec::new(),
         }
     }
 
-    /// The descriptor to poll.
-    pub fn raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+    /// A stream of a remote rank, fed with [`feed`](Self::feed).
+    pub fn remote() -> RankStream {
+        RankStream {
+            fd: None,
+            partial: Vec::new(),
+        }
+    }
+
+    /// The descriptor to poll (`None` for a remote rank's stream).
+    pub fn raw_fd(&self) -> Option<RawFd> {
+        self.fd.as_ref().map(|f| f.as_raw_fd())
+    }
+
+    /// Forwards relayed bytes of a remote rank: complete lines now, the rest later.
+    pub fn feed(&mut self, rank: u32, sink: &mut Sink, data: &[u8]) {
+        self.take(rank, sink, data);
+    }
+
+    /// End of a remote rank's stream: forwards its final unfinished line.
+    pub fn end(&mut self, rank: u32, sink: &mut Sink) {
+        self.finish(rank, sink);
     }
 
     /// Reads what is available (a bounded amount) and forwards complete lines from `rank` to
@@ -129,8 +152,12 @@ impl RankStream {
     }
 
     fn read_some(&mut self, rank: u32, sink: &mut Sink, buf: &mut [u8], reads: usize) -> bool {
+        let Some(fd) = self.raw_fd() else {
+            // Remote streams are fed, never read; their end is reported by the agent.
+            return false;
+        };
         for _ in 0..reads {
-            match sys::read(self.raw_fd(), buf) {
+            match sys::read(fd, buf) {
                 Ok(0) => {
                     self.finish(rank, sink);
                     return true;

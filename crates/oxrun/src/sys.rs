@@ -247,6 +247,101 @@ pub fn cpus_to_mask(cpus: &[usize]) -> CpuMask {
     mask
 }
 
+/// Ignores signal `sig` in this process (its children, once they `exec`, ignore it too).
+pub fn ignore_signal(sig: libc::c_int) {
+    // SAFETY: setting a disposition to SIG_IGN installs no code and touches no memory.
+    unsafe { libc::signal(sig, libc::SIG_IGN) };
+}
+
+/// Waits up to `limit` for child `pid` to exit; `Ok(true)` once reaped.
+pub fn reap_within(pid: libc::pid_t, limit: std::time::Duration) -> io::Result<bool> {
+    let end = std::time::Instant::now() + limit;
+    loop {
+        let mut status = 0;
+        // SAFETY: `status` is a valid int for waitpid to fill in.
+        let ret = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if ret == pid {
+            return Ok(true);
+        }
+        if ret == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        if std::time::Instant::now() >= end {
+            return Ok(false);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Turns on TCP keepalive with short timers on the connected socket `fd`, so that a peer
+/// whose host vanished (no reset ever comes) is noticed within about 15 seconds.
+pub fn set_keepalive(fd: RawFd) -> io::Result<()> {
+    let set = |level: libc::c_int, opt: libc::c_int, value: libc::c_int| -> io::Result<()> {
+        // SAFETY: `value` is a live c_int and its size is passed; setsockopt only reads it.
+        check(unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                opt,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        })
+        .map(drop)
+    };
+    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)?;
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 5)?;
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 2)?;
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 4)
+}
+
+/// The addresses of this host's interfaces that are up: IPv4 first, then IPv6 (link-local
+/// IPv6 addresses are left out, as they need a scope to be usable), loopback last.
+pub fn interface_addresses() -> io::Result<Vec<std::net::IpAddr>> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills in a list head we own until freeifaddrs.
+    check(unsafe { libc::getifaddrs(&mut list) })?;
+    let mut out = Vec::new();
+    let mut cur = list;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned, not yet freed.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        let up = ifa.ifa_flags & libc::IFF_UP as libc::c_uint != 0;
+        if ifa.ifa_addr.is_null() || !up {
+            continue;
+        }
+        // SAFETY: ifa_addr is non-null and points to a sockaddr of the family it names;
+        // we read the family first and then only the matching struct.
+        let addr = unsafe {
+            match i32::from((*ifa.ifa_addr).sa_family) {
+                libc::AF_INET => {
+                    let sin = &*ifa.ifa_addr.cast::<libc::sockaddr_in>();
+                    Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(
+                        sin.sin_addr.s_addr,
+                    ))))
+                }
+                libc::AF_INET6 => {
+                    let sin6 = &*ifa.ifa_addr.cast::<libc::sockaddr_in6>();
+                    Some(IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)))
+                }
+                _ => None,
+            }
+        };
+        if let Some(a) = addr {
+            let link_local = matches!(a, IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80);
+            if !link_local && !out.contains(&a) {
+                out.push(a);
+            }
+        }
+    }
+    // SAFETY: `list` came from getifaddrs and is freed once; no reference into it remains.
+    unsafe { libc::freeifaddrs(list) };
+    out.sort_by_key(|a| (a.is_loopback(), a.is_ipv6()));
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

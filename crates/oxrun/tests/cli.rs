@@ -144,3 +144,27 @@ fn runs_programs_that_are_not_mpi() {
     assert_eq!(r.code, Some(0), "{r:?}");
     assert_eq!(r.stdout, "x\nx\n");
 }
+
+#[test]
+fn bad_host_options_are_one_line_errors() {
+    let hf = std::env::temp_dir().join(format!("oxrun-cli-hostfile-{}", std::process::id()));
+    fs::write(&hf, "nodeA slots=two\n").unwrap();
+    let hf = hf.to_str().unwrap().to_owned();
+    for (args, needle) in [
+        (vec!["--host", "a:2", "-n", "3", "true"], "--oversubscribe"),
+        (vec!["--host", "a,,b", "true"], "empty host name"),
+        (vec!["--host", "a:0", "true"], "slots"),
+        (
+            vec!["--hostfile", "/nonexistent/hosts", "true"],
+            "/nonexistent/hosts",
+        ),
+        (vec!["--hostfile", &hf, "true"], "line 1"),
+        (vec!["--host", "a", "--hostfile", &hf, "true"], "together"),
+        (vec!["--map-by", "node", "true"], "need --host"),
+        (vec!["--host", "a", "--map-by", "core", "true"], "core"),
+        (vec!["--host", "a", "--launcher", "ssh", "true"], "{host}"),
+    ] {
+        assert_one_line_error(&run(&args), 2, needle);
+    }
+    fs::remove_file(&hf).unwrap();
+}

@@ -5,6 +5,9 @@
 //!
 //! - `cards` (default): publish a card, fence, read and check every rank's card, finalize,
 //!   print `probe rank=R size=N appnum=A kvsname=K cards=ok`. Exits 1 on any mismatch.
+//! - `hosts`: like `cards`, but on several hosts: prints
+//!   `probe rank=R size=N nodes=H0,H1,... pid=P key=K cards=ok` (the `PMI_process_mapping` it
+//!   read, its pid and the job key) instead of insisting on a single host.
 //! - `abort RANK CODE [MESSAGE...]`: rank RANK calls PMI abort and exits with CODE; the others
 //!   wait in a fence (and are stopped by the launcher).
 //! - `exit CODE`: init, finalize, exit with CODE.
@@ -81,6 +84,12 @@ fn wait_in_fence() -> ! {
 }
 
 fn cards() {
+    exchange(true);
+}
+
+/// Publishes, fences, reads and checks every rank's card; with `single_host`, also checks that
+/// the mapping puts every rank on one host, else prints the mapping.
+fn exchange(single_host: bool) {
     let mut c = connect();
     let (rank, size) = (c.rank(), c.size());
     if rank != env_rank() {
@@ -103,14 +112,24 @@ fn cards() {
             fail(format!("rank {rank}: card of rank {p} is {got:?}"));
         }
     }
-    match c.process_mapping() {
-        Ok(Some(nodes)) if nodes == vec![0; size as usize] => {}
+    let nodes = match c.process_mapping() {
+        Ok(Some(nodes)) if !single_host || nodes == vec![0; size as usize] => nodes,
         other => fail(format!("rank {rank}: process mapping {other:?}")),
-    }
+    };
     let kvsname = c.kvsname().to_owned();
     c.fence().unwrap_or_else(|e| fail(e));
     c.finalize().unwrap_or_else(|e| fail(e));
-    println!("probe rank={rank} size={size} appnum={appnum} kvsname={kvsname} cards=ok");
+    if single_host {
+        println!("probe rank={rank} size={size} appnum={appnum} kvsname={kvsname} cards=ok");
+    } else {
+        let nodes: Vec<String> = nodes.iter().map(u32::to_string).collect();
+        println!(
+            "probe rank={rank} size={size} nodes={} pid={} key={} cards=ok",
+            nodes.join(","),
+            std::process::id(),
+            std::env::var("OXMPI_JOBKEY").unwrap_or_default()
+        );
+    }
 }
 
 fn spew(lines: usize, len: usize) {
@@ -136,6 +155,7 @@ fn main() {
     let mode = args.first().map(String::as_str).unwrap_or("cards");
     match mode {
         "cards" => cards(),
+        "hosts" => exchange(false),
         "abort" => {
             let who: u32 = arg(&args, 1, "RANK");
             let code: i32 = arg(&args, 2, "CODE");

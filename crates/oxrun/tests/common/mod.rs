@@ -71,6 +71,11 @@ pub fn run_shell(shell: &str, script: &str) -> Run {
     finish(cmd, None, script)
 }
 
+/// Runs `cmd` (with no stdin) under the same deadline; `what` names it in a failure.
+pub fn run_command(cmd: Command, what: &str) -> Run {
+    finish(cmd, None, what)
+}
+
 /// Starts `cmd` with piped output, feeds it `stdin`, and collects everything it writes until
 /// it exits; kills it and fails the test after [`DEADLINE`].
 fn finish(mut cmd: Command, stdin: Option<&[u8]>, what: &str) -> Run {
