@@ -7,8 +7,22 @@
 //!
 //! # Standard sections
 //! MPI-5.0 §3.2.2 (message data), §5 (datatypes).
+//!
+//! # The datatype engine
+//! - [`predefined`]: every predefined datatype of the MPI-5.0 ABI;
+//! - [`build`]: the constructors ([`Type`]);
+//! - [`layout`]: the compiled form (runs, loops kept as loops);
+//! - [`signature`]: type signatures, matching and element counts.
 
 use bytemuck::Pod;
+
+pub mod build;
+pub mod layout;
+pub mod predefined;
+pub mod signature;
+
+pub use build::{Bounds, Combiner, Distribution, Order, Type};
+pub use predefined::Predefined;
 
 /// A type whose values can be sent and received as raw bytes.
 pub trait Equivalence: Pod {}
