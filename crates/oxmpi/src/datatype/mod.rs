@@ -12,12 +12,16 @@
 //! - [`predefined`]: every predefined datatype of the MPI-5.0 ABI;
 //! - [`build`]: the constructors ([`Type`]);
 //! - [`layout`]: the compiled form (runs, loops kept as loops);
-//! - [`signature`]: type signatures, matching and element counts.
+//! - [`signature`]: type signatures, matching and element counts;
+//! - [`pack`]: pack/unpack (resumable at any byte offset), iovec pieces, pack_size;
+//! - [`external32`]: the canonical big-endian representation.
 
 use bytemuck::Pod;
 
 pub mod build;
+pub mod external32;
 pub mod layout;
+pub mod pack;
 pub mod predefined;
 pub mod signature;
 

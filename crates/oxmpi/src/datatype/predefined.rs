@@ -14,7 +14,7 @@ use std::fmt;
 
 /// How the bytes of a basic element are interpreted (the key of type-signature matching and
 /// of the reduction kernels). Types with the same `Repr` match each other (`MPI_INT` and
-/// `MPI_INT32_T`, `MPI_LONG` and `MPI_INT64_T` on this platform).
+/// `MPI_INT32_T`; `MPI_LONG_LONG` and `MPI_INT64_T`; not `MPI_LONG`, whose external32 size differs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Repr {
     /// Signed integer of 1, 2, 4, 8 or 16 bytes.
@@ -25,6 +25,10 @@ pub enum Repr {
     I32,
     /// 8-byte signed integer.
     I64,
+    /// C `long` (8 bytes here, 4 in external32, so kept apart from `I64`).
+    Long,
+    /// C `unsigned long`.
+    ULong,
     /// 16-byte signed integer (Fortran `INTEGER16`).
     I128,
     /// 1-byte unsigned integer.
@@ -75,7 +79,7 @@ impl Repr {
             I8 | U8 | Bool | Char | Character | Byte | Packed => 1,
             I16 | U16 | F16 => 2,
             I32 | U32 | F32 | C16 | WChar => 4,
-            I64 | U64 | F64 | C32 => 8,
+            I64 | U64 | Long | ULong | F64 | C32 => 8,
             I128 | F128 | C64 => 16,
             C128 => 32,
             Logical(n) => n as usize,
@@ -173,11 +177,11 @@ predefined! {
     PACKED = 0x207, "MPI_PACKED", Packed, 1, 1, Unreduced, 1;
     SHORT = 0x208, "MPI_SHORT", I16, 2, 2, CInteger, 2;
     INT = 0x209, "MPI_INT", I32, 4, 4, CInteger, 4;
-    LONG = 0x20a, "MPI_LONG", I64, 8, 8, CInteger, 4;
+    LONG = 0x20a, "MPI_LONG", Long, 8, 8, CInteger, 4;
     LONG_LONG = 0x20b, "MPI_LONG_LONG", I64, 8, 8, CInteger, 8;
     UNSIGNED_SHORT = 0x20c, "MPI_UNSIGNED_SHORT", U16, 2, 2, CInteger, 2;
     UNSIGNED = 0x20d, "MPI_UNSIGNED", U32, 4, 4, CInteger, 4;
-    UNSIGNED_LONG = 0x20e, "MPI_UNSIGNED_LONG", U64, 8, 8, CInteger, 4;
+    UNSIGNED_LONG = 0x20e, "MPI_UNSIGNED_LONG", ULong, 8, 8, CInteger, 4;
     UNSIGNED_LONG_LONG = 0x20f, "MPI_UNSIGNED_LONG_LONG", U64, 8, 8, CInteger, 8;
     FLOAT = 0x210, "MPI_FLOAT", F32, 4, 4, Float, 4;
     C_FLOAT_COMPLEX = 0x212, "MPI_C_FLOAT_COMPLEX", C32, 8, 4, Complex, 8;
@@ -197,7 +201,7 @@ predefined! {
     CXX_LONG_DOUBLE_COMPLEX = 0x225, "MPI_CXX_LONG_DOUBLE_COMPLEX", C128, 32, 16, Complex, 0;
     FLOAT_INT = 0x228, "MPI_FLOAT_INT", F32, 8, 4, Pair, 8, pair 4;
     DOUBLE_INT = 0x229, "MPI_DOUBLE_INT", F64, 16, 8, Pair, 12, pair 8;
-    LONG_INT = 0x22a, "MPI_LONG_INT", I64, 16, 8, Pair, 8, pair 8;
+    LONG_INT = 0x22a, "MPI_LONG_INT", Long, 16, 8, Pair, 8, pair 8;
     TWO_INT = 0x22b, "MPI_2INT", I32, 8, 4, Pair, 8, pair 4;
     SHORT_INT = 0x22c, "MPI_SHORT_INT", I16, 8, 4, Pair, 6, pair 4;
     LONG_DOUBLE_INT = 0x22d, "MPI_LONG_DOUBLE_INT", F128, 32, 16, Pair, 0, pair 16;

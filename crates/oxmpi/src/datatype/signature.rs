@@ -159,6 +159,11 @@ impl Signature {
         }
     }
 
+    /// The runs `(basic type, n)` of `count` copies, in order.
+    pub(crate) fn runs(&self, count: u64) -> impl Iterator<Item = (Repr, u64)> + '_ {
+        Runs::new(self, count)
+    }
+
     fn is_untyped(&self) -> bool {
         self.items.iter().all(|i| matches!(i, SigItem::Basic(r, _) if r.is_untyped()))
             && !self.items.is_empty()
