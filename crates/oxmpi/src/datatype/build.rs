@@ -733,11 +733,6 @@ impl Type {
             None => format!("derived type of {} bytes", self.size()),
         }
     }
-
-    /// The basic type of a homogeneous type.
-    pub(crate) fn homogeneous(&self) -> Option<Repr> {
-        self.0.sig.homogeneous()
-    }
 }
 
 #[cfg(test)]

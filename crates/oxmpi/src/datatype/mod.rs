@@ -14,11 +14,13 @@
 //! - [`layout`]: the compiled form (runs, loops kept as loops);
 //! - [`signature`]: type signatures, matching and element counts;
 //! - [`pack`]: pack/unpack (resumable at any byte offset), iovec pieces, pack_size;
-//! - [`external32`]: the canonical big-endian representation.
+//! - [`external32`]: the canonical big-endian representation;
+//! - [`envelope`]: get_envelope/get_contents, match_size, the f90 types.
 
 use bytemuck::Pod;
 
 pub mod build;
+pub mod envelope;
 pub mod external32;
 pub mod layout;
 pub mod pack;

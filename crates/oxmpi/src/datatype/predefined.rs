@@ -300,14 +300,6 @@ impl Predefined {
             _ => Repr::I32,
         }
     }
-
-    /// The predefined type whose elements make up one pair member, for signatures.
-    pub(crate) fn basic_of(repr: Repr) -> Predefined {
-        ALL.iter()
-            .find(|i| i.repr == repr && i.pair_index.is_none())
-            .map(|i| Predefined(i.handle))
-            .unwrap_or(Predefined::BYTE)
-    }
 }
 
 impl fmt::Debug for Predefined {
