@@ -120,14 +120,22 @@ impl Bounds {
 
     /// Bounds of `n` copies `step` bytes apart, moved by `d`.
     fn replicate(&self, d: i64, n: i64, step: i64) -> Result<Bounds> {
+        if !self.has_entries() {
+            return Ok(*self);
+        }
         let span = (n - 1).checked_mul(step).ok_or_else(overflow)?;
         let (lo, hi) = (span.min(0), span.max(0));
         let add = |a: i64, b: i64| a.checked_add(b).and_then(|x| x.checked_add(d)).ok_or_else(overflow);
+        let (true_lb, true_ub) = if self.has_data {
+            (add(self.true_lb, lo)?, add(self.true_ub, hi)?)
+        } else {
+            (0, 0)
+        };
         Ok(Bounds {
             lb: add(self.lb, lo)?,
             ub: add(self.ub, hi)?,
-            true_lb: add(self.true_lb, lo)?,
-            true_ub: add(self.true_ub, hi)?,
+            true_lb,
+            true_ub,
             ..*self
         })
     }
@@ -242,7 +250,10 @@ impl Type {
                 lb: 0,
                 ub: info.extent as i64,
                 true_lb: 0,
-                true_ub: info.extent as i64,
+                true_ub: match info.pair_index {
+                    Some(idx) => (idx + p.pair_index_repr().size()) as i64,
+                    None => info.extent as i64,
+                },
                 lb_marked: false,
                 ub_marked: false,
                 has_data: true,

@@ -25,6 +25,8 @@ pub mod external32;
 pub mod layout;
 pub mod pack;
 pub mod predefined;
+#[cfg(test)]
+mod reference;
 pub mod signature;
 
 pub use build::{Bounds, Combiner, Distribution, Order, Type};
