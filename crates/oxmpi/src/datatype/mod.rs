@@ -15,7 +15,8 @@
 //! - [`signature`]: type signatures, matching and element counts;
 //! - [`pack`]: pack/unpack (resumable at any byte offset), iovec pieces, pack_size;
 //! - [`external32`]: the canonical big-endian representation;
-//! - [`envelope`]: get_envelope/get_contents, match_size, the f90 types.
+//! - [`envelope`]: get_envelope/get_contents, match_size, the f90 types;
+//! - [`ops`]: the run-time (op, datatype) → kernel table and reductions on derived types.
 
 use bytemuck::Pod;
 
@@ -23,6 +24,7 @@ pub mod build;
 pub mod envelope;
 pub mod external32;
 pub mod layout;
+pub mod ops;
 pub mod pack;
 pub mod predefined;
 #[cfg(test)]
