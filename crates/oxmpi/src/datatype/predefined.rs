@@ -260,7 +260,7 @@ impl Predefined {
     }
 
     /// The ABI handle value.
-    pub fn handle(self) -> u16 {
+    pub const fn handle(self) -> u16 {
         self.0
     }
 
