@@ -20,7 +20,7 @@
 use std::sync::Arc;
 
 use super::layout::Layout;
-use super::predefined::{Predefined, Repr};
+use super::predefined::Predefined;
 use super::signature::Signature;
 use crate::error::{Error, ErrorClass, Result};
 
@@ -51,19 +51,60 @@ pub enum Distribution {
 pub enum Combiner {
     /// A predefined type.
     Named(Predefined),
-    Dup { old: Type },
-    Contiguous { count: i64, old: Type },
-    Vector { count: i64, blocklen: i64, stride: i64, old: Type },
+    Dup {
+        old: Type,
+    },
+    Contiguous {
+        count: i64,
+        old: Type,
+    },
+    Vector {
+        count: i64,
+        blocklen: i64,
+        stride: i64,
+        old: Type,
+    },
     /// Stride in bytes.
-    Hvector { count: i64, blocklen: i64, stride: i64, old: Type },
-    Indexed { blocklens: Vec<i64>, displs: Vec<i64>, old: Type },
+    Hvector {
+        count: i64,
+        blocklen: i64,
+        stride: i64,
+        old: Type,
+    },
+    Indexed {
+        blocklens: Vec<i64>,
+        displs: Vec<i64>,
+        old: Type,
+    },
     /// Displacements in bytes.
-    Hindexed { blocklens: Vec<i64>, displs: Vec<i64>, old: Type },
-    IndexedBlock { blocklen: i64, displs: Vec<i64>, old: Type },
+    Hindexed {
+        blocklens: Vec<i64>,
+        displs: Vec<i64>,
+        old: Type,
+    },
+    IndexedBlock {
+        blocklen: i64,
+        displs: Vec<i64>,
+        old: Type,
+    },
     /// Displacements in bytes.
-    HindexedBlock { blocklen: i64, displs: Vec<i64>, old: Type },
-    Struct { blocklens: Vec<i64>, displs: Vec<i64>, types: Vec<Type> },
-    Subarray { sizes: Vec<i64>, subsizes: Vec<i64>, starts: Vec<i64>, order: Order, old: Type },
+    HindexedBlock {
+        blocklen: i64,
+        displs: Vec<i64>,
+        old: Type,
+    },
+    Struct {
+        blocklens: Vec<i64>,
+        displs: Vec<i64>,
+        types: Vec<Type>,
+    },
+    Subarray {
+        sizes: Vec<i64>,
+        subsizes: Vec<i64>,
+        starts: Vec<i64>,
+        order: Order,
+        old: Type,
+    },
     Darray {
         size: i32,
         rank: i32,
@@ -73,13 +114,28 @@ pub enum Combiner {
         order: Order,
         old: Type,
     },
-    Resized { lb: i64, extent: i64, old: Type },
+    Resized {
+        lb: i64,
+        extent: i64,
+        old: Type,
+    },
     /// `MPI_Type_create_f90_real(p, r)` (−1 stands for "not given", `MPI_UNDEFINED`).
-    F90Real { p: i32, r: i32, base: Predefined },
+    F90Real {
+        p: i32,
+        r: i32,
+        base: Predefined,
+    },
     /// `MPI_Type_create_f90_complex(p, r)`.
-    F90Complex { p: i32, r: i32, base: Predefined },
+    F90Complex {
+        p: i32,
+        r: i32,
+        base: Predefined,
+    },
     /// `MPI_Type_create_f90_integer(r)`.
-    F90Integer { r: i32, base: Predefined },
+    F90Integer {
+        r: i32,
+        base: Predefined,
+    },
 }
 
 /// Lower and upper bounds of a type (§5.1.6).
@@ -125,7 +181,11 @@ impl Bounds {
         }
         let span = (n - 1).checked_mul(step).ok_or_else(overflow)?;
         let (lo, hi) = (span.min(0), span.max(0));
-        let add = |a: i64, b: i64| a.checked_add(b).and_then(|x| x.checked_add(d)).ok_or_else(overflow);
+        let add = |a: i64, b: i64| {
+            a.checked_add(b)
+                .and_then(|x| x.checked_add(d))
+                .ok_or_else(overflow)
+        };
         let (true_lb, true_ub) = if self.has_data {
             (add(self.true_lb, lo)?, add(self.true_ub, hi)?)
         } else {
@@ -144,7 +204,10 @@ impl Bounds {
     fn combine(parts: &[Bounds], pad: bool) -> Bounds {
         let parts: Vec<&Bounds> = parts.iter().filter(|p| p.has_entries()).collect();
         if parts.is_empty() {
-            return Bounds { align: 1, ..Bounds::default() };
+            return Bounds {
+                align: 1,
+                ..Bounds::default()
+            };
         }
         let lb_marked = parts.iter().any(|p| p.lb_marked);
         let ub_marked = parts.iter().any(|p| p.ub_marked);
@@ -182,7 +245,10 @@ impl Bounds {
 }
 
 fn overflow() -> Error {
-    Error::new(ErrorClass::Type, "datatype: displacement or extent overflows 64 bits")
+    Error::new(
+        ErrorClass::Type,
+        "datatype: displacement or extent overflows 64 bits",
+    )
 }
 
 /// Everything known about a datatype.
@@ -211,7 +277,8 @@ impl PartialEq for Type {
 }
 
 fn count_arg(call: &str, what: &str, n: i64) -> Result<u64> {
-    u64::try_from(n).map_err(|_| Error::new(ErrorClass::Count, format!("{call}: {what} {n} is negative")))
+    u64::try_from(n)
+        .map_err(|_| Error::new(ErrorClass::Count, format!("{call}: {what} {n} is negative")))
 }
 
 fn mul(a: i64, b: i64) -> Result<i64> {
@@ -240,7 +307,10 @@ impl Type {
                     Signature::concat([Signature::basic(info.repr, 1), Signature::basic(ir, 1)]),
                 )
             }
-            None => (Layout::run(0, info.extent as u64), Signature::basic(info.repr, 1)),
+            None => (
+                Layout::run(0, info.extent as u64),
+                Signature::basic(info.repr, 1),
+            ),
         };
         Type(Arc::new(Inner {
             combiner: Combiner::Named(p),
@@ -269,7 +339,13 @@ impl Type {
         Type::predefined(T::PREDEFINED)
     }
 
-    fn new(combiner: Combiner, layout: Layout, sig: Signature, bounds: Bounds, base: Option<Predefined>) -> Type {
+    fn new(
+        combiner: Combiner,
+        layout: Layout,
+        sig: Signature,
+        bounds: Bounds,
+        base: Option<Predefined>,
+    ) -> Type {
         Type(Arc::new(Inner {
             combiner,
             layout,
@@ -326,7 +402,13 @@ impl Type {
     }
 
     /// `count` blocks of `blocklen` copies of `old`, block `i` at `i * stride` bytes.
-    fn strided(combiner: Combiner, count: u64, blocklen: u64, stride: i64, old: &Type) -> Result<Type> {
+    fn strided(
+        combiner: Combiner,
+        count: u64,
+        blocklen: u64,
+        stride: i64,
+        old: &Type,
+    ) -> Result<Type> {
         let ext = old.extent();
         let block = Layout::repeat(old.0.layout.clone(), blocklen, ext);
         let layout = Layout::repeat(block, count, stride);
@@ -345,7 +427,10 @@ impl Type {
     /// `MPI_Type_contiguous`: `count` copies of `old`.
     pub fn contiguous(count: i64, old: &Type) -> Result<Type> {
         let n = count_arg("type_contiguous", "count", count)?;
-        let c = Combiner::Contiguous { count, old: old.clone() };
+        let c = Combiner::Contiguous {
+            count,
+            old: old.clone(),
+        };
         Type::strided(c, 1, n, 0, old)
     }
 
@@ -354,7 +439,12 @@ impl Type {
         let n = count_arg("type_vector", "count", count)?;
         let b = count_arg("type_vector", "blocklength", blocklen)?;
         let s = mul(stride, old.extent())?;
-        let c = Combiner::Vector { count, blocklen, stride, old: old.clone() };
+        let c = Combiner::Vector {
+            count,
+            blocklen,
+            stride,
+            old: old.clone(),
+        };
         Type::strided(c, n, b, s, old)
     }
 
@@ -362,7 +452,12 @@ impl Type {
     pub fn hvector(count: i64, blocklen: i64, stride: i64, old: &Type) -> Result<Type> {
         let n = count_arg("type_create_hvector", "count", count)?;
         let b = count_arg("type_create_hvector", "blocklength", blocklen)?;
-        let c = Combiner::Hvector { count, blocklen, stride, old: old.clone() };
+        let c = Combiner::Hvector {
+            count,
+            blocklen,
+            stride,
+            old: old.clone(),
+        };
         Type::strided(c, n, b, stride, old)
     }
 
@@ -370,7 +465,11 @@ impl Type {
         if blocklens.len() != displs.len() {
             return Err(Error::new(
                 ErrorClass::Arg,
-                format!("{call}: {} block lengths but {} displacements", blocklens.len(), displs.len()),
+                format!(
+                    "{call}: {} block lengths but {} displacements",
+                    blocklens.len(),
+                    displs.len()
+                ),
             ));
         }
         for &b in blocklens {
@@ -386,21 +485,44 @@ impl Type {
         let blocks = blocklens
             .iter()
             .zip(displs)
-            .map(|(&n, &d)| Ok(Block { d: mul(d, ext)?, n, old }))
+            .map(|(&n, &d)| {
+                Ok(Block {
+                    d: mul(d, ext)?,
+                    n,
+                    old,
+                })
+            })
             .collect::<Result<Vec<_>>>()?;
-        let c = Combiner::Indexed { blocklens: blocklens.to_vec(), displs: displs.to_vec(), old: old.clone() };
+        let c = Combiner::Indexed {
+            blocklens: blocklens.to_vec(),
+            displs: displs.to_vec(),
+            old: old.clone(),
+        };
         Type::blocks(c, &blocks, false)
     }
 
     /// `MPI_Type_create_hindexed`: like [`indexed`](Self::indexed), displacements in bytes.
     pub fn hindexed(blocklens: &[i64], displs: &[i64], old: &Type) -> Result<Type> {
         Type::check_lens("type_create_hindexed", blocklens, displs)?;
-        let blocks: Vec<Block<'_>> = blocklens.iter().zip(displs).map(|(&n, &d)| Block { d, n, old }).collect();
-        let c = Combiner::Hindexed { blocklens: blocklens.to_vec(), displs: displs.to_vec(), old: old.clone() };
+        let blocks: Vec<Block<'_>> = blocklens
+            .iter()
+            .zip(displs)
+            .map(|(&n, &d)| Block { d, n, old })
+            .collect();
+        let c = Combiner::Hindexed {
+            blocklens: blocklens.to_vec(),
+            displs: displs.to_vec(),
+            old: old.clone(),
+        };
         Type::blocks(c, &blocks, false)
     }
 
-    fn same_blocks(combiner: Combiner, blocklen: u64, byte_displs: &[i64], old: &Type) -> Result<Type> {
+    fn same_blocks(
+        combiner: Combiner,
+        blocklen: u64,
+        byte_displs: &[i64],
+        old: &Type,
+    ) -> Result<Type> {
         let ext = old.extent();
         let block = Layout::repeat(old.0.layout.clone(), blocklen, ext);
         let layout = Layout::table(block, byte_displs);
@@ -413,15 +535,28 @@ impl Type {
                 .map(|&d| old.0.bounds.replicate(d, blocklen as i64, ext))
                 .collect::<Result<Vec<_>>>()?
         };
-        Ok(Type::new(combiner, layout, sig, Bounds::combine(&parts, false), old.0.base))
+        Ok(Type::new(
+            combiner,
+            layout,
+            sig,
+            Bounds::combine(&parts, false),
+            old.0.base,
+        ))
     }
 
     /// `MPI_Type_create_indexed_block`: blocks of `blocklen` elements at `displs[i]` elements.
     pub fn indexed_block(blocklen: i64, displs: &[i64], old: &Type) -> Result<Type> {
         let b = count_arg("type_create_indexed_block", "blocklength", blocklen)?;
         let ext = old.extent();
-        let bytes = displs.iter().map(|&d| mul(d, ext)).collect::<Result<Vec<_>>>()?;
-        let c = Combiner::IndexedBlock { blocklen, displs: displs.to_vec(), old: old.clone() };
+        let bytes = displs
+            .iter()
+            .map(|&d| mul(d, ext))
+            .collect::<Result<Vec<_>>>()?;
+        let c = Combiner::IndexedBlock {
+            blocklen,
+            displs: displs.to_vec(),
+            old: old.clone(),
+        };
         Type::same_blocks(c, b, &bytes, old)
     }
 
@@ -429,7 +564,11 @@ impl Type {
     /// displacements in bytes.
     pub fn hindexed_block(blocklen: i64, displs: &[i64], old: &Type) -> Result<Type> {
         let b = count_arg("type_create_hindexed_block", "blocklength", blocklen)?;
-        let c = Combiner::HindexedBlock { blocklen, displs: displs.to_vec(), old: old.clone() };
+        let c = Combiner::HindexedBlock {
+            blocklen,
+            displs: displs.to_vec(),
+            old: old.clone(),
+        };
         Type::same_blocks(c, b, displs, old)
     }
 
@@ -439,7 +578,11 @@ impl Type {
         if types.len() != blocklens.len() {
             return Err(Error::new(
                 ErrorClass::Arg,
-                format!("type_create_struct: {} block lengths but {} types", blocklens.len(), types.len()),
+                format!(
+                    "type_create_struct: {} block lengths but {} types",
+                    blocklens.len(),
+                    types.len()
+                ),
             ));
         }
         let blocks: Vec<Block<'_>> = blocklens
@@ -448,7 +591,11 @@ impl Type {
             .zip(types)
             .map(|((&n, &d), old)| Block { d, n, old })
             .collect();
-        let c = Combiner::Struct { blocklens: blocklens.to_vec(), displs: displs.to_vec(), types: types.to_vec() };
+        let c = Combiner::Struct {
+            blocklens: blocklens.to_vec(),
+            displs: displs.to_vec(),
+            types: types.to_vec(),
+        };
         Type::blocks(c, &blocks, true)
     }
 
@@ -457,10 +604,20 @@ impl Type {
         let ub = lb.checked_add(extent).ok_or_else(overflow)?;
         let b = old.0.bounds;
         Ok(Type::new(
-            Combiner::Resized { lb, extent, old: old.clone() },
+            Combiner::Resized {
+                lb,
+                extent,
+                old: old.clone(),
+            },
             old.0.layout.clone(),
             old.0.sig.clone(),
-            Bounds { lb, ub, lb_marked: true, ub_marked: true, ..b },
+            Bounds {
+                lb,
+                ub,
+                lb_marked: true,
+                ub_marked: true,
+                ..b
+            },
             old.0.base,
         ))
     }
@@ -468,7 +625,13 @@ impl Type {
     /// `MPI_Type_dup`: a new type with the same type map.
     pub fn dup(old: &Type) -> Type {
         let i = &old.0;
-        Type::new(Combiner::Dup { old: old.clone() }, i.layout.clone(), i.sig.clone(), i.bounds, i.base)
+        Type::new(
+            Combiner::Dup { old: old.clone() },
+            i.layout.clone(),
+            i.sig.clone(),
+            i.bounds,
+            i.base,
+        )
     }
 
     /// Wraps `t`'s data and bounds under another combiner.
@@ -479,17 +642,32 @@ impl Type {
 
     /// `MPI_Type_create_subarray`: the `subsizes` block starting at `starts` of an array of
     /// `sizes` elements of `old`, with the extent of the whole array.
-    pub fn subarray(sizes: &[i64], subsizes: &[i64], starts: &[i64], order: Order, old: &Type) -> Result<Type> {
+    pub fn subarray(
+        sizes: &[i64],
+        subsizes: &[i64],
+        starts: &[i64],
+        order: Order,
+        old: &Type,
+    ) -> Result<Type> {
         let call = "type_create_subarray";
         let n = sizes.len();
         if n == 0 || subsizes.len() != n || starts.len() != n {
             return Err(Error::new(
                 ErrorClass::Arg,
-                format!("{call}: {n} sizes, {} subsizes, {} starts (need equal and > 0)", subsizes.len(), starts.len()),
+                format!(
+                    "{call}: {n} sizes, {} subsizes, {} starts (need equal and > 0)",
+                    subsizes.len(),
+                    starts.len()
+                ),
             ));
         }
         for i in 0..n {
-            if sizes[i] <= 0 || subsizes[i] <= 0 || subsizes[i] > sizes[i] || starts[i] < 0 || starts[i] > sizes[i] - subsizes[i] {
+            if sizes[i] <= 0
+                || subsizes[i] <= 0
+                || subsizes[i] > sizes[i]
+                || starts[i] < 0
+                || starts[i] > sizes[i] - subsizes[i]
+            {
                 return Err(Error::new(
                     ErrorClass::Arg,
                     format!(
@@ -510,7 +688,9 @@ impl Type {
         let mut disp = 0i64;
         for &d in &dims {
             t = Type::hvector(subsizes[d], 1, step, &t)?;
-            disp = disp.checked_add(mul(starts[d], step)?).ok_or_else(overflow)?;
+            disp = disp
+                .checked_add(mul(starts[d], step)?)
+                .ok_or_else(overflow)?;
             step = mul(step, sizes[d])?;
         }
         let placed = Type::hindexed_block(1, &[disp], &t)?;
@@ -547,7 +727,11 @@ impl Type {
             return Err(arg(format!("rank {rank} of {size} processes")));
         }
         if distribs.len() != n || psizes.len() != n {
-            return Err(arg(format!("{n} gsizes, {} distribs, {} psizes", distribs.len(), psizes.len())));
+            return Err(arg(format!(
+                "{n} gsizes, {} distribs, {} psizes",
+                distribs.len(),
+                psizes.len()
+            )));
         }
         if psizes.iter().any(|&p| p <= 0) || gsizes.iter().any(|&g| g <= 0) {
             return Err(arg("gsizes and psizes must be positive".into()));
@@ -578,18 +762,25 @@ impl Type {
                         Distribution::Block(Some(b)) => b,
                         Distribution::None => {
                             if p != 1 {
-                                return Err(arg(format!("dimension {d} is not distributed but has {p} processes")));
+                                return Err(arg(format!(
+                                    "dimension {d} is not distributed but has {p} processes"
+                                )));
                             }
                             g
                         }
                         _ => (g + p - 1) / p,
                     };
                     if blk <= 0 || blk.checked_mul(p).is_none_or(|x| x < g) {
-                        return Err(arg(format!("dimension {d}: block size {blk} x {p} processes does not cover {g}")));
+                        return Err(arg(format!(
+                            "dimension {d}: block size {blk} x {p} processes does not cover {g}"
+                        )));
                     }
                     let first = blk * c;
                     let mine = blk.min(g - first).max(0);
-                    (if mine == 0 { 0 } else { first }, Type::hvector(mine, 1, step, &t)?)
+                    (
+                        if mine == 0 { 0 } else { first },
+                        Type::hvector(mine, 1, step, &t)?,
+                    )
                 }
                 Distribution::Cyclic(b) => {
                     let blk = b.unwrap_or(1);
@@ -613,7 +804,11 @@ impl Type {
                     let one = Type::hvector(blk, 1, step, &t)?;
                     let blocks = Type::hvector(full, 1, mul(round, step)?, &one)?;
                     let tail = Type::hvector(rem, 1, step, &t)?;
-                    let piece = Type::structure(&[1, 1], &[0, mul(mul(full, round)?, step)?], &[blocks, tail])?;
+                    let piece = Type::structure(
+                        &[1, 1],
+                        &[0, mul(mul(full, round)?, step)?],
+                        &[blocks, tail],
+                    )?;
                     (if full == 0 && rem == 0 { 0 } else { first }, piece)
                 }
             };
@@ -717,7 +912,7 @@ impl Type {
     pub fn count_in(&self, bytes: u64) -> Option<u64> {
         match self.size() {
             0 => (bytes == 0).then_some(0),
-            s => (bytes % s == 0).then(|| bytes / s),
+            s => bytes.is_multiple_of(s).then(|| bytes / s),
         }
     }
 
@@ -766,20 +961,43 @@ mod tests {
         let neg = Type::hvector(3, 1, -16, &dbl()).unwrap();
         assert_eq!((neg.lb(), neg.extent()), (-32, 40));
         assert_eq!(neg.true_extent(), (-32, 40));
-        assert_eq!(Type::vector(4, 1, 2, &dbl()).unwrap().signature(), &Signature::basic(Repr::F64, 4));
+        assert_eq!(
+            Type::vector(4, 1, 2, &dbl()).unwrap().signature(),
+            &Signature::basic(crate::datatype::predefined::Repr::F64, 4)
+        );
         let big = Type::vector(10_000_000, 1, 2, &dbl()).unwrap();
         assert_eq!(big.size(), 80_000_000);
-        assert!(matches!(big.layout(), Layout::Loop { count: 10_000_000, .. }));
+        assert!(matches!(
+            big.layout(),
+            Layout::Loop {
+                count: 10_000_000,
+                ..
+            }
+        ));
     }
 
     #[test]
     fn struct_pads_to_alignment_unless_resized() {
-        let s = Type::structure(&[1, 1], &[0, 8], &[dbl(), Type::predefined(Predefined::CHAR)]).unwrap();
+        let s = Type::structure(
+            &[1, 1],
+            &[0, 8],
+            &[dbl(), Type::predefined(Predefined::CHAR)],
+        )
+        .unwrap();
         assert_eq!((s.size(), s.extent()), (9, 16));
         assert_eq!(s.true_extent(), (0, 9));
         let r = Type::resized(&Type::predefined(Predefined::INT), -4, 12).unwrap();
-        let s2 = Type::structure(&[1, 1], &[0, 100], &[r.clone(), Type::predefined(Predefined::CHAR)]).unwrap();
-        assert_eq!((s2.lb(), s2.extent()), (-4, 12), "explicit bounds are sticky");
+        let s2 = Type::structure(
+            &[1, 1],
+            &[0, 100],
+            &[r.clone(), Type::predefined(Predefined::CHAR)],
+        )
+        .unwrap();
+        assert_eq!(
+            (s2.lb(), s2.extent()),
+            (-4, 12),
+            "explicit bounds are sticky"
+        );
         let c = Type::contiguous(3, &r).unwrap();
         assert_eq!((c.lb(), c.extent()), (-4, 36));
     }
@@ -803,12 +1021,32 @@ mod tests {
         let e = Type::hvector(2, 1, i64::MAX, &dbl()).unwrap_err();
         assert_eq!(e.class(), ErrorClass::Type);
         let d = [Distribution::Block(None)];
-        assert_eq!(Type::darray(2, 2, &[4], &d, &[2], Order::C, &dbl()).unwrap_err().class(), ErrorClass::Arg);
-        assert_eq!(Type::darray(2, 0, &[4], &d, &[3], Order::C, &dbl()).unwrap_err().class(), ErrorClass::Arg);
+        assert_eq!(
+            Type::darray(2, 2, &[4], &d, &[2], Order::C, &dbl())
+                .unwrap_err()
+                .class(),
+            ErrorClass::Arg
+        );
+        assert_eq!(
+            Type::darray(2, 0, &[4], &d, &[3], Order::C, &dbl())
+                .unwrap_err()
+                .class(),
+            ErrorClass::Arg
+        );
         let nd = [Distribution::None];
-        assert_eq!(Type::darray(2, 0, &[4], &nd, &[2], Order::C, &dbl()).unwrap_err().class(), ErrorClass::Arg);
+        assert_eq!(
+            Type::darray(2, 0, &[4], &nd, &[2], Order::C, &dbl())
+                .unwrap_err()
+                .class(),
+            ErrorClass::Arg
+        );
         let small = [Distribution::Block(Some(1))];
-        assert_eq!(Type::darray(2, 0, &[4], &small, &[2], Order::C, &dbl()).unwrap_err().class(), ErrorClass::Arg);
+        assert_eq!(
+            Type::darray(2, 0, &[4], &small, &[2], Order::C, &dbl())
+                .unwrap_err()
+                .class(),
+            ErrorClass::Arg
+        );
     }
 
     #[test]
@@ -844,7 +1082,10 @@ mod tests {
             v
         };
         let b = [Distribution::Block(None)];
-        assert_eq!(owned(&Type::darray(3, 2, &[10], &b, &[3], Order::C, &i).unwrap()), vec![8, 9]);
+        assert_eq!(
+            owned(&Type::darray(3, 2, &[10], &b, &[3], Order::C, &i).unwrap()),
+            vec![8, 9]
+        );
         let c2 = [Distribution::Cyclic(Some(2))];
         let t = Type::darray(3, 1, &[11], &c2, &[3], Order::C, &i).unwrap();
         assert_eq!(owned(&t), vec![2, 3, 8, 9]);

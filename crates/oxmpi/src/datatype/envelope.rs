@@ -157,7 +157,10 @@ impl Type {
             Combiner::Named(p) => {
                 return Err(Error::new(
                     ErrorClass::Arg,
-                    format!("type_get_contents: {} is predefined (combiner NAMED)", p.name()),
+                    format!(
+                        "type_get_contents: {} is predefined (combiner NAMED)",
+                        p.name()
+                    ),
                 ))
             }
             Combiner::Dup { old } => out.datatypes = vec![old.clone()],
@@ -165,35 +168,91 @@ impl Type {
                 counts(&mut out, vec![*count], vec![]);
                 out.datatypes = vec![old.clone()];
             }
-            Combiner::Vector { count, blocklen, stride, old } => {
+            Combiner::Vector {
+                count,
+                blocklen,
+                stride,
+                old,
+            } => {
                 counts(&mut out, vec![*count, *blocklen, *stride], vec![]);
                 out.datatypes = vec![old.clone()];
             }
-            Combiner::Hvector { count, blocklen, stride, old } => {
+            Combiner::Hvector {
+                count,
+                blocklen,
+                stride,
+                old,
+            } => {
                 counts(&mut out, vec![*count, *blocklen], vec![*stride]);
                 out.datatypes = vec![old.clone()];
             }
-            Combiner::Indexed { blocklens, displs, old } => {
-                counts(&mut out, cat(&[&[blocklens.len() as i64], blocklens, displs]), vec![]);
+            Combiner::Indexed {
+                blocklens,
+                displs,
+                old,
+            } => {
+                counts(
+                    &mut out,
+                    cat(&[&[blocklens.len() as i64], blocklens, displs]),
+                    vec![],
+                );
                 out.datatypes = vec![old.clone()];
             }
-            Combiner::Hindexed { blocklens, displs, old } => {
-                counts(&mut out, cat(&[&[blocklens.len() as i64], blocklens]), displs.clone());
+            Combiner::Hindexed {
+                blocklens,
+                displs,
+                old,
+            } => {
+                counts(
+                    &mut out,
+                    cat(&[&[blocklens.len() as i64], blocklens]),
+                    displs.clone(),
+                );
                 out.datatypes = vec![old.clone()];
             }
-            Combiner::IndexedBlock { blocklen, displs, old } => {
-                counts(&mut out, cat(&[&[displs.len() as i64, *blocklen], displs]), vec![]);
+            Combiner::IndexedBlock {
+                blocklen,
+                displs,
+                old,
+            } => {
+                counts(
+                    &mut out,
+                    cat(&[&[displs.len() as i64, *blocklen], displs]),
+                    vec![],
+                );
                 out.datatypes = vec![old.clone()];
             }
-            Combiner::HindexedBlock { blocklen, displs, old } => {
-                counts(&mut out, vec![displs.len() as i64, *blocklen], displs.clone());
+            Combiner::HindexedBlock {
+                blocklen,
+                displs,
+                old,
+            } => {
+                counts(
+                    &mut out,
+                    vec![displs.len() as i64, *blocklen],
+                    displs.clone(),
+                );
                 out.datatypes = vec![old.clone()];
             }
-            Combiner::Struct { blocklens, displs, types } => {
-                counts(&mut out, cat(&[&[blocklens.len() as i64], blocklens]), displs.clone());
+            Combiner::Struct {
+                blocklens,
+                displs,
+                types,
+            } => {
+                counts(
+                    &mut out,
+                    cat(&[&[blocklens.len() as i64], blocklens]),
+                    displs.clone(),
+                );
                 out.datatypes = types.clone();
             }
-            Combiner::Subarray { sizes, subsizes, starts, order, old } => {
+            Combiner::Subarray {
+                sizes,
+                subsizes,
+                starts,
+                order,
+                old,
+            } => {
                 let n = sizes.len() as i32;
                 let arrays = cat(&[sizes, subsizes, starts]);
                 match small(large, &arrays) {
@@ -207,9 +266,18 @@ impl Type {
                 }
                 out.datatypes = vec![old.clone()];
             }
-            Combiner::Darray { size, rank, gsizes, distribs, psizes, order, old } => {
+            Combiner::Darray {
+                size,
+                rank,
+                gsizes,
+                distribs,
+                psizes,
+                order,
+                old,
+            } => {
                 let n = gsizes.len() as i32;
-                let (ds, dargs): (Vec<i32>, Vec<i64>) = distribs.iter().map(|&d| distrib_ints(d)).unzip();
+                let (ds, dargs): (Vec<i32>, Vec<i64>) =
+                    distribs.iter().map(|&d| distrib_ints(d)).unzip();
                 let dargs: Vec<i32> = dargs.iter().map(|&x| x as i32).collect();
                 let tail = [ds, dargs, psizes.clone(), vec![order_int(*order)]].concat();
                 match small(large, gsizes) {
@@ -229,7 +297,9 @@ impl Type {
                 }
                 out.datatypes = vec![old.clone()];
             }
-            Combiner::F90Real { p, r, .. } | Combiner::F90Complex { p, r, .. } => out.integers = vec![*p, *r],
+            Combiner::F90Real { p, r, .. } | Combiner::F90Complex { p, r, .. } => {
+                out.integers = vec![*p, *r]
+            }
             Combiner::F90Integer { r, .. } => out.integers = vec![*r],
         }
         Ok(out)
@@ -243,7 +313,8 @@ fn bad(m: impl Into<String>) -> Error {
 /// Rebuilds a type from its combiner and contents (what a tool does with
 /// `MPI_Type_get_contents`): the result has the same type map.
 pub fn from_contents(kind: CombinerKind, c: &Contents) -> Result<Type> {
-    let large = !c.large_counts.is_empty() && !matches!(kind, CombinerKind::Subarray | CombinerKind::Darray);
+    let large = !c.large_counts.is_empty()
+        && !matches!(kind, CombinerKind::Subarray | CombinerKind::Darray);
     // The counts, wherever they were put, then the byte displacements.
     let mut nums: Vec<i64> = if large {
         c.large_counts.clone()
@@ -252,14 +323,23 @@ pub fn from_contents(kind: CombinerKind, c: &Contents) -> Result<Type> {
         v.extend_from_slice(&c.addresses);
         v
     };
-    let old = || c.datatypes.first().cloned().ok_or_else(|| bad("no datatype"));
+    let old = || {
+        c.datatypes
+            .first()
+            .cloned()
+            .ok_or_else(|| bad("no datatype"))
+    };
     let get = |v: &[i64], i: usize| v.get(i).copied().ok_or_else(|| bad("too few arguments"));
     let t = match kind {
         CombinerKind::Named => return Err(bad("a NAMED type has no contents")),
         CombinerKind::Dup => Type::dup(&old()?),
         CombinerKind::Contiguous => Type::contiguous(get(&nums, 0)?, &old()?)?,
-        CombinerKind::Vector => Type::vector(get(&nums, 0)?, get(&nums, 1)?, get(&nums, 2)?, &old()?)?,
-        CombinerKind::Hvector => Type::hvector(get(&nums, 0)?, get(&nums, 1)?, get(&nums, 2)?, &old()?)?,
+        CombinerKind::Vector => {
+            Type::vector(get(&nums, 0)?, get(&nums, 1)?, get(&nums, 2)?, &old()?)?
+        }
+        CombinerKind::Hvector => {
+            Type::hvector(get(&nums, 0)?, get(&nums, 1)?, get(&nums, 2)?, &old()?)?
+        }
         CombinerKind::Indexed | CombinerKind::Hindexed | CombinerKind::Struct => {
             let n = get(&nums, 0)? as usize;
             if nums.len() < 1 + 2 * n {
@@ -287,22 +367,41 @@ pub fn from_contents(kind: CombinerKind, c: &Contents) -> Result<Type> {
             let ints = &c.integers;
             let n = *ints.first().ok_or_else(|| bad("no ndims"))? as usize;
             let (arrays, order) = if c.large_counts.is_empty() {
-                let v: Vec<i64> = ints.get(1..1 + 3 * n).ok_or_else(|| bad("too few"))?.iter().map(|&x| x as i64).collect();
+                let v: Vec<i64> = ints
+                    .get(1..1 + 3 * n)
+                    .ok_or_else(|| bad("too few"))?
+                    .iter()
+                    .map(|&x| x as i64)
+                    .collect();
                 (v, *ints.get(1 + 3 * n).ok_or_else(|| bad("no order"))?)
             } else {
-                (c.large_counts.clone(), *ints.get(1).ok_or_else(|| bad("no order"))?)
+                (
+                    c.large_counts.clone(),
+                    *ints.get(1).ok_or_else(|| bad("no order"))?,
+                )
             };
             if arrays.len() < 3 * n {
                 return Err(bad("too few arguments"));
             }
-            Type::subarray(&arrays[..n], &arrays[n..2 * n], &arrays[2 * n..3 * n], order_of(order)?, &old()?)?
+            Type::subarray(
+                &arrays[..n],
+                &arrays[n..2 * n],
+                &arrays[2 * n..3 * n],
+                order_of(order)?,
+                &old()?,
+            )?
         }
         CombinerKind::Darray => {
             let ints = &c.integers;
             let [size, rank, n] = [0, 1, 2].map(|i| ints.get(i).copied().unwrap_or(-1));
             let n = usize::try_from(n).map_err(|_| bad("ndims"))?;
             let (gsizes, rest) = if c.large_counts.is_empty() {
-                let g: Vec<i64> = ints.get(3..3 + n).ok_or_else(|| bad("too few"))?.iter().map(|&x| x as i64).collect();
+                let g: Vec<i64> = ints
+                    .get(3..3 + n)
+                    .ok_or_else(|| bad("too few"))?
+                    .iter()
+                    .map(|&x| x as i64)
+                    .collect();
                 (g, ints.get(3 + n..).unwrap_or(&[]))
             } else {
                 (c.large_counts.clone(), ints.get(3..).unwrap_or(&[]))
@@ -324,7 +423,15 @@ pub fn from_contents(kind: CombinerKind, c: &Contents) -> Result<Type> {
                     }
                 })
                 .collect::<Result<Vec<_>>>()?;
-            Type::darray(size, rank, &gsizes, &distribs, &rest[2 * n..3 * n], order_of(rest[3 * n])?, &old()?)?
+            Type::darray(
+                size,
+                rank,
+                &gsizes,
+                &distribs,
+                &rest[2 * n..3 * n],
+                order_of(rest[3 * n])?,
+                &old()?,
+            )?
         }
         CombinerKind::Resized => {
             if !large {
@@ -333,7 +440,9 @@ pub fn from_contents(kind: CombinerKind, c: &Contents) -> Result<Type> {
             Type::resized(&old()?, get(&nums, 0)?, get(&nums, 1)?)?
         }
         CombinerKind::F90Real => create_f90_real(get(&nums, 0)? as i32, get(&nums, 1)? as i32)?,
-        CombinerKind::F90Complex => create_f90_complex(get(&nums, 0)? as i32, get(&nums, 1)? as i32)?,
+        CombinerKind::F90Complex => {
+            create_f90_complex(get(&nums, 0)? as i32, get(&nums, 1)? as i32)?
+        }
         CombinerKind::F90Integer => create_f90_integer(get(&nums, 0)? as i32)?,
     };
     Ok(if large { t.with_large_counts() } else { t })
@@ -388,9 +497,12 @@ pub fn match_size(class: TypeClass, size: usize) -> Result<Predefined> {
 
 /// Types made by the f90 constructors: the standard wants the same handle back for the same
 /// arguments, so each is made once.
-static F90: Mutex<Vec<((u8, i32, i32), Type)>> = Mutex::new(Vec::new());
+static F90: Mutex<Vec<(F90Key, Type)>> = Mutex::new(Vec::new());
 
-fn cached(key: (u8, i32, i32), make: impl FnOnce() -> Type) -> Type {
+/// (0 real, 1 complex, 2 integer; p; r).
+type F90Key = (u8, i32, i32);
+
+fn cached(key: F90Key, make: impl FnOnce() -> Type) -> Type {
     let mut c = F90.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, t)) = c.iter().find(|(k, _)| *k == key) {
         return t.clone();
@@ -409,26 +521,42 @@ const REALS: [(i32, i32, Predefined); 3] = [
 
 fn real_kind(call: &str, p: i32, r: i32) -> Result<usize> {
     if p == UNDEFINED && r == UNDEFINED {
-        return Err(Error::new(ErrorClass::Arg, format!("{call}: p and r are both MPI_UNDEFINED")));
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!("{call}: p and r are both MPI_UNDEFINED"),
+        ));
     }
     REALS
         .iter()
         .position(|&(kp, kr, _)| (p == UNDEFINED || p <= kp) && (r == UNDEFINED || r <= kr))
-        .ok_or_else(|| Error::new(ErrorClass::Arg, format!("{call}: no real kind with precision {p} and range {r}")))
+        .ok_or_else(|| {
+            Error::new(
+                ErrorClass::Arg,
+                format!("{call}: no real kind with precision {p} and range {r}"),
+            )
+        })
 }
 
 /// `MPI_Type_create_f90_real(p, r)` ([`UNDEFINED`] for an argument not given).
 pub fn create_f90_real(p: i32, r: i32) -> Result<Type> {
     let k = real_kind("type_create_f90_real", p, r)?;
     let base = REALS[k].2;
-    Ok(cached((0, p, r), || Type::f90(base, Combiner::F90Real { p, r, base })))
+    Ok(cached((0, p, r), || {
+        Type::f90(base, Combiner::F90Real { p, r, base })
+    }))
 }
 
 /// `MPI_Type_create_f90_complex(p, r)`.
 pub fn create_f90_complex(p: i32, r: i32) -> Result<Type> {
     let k = real_kind("type_create_f90_complex", p, r)?;
-    let base = [Predefined::COMPLEX8, Predefined::COMPLEX16, Predefined::COMPLEX32][k];
-    Ok(cached((1, p, r), || Type::f90(base, Combiner::F90Complex { p, r, base })))
+    let base = [
+        Predefined::COMPLEX8,
+        Predefined::COMPLEX16,
+        Predefined::COMPLEX32,
+    ][k];
+    Ok(cached((1, p, r), || {
+        Type::f90(base, Combiner::F90Complex { p, r, base })
+    }))
 }
 
 /// `MPI_Type_create_f90_integer(r)`: an integer of at least `r` decimal digits.
@@ -446,7 +574,9 @@ pub fn create_f90_integer(r: i32) -> Result<Type> {
             ))
         }
     };
-    Ok(cached((2, r, 0), || Type::f90(base, Combiner::F90Integer { r, base })))
+    Ok(cached((2, r, 0), || {
+        Type::f90(base, Combiner::F90Integer { r, base })
+    }))
 }
 
 #[cfg(test)]
@@ -458,16 +588,25 @@ mod tests {
         let d = Type::predefined(Predefined::DOUBLE);
         let v = Type::hvector(3, 2, 40, &d).unwrap();
         let e = v.envelope();
-        assert_eq!((e.integers, e.addresses, e.large_counts, e.datatypes), (2, 1, 0, 1));
+        assert_eq!(
+            (e.integers, e.addresses, e.large_counts, e.datatypes),
+            (2, 1, 0, 1)
+        );
         assert_eq!(e.combiner, CombinerKind::Hvector);
         let c = v.contents().unwrap();
-        assert_eq!((c.integers.clone(), c.addresses.clone()), (vec![3, 2], vec![40]));
+        assert_eq!(
+            (c.integers.clone(), c.addresses.clone()),
+            (vec![3, 2], vec![40])
+        );
         assert_eq!(c.datatypes[0], d);
         let back = from_contents(e.combiner, &c).unwrap();
         assert_eq!(back.layout(), v.layout());
         let big = Type::hvector(3, 2, 40, &d).unwrap().with_large_counts();
         let c = big.contents().unwrap();
-        assert_eq!((c.integers.len(), c.large_counts.clone()), (0, vec![3, 2, 40]));
+        assert_eq!(
+            (c.integers.len(), c.large_counts.clone()),
+            (0, vec![3, 2, 40])
+        );
         let huge = Type::contiguous(1 << 33, &d).unwrap();
         assert_eq!(huge.contents().unwrap().large_counts, vec![1 << 33]);
         assert_eq!(d.envelope().combiner, CombinerKind::Named);
@@ -475,16 +614,26 @@ mod tests {
         let s = Type::subarray(&[4, 5], &[2, 3], &[1, 2], Order::Fortran, &d).unwrap();
         let c = s.contents().unwrap();
         assert_eq!(c.integers, vec![2, 4, 5, 2, 3, 1, 2, ORDER_FORTRAN]);
-        assert_eq!(from_contents(CombinerKind::Subarray, &c).unwrap().layout(), s.layout());
+        assert_eq!(
+            from_contents(CombinerKind::Subarray, &c).unwrap().layout(),
+            s.layout()
+        );
     }
 
     #[test]
     fn match_size_and_f90_types_are_cached() {
         assert_eq!(match_size(TypeClass::Real, 8).unwrap(), Predefined::REAL8);
-        assert_eq!(match_size(TypeClass::Integer, 3).unwrap_err().class(), ErrorClass::Arg);
+        assert_eq!(
+            match_size(TypeClass::Integer, 3).unwrap_err().class(),
+            ErrorClass::Arg
+        );
         let a = create_f90_real(10, UNDEFINED).unwrap();
         assert_eq!(a.size(), 8);
-        assert_eq!(a, create_f90_real(10, UNDEFINED).unwrap(), "same handle for the same (p, r)");
+        assert_eq!(
+            a,
+            create_f90_real(10, UNDEFINED).unwrap(),
+            "same handle for the same (p, r)"
+        );
         assert_eq!(a.contents().unwrap().integers, vec![10, UNDEFINED]);
         assert_eq!(a.envelope().combiner, CombinerKind::F90Real);
         assert_eq!(create_f90_integer(9).unwrap().size(), 4);

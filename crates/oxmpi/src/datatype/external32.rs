@@ -42,12 +42,18 @@ fn check_rep(call: &str, datarep: &str) -> Result<()> {
     if datarep == DATAREP {
         Ok(())
     } else {
-        Err(Error::new(ErrorClass::Arg, format!("{call}: data representation {datarep:?} is not \"external32\"")))
+        Err(Error::new(
+            ErrorClass::Arg,
+            format!("{call}: data representation {datarep:?} is not \"external32\""),
+        ))
     }
 }
 
 fn unsupported(call: &str, r: Repr) -> Error {
-    Error::new(ErrorClass::UnsupportedOperation, format!("{call}: {r:?} has no external32 form in oxmpi"))
+    Error::new(
+        ErrorClass::UnsupportedOperation,
+        format!("{call}: {r:?} has no external32 form in oxmpi"),
+    )
 }
 
 /// Bytes `count` elements of `ty` take in external32 (`MPI_Pack_external_size`).
@@ -80,7 +86,10 @@ pub fn pack_external(
     if out.len().saturating_sub(*position) < need {
         return Err(Error::new(
             ErrorClass::Truncate,
-            format!("pack_external: {need} bytes needed at position {position}, buffer has {}", out.len()),
+            format!(
+                "pack_external: {need} bytes needed at position {position}, buffer has {}",
+                out.len()
+            ),
         ));
     }
     let mut native = vec![0u8; pack::pack_size(ty, count)? as usize];
@@ -116,7 +125,10 @@ pub fn unpack_external(
     if input.len().saturating_sub(*position) < need {
         return Err(Error::new(
             ErrorClass::Truncate,
-            format!("unpack_external: {need} bytes needed at position {position}, input has {}", input.len()),
+            format!(
+                "unpack_external: {need} bytes needed at position {position}, input has {}",
+                input.len()
+            ),
         ));
     }
     let mut native = vec![0u8; pack::pack_size(ty, count)? as usize];
@@ -215,7 +227,12 @@ mod tests {
         let s = Type::structure(
             &[1, 1, 1, 1],
             &[0, 4, 8, 16],
-            &[t(Predefined::INT), t(Predefined::SHORT), t(Predefined::DOUBLE), t(Predefined::LONG)],
+            &[
+                t(Predefined::INT),
+                t(Predefined::SHORT),
+                t(Predefined::DOUBLE),
+                t(Predefined::LONG),
+            ],
         )
         .unwrap();
         let mut buf = vec![0u8; 24];
@@ -223,7 +240,10 @@ mod tests {
         buf[4..6].copy_from_slice(&(-2i16).to_ne_bytes());
         buf[8..16].copy_from_slice(&1.5f64.to_ne_bytes());
         buf[16..24].copy_from_slice(&(-3i64).to_ne_bytes());
-        assert_eq!(pack_external_size("external32", &s, 1).unwrap(), 4 + 2 + 8 + 4);
+        assert_eq!(
+            pack_external_size("external32", &s, 1).unwrap(),
+            4 + 2 + 8 + 4
+        );
         let mut out = vec![0u8; 18];
         let mut pos = 0;
         pack_external("external32", &s, &buf, 0, 1, &mut out, &mut pos).unwrap();
@@ -262,7 +282,16 @@ mod tests {
         let e = pack_external_size("external32", &t(Predefined::LONG_DOUBLE), 1).unwrap_err();
         assert_eq!(e.class(), ErrorClass::UnsupportedOperation);
         let mut small = [0u8; 3];
-        let e = pack_external("external32", &t(Predefined::INT), &[0; 4], 0, 1, &mut small, &mut pos).unwrap_err();
+        let e = pack_external(
+            "external32",
+            &t(Predefined::INT),
+            &[0; 4],
+            0,
+            1,
+            &mut small,
+            &mut pos,
+        )
+        .unwrap_err();
         assert_eq!(e.class(), ErrorClass::Truncate);
     }
 }

@@ -131,7 +131,9 @@ impl Layout {
             Layout::Run { .. } => 1,
             Layout::Loop { count, body, .. } => count.saturating_mul(body.pieces()),
             Layout::Table { disps, body, .. } => (disps.len() as u64).saturating_mul(body.pieces()),
-            Layout::Seq { items, .. } => items.iter().fold(0u64, |a, i| a.saturating_add(i.pieces())),
+            Layout::Seq { items, .. } => {
+                items.iter().fold(0u64, |a, i| a.saturating_add(i.pieces()))
+            }
         }
     }
 
@@ -366,24 +368,49 @@ mod tests {
     #[test]
     fn loops_stay_loops_and_fill_their_stride_into_runs() {
         let v = Layout::repeat(Layout::run(0, 8), 10_000_000, 16);
-        assert!(matches!(v, Layout::Loop { count: 10_000_000, .. }));
+        assert!(matches!(
+            v,
+            Layout::Loop {
+                count: 10_000_000,
+                ..
+            }
+        ));
         assert_eq!(v.size(), 80_000_000);
         assert_eq!(Layout::repeat(Layout::run(4, 8), 5, 8), Layout::run(4, 40));
         // vector(3 blocks of 2 x 4 bytes, stride 8) repeated at 24 bytes: one loop of 6.
         let inner = Layout::repeat(Layout::run(0, 4), 3, 8);
         let outer = Layout::repeat(inner, 2, 24);
-        assert!(matches!(outer, Layout::Loop { count: 6, stride: 8, .. }));
+        assert!(matches!(
+            outer,
+            Layout::Loop {
+                count: 6,
+                stride: 8,
+                ..
+            }
+        ));
         assert_eq!(Layout::repeat(Layout::run(0, 4), 0, 8), Layout::empty());
     }
 
     #[test]
     fn sequences_merge_adjacent_runs_and_tables_become_loops() {
-        let s = Layout::seq(vec![Layout::run(0, 4), Layout::run(4, 4), Layout::run(12, 4)]);
+        let s = Layout::seq(vec![
+            Layout::run(0, 4),
+            Layout::run(4, 4),
+            Layout::run(12, 4),
+        ]);
         assert_eq!(pieces(&s, 0), vec![(0, 8), (12, 4)]);
         assert_eq!(pieces(&s, 6), vec![(6, 2), (12, 4)]);
         assert_eq!(pieces(&s, 9), vec![(13, 3)]);
         let t = Layout::table(Layout::run(0, 2), &[10, 20, 30]);
-        assert!(matches!(t, Layout::Loop { count: 3, stride: 10, disp: 10, .. }));
+        assert!(matches!(
+            t,
+            Layout::Loop {
+                count: 3,
+                stride: 10,
+                disp: 10,
+                ..
+            }
+        ));
         let t = Layout::table(Layout::repeat(Layout::run(0, 1), 2, 3), &[0, 100, 7]);
         assert_eq!(pieces(&t, 3), vec![(103, 1), (7, 1), (10, 1)]);
     }
@@ -392,7 +419,10 @@ mod tests {
     fn walking_resumes_inside_nested_loops_and_negative_strides() {
         let l = Layout::repeat(Layout::repeat(Layout::run(0, 2), 3, -5), 2, 100);
         let all = pieces(&l, 0);
-        assert_eq!(all, vec![(0, 2), (-5, 2), (-10, 2), (100, 2), (95, 2), (90, 2)]);
+        assert_eq!(
+            all,
+            vec![(0, 2), (-5, 2), (-10, 2), (100, 2), (95, 2), (90, 2)]
+        );
         assert_eq!(pieces(&l, 7), vec![(101, 1), (95, 2), (90, 2)]);
         let mut v = Vec::new();
         l.walk_count(2, 1000, 11, &mut |o, n| {

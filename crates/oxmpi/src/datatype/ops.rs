@@ -22,7 +22,10 @@ pub fn defined_on(op: &Op, class: OpClass) -> bool {
     use OpClass::*;
     match op {
         Op::Min | Op::Max => matches!(class, CInteger | FortranInteger | Float | MultiLanguage),
-        Op::Sum | Op::Prod => matches!(class, CInteger | FortranInteger | Float | Complex | MultiLanguage),
+        Op::Sum | Op::Prod => matches!(
+            class,
+            CInteger | FortranInteger | Float | Complex | MultiLanguage
+        ),
         Op::LogicalAnd | Op::LogicalOr | Op::LogicalXor => matches!(class, CInteger | Logical),
         Op::BitwiseAnd | Op::BitwiseOr | Op::BitwiseXor => {
             matches!(class, CInteger | FortranInteger | Byte | MultiLanguage)
@@ -37,7 +40,9 @@ fn complex32(op: &Op) -> Option<KernelFn> {
     match op {
         Op::Sum => Some(|a, b| zip::<f32>(a, b, |x, y| x + y)),
         Op::Prod => Some(|a, b| {
-            zip::<[f32; 2]>(a, b, |x, y| [x[0] * y[0] - x[1] * y[1], x[0] * y[1] + x[1] * y[0]])
+            zip::<[f32; 2]>(a, b, |x, y| {
+                [x[0] * y[0] - x[1] * y[1], x[0] * y[1] + x[1] * y[0]]
+            })
         }),
         _ => None,
     }
@@ -47,7 +52,9 @@ fn complex64(op: &Op) -> Option<KernelFn> {
     match op {
         Op::Sum => Some(|a, b| zip::<f64>(a, b, |x, y| x + y)),
         Op::Prod => Some(|a, b| {
-            zip::<[f64; 2]>(a, b, |x, y| [x[0] * y[0] - x[1] * y[1], x[0] * y[1] + x[1] * y[0]])
+            zip::<[f64; 2]>(a, b, |x, y| {
+                [x[0] * y[0] - x[1] * y[1], x[0] * y[1] + x[1] * y[0]]
+            })
         }),
         _ => None,
     }
@@ -127,7 +134,11 @@ pub fn kernel(op: &Op, p: Predefined) -> Result<KernelFn> {
     if !defined_on(op, info.class) {
         return Err(Error::new(
             ErrorClass::Op,
-            format!("{} is not defined on {} (MPI-5.0 §6.9.2)", op.name(), p.name()),
+            format!(
+                "{} is not defined on {} (MPI-5.0 §6.9.2)",
+                op.name(),
+                p.name()
+            ),
         ));
     }
     let k = match op {
@@ -136,12 +147,23 @@ pub fn kernel(op: &Op, p: Predefined) -> Result<KernelFn> {
         _ if info.pair_index.is_some() => pair_kernel(op, p),
         _ => by_repr(op, info.repr),
     };
-    k.ok_or_else(|| Error::new(ErrorClass::Op, format!("{} on {} is not implemented in oxmpi yet", op.name(), p.name())))
+    k.ok_or_else(|| {
+        Error::new(
+            ErrorClass::Op,
+            format!(
+                "{} on {} is not implemented in oxmpi yet",
+                op.name(),
+                p.name()
+            ),
+        )
+    })
 }
 
 /// Applies `k` to elements that may not be aligned for it, through aligned stack chunks.
 fn apply(k: KernelFn, align: usize, elem: usize, input: &[u8], inout: &mut [u8]) {
-    if input.as_ptr() as usize % align == 0 && inout.as_ptr() as usize % align == 0 {
+    if (input.as_ptr() as usize).is_multiple_of(align)
+        && (inout.as_ptr() as usize).is_multiple_of(align)
+    {
         return k(input, inout);
     }
     let mut a = [0u128; 64];
@@ -165,7 +187,10 @@ pub fn reduce(input: &[u8], inout: &mut [u8], count: u64, ty: &Type, op: &Op) ->
     let p = ty.base().ok_or_else(|| {
         Error::new(
             ErrorClass::Op,
-            format!("{}: reductions need a datatype built from one predefined type", op.name()),
+            format!(
+                "{}: reductions need a datatype built from one predefined type",
+                op.name()
+            ),
         )
     })?;
     let k = kernel(op, p)?;
@@ -175,7 +200,11 @@ pub fn reduce(input: &[u8], inout: &mut [u8], count: u64, ty: &Type, op: &Op) ->
         if lo < 0 || hi > len {
             return Err(Error::new(
                 ErrorClass::Buffer,
-                format!("reduce: {count} elements touch bytes {lo}..{hi}, buffers have {} and {}", input.len(), inout.len()),
+                format!(
+                    "reduce: {count} elements touch bytes {lo}..{hi}, buffers have {} and {}",
+                    input.len(),
+                    inout.len()
+                ),
             ));
         }
     }
@@ -183,11 +212,18 @@ pub fn reduce(input: &[u8], inout: &mut [u8], count: u64, ty: &Type, op: &Op) ->
     match info.pair_index {
         None => {
             // Every run holds whole elements (each element's data is contiguous).
-            ty.layout().walk_count(count, ty.extent(), 0, &mut |off, len| {
-                let (o, n) = (off as usize, len as usize);
-                apply(k, info.align, info.extent, &input[o..o + n], &mut inout[o..o + n]);
-                true
-            });
+            ty.layout()
+                .walk_count(count, ty.extent(), 0, &mut |off, len| {
+                    let (o, n) = (off as usize, len as usize);
+                    apply(
+                        k,
+                        info.align,
+                        info.extent,
+                        &input[o..o + n],
+                        &mut inout[o..o + n],
+                    );
+                    true
+                });
         }
         Some(idx) => {
             // A pair's value and index may be apart: gather both into an aligned copy of the
@@ -195,29 +231,30 @@ pub fn reduce(input: &[u8], inout: &mut [u8], count: u64, ty: &Type, op: &Op) ->
             let size = p.size() as u64;
             let (vs, is) = (info.repr.size(), p.pair_index_repr().size());
             let mut pos = 0u64;
-            ty.layout().walk_count(count, ty.extent(), 0, &mut |off, len| {
-                let mut q = pos.next_multiple_of(size);
-                while q < pos + len {
-                    let o = (off + (q - pos) as i64) as usize;
-                    let mut a = [0u128; 2];
-                    let mut b = [0u128; 2];
-                    {
-                        let ab = bytemuck::cast_slice_mut::<u128, u8>(&mut a);
-                        ab[..vs].copy_from_slice(&input[o..o + vs]);
-                        ab[idx..idx + is].copy_from_slice(&input[o + idx..o + idx + is]);
-                        let bb = bytemuck::cast_slice_mut::<u128, u8>(&mut b);
-                        bb[..vs].copy_from_slice(&inout[o..o + vs]);
-                        bb[idx..idx + is].copy_from_slice(&inout[o + idx..o + idx + is]);
-                        k(&ab[..info.extent], &mut bb[..info.extent]);
+            ty.layout()
+                .walk_count(count, ty.extent(), 0, &mut |off, len| {
+                    let mut q = pos.next_multiple_of(size);
+                    while q < pos + len {
+                        let o = (off + (q - pos) as i64) as usize;
+                        let mut a = [0u128; 2];
+                        let mut b = [0u128; 2];
+                        {
+                            let ab = bytemuck::cast_slice_mut::<u128, u8>(&mut a);
+                            ab[..vs].copy_from_slice(&input[o..o + vs]);
+                            ab[idx..idx + is].copy_from_slice(&input[o + idx..o + idx + is]);
+                            let bb = bytemuck::cast_slice_mut::<u128, u8>(&mut b);
+                            bb[..vs].copy_from_slice(&inout[o..o + vs]);
+                            bb[idx..idx + is].copy_from_slice(&inout[o + idx..o + idx + is]);
+                            k(&ab[..info.extent], &mut bb[..info.extent]);
+                        }
+                        let bb = bytemuck::cast_slice::<u128, u8>(&b);
+                        inout[o..o + vs].copy_from_slice(&bb[..vs]);
+                        inout[o + idx..o + idx + is].copy_from_slice(&bb[idx..idx + is]);
+                        q += size;
                     }
-                    let bb = bytemuck::cast_slice::<u128, u8>(&b);
-                    inout[o..o + vs].copy_from_slice(&bb[..vs]);
-                    inout[o + idx..o + idx + is].copy_from_slice(&bb[idx..idx + is]);
-                    q += size;
-                }
-                pos += len;
-                true
-            });
+                    pos += len;
+                    true
+                });
         }
     }
     Ok(())
@@ -257,12 +294,19 @@ mod tests {
             let p = Predefined::from_handle(i.handle as u32).unwrap();
             for op in OPS.iter() {
                 let r = kernel(op, p);
-                let no_kernel_yet = matches!(i.repr, Repr::F128 | Repr::C128) && !matches!(op, Op::Replace | Op::NoOp);
+                let no_kernel_yet = matches!(i.repr, Repr::F128 | Repr::C128)
+                    && !matches!(op, Op::Replace | Op::NoOp);
                 if defined_on(op, i.class) && !no_kernel_yet {
                     assert!(r.is_ok(), "{} on {}", op.name(), i.name);
                     defined += 1;
                 } else {
-                    assert_eq!(r.unwrap_err().class(), ErrorClass::Op, "{} on {}", op.name(), i.name);
+                    assert_eq!(
+                        r.unwrap_err().class(),
+                        ErrorClass::Op,
+                        "{} on {}",
+                        op.name(),
+                        i.name
+                    );
                 }
             }
         }
@@ -276,9 +320,20 @@ mod tests {
         red(Op::Sum, Predefined::INT, &7i32.to_ne_bytes(), &mut b).unwrap();
         assert_eq!(i32::from_ne_bytes(b), 12);
         let mut b = 6i64.to_ne_bytes();
-        red(Op::BitwiseAnd, Predefined::AINT, &3i64.to_ne_bytes(), &mut b).unwrap();
+        red(
+            Op::BitwiseAnd,
+            Predefined::AINT,
+            &3i64.to_ne_bytes(),
+            &mut b,
+        )
+        .unwrap();
         assert_eq!(i64::from_ne_bytes(b), 2);
-        assert_eq!(red(Op::LogicalAnd, Predefined::INTEGER, &[1; 4], &mut [1; 4]).unwrap_err().class(), ErrorClass::Op);
+        assert_eq!(
+            red(Op::LogicalAnd, Predefined::INTEGER, &[1; 4], &mut [1; 4])
+                .unwrap_err()
+                .class(),
+            ErrorClass::Op
+        );
         // Float.
         let mut b = 2.5f64.to_ne_bytes();
         red(Op::Max, Predefined::DOUBLE, &3.5f64.to_ne_bytes(), &mut b).unwrap();
@@ -288,20 +343,41 @@ mod tests {
         let mut b = c(3.0, 4.0);
         red(Op::Prod, Predefined::C_FLOAT_COMPLEX, &c(1.0, 2.0), &mut b).unwrap();
         assert_eq!(b, c(-5.0, 10.0));
-        assert_eq!(red(Op::Max, Predefined::C_FLOAT_COMPLEX, &c(0.0, 0.0), &mut b).unwrap_err().class(), ErrorClass::Op);
+        assert_eq!(
+            red(Op::Max, Predefined::C_FLOAT_COMPLEX, &c(0.0, 0.0), &mut b)
+                .unwrap_err()
+                .class(),
+            ErrorClass::Op
+        );
         // Logical: C bool and Fortran LOGICAL.
         let mut b = [1u8, 0, 1];
         red(Op::LogicalXor, Predefined::C_BOOL, &[1, 1, 0], &mut b).unwrap();
         assert_eq!(b, [0, 1, 1]);
         let mut b = 0u32.to_ne_bytes();
-        red(Op::LogicalOr, Predefined::LOGICAL, &7u32.to_ne_bytes(), &mut b).unwrap();
+        red(
+            Op::LogicalOr,
+            Predefined::LOGICAL,
+            &7u32.to_ne_bytes(),
+            &mut b,
+        )
+        .unwrap();
         assert_eq!(u32::from_ne_bytes(b), 1);
         // Byte.
         let mut b = [0b1100u8];
         red(Op::BitwiseXor, Predefined::BYTE, &[0b1010], &mut b).unwrap();
         assert_eq!(b, [0b0110]);
-        assert_eq!(red(Op::Sum, Predefined::BYTE, &[1], &mut [1]).unwrap_err().class(), ErrorClass::Op);
-        assert_eq!(red(Op::Sum, Predefined::CHAR, &[1], &mut [1]).unwrap_err().class(), ErrorClass::Op);
+        assert_eq!(
+            red(Op::Sum, Predefined::BYTE, &[1], &mut [1])
+                .unwrap_err()
+                .class(),
+            ErrorClass::Op
+        );
+        assert_eq!(
+            red(Op::Sum, Predefined::CHAR, &[1], &mut [1])
+                .unwrap_err()
+                .class(),
+            ErrorClass::Op
+        );
         // Replace keeps inout, no_op takes in.
         let mut b = [9u8];
         red(Op::NoOp, Predefined::CHAR, &[4], &mut b).unwrap();
@@ -327,13 +403,32 @@ mod tests {
         let input = [el(1, 5), el(0, 0), el(9, 1)].concat();
         let mut inout = [el(2, 4), el(7, 7), el(9, 0)].concat();
         reduce(&input, &mut inout, 1, &v, &Op::MaxLoc).unwrap();
-        assert_eq!(inout, [el(2, 4), el(7, 7), el(9, 0)].concat(), "2 > 1; the tie 9/9 keeps the smaller index");
+        assert_eq!(
+            inout,
+            [el(2, 4), el(7, 7), el(9, 0)].concat(),
+            "2 > 1; the tie 9/9 keeps the smaller index"
+        );
         reduce(&input, &mut inout, 1, &v, &Op::MinLoc).unwrap();
-        assert_eq!(inout, [el(1, 5), el(7, 7), el(9, 0)].concat(), "the gap element is untouched");
-        assert_eq!(reduce(&input, &mut inout, 1, &v, &Op::Sum).unwrap_err().class(), ErrorClass::Op);
+        assert_eq!(
+            inout,
+            [el(1, 5), el(7, 7), el(9, 0)].concat(),
+            "the gap element is untouched"
+        );
+        assert_eq!(
+            reduce(&input, &mut inout, 1, &v, &Op::Sum)
+                .unwrap_err()
+                .class(),
+            ErrorClass::Op
+        );
         // 2REAL: the index is a REAL.
         let mut b = bytemuck::cast_slice::<f32, u8>(&[3.0, 1.0]).to_vec();
-        red(Op::MaxLoc, Predefined::TWO_REAL, bytemuck::cast_slice::<f32, u8>(&[4.0, 2.0]), &mut b).unwrap();
+        red(
+            Op::MaxLoc,
+            Predefined::TWO_REAL,
+            bytemuck::cast_slice::<f32, u8>(&[4.0, 2.0]),
+            &mut b,
+        )
+        .unwrap();
         assert_eq!(b, bytemuck::cast_slice::<f32, u8>(&[4.0, 2.0]));
     }
 
@@ -348,12 +443,34 @@ mod tests {
         reduce(&input, &mut inout, 2, &t, &Op::Sum).unwrap();
         let ones = i32::from_ne_bytes([1; 4]);
         for (i, chunk) in [1usize, 9, 17, 25].iter().enumerate() {
-            assert_eq!(i32::from_ne_bytes(inout[*chunk..chunk + 4].try_into().unwrap()), ones, "element {i}");
+            assert_eq!(
+                i32::from_ne_bytes(inout[*chunk..chunk + 4].try_into().unwrap()),
+                ones,
+                "element {i}"
+            );
         }
         assert_eq!(inout[0], 0);
         assert_eq!(inout[5..9], [0; 4], "gap untouched");
-        let mixed = Type::structure(&[1, 1], &[0, 8], &[Type::predefined(Predefined::INT), Type::predefined(Predefined::DOUBLE)]).unwrap();
-        assert_eq!(reduce(&[0; 16], &mut [0; 16], 1, &mixed, &Op::Sum).unwrap_err().class(), ErrorClass::Op);
-        assert_eq!(reduce(&input, &mut inout, 3, &t, &Op::Sum).unwrap_err().class(), ErrorClass::Buffer);
+        let mixed = Type::structure(
+            &[1, 1],
+            &[0, 8],
+            &[
+                Type::predefined(Predefined::INT),
+                Type::predefined(Predefined::DOUBLE),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            reduce(&[0; 16], &mut [0; 16], 1, &mixed, &Op::Sum)
+                .unwrap_err()
+                .class(),
+            ErrorClass::Op
+        );
+        assert_eq!(
+            reduce(&input, &mut inout, 3, &t, &Op::Sum)
+                .unwrap_err()
+                .class(),
+            ErrorClass::Buffer
+        );
     }
 }

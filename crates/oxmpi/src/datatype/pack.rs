@@ -22,7 +22,13 @@ use crate::error::{Error, ErrorClass, Result};
 /// Packed bytes of `count` elements (`MPI_Pack_size`; oxmpi adds no header).
 pub fn pack_size(ty: &Type, count: u64) -> Result<u64> {
     ty.size().checked_mul(count).ok_or_else(|| {
-        Error::new(ErrorClass::Count, format!("pack_size: {count} elements of {} bytes overflow", ty.size()))
+        Error::new(
+            ErrorClass::Count,
+            format!(
+                "pack_size: {count} elements of {} bytes overflow",
+                ty.size()
+            ),
+        )
     })
 }
 
@@ -49,7 +55,13 @@ unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
 /// # Safety
 /// Every byte of data of the `count` elements (`origin + i * extent + ` the type map's
 /// offsets) must be readable for the duration of the call, and none may lie in `out`.
-pub unsafe fn pack_raw(ty: &Type, origin: *const u8, count: u64, start: u64, out: &mut [u8]) -> usize {
+pub unsafe fn pack_raw(
+    ty: &Type,
+    origin: *const u8,
+    count: u64,
+    start: u64,
+    out: &mut [u8],
+) -> usize {
     let total = ty.size() * count;
     if start >= total || out.is_empty() {
         return 0;
@@ -58,20 +70,27 @@ pub unsafe fn pack_raw(ty: &Type, origin: *const u8, count: u64, start: u64, out
     if ty.is_contiguous() {
         // SAFETY: the data of a contiguous type is `count * size` bytes from origin + lb,
         // readable by the caller's guarantee; `want` bytes from `start` lie within it.
-        unsafe { ptr::copy_nonoverlapping(origin.offset((ty.lb() as isize) + start as isize), out.as_mut_ptr(), want) };
+        unsafe {
+            ptr::copy_nonoverlapping(
+                origin.offset((ty.lb() as isize) + start as isize),
+                out.as_mut_ptr(),
+                want,
+            )
+        };
         return want;
     }
     let dst = out.as_mut_ptr();
     let mut pos = 0usize;
-    ty.layout().walk_count(count, ty.extent(), start, &mut |off, len| {
-        let n = (len as usize).min(want - pos);
-        // SAFETY: `off` is the offset of a data byte of one of the `count` elements and the
-        // `n <= len` bytes after it are data of the same run (walk's contract), readable by
-        // the caller's guarantee; `pos + n <= want <= out.len()`.
-        unsafe { copy(origin.offset(off as isize), dst.add(pos), n) };
-        pos += n;
-        pos < want
-    });
+    ty.layout()
+        .walk_count(count, ty.extent(), start, &mut |off, len| {
+            let n = (len as usize).min(want - pos);
+            // SAFETY: `off` is the offset of a data byte of one of the `count` elements and the
+            // `n <= len` bytes after it are data of the same run (walk's contract), readable by
+            // the caller's guarantee; `pos + n <= want <= out.len()`.
+            unsafe { copy(origin.offset(off as isize), dst.add(pos), n) };
+            pos += n;
+            pos < want
+        });
     pos
 }
 
@@ -81,7 +100,13 @@ pub unsafe fn pack_raw(ty: &Type, origin: *const u8, count: u64, start: u64, out
 /// # Safety
 /// Every byte of data of the `count` elements must be writable for the duration of the call
 /// and none may lie in `input`.
-pub unsafe fn unpack_raw(ty: &Type, origin: *mut u8, count: u64, start: u64, input: &[u8]) -> usize {
+pub unsafe fn unpack_raw(
+    ty: &Type,
+    origin: *mut u8,
+    count: u64,
+    start: u64,
+    input: &[u8],
+) -> usize {
     let total = ty.size() * count;
     if start >= total || input.is_empty() {
         return 0;
@@ -89,19 +114,26 @@ pub unsafe fn unpack_raw(ty: &Type, origin: *mut u8, count: u64, start: u64, inp
     let want = input.len().min((total - start) as usize);
     if ty.is_contiguous() {
         // SAFETY: as in `pack_raw`, with the data writable by the caller's guarantee.
-        unsafe { ptr::copy_nonoverlapping(input.as_ptr(), origin.offset((ty.lb() as isize) + start as isize), want) };
+        unsafe {
+            ptr::copy_nonoverlapping(
+                input.as_ptr(),
+                origin.offset((ty.lb() as isize) + start as isize),
+                want,
+            )
+        };
         return want;
     }
     let src = input.as_ptr();
     let mut pos = 0usize;
-    ty.layout().walk_count(count, ty.extent(), start, &mut |off, len| {
-        let n = (len as usize).min(want - pos);
-        // SAFETY: `off .. off + n` are data bytes of the elements (walk's contract), writable
-        // by the caller's guarantee; `pos + n <= want <= input.len()`.
-        unsafe { copy(src.add(pos), origin.offset(off as isize), n) };
-        pos += n;
-        pos < want
-    });
+    ty.layout()
+        .walk_count(count, ty.extent(), start, &mut |off, len| {
+            let n = (len as usize).min(want - pos);
+            // SAFETY: `off .. off + n` are data bytes of the elements (walk's contract), writable
+            // by the caller's guarantee; `pos + n <= want <= input.len()`.
+            unsafe { copy(src.add(pos), origin.offset(off as isize), n) };
+            pos += n;
+            pos < want
+        });
     pos
 }
 
@@ -135,7 +167,14 @@ fn check(call: &str, ty: &Type, len: usize, origin: usize, count: u64) -> Result
 
 /// [`pack_raw`] on the elements whose origin is byte `origin` of `buf`
 /// ([`ErrorClass::Buffer`] if the type map reaches outside `buf`).
-pub fn pack(ty: &Type, buf: &[u8], origin: usize, count: u64, start: u64, out: &mut [u8]) -> Result<usize> {
+pub fn pack(
+    ty: &Type,
+    buf: &[u8],
+    origin: usize,
+    count: u64,
+    start: u64,
+    out: &mut [u8],
+) -> Result<usize> {
     check("pack", ty, buf.len(), origin, count)?;
     // SAFETY: `check` proved every data byte of the elements lies in `buf`, which is borrowed
     // (readable, and distinct from the exclusively borrowed `out`) for the whole call.
@@ -144,17 +183,38 @@ pub fn pack(ty: &Type, buf: &[u8], origin: usize, count: u64, start: u64, out: &
 
 /// [`unpack_raw`] into the elements whose origin is byte `origin` of `buf`; bytes of `buf`
 /// outside the type map are left untouched.
-pub fn unpack(ty: &Type, buf: &mut [u8], origin: usize, count: u64, start: u64, input: &[u8]) -> Result<usize> {
+pub fn unpack(
+    ty: &Type,
+    buf: &mut [u8],
+    origin: usize,
+    count: u64,
+    start: u64,
+    input: &[u8],
+) -> Result<usize> {
     check("unpack", ty, buf.len(), origin, count)?;
     // SAFETY: `check` proved every data byte lies in `buf`, exclusively borrowed for the call
     // (so writable and distinct from `input`).
-    Ok(unsafe { unpack_raw(ty, buf.as_mut_ptr().wrapping_add(origin), count, start, input) })
+    Ok(unsafe {
+        unpack_raw(
+            ty,
+            buf.as_mut_ptr().wrapping_add(origin),
+            count,
+            start,
+            input,
+        )
+    })
 }
 
 /// The contiguous pieces `(offset from origin, length)` of packed bytes `start..start +
 /// max_bytes` of `count` elements, at most `max_pieces` of them (an iovec list for a
 /// single-copy gather or scatter); returns the pieces and the packed bytes they cover.
-pub fn pieces(ty: &Type, count: u64, start: u64, max_bytes: u64, max_pieces: usize) -> (Vec<(i64, u64)>, u64) {
+pub fn pieces(
+    ty: &Type,
+    count: u64,
+    start: u64,
+    max_bytes: u64,
+    max_pieces: usize,
+) -> (Vec<(i64, u64)>, u64) {
     let total = ty.size() * count;
     let mut v = Vec::new();
     if start >= total || max_bytes == 0 || max_pieces == 0 {
@@ -162,15 +222,16 @@ pub fn pieces(ty: &Type, count: u64, start: u64, max_bytes: u64, max_pieces: usi
     }
     let want = max_bytes.min(total - start);
     let mut got = 0u64;
-    ty.layout().walk_count(count, ty.extent(), start, &mut |off, len| {
-        let n = len.min(want - got);
-        match v.last_mut() {
-            Some((o, l)) if *o + *l as i64 == off => *l += n,
-            _ => v.push((off, n)),
-        }
-        got += n;
-        got < want && v.len() < max_pieces
-    });
+    ty.layout()
+        .walk_count(count, ty.extent(), start, &mut |off, len| {
+            let n = len.min(want - got);
+            match v.last_mut() {
+                Some((o, l)) if *o + *l as i64 == off => *l += n,
+                _ => v.push((off, n)),
+            }
+            got += n;
+            got < want && v.len() < max_pieces
+        });
     if v.len() > max_pieces {
         v.truncate(max_pieces);
     }
@@ -203,7 +264,10 @@ mod tests {
             }
         }
         assert_eq!(pack_size(&t, 3).unwrap(), 36);
-        assert_eq!(pack_size(&t, u64::MAX).unwrap_err().class(), ErrorClass::Count);
+        assert_eq!(
+            pack_size(&t, u64::MAX).unwrap_err().class(),
+            ErrorClass::Count
+        );
     }
 
     #[test]
@@ -211,11 +275,20 @@ mod tests {
         let t = Type::hvector(2, 1, -8, &Type::predefined(Predefined::DOUBLE)).unwrap();
         let buf = [0u8; 16];
         let mut out = [0u8; 16];
-        assert_eq!(pack(&t, &buf, 0, 1, 0, &mut out).unwrap_err().class(), ErrorClass::Buffer);
+        assert_eq!(
+            pack(&t, &buf, 0, 1, 0, &mut out).unwrap_err().class(),
+            ErrorClass::Buffer
+        );
         assert_eq!(pack(&t, &buf, 8, 1, 0, &mut out).unwrap(), 16);
-        assert_eq!(pack(&t, &buf, 8, 2, 0, &mut out).unwrap_err().class(), ErrorClass::Buffer);
+        assert_eq!(
+            pack(&t, &buf, 8, 2, 0, &mut out).unwrap_err().class(),
+            ErrorClass::Buffer
+        );
         let mut m = [0u8; 16];
-        assert_eq!(unpack(&t, &mut m, 9, 1, 0, &out).unwrap_err().class(), ErrorClass::Buffer);
+        assert_eq!(
+            unpack(&t, &mut m, 9, 1, 0, &out).unwrap_err().class(),
+            ErrorClass::Buffer
+        );
     }
 
     #[test]
@@ -233,7 +306,12 @@ mod tests {
 
     #[test]
     fn contiguous_types_are_one_copy_from_lb() {
-        let t = Type::resized(&Type::contiguous(2, &Type::predefined(Predefined::INT)).unwrap(), 0, 8).unwrap();
+        let t = Type::resized(
+            &Type::contiguous(2, &Type::predefined(Predefined::INT)).unwrap(),
+            0,
+            8,
+        )
+        .unwrap();
         assert!(t.is_contiguous());
         let src: Vec<u8> = (0..24).collect();
         let mut out = [0u8; 10];

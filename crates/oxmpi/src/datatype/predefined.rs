@@ -331,7 +331,11 @@ mod tests {
         for i in ALL {
             assert!(i.extent % i.align == 0, "{}", i.name);
             // Fixed-size types (bit 6 set, not a pair): bits 5:3 hold log2 of the size.
-            if i.handle & 0x40 != 0 && i.pair_index.is_none() && i.handle & 0x80 == 0 && i.handle & 7 == 0 {
+            if i.handle & 0x40 != 0
+                && i.pair_index.is_none()
+                && i.handle & 0x80 == 0
+                && i.handle & 7 == 0
+            {
                 assert_eq!(i.extent, 1 << ((i.handle >> 3) & 7), "{}", i.name);
             }
         }
@@ -350,7 +354,10 @@ mod tests {
     #[test]
     fn pair_layouts_are_the_c_structs() {
         use crate::op::{DoubleInt, FloatInt, LongInt, ShortInt, TwoInt};
-        assert_eq!(std::mem::size_of::<DoubleInt>(), Predefined::DOUBLE_INT.info().extent);
+        assert_eq!(
+            std::mem::size_of::<DoubleInt>(),
+            Predefined::DOUBLE_INT.info().extent
+        );
         assert_eq!(std::mem::offset_of!(DoubleInt, index), 8);
         assert_eq!(std::mem::offset_of!(ShortInt, index), 4);
         assert_eq!(std::mem::offset_of!(LongInt, index), 8);

@@ -30,7 +30,12 @@ impl Map {
 
     fn true_bounds(&self) -> (i64, i64) {
         let lo = self.entries.iter().map(|e| e.0).min().unwrap_or(0);
-        let hi = self.entries.iter().map(|e| e.0 + e.1.size() as i64).max().unwrap_or(0);
+        let hi = self
+            .entries
+            .iter()
+            .map(|e| e.0 + e.1.size() as i64)
+            .max()
+            .unwrap_or(0);
         (lo, hi)
     }
 }
@@ -41,8 +46,10 @@ fn place(instances: &[(i64, &Map)], pad: bool) -> Map {
     for (d, m) in instances {
         entries.extend(m.entries.iter().map(|(o, r)| (o + d, *r)));
     }
-    let live: Vec<&(i64, &Map)> =
-        instances.iter().filter(|(_, m)| !m.entries.is_empty() || m.lb_m || m.ub_m).collect();
+    let live: Vec<&(i64, &Map)> = instances
+        .iter()
+        .filter(|(_, m)| !m.entries.is_empty() || m.lb_m || m.ub_m)
+        .collect();
     let lb_m = live.iter().any(|(_, m)| m.lb_m);
     let ub_m = live.iter().any(|(_, m)| m.ub_m);
     let lb = live
@@ -63,11 +70,25 @@ fn place(instances: &[(i64, &Map)], pad: bool) -> Map {
             ub += 1;
         }
     }
-    Map { entries, lb, ub, lb_m, ub_m, align }
+    Map {
+        entries,
+        lb,
+        ub,
+        lb_m,
+        ub_m,
+        align,
+    }
 }
 
 fn whole_array(entries: Vec<(i64, Repr)>, ub: i64, align: u64) -> Map {
-    Map { entries, lb: 0, ub, lb_m: true, ub_m: true, align }
+    Map {
+        entries,
+        lb: 0,
+        ub,
+        lb_m: true,
+        ub_m: true,
+        align,
+    }
 }
 
 fn expand(t: &Type) -> Map {
@@ -78,25 +99,53 @@ fn expand(t: &Type) -> Map {
                 Some(idx) => vec![(0, i.repr), (idx as i64, p.pair_index_repr())],
                 None => vec![(0, i.repr)],
             };
-            Map { entries, lb: 0, ub: i.extent as i64, lb_m: false, ub_m: false, align: i.align as u64 }
+            Map {
+                entries,
+                lb: 0,
+                ub: i.extent as i64,
+                lb_m: false,
+                ub_m: false,
+                align: i.align as u64,
+            }
         }
-        Combiner::F90Real { base, .. } | Combiner::F90Complex { base, .. } | Combiner::F90Integer { base, .. } => {
-            expand(&Type::predefined(*base))
-        }
+        Combiner::F90Real { base, .. }
+        | Combiner::F90Complex { base, .. }
+        | Combiner::F90Integer { base, .. } => expand(&Type::predefined(*base)),
         Combiner::Dup { old } => expand(old),
         Combiner::Resized { lb, extent, old } => {
             let m = expand(old);
-            Map { lb: *lb, ub: lb + extent, lb_m: true, ub_m: true, ..m }
+            Map {
+                lb: *lb,
+                ub: lb + extent,
+                lb_m: true,
+                ub_m: true,
+                ..m
+            }
         }
         Combiner::Contiguous { count, old } => {
             let m = expand(old);
             let e = m.extent();
             place(&(0..*count).map(|j| (j * e, &m)).collect::<Vec<_>>(), false)
         }
-        Combiner::Vector { count, blocklen, stride, old } | Combiner::Hvector { count, blocklen, stride, old } => {
+        Combiner::Vector {
+            count,
+            blocklen,
+            stride,
+            old,
+        }
+        | Combiner::Hvector {
+            count,
+            blocklen,
+            stride,
+            old,
+        } => {
             let m = expand(old);
             let e = m.extent();
-            let s = if matches!(t.combiner(), Combiner::Vector { .. }) { stride * e } else { *stride };
+            let s = if matches!(t.combiner(), Combiner::Vector { .. }) {
+                stride * e
+            } else {
+                *stride
+            };
             let mut inst = Vec::new();
             for i in 0..*count {
                 for j in 0..*blocklen {
@@ -105,10 +154,23 @@ fn expand(t: &Type) -> Map {
             }
             place(&inst, false)
         }
-        Combiner::Indexed { blocklens, displs, old } | Combiner::Hindexed { blocklens, displs, old } => {
+        Combiner::Indexed {
+            blocklens,
+            displs,
+            old,
+        }
+        | Combiner::Hindexed {
+            blocklens,
+            displs,
+            old,
+        } => {
             let m = expand(old);
             let e = m.extent();
-            let unit = if matches!(t.combiner(), Combiner::Indexed { .. }) { e } else { 1 };
+            let unit = if matches!(t.combiner(), Combiner::Indexed { .. }) {
+                e
+            } else {
+                1
+            };
             let mut inst = Vec::new();
             for (b, d) in blocklens.iter().zip(displs) {
                 for j in 0..*b {
@@ -117,10 +179,23 @@ fn expand(t: &Type) -> Map {
             }
             place(&inst, false)
         }
-        Combiner::IndexedBlock { blocklen, displs, old } | Combiner::HindexedBlock { blocklen, displs, old } => {
+        Combiner::IndexedBlock {
+            blocklen,
+            displs,
+            old,
+        }
+        | Combiner::HindexedBlock {
+            blocklen,
+            displs,
+            old,
+        } => {
             let m = expand(old);
             let e = m.extent();
-            let unit = if matches!(t.combiner(), Combiner::IndexedBlock { .. }) { e } else { 1 };
+            let unit = if matches!(t.combiner(), Combiner::IndexedBlock { .. }) {
+                e
+            } else {
+                1
+            };
             let mut inst = Vec::new();
             for d in displs {
                 for j in 0..*blocklen {
@@ -129,7 +204,11 @@ fn expand(t: &Type) -> Map {
             }
             place(&inst, false)
         }
-        Combiner::Struct { blocklens, displs, types } => {
+        Combiner::Struct {
+            blocklens,
+            displs,
+            types,
+        } => {
             let maps: Vec<Map> = types.iter().map(expand).collect();
             let mut inst = Vec::new();
             for ((b, d), m) in blocklens.iter().zip(displs).zip(&maps) {
@@ -139,12 +218,28 @@ fn expand(t: &Type) -> Map {
             }
             place(&inst, true)
         }
-        Combiner::Subarray { sizes, subsizes, starts, order, old } => {
+        Combiner::Subarray {
+            sizes,
+            subsizes,
+            starts,
+            order,
+            old,
+        } => {
             let m = expand(old);
-            let idx: Vec<Vec<i64>> = (0..sizes.len()).map(|d| (starts[d]..starts[d] + subsizes[d]).collect()).collect();
+            let idx: Vec<Vec<i64>> = (0..sizes.len())
+                .map(|d| (starts[d]..starts[d] + subsizes[d]).collect())
+                .collect();
             array(&m, sizes, &idx, *order)
         }
-        Combiner::Darray { size: _, rank, gsizes, distribs, psizes, order, old } => {
+        Combiner::Darray {
+            size: _,
+            rank,
+            gsizes,
+            distribs,
+            psizes,
+            order,
+            old,
+        } => {
             let m = expand(old);
             let n = gsizes.len();
             let mut coords = vec![0i64; n];
@@ -269,7 +364,16 @@ fn build(s: &Spec) -> Type {
                 .collect();
             let size: i32 = ps.iter().product();
             let o = if *f { Order::Fortran } else { Order::C };
-            Type::darray(size, (*rank_seed % size as u32) as i32, &gs, &ds, &ps, o, &b(x)).unwrap()
+            Type::darray(
+                size,
+                (*rank_seed % size as u32) as i32,
+                &gs,
+                &ds,
+                &ps,
+                o,
+                &b(x),
+            )
+            .unwrap()
         }
     }
 }
@@ -293,20 +397,37 @@ fn spec() -> impl Strategy<Value = Spec> {
             (0i64..4, bx.clone()).prop_map(|(n, x)| Spec::Contig(n, x)),
             (0i64..4, 0i64..3, -6i64..7, any::<bool>(), bx.clone())
                 .prop_map(|(n, b, s, h, x)| Spec::Vector(n, b, s, h, x)),
-            (prop::collection::vec((0i64..3, -12i64..12), 0..4), any::<bool>(), bx.clone())
+            (
+                prop::collection::vec((0i64..3, -12i64..12), 0..4),
+                any::<bool>(),
+                bx.clone()
+            )
                 .prop_map(|(v, h, x)| Spec::Indexed(v, h, x)),
-            (0i64..3, prop::collection::vec(-12i64..12, 0..4), any::<bool>(), bx.clone())
+            (
+                0i64..3,
+                prop::collection::vec(-12i64..12, 0..4),
+                any::<bool>(),
+                bx.clone()
+            )
                 .prop_map(|(b, d, h, x)| Spec::Block(b, d, h, x)),
-            prop::collection::vec((0i64..3, -24i64..24, inner.clone()), 1..4).prop_map(Spec::Struct),
+            prop::collection::vec((0i64..3, -24i64..24, inner.clone()), 1..4)
+                .prop_map(Spec::Struct),
             (-16i64..16, -8i64..40, bx.clone()).prop_map(|(l, e, x)| Spec::Resized(l, e, x)),
             (
-                prop::collection::vec((1i64..4, 1i64..4, 0i64..4), 1..3)
-                    .prop_map(|v| v.into_iter().map(|(s, a, b)| (s, a.min(s), b % (s - a.min(s) + 1))).collect()),
+                prop::collection::vec((1i64..4, 1i64..4, 0i64..4), 1..3).prop_map(|v| v
+                    .into_iter()
+                    .map(|(s, a, b)| (s, a.min(s), b % (s - a.min(s) + 1)))
+                    .collect()),
                 any::<bool>(),
                 bx.clone()
             )
                 .prop_map(|(d, f, x)| Spec::Subarray(d, f, x)),
-            (prop::collection::vec((1i64..6, 1i32..3, 0u8..4, 0i64..2), 1..3), any::<u32>(), any::<bool>(), bx)
+            (
+                prop::collection::vec((1i64..6, 1i32..3, 0u8..4, 0i64..2), 1..3),
+                any::<u32>(),
+                any::<bool>(),
+                bx
+            )
                 .prop_map(|(d, r, f, x)| Spec::Darray(d, r, f, x)),
         ]
     })

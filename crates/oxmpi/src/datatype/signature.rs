@@ -51,7 +51,11 @@ impl Signature {
 
     /// `n` elements of `r`.
     pub fn basic(r: Repr, n: u64) -> Signature {
-        Signature::from_items(if n == 0 { vec![] } else { vec![SigItem::Basic(r, n)] })
+        Signature::from_items(if n == 0 {
+            vec![]
+        } else {
+            vec![SigItem::Basic(r, n)]
+        })
     }
 
     fn from_items(items: Vec<SigItem>) -> Signature {
@@ -107,7 +111,9 @@ impl Signature {
             (0, _) | (_, []) => Signature::empty(),
             (1, _) => self.clone(),
             (_, [SigItem::Basic(r, m)]) => Signature::basic(*r, m * n),
-            (_, [SigItem::Repeat(k, s)]) => Signature::from_items(vec![SigItem::Repeat(k * n, s.clone())]),
+            (_, [SigItem::Repeat(k, s)]) => {
+                Signature::from_items(vec![SigItem::Repeat(k * n, s.clone())])
+            }
             _ => Signature::from_items(vec![SigItem::Repeat(n, self.clone())]),
         }
     }
@@ -165,7 +171,9 @@ impl Signature {
     }
 
     fn is_untyped(&self) -> bool {
-        self.items.iter().all(|i| matches!(i, SigItem::Basic(r, _) if r.is_untyped()))
+        self.items
+            .iter()
+            .all(|i| matches!(i, SigItem::Basic(r, _) if r.is_untyped()))
             && !self.items.is_empty()
     }
 }
@@ -185,7 +193,7 @@ fn prefix_elements(items: &[SigItem], mut bytes: u64) -> Option<u64> {
         return match it {
             SigItem::Basic(r, _) => {
                 let s = r.size() as u64;
-                (bytes % s == 0).then(|| e + bytes / s)
+                bytes.is_multiple_of(s).then(|| e + bytes / s)
             }
             SigItem::Repeat(_, s) => {
                 let full = bytes / s.bytes;
@@ -259,7 +267,10 @@ mod tests {
         let two = pair.repeat(2);
         assert!(two.matches(1, &pair, 2));
         assert!(pair.matches(2, &two, 1));
-        assert!(pair.matches(3, &two, 1), "a longer send is a truncation, not a mismatch");
+        assert!(
+            pair.matches(3, &two, 1),
+            "a longer send is a truncation, not a mismatch"
+        );
         let swapped = Signature::concat([Signature::basic(F64, 1), Signature::basic(I32, 1)]);
         assert!(!pair.matches(1, &swapped, 1));
         assert_eq!(two.elements(), 4);

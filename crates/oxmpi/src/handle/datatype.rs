@@ -85,7 +85,11 @@ fn fixed() -> &'static Fixed {
     F.get_or_init(|| Fixed {
         types: ALL
             .iter()
-            .map(|i| Type::predefined(Predefined::from_handle(i.handle as u32).unwrap_or(Predefined::BYTE)))
+            .map(|i| {
+                Type::predefined(
+                    Predefined::from_handle(i.handle as u32).unwrap_or(Predefined::BYTE),
+                )
+            })
             .collect(),
         names: Mutex::new(vec![None; ALL.len()]),
         f90: Mutex::new(Vec::new()),
@@ -100,7 +104,10 @@ fn predefined_index(h: TypeHandle) -> Option<usize> {
 fn bad(call: &str, h: TypeHandle) -> Error {
     Error::new(
         ErrorClass::Type,
-        format!("{call}: {:#x} is not a live datatype (null, freed, or never created)", h.0),
+        format!(
+            "{call}: {:#x} is not a live datatype (null, freed, or never created)",
+            h.0
+        ),
     )
 }
 
@@ -108,7 +115,10 @@ fn entry(call: &str, h: TypeHandle) -> Result<Entry> {
     if let Some(i) = predefined_index(h) {
         return Ok(Entry {
             ty: fixed().types[i].clone(),
-            state: Arc::new(Mutex::new(State { committed: true, name: None })),
+            state: Arc::new(Mutex::new(State {
+                committed: true,
+                name: None,
+            })),
         });
     }
     TYPES.get(h.0).ok_or_else(|| bad(call, h))
@@ -131,7 +141,10 @@ pub fn type_committed(call: &str, h: TypeHandle) -> Result<Type> {
     }
     let e = entry(call, h)?;
     if !e.state().committed {
-        return Err(Error::new(ErrorClass::Type, format!("{call}: datatype {:#x} is not committed", h.0)));
+        return Err(Error::new(
+            ErrorClass::Type,
+            format!("{call}: datatype {:#x} is not committed", h.0),
+        ));
     }
     Ok(e.ty)
 }
@@ -141,11 +154,20 @@ pub fn type_from(ty: Type) -> Result<TypeHandle> {
     if let Some(p) = ty.as_predefined() {
         return Ok(TypeHandle::of(p));
     }
-    if let Some((_, h)) = fixed().f90.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|(t, _)| *t == ty) {
+    if let Some((_, h)) = fixed()
+        .f90
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .find(|(t, _)| *t == ty)
+    {
         return Ok(*h);
     }
     TYPES
-        .insert(Entry { ty, state: Arc::default() })
+        .insert(Entry {
+            ty,
+            state: Arc::default(),
+        })
         .map(TypeHandle)
         .ok_or_else(|| Error::new(ErrorClass::NoMem, "too many datatypes are live"))
 }
@@ -160,43 +182,97 @@ fn i64s(v: &[i32]) -> Vec<i64> {
 
 /// `MPI_Type_contiguous`.
 pub fn type_contiguous(count: i32, oldtype: TypeHandle) -> Result<TypeHandle> {
-    type_from(Type::contiguous(count as i64, &old("type_contiguous", oldtype)?)?)
+    type_from(Type::contiguous(
+        count as i64,
+        &old("type_contiguous", oldtype)?,
+    )?)
 }
 
 /// `MPI_Type_vector`.
-pub fn type_vector(count: i32, blocklen: i32, stride: i32, oldtype: TypeHandle) -> Result<TypeHandle> {
-    type_from(Type::vector(count as i64, blocklen as i64, stride as i64, &old("type_vector", oldtype)?)?)
+pub fn type_vector(
+    count: i32,
+    blocklen: i32,
+    stride: i32,
+    oldtype: TypeHandle,
+) -> Result<TypeHandle> {
+    type_from(Type::vector(
+        count as i64,
+        blocklen as i64,
+        stride as i64,
+        &old("type_vector", oldtype)?,
+    )?)
 }
 
 /// `MPI_Type_create_hvector` (`stride` in bytes).
-pub fn type_create_hvector(count: i32, blocklen: i32, stride: i64, oldtype: TypeHandle) -> Result<TypeHandle> {
-    type_from(Type::hvector(count as i64, blocklen as i64, stride, &old("type_create_hvector", oldtype)?)?)
+pub fn type_create_hvector(
+    count: i32,
+    blocklen: i32,
+    stride: i64,
+    oldtype: TypeHandle,
+) -> Result<TypeHandle> {
+    type_from(Type::hvector(
+        count as i64,
+        blocklen as i64,
+        stride,
+        &old("type_create_hvector", oldtype)?,
+    )?)
 }
 
 /// `MPI_Type_indexed`.
 pub fn type_indexed(blocklens: &[i32], displs: &[i32], oldtype: TypeHandle) -> Result<TypeHandle> {
-    type_from(Type::indexed(&i64s(blocklens), &i64s(displs), &old("type_indexed", oldtype)?)?)
+    type_from(Type::indexed(
+        &i64s(blocklens),
+        &i64s(displs),
+        &old("type_indexed", oldtype)?,
+    )?)
 }
 
 /// `MPI_Type_create_hindexed` (displacements in bytes).
-pub fn type_create_hindexed(blocklens: &[i32], displs: &[i64], oldtype: TypeHandle) -> Result<TypeHandle> {
-    type_from(Type::hindexed(&i64s(blocklens), displs, &old("type_create_hindexed", oldtype)?)?)
+pub fn type_create_hindexed(
+    blocklens: &[i32],
+    displs: &[i64],
+    oldtype: TypeHandle,
+) -> Result<TypeHandle> {
+    type_from(Type::hindexed(
+        &i64s(blocklens),
+        displs,
+        &old("type_create_hindexed", oldtype)?,
+    )?)
 }
 
 /// `MPI_Type_create_indexed_block`.
-pub fn type_create_indexed_block(blocklen: i32, displs: &[i32], oldtype: TypeHandle) -> Result<TypeHandle> {
+pub fn type_create_indexed_block(
+    blocklen: i32,
+    displs: &[i32],
+    oldtype: TypeHandle,
+) -> Result<TypeHandle> {
     let o = old("type_create_indexed_block", oldtype)?;
     type_from(Type::indexed_block(blocklen as i64, &i64s(displs), &o)?)
 }
 
 /// `MPI_Type_create_hindexed_block` (displacements in bytes).
-pub fn type_create_hindexed_block(blocklen: i32, displs: &[i64], oldtype: TypeHandle) -> Result<TypeHandle> {
-    type_from(Type::hindexed_block(blocklen as i64, displs, &old("type_create_hindexed_block", oldtype)?)?)
+pub fn type_create_hindexed_block(
+    blocklen: i32,
+    displs: &[i64],
+    oldtype: TypeHandle,
+) -> Result<TypeHandle> {
+    type_from(Type::hindexed_block(
+        blocklen as i64,
+        displs,
+        &old("type_create_hindexed_block", oldtype)?,
+    )?)
 }
 
 /// `MPI_Type_create_struct`.
-pub fn type_create_struct(blocklens: &[i32], displs: &[i64], types: &[TypeHandle]) -> Result<TypeHandle> {
-    let ts = types.iter().map(|&t| old("type_create_struct", t)).collect::<Result<Vec<_>>>()?;
+pub fn type_create_struct(
+    blocklens: &[i32],
+    displs: &[i64],
+    types: &[TypeHandle],
+) -> Result<TypeHandle> {
+    let ts = types
+        .iter()
+        .map(|&t| old("type_create_struct", t))
+        .collect::<Result<Vec<_>>>()?;
     type_from(Type::structure(&i64s(blocklens), displs, &ts)?)
 }
 
@@ -209,7 +285,13 @@ pub fn type_create_subarray(
     oldtype: TypeHandle,
 ) -> Result<TypeHandle> {
     let o = old("type_create_subarray", oldtype)?;
-    type_from(Type::subarray(&i64s(sizes), &i64s(subsizes), &i64s(starts), order, &o)?)
+    type_from(Type::subarray(
+        &i64s(sizes),
+        &i64s(subsizes),
+        &i64s(starts),
+        order,
+        &o,
+    )?)
 }
 
 /// `MPI_Type_create_darray`.
@@ -224,12 +306,24 @@ pub fn type_create_darray(
     oldtype: TypeHandle,
 ) -> Result<TypeHandle> {
     let o = old("type_create_darray", oldtype)?;
-    type_from(Type::darray(size, rank, &i64s(gsizes), distribs, psizes, order, &o)?)
+    type_from(Type::darray(
+        size,
+        rank,
+        &i64s(gsizes),
+        distribs,
+        psizes,
+        order,
+        &o,
+    )?)
 }
 
 /// `MPI_Type_create_resized`.
 pub fn type_create_resized(oldtype: TypeHandle, lb: i64, extent: i64) -> Result<TypeHandle> {
-    type_from(Type::resized(&old("type_create_resized", oldtype)?, lb, extent)?)
+    type_from(Type::resized(
+        &old("type_create_resized", oldtype)?,
+        lb,
+        extent,
+    )?)
 }
 
 /// `MPI_Type_dup`: a new id with the same type map and committed state.
@@ -265,7 +359,12 @@ pub fn type_free(h: &mut TypeHandle) -> Result<()> {
 }
 
 fn is_f90(h: TypeHandle) -> bool {
-    fixed().f90.lock().unwrap_or_else(|p| p.into_inner()).iter().any(|(_, x)| *x == h)
+    fixed()
+        .f90
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .any(|(_, x)| *x == h)
 }
 
 /// `MPI_Type_size_x`.
@@ -303,7 +402,11 @@ pub fn type_get_envelope(h: TypeHandle) -> Result<Envelope> {
 /// ones, which the caller frees; predefined ones at their fixed ids).
 pub fn type_get_contents(h: TypeHandle) -> Result<(Contents, Vec<TypeHandle>)> {
     let c = entry("type_get_contents", h)?.ty.contents()?;
-    let ids = c.datatypes.iter().map(|t| type_from(t.clone())).collect::<Result<Vec<_>>>()?;
+    let ids = c
+        .datatypes
+        .iter()
+        .map(|t| type_from(t.clone()))
+        .collect::<Result<Vec<_>>>()?;
     Ok((c, ids))
 }
 
@@ -324,7 +427,11 @@ pub fn type_get_name(h: TypeHandle) -> Result<String> {
         let set = fixed().names.lock().unwrap_or_else(|p| p.into_inner())[i].clone();
         return Ok(set.unwrap_or_else(|| ALL[i].name.to_string()));
     }
-    Ok(entry("type_get_name", h)?.state().name.clone().unwrap_or_default())
+    Ok(entry("type_get_name", h)?
+        .state()
+        .name
+        .clone()
+        .unwrap_or_default())
 }
 
 /// `MPI_Type_match_size`.
@@ -340,7 +447,10 @@ fn f90(t: Type) -> TypeHandle {
     // f90 types live for the whole run: their table slot is never freed.
     let id = TYPES.insert(Entry {
         ty: t.clone(),
-        state: Arc::new(Mutex::new(State { committed: true, name: None })),
+        state: Arc::new(Mutex::new(State {
+            committed: true,
+            name: None,
+        })),
     });
     let h = id.map(TypeHandle).unwrap_or(TypeHandle::NULL);
     v.push((t, h));
@@ -365,7 +475,8 @@ pub fn type_create_f90_integer(r: i32) -> Result<TypeHandle> {
 /// `MPI_Pack_size`.
 pub fn pack_size(count: i64, h: TypeHandle) -> Result<i64> {
     let t = type_committed("pack_size", h)?;
-    let n = u64::try_from(count).map_err(|_| Error::new(ErrorClass::Count, format!("pack_size: count {count}")))?;
+    let n = u64::try_from(count)
+        .map_err(|_| Error::new(ErrorClass::Count, format!("pack_size: count {count}")))?;
     Ok(pack::pack_size(&t, n)? as i64)
 }
 
@@ -384,12 +495,26 @@ fn room(call: &str, need: u64, len: usize, position: usize) -> Result<()> {
 /// # Safety
 /// `inbuf` must be valid for reads of every data byte of the `count` elements (as MPI
 /// requires of the caller), none of them inside `out`.
-pub unsafe fn pack_raw(inbuf: *const u8, count: u64, h: TypeHandle, out: &mut [u8], position: &mut usize) -> Result<()> {
+pub unsafe fn pack_raw(
+    inbuf: *const u8,
+    count: u64,
+    h: TypeHandle,
+    out: &mut [u8],
+    position: &mut usize,
+) -> Result<()> {
     let t = type_committed("pack", h)?;
     let need = pack::pack_size(&t, count)?;
     room("pack", need, out.len(), *position)?;
     // SAFETY: the caller guarantees the elements' bytes; `out[*position..]` has `need` bytes.
-    let n = unsafe { pack::pack_raw(&t, inbuf, count, 0, &mut out[*position..*position + need as usize]) };
+    let n = unsafe {
+        pack::pack_raw(
+            &t,
+            inbuf,
+            count,
+            0,
+            &mut out[*position..*position + need as usize],
+        )
+    };
     *position += n;
     Ok(())
 }
@@ -399,12 +524,26 @@ pub unsafe fn pack_raw(inbuf: *const u8, count: u64, h: TypeHandle, out: &mut [u
 /// # Safety
 /// `outbuf` must be valid for writes of every data byte of the `count` elements, none of
 /// them inside `input`.
-pub unsafe fn unpack_raw(input: &[u8], position: &mut usize, outbuf: *mut u8, count: u64, h: TypeHandle) -> Result<()> {
+pub unsafe fn unpack_raw(
+    input: &[u8],
+    position: &mut usize,
+    outbuf: *mut u8,
+    count: u64,
+    h: TypeHandle,
+) -> Result<()> {
     let t = type_committed("unpack", h)?;
     let need = pack::pack_size(&t, count)?;
     room("unpack", need, input.len(), *position)?;
     // SAFETY: the caller guarantees the elements' bytes; `input[*position..]` has `need` bytes.
-    let n = unsafe { pack::unpack_raw(&t, outbuf, count, 0, &input[*position..*position + need as usize]) };
+    let n = unsafe {
+        pack::unpack_raw(
+            &t,
+            outbuf,
+            count,
+            0,
+            &input[*position..*position + need as usize],
+        )
+    };
     *position += n;
     Ok(())
 }
@@ -437,18 +576,34 @@ mod tests {
         assert_eq!(INT.to_int(), 0x209);
         assert_eq!(type_size(DOUBLE).unwrap(), 8);
         assert_eq!(type_get_name(INT).unwrap(), "MPI_INT");
-        assert_eq!(type_get_envelope(INT).unwrap().combiner, CombinerKind::Named);
-        assert_eq!(type_size(TypeHandle::NULL).unwrap_err().class(), ErrorClass::Type);
+        assert_eq!(
+            type_get_envelope(INT).unwrap().combiner,
+            CombinerKind::Named
+        );
+        assert_eq!(
+            type_size(TypeHandle::NULL).unwrap_err().class(),
+            ErrorClass::Type
+        );
         let mut i = INT;
         assert_eq!(type_free(&mut i).unwrap_err().class(), ErrorClass::Type);
-        assert_eq!(type_get_extent(TypeHandle::of(Predefined::DOUBLE_INT)).unwrap(), (0, 16));
-        assert_eq!(type_size(TypeHandle::of(Predefined::DOUBLE_INT)).unwrap(), 12);
+        assert_eq!(
+            type_get_extent(TypeHandle::of(Predefined::DOUBLE_INT)).unwrap(),
+            (0, 16)
+        );
+        assert_eq!(
+            type_size(TypeHandle::of(Predefined::DOUBLE_INT)).unwrap(),
+            12
+        );
     }
 
     #[test]
     fn a_freed_type_lives_on_in_the_operation_that_holds_it() {
         let mut v = type_vector(3, 1, 2, INT).unwrap();
-        assert_eq!(pack_size(1, v).unwrap_err().class(), ErrorClass::Type, "not committed");
+        assert_eq!(
+            pack_size(1, v).unwrap_err().class(),
+            ErrorClass::Type,
+            "not committed"
+        );
         type_commit(v).unwrap();
         let held = type_committed("isend", v).unwrap();
         type_free(&mut v).unwrap();
@@ -470,7 +625,10 @@ mod tests {
         assert_eq!(type_get_name(s).unwrap(), "particle");
         type_commit(s).unwrap();
         let d = type_dup(s).unwrap();
-        assert!(type_committed("send", d).is_ok(), "dup keeps the committed state");
+        assert!(
+            type_committed("send", d).is_ok(),
+            "dup keeps the committed state"
+        );
         assert_eq!(type_get_name(d).unwrap(), "");
         assert_eq!(type_get_envelope(d).unwrap().combiner, CombinerKind::Dup);
         let (c, ids) = type_get_contents(s).unwrap();
@@ -484,14 +642,29 @@ mod tests {
         assert_eq!(type_get_extent(r).unwrap(), (-4, 16));
         let sub = type_create_subarray(&[4, 4], &[2, 2], &[1, 1], Order::C, INT).unwrap();
         assert_eq!(type_get_true_extent(sub).unwrap(), (20, 24));
-        let da = type_create_darray(2, 1, &[4], &[Distribution::Block(None)], &[2], Order::C, INT).unwrap();
+        let da = type_create_darray(
+            2,
+            1,
+            &[4],
+            &[Distribution::Block(None)],
+            &[2],
+            Order::C,
+            INT,
+        )
+        .unwrap();
         assert_eq!(type_get_true_extent(da).unwrap(), (8, 8));
         assert_eq!(get_elements(12, s).unwrap(), Some(2));
         assert_eq!(get_elements(6, s).unwrap(), None);
         assert_eq!(get_count(40, s).unwrap(), Some(2));
         assert_eq!(get_count(12, s).unwrap(), None);
-        assert_eq!(type_indexed(&[1], &[0, 1], INT).unwrap_err().class(), ErrorClass::Arg);
-        assert_eq!(type_contiguous(-1, INT).unwrap_err().class(), ErrorClass::Count);
+        assert_eq!(
+            type_indexed(&[1], &[0, 1], INT).unwrap_err().class(),
+            ErrorClass::Arg
+        );
+        assert_eq!(
+            type_contiguous(-1, INT).unwrap_err().class(),
+            ErrorClass::Count
+        );
         for mut h in [s, d, r, sub, da, inner[0]] {
             type_free(&mut h).unwrap();
         }
@@ -507,9 +680,13 @@ mod tests {
         // SAFETY: `src` holds the 16 bytes the vector reaches.
         unsafe { pack_raw(src.as_ptr() as *const u8, 1, v, &mut out, &mut pos).unwrap() };
         assert_eq!(pos, 12);
-        assert_eq!(out[4..12], [1i32.to_ne_bytes(), 3i32.to_ne_bytes()].concat()[..]);
+        assert_eq!(
+            out[4..12],
+            [1i32.to_ne_bytes(), 3i32.to_ne_bytes()].concat()[..]
+        );
         // SAFETY: as above.
-        let e = unsafe { pack_raw(src.as_ptr() as *const u8, 1, v, &mut out, &mut pos) }.unwrap_err();
+        let e =
+            unsafe { pack_raw(src.as_ptr() as *const u8, 1, v, &mut out, &mut pos) }.unwrap_err();
         assert_eq!(e.class(), ErrorClass::Truncate);
         let mut dst = [0i32; 4];
         let mut pos = 4;
@@ -529,7 +706,13 @@ mod tests {
         assert_eq!(a, type_create_f90_real(10, envelope::UNDEFINED).unwrap());
         let mut b = a;
         assert_eq!(type_free(&mut b).unwrap_err().class(), ErrorClass::Type);
-        assert_eq!(type_get_envelope(a).unwrap().combiner, CombinerKind::F90Real);
-        assert_eq!(type_match_size(TypeClass::Integer, 8).unwrap(), TypeHandle::of(Predefined::INTEGER8));
+        assert_eq!(
+            type_get_envelope(a).unwrap().combiner,
+            CombinerKind::F90Real
+        );
+        assert_eq!(
+            type_match_size(TypeClass::Integer, 8).unwrap(),
+            TypeHandle::of(Predefined::INTEGER8)
+        );
     }
 }
