@@ -977,6 +977,33 @@ mod tests {
     }
 
     #[test]
+    fn signatures_match_across_shapes_and_mismatches_are_type_errors() {
+        let v = Type::vector(4, 1, 3, &dbl()).unwrap();
+        assert!(
+            v.check_match(1, &dbl(), 4).is_ok(),
+            "vector of 4 doubles as 4 doubles"
+        );
+        assert!(dbl().check_match(4, &v, 1).is_ok());
+        let f = Type::predefined(Predefined::FLOAT);
+        assert_eq!(
+            v.check_match(1, &f, 8).unwrap_err().class(),
+            ErrorClass::Type
+        );
+        assert!(v
+            .check_match(1, &Type::predefined(Predefined::BYTE), 32)
+            .is_ok());
+        let i = Type::predefined(Predefined::INT);
+        let s = Type::structure(&[1, 1], &[0, 8], &[i.clone(), dbl()]).unwrap();
+        let back = Type::structure(&[1, 1], &[0, 8], &[dbl(), i]).unwrap();
+        assert_eq!(
+            s.check_match(1, &back, 1).unwrap_err().class(),
+            ErrorClass::Type
+        );
+        assert_eq!(s.count_in(24), Some(2));
+        assert_eq!(s.count_in(13), None);
+    }
+
+    #[test]
     fn struct_pads_to_alignment_unless_resized() {
         let s = Type::structure(
             &[1, 1],

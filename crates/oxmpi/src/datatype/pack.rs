@@ -32,6 +32,17 @@ pub fn pack_size(ty: &Type, count: u64) -> Result<u64> {
     })
 }
 
+/// The address `off` bytes from `origin`. A null origin is `MPI_BOTTOM`: offsets are then
+/// absolute addresses (from `MPI_Get_address`), which the program exposed when it took them.
+#[inline(always)]
+fn at(origin: *const u8, off: i64) -> *const u8 {
+    if origin.is_null() {
+        ptr::with_exposed_provenance(off as usize)
+    } else {
+        origin.wrapping_offset(off as isize)
+    }
+}
+
 /// Copies `n` bytes; fixed-size moves for the common element sizes.
 ///
 /// # Safety
@@ -54,7 +65,8 @@ unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
 ///
 /// # Safety
 /// Every byte of data of the `count` elements (`origin + i * extent + ` the type map's
-/// offsets) must be readable for the duration of the call, and none may lie in `out`.
+/// offsets; with a null `origin`, `MPI_BOTTOM`, the offsets are exposed absolute addresses)
+/// must be readable for the duration of the call, and none may lie in `out`.
 pub unsafe fn pack_raw(
     ty: &Type,
     origin: *const u8,
@@ -87,7 +99,7 @@ pub unsafe fn pack_raw(
             // SAFETY: `off` is the offset of a data byte of one of the `count` elements and the
             // `n <= len` bytes after it are data of the same run (walk's contract), readable by
             // the caller's guarantee; `pos + n <= want <= out.len()`.
-            unsafe { copy(origin.offset(off as isize), dst.add(pos), n) };
+            unsafe { copy(at(origin, off), dst.add(pos), n) };
             pos += n;
             pos < want
         });
@@ -99,7 +111,7 @@ pub unsafe fn pack_raw(
 ///
 /// # Safety
 /// Every byte of data of the `count` elements must be writable for the duration of the call
-/// and none may lie in `input`.
+/// (a null `origin` is `MPI_BOTTOM`, as in [`pack_raw`]) and none may lie in `input`.
 pub unsafe fn unpack_raw(
     ty: &Type,
     origin: *mut u8,
@@ -130,7 +142,7 @@ pub unsafe fn unpack_raw(
             let n = (len as usize).min(want - pos);
             // SAFETY: `off .. off + n` are data bytes of the elements (walk's contract), writable
             // by the caller's guarantee; `pos + n <= want <= input.len()`.
-            unsafe { copy(src.add(pos), origin.offset(off as isize), n) };
+            unsafe { copy(src.add(pos), at(origin, off) as *mut u8, n) };
             pos += n;
             pos < want
         });
@@ -302,6 +314,24 @@ mod tests {
         assert_eq!((v, n), (vec![(1, 1), (3, 3)], 4));
         let (v, n) = pieces(&t, 2, 0, 100, 1);
         assert_eq!((v, n), (vec![(0, 2)], 2));
+    }
+
+    #[test]
+    fn absolute_addresses_from_bottom() {
+        let a = [1u32, 2];
+        let b = [3u32, 4];
+        let addr = |p: &u32| (p as *const u32).expose_provenance() as i64;
+        let t = Type::hindexed(
+            &[1, 1],
+            &[addr(&b[1]), addr(&a[0])],
+            &Type::predefined(Predefined::INT),
+        )
+        .unwrap();
+        let mut out = [0u8; 8];
+        // SAFETY: the two addresses are of live, exposed `u32`s.
+        let n = unsafe { pack_raw(&t, ptr::null(), 1, 0, &mut out) };
+        assert_eq!(n, 8);
+        assert_eq!(out, [4u32.to_ne_bytes(), 1u32.to_ne_bytes()].concat()[..]);
     }
 
     #[test]
