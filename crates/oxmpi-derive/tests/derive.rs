@@ -32,7 +32,7 @@ struct Generic<T: Copy> {
 /// Every (offset, len) run of one value's data.
 fn runs(t: &Type) -> Vec<(i64, u64)> {
     let mut v = Vec::new();
-    t.layout().walk(0, 0, &mut |o, n| {
+    t.layout().walk(0, 0, &mut |o: i64, n: u64| {
         v.push((o, n));
         true
     });

@@ -1082,14 +1082,14 @@ mod tests {
         let s = Type::subarray(&[4, 5], &[2, 3], &[1, 2], Order::C, &dbl()).unwrap();
         assert_eq!((s.lb(), s.extent(), s.size()), (0, 160, 48));
         let mut runs = Vec::new();
-        s.layout().walk(0, 0, &mut |o, n| {
+        s.layout().walk(0, 0, &mut |o: i64, n: u64| {
             runs.push((o / 8, n / 8));
             true
         });
         assert_eq!(runs, vec![(7, 3), (12, 3)]);
         let f = Type::subarray(&[4, 5], &[2, 3], &[1, 2], Order::Fortran, &dbl()).unwrap();
         let mut runs = Vec::new();
-        f.layout().walk(0, 0, &mut |o, n| {
+        f.layout().walk(0, 0, &mut |o: i64, n: u64| {
             runs.push((o / 8, n / 8));
             true
         });
@@ -1102,7 +1102,7 @@ mod tests {
         // 10 elements over 3 processes, block: 4, 4, 2.
         let owned = |t: &Type| {
             let mut v = Vec::new();
-            t.layout().walk(0, 0, &mut |o, n| {
+            t.layout().walk(0, 0, &mut |o: i64, n: u64| {
                 v.extend((o / 4)..(o + n as i64) / 4);
                 true
             });

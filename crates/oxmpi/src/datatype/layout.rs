@@ -15,6 +15,26 @@
 
 use std::sync::Arc;
 
+/// What [`Layout::walk`] reports pieces to.
+pub trait Visit {
+    /// One contiguous piece at `off`, `len` bytes; `false` stops the walk.
+    fn run(&mut self, off: i64, len: u64) -> bool;
+
+    /// `n` pieces of `len` bytes, piece `i` at `off + i * stride` (the shape of a vector, so
+    /// a visitor can copy it in one tight loop); `false` stops the walk.
+    #[inline]
+    fn strided(&mut self, off: i64, len: u64, stride: i64, n: u64) -> bool {
+        (0..n).all(|i| self.run(off + i as i64 * stride, len))
+    }
+}
+
+impl<F: FnMut(i64, u64) -> bool> Visit for F {
+    #[inline]
+    fn run(&mut self, off: i64, len: u64) -> bool {
+        self(off, len)
+    }
+}
+
 /// One element's bytes. Displacements are in bytes from the element's origin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Layout {
@@ -255,13 +275,13 @@ impl Layout {
         }
     }
 
-    /// Calls `f(offset, len)` for each contiguous piece of this layout's packed bytes from
-    /// packed offset `start` (< `size()`) on, in packed order, offsets relative to `base`.
-    /// The first piece may be the tail of a run. Stops, returning `false`, when `f` does.
+    /// Reports to `f` each contiguous piece of this layout's packed bytes from packed offset
+    /// `start` (< `size()`) on, in packed order, offsets relative to `base`. The first piece
+    /// may be the tail of a run. Stops, returning `false`, when `f` does.
     #[inline]
-    pub fn walk<F: FnMut(i64, u64) -> bool>(&self, base: i64, start: u64, f: &mut F) -> bool {
+    pub fn walk<F: Visit + ?Sized>(&self, base: i64, start: u64, f: &mut F) -> bool {
         match self {
-            Layout::Run { disp, len } => f(base + disp + start as i64, len - start),
+            Layout::Run { disp, len } => f.run(base + disp + start as i64, len - start),
             Layout::Loop {
                 disp,
                 count,
@@ -273,16 +293,17 @@ impl Layout {
                 let first = start / body_size;
                 let mut skip = start % body_size;
                 if let Layout::Run { disp: d, len } = **body {
-                    // The common shape (vector of runs): a flat loop.
-                    let mut off = b + d + first as i64 * stride;
-                    for _ in first..*count {
-                        if !f(off + skip as i64, len - skip) {
+                    // The common shape (vector of runs): one strided report.
+                    let mut first = first;
+                    let off = b + d + first as i64 * stride;
+                    if skip > 0 {
+                        if !f.run(off + skip as i64, len - skip) {
                             return false;
                         }
-                        skip = 0;
-                        off += stride;
+                        first += 1;
                     }
-                    return true;
+                    return first == *count
+                        || f.strided(b + d + first as i64 * stride, len, *stride, count - first);
                 }
                 for i in first..*count {
                     if !body.walk(b + i as i64 * stride, skip, f) {
@@ -314,7 +335,10 @@ impl Layout {
                 starts,
                 ..
             } => {
-                let i = starts.partition_point(|&s| s <= start).saturating_sub(1);
+                let i = match start {
+                    0 => 0,
+                    _ => starts.partition_point(|&s| s <= start).saturating_sub(1),
+                };
                 let mut skip = start - starts[i];
                 for it in &items[i..] {
                     if !it.walk(base + disp, skip, f) {
@@ -329,7 +353,7 @@ impl Layout {
 
     /// [`walk`](Self::walk) over `count` elements `extent` bytes apart.
     #[inline]
-    pub fn walk_count<F: FnMut(i64, u64) -> bool>(
+    pub fn walk_count<F: Visit + ?Sized>(
         &self,
         count: u64,
         extent: i64,
@@ -337,11 +361,23 @@ impl Layout {
         f: &mut F,
     ) -> bool {
         let size = self.size();
-        if size == 0 {
+        if size == 0 || start >= size * count {
             return true;
         }
         let first = start / size;
         let mut skip = start % size;
+        if let Layout::Run { disp, len } = *self {
+            // Elements of one run each (a resized basic type): one strided report.
+            let mut first = first;
+            if skip > 0 {
+                if !f.run(disp + first as i64 * extent + skip as i64, len - skip) {
+                    return false;
+                }
+                first += 1;
+            }
+            return first == count
+                || f.strided(disp + first as i64 * extent, len, extent, count - first);
+        }
         for i in first..count {
             if !self.walk(i as i64 * extent, skip, f) {
                 return false;
@@ -358,7 +394,7 @@ mod tests {
 
     fn pieces(l: &Layout, start: u64) -> Vec<(i64, u64)> {
         let mut v = Vec::new();
-        l.walk(0, start, &mut |o, n| {
+        l.walk(0, start, &mut |o: i64, n: u64| {
             v.push((o, n));
             true
         });
@@ -425,7 +461,7 @@ mod tests {
         );
         assert_eq!(pieces(&l, 7), vec![(101, 1), (95, 2), (90, 2)]);
         let mut v = Vec::new();
-        l.walk_count(2, 1000, 11, &mut |o, n| {
+        l.walk_count(2, 1000, 11, &mut |o: i64, n: u64| {
             v.push((o, n));
             v.len() < 2
         });

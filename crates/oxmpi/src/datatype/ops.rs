@@ -213,7 +213,7 @@ pub fn reduce(input: &[u8], inout: &mut [u8], count: u64, ty: &Type, op: &Op) ->
         None => {
             // Every run holds whole elements (each element's data is contiguous).
             ty.layout()
-                .walk_count(count, ty.extent(), 0, &mut |off, len| {
+                .walk_count(count, ty.extent(), 0, &mut |off: i64, len: u64| {
                     let (o, n) = (off as usize, len as usize);
                     apply(
                         k,
@@ -232,7 +232,7 @@ pub fn reduce(input: &[u8], inout: &mut [u8], count: u64, ty: &Type, op: &Op) ->
             let (vs, is) = (info.repr.size(), p.pair_index_repr().size());
             let mut pos = 0u64;
             ty.layout()
-                .walk_count(count, ty.extent(), 0, &mut |off, len| {
+                .walk_count(count, ty.extent(), 0, &mut |off: i64, len: u64| {
                     let mut q = pos.next_multiple_of(size);
                     while q < pos + len {
                         let o = (off + (q - pos) as i64) as usize;

@@ -17,6 +17,7 @@
 use std::ptr;
 
 use super::build::Type;
+use super::layout::Visit;
 use crate::error::{Error, ErrorClass, Result};
 
 /// Packed bytes of `count` elements (`MPI_Pack_size`; oxmpi adds no header).
@@ -91,19 +92,117 @@ pub unsafe fn pack_raw(
         };
         return want;
     }
-    let dst = out.as_mut_ptr();
-    let mut pos = 0usize;
-    ty.layout()
-        .walk_count(count, ty.extent(), start, &mut |off, len| {
-            let n = (len as usize).min(want - pos);
-            // SAFETY: `off` is the offset of a data byte of one of the `count` elements and the
-            // `n <= len` bytes after it are data of the same run (walk's contract), readable by
-            // the caller's guarantee; `pos + n <= want <= out.len()`.
-            unsafe { copy(at(origin, off), dst.add(pos), n) };
-            pos += n;
-            pos < want
-        });
-    pos
+    let mut v = Copier {
+        mem: origin as *mut u8,
+        buf: out.as_mut_ptr(),
+        pos: 0,
+        want,
+        pack: true,
+    };
+    ty.layout().walk_count(count, ty.extent(), start, &mut v);
+    v.pos
+}
+
+/// Copies between the pieces the walk reports (in memory at `mem`) and the packed bytes
+/// `buf[pos..want]`, in the direction `pack` says.
+struct Copier {
+    mem: *mut u8,
+    buf: *mut u8,
+    pos: usize,
+    want: usize,
+    pack: bool,
+}
+
+impl Copier {
+    /// # Safety
+    /// `off..off + n` are data bytes of the elements being copied (readable, or writable when
+    /// unpacking, by the caller's guarantee) and `pos + n <= want`.
+    #[inline(always)]
+    unsafe fn one(&mut self, off: i64, n: usize) {
+        let m = at(self.mem, off) as *mut u8;
+        // SAFETY: by this function's contract; `buf` has `want` bytes.
+        unsafe {
+            if self.pack {
+                copy(m, self.buf.add(self.pos), n)
+            } else {
+                copy(self.buf.add(self.pos), m, n)
+            }
+        }
+        self.pos += n;
+    }
+}
+
+/// Moves `k` pieces of `N` bytes, `stride` apart in memory, packed in `buf`.
+///
+/// # Safety
+/// The `k` memory pieces are data bytes of the elements (readable when packing, writable when
+/// unpacking) and `buf` holds `k * N` bytes.
+#[inline(always)]
+unsafe fn strided_fixed<const N: usize>(
+    mem: *mut u8,
+    off: i64,
+    stride: i64,
+    buf: *mut u8,
+    k: usize,
+    pack: bool,
+) {
+    let m0 = at(mem, off) as *mut u8;
+    for i in 0..k {
+        let m = m0.wrapping_offset(i as isize * stride as isize) as *mut [u8; N];
+        // SAFETY: by the function's contract; unaligned accesses.
+        unsafe {
+            let b = buf.add(i * N) as *mut [u8; N];
+            if pack {
+                ptr::write_unaligned(b, ptr::read_unaligned(m));
+            } else {
+                ptr::write_unaligned(m, ptr::read_unaligned(b));
+            }
+        }
+    }
+}
+
+impl Visit for Copier {
+    #[inline]
+    fn run(&mut self, off: i64, len: u64) -> bool {
+        let n = (len as usize).min(self.want - self.pos);
+        // SAFETY: walk reports data bytes of the elements (`off..off + len`), `n <= len`, and
+        // `pos + n <= want`.
+        unsafe { self.one(off, n) };
+        self.pos < self.want
+    }
+
+    #[inline]
+    fn strided(&mut self, off: i64, len: u64, stride: i64, n: u64) -> bool {
+        let len = len as usize;
+        // Whole pieces that fit, in one tight loop; then a partial one.
+        let k = (n as usize).min((self.want - self.pos) / len);
+        let buf = self.buf.wrapping_add(self.pos);
+        // SAFETY: the `k` pieces are data runs the walk reported; `buf` has `k * len` bytes
+        // left before `want`.
+        unsafe {
+            match len {
+                4 => strided_fixed::<4>(self.mem, off, stride, buf, k, self.pack),
+                8 => strided_fixed::<8>(self.mem, off, stride, buf, k, self.pack),
+                16 => strided_fixed::<16>(self.mem, off, stride, buf, k, self.pack),
+                _ => {
+                    for i in 0..k {
+                        let m = at(self.mem, off + i as i64 * stride) as *mut u8;
+                        let b = buf.add(i * len);
+                        if self.pack {
+                            ptr::copy_nonoverlapping(m, b, len)
+                        } else {
+                            ptr::copy_nonoverlapping(b, m, len)
+                        }
+                    }
+                }
+            }
+        }
+        self.pos += k * len;
+        if (k as u64) < n && self.pos < self.want {
+            return self.run(off + k as i64 * stride, len as u64);
+        }
+        self.pos < self.want
+    }
 }
 
 /// Unpacks `input` as bytes `start..start + input.len()` of the packed stream of `count`
@@ -135,18 +234,16 @@ pub unsafe fn unpack_raw(
         };
         return want;
     }
-    let src = input.as_ptr();
-    let mut pos = 0usize;
-    ty.layout()
-        .walk_count(count, ty.extent(), start, &mut |off, len| {
-            let n = (len as usize).min(want - pos);
-            // SAFETY: `off .. off + n` are data bytes of the elements (walk's contract), writable
-            // by the caller's guarantee; `pos + n <= want <= input.len()`.
-            unsafe { copy(src.add(pos), at(origin, off) as *mut u8, n) };
-            pos += n;
-            pos < want
-        });
-    pos
+    // The copier only reads `buf` when unpacking.
+    let mut v = Copier {
+        mem: origin,
+        buf: input.as_ptr() as *mut u8,
+        pos: 0,
+        want,
+        pack: false,
+    };
+    ty.layout().walk_count(count, ty.extent(), start, &mut v);
+    v.pos
 }
 
 /// The data bytes `count` elements touch, as offsets from the origin: `None` when none.
@@ -235,7 +332,7 @@ pub fn pieces(
     let want = max_bytes.min(total - start);
     let mut got = 0u64;
     ty.layout()
-        .walk_count(count, ty.extent(), start, &mut |off, len| {
+        .walk_count(count, ty.extent(), start, &mut |off: i64, len: u64| {
             let n = len.min(want - got);
             match v.last_mut() {
                 Some((o, l)) if *o + *l as i64 == off => *l += n,

@@ -7,11 +7,11 @@
 //!
 //! Communicators, groups, datatypes, user operations and keyvals are `Copy` ids into
 //! process-wide tables ([`comm::CommHandle`], [`group::GroupHandle`],
-//! [`datatype::TypeHandle`], [`op::OpHandle`], [`comm::KeyvalHandle`]); a freed or never-issued id is an error of the matching class,
-//! never undefined behaviour. The thread level is chosen at run time
-//! ([`env::init_thread`]); since handles carry no level marker, calls that drive the engine
-//! check at run time what the typed API checks at compile time: at `Single` and `Funneled`
-//! only the thread that initialized MPI may make them.
+//! [`datatype::TypeHandle`], [`op::OpHandle`], [`comm::KeyvalHandle`]); a freed or
+//! never-issued id is an error of the matching class, never undefined behaviour. The thread
+//! level is chosen at run time ([`env::init_thread`]); since handles carry no level marker,
+//! calls that drive the engine check at run time what the typed API checks at compile time:
+//! at `Single` and `Funneled` only the thread that initialized MPI may make them.
 //!
 //! ```no_run
 //! use oxmpi::handle::{comm::{self, CommHandle}, env, group};
