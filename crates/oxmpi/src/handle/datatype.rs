@@ -9,8 +9,11 @@
 //!
 //! Datatype calls need no initialized MPI (they touch no engine), a leniency the standard
 //! allows. Errors: an id that is null, freed or never issued is [`ErrorClass::Type`], and so is
-//! an uncommitted type where communication or packing needs a committed one. Attributes on
-//! datatypes are not there yet.
+//! an uncommitted type where communication or packing needs a committed one.
+//!
+//! Attributes (`MPI_Type_create_keyval`, `MPI_Type_set_attr`…) live in the same store as
+//! communicators' (`handle::attr`): copy callbacks run on `type_dup`, delete callbacks on
+//! replace, delete and `type_free`, never under a lock.
 //!
 //! The large-count constructors (`MPI_Type_vector_c`…) are the same calls followed by
 //! [`Type::with_large_counts`] before [`type_from`]; the wrappers here are the `int` forms.
@@ -20,6 +23,8 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::attr::{next_key_id, Attrs, CopyHook, DeleteHook, KeyDef, Value};
+use super::comm::KeyvalHandle;
 use super::table::Table;
 use crate::datatype::build::{Distribution, Order, Type};
 use crate::datatype::envelope::{self, Contents, Envelope, TypeClass};
@@ -62,6 +67,7 @@ struct State {
 struct Entry {
     ty: Type,
     state: Arc<Mutex<State>>,
+    attrs: Arc<Attrs>,
 }
 
 impl Entry {
@@ -77,6 +83,7 @@ static TYPES: Table<Entry> = Table::new();
 struct Fixed {
     types: Vec<Type>,
     names: Mutex<Vec<Option<String>>>,
+    attrs: Vec<Arc<Attrs>>,
     f90: Mutex<Vec<(Type, TypeHandle)>>,
 }
 
@@ -92,6 +99,7 @@ fn fixed() -> &'static Fixed {
             })
             .collect(),
         names: Mutex::new(vec![None; ALL.len()]),
+        attrs: ALL.iter().map(|_| Arc::default()).collect(),
         f90: Mutex::new(Vec::new()),
     })
 }
@@ -119,6 +127,7 @@ fn entry(call: &str, h: TypeHandle) -> Result<Entry> {
                 committed: true,
                 name: None,
             })),
+            attrs: fixed().attrs[i].clone(),
         });
     }
     TYPES.get(h.0).ok_or_else(|| bad(call, h))
@@ -163,11 +172,16 @@ pub fn type_from(ty: Type) -> Result<TypeHandle> {
     {
         return Ok(*h);
     }
+    insert(Entry {
+        ty,
+        state: Arc::default(),
+        attrs: Arc::default(),
+    })
+}
+
+fn insert(e: Entry) -> Result<TypeHandle> {
     TYPES
-        .insert(Entry {
-            ty,
-            state: Arc::default(),
-        })
+        .insert(e)
         .map(TypeHandle)
         .ok_or_else(|| Error::new(ErrorClass::NoMem, "too many datatypes are live"))
 }
@@ -326,15 +340,20 @@ pub fn type_create_resized(oldtype: TypeHandle, lb: i64, extent: i64) -> Result<
     )?)
 }
 
-/// `MPI_Type_dup`: a new id with the same type map and committed state.
+/// `MPI_Type_dup`: a new id with the same type map and committed state; attributes go
+/// through their copy callbacks (if one fails, so does the dup, leaving nothing behind).
 pub fn type_dup(h: TypeHandle) -> Result<TypeHandle> {
     let e = entry("type_dup", h)?;
     let committed = e.state().committed;
-    let n = type_from(Type::dup(&e.ty))?;
-    if committed {
-        type_commit(n)?;
-    }
-    Ok(n)
+    let attrs = e.attrs.copy_for_dup(h.0)?;
+    insert(Entry {
+        ty: Type::dup(&e.ty),
+        state: Arc::new(Mutex::new(State {
+            committed,
+            name: None,
+        })),
+        attrs: Arc::new(attrs),
+    })
 }
 
 /// `MPI_Type_commit`. The type was compiled when built, so this only allows it in
@@ -353,9 +372,11 @@ pub fn type_free(h: &mut TypeHandle) -> Result<()> {
             format!("type_free: {:#x} is a predefined datatype", h.0),
         ));
     }
-    TYPES.remove(h.0).ok_or_else(|| bad("type_free", *h))?;
+    let e = TYPES.remove(h.0).ok_or_else(|| bad("type_free", *h))?;
+    let id = h.0;
     *h = TypeHandle::NULL;
-    Ok(())
+    // Every attribute is deleted; the first failing delete callback's error is returned.
+    e.attrs.clear(id)
 }
 
 fn is_f90(h: TypeHandle) -> bool {
@@ -439,37 +460,150 @@ pub fn type_match_size(class: TypeClass, size: usize) -> Result<TypeHandle> {
     Ok(TypeHandle::of(envelope::match_size(class, size)?))
 }
 
-fn f90(t: Type) -> TypeHandle {
+fn f90(t: Type) -> Result<TypeHandle> {
     let mut v = fixed().f90.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, h)) = v.iter().find(|(x, _)| *x == t) {
-        return *h;
+        return Ok(*h);
     }
     // f90 types live for the whole run: their table slot is never freed.
-    let id = TYPES.insert(Entry {
+    let h = insert(Entry {
         ty: t.clone(),
         state: Arc::new(Mutex::new(State {
             committed: true,
             name: None,
         })),
-    });
-    let h = id.map(TypeHandle).unwrap_or(TypeHandle::NULL);
+        attrs: Arc::default(),
+    })?;
     v.push((t, h));
-    h
+    Ok(h)
 }
 
 /// `MPI_Type_create_f90_real` (the same id for the same arguments).
 pub fn type_create_f90_real(p: i32, r: i32) -> Result<TypeHandle> {
-    Ok(f90(envelope::create_f90_real(p, r)?))
+    f90(envelope::create_f90_real(p, r)?)
 }
 
 /// `MPI_Type_create_f90_complex`.
 pub fn type_create_f90_complex(p: i32, r: i32) -> Result<TypeHandle> {
-    Ok(f90(envelope::create_f90_complex(p, r)?))
+    f90(envelope::create_f90_complex(p, r)?)
 }
 
 /// `MPI_Type_create_f90_integer`.
 pub fn type_create_f90_integer(r: i32) -> Result<TypeHandle> {
-    Ok(f90(envelope::create_f90_integer(r)?))
+    f90(envelope::create_f90_integer(r)?)
+}
+
+/// A copy callback (`MPI_Type_copy_attr_function`): given the type being duplicated, the
+/// keyval, its extra state and the value; returns the value for the duplicate, `None` to
+/// copy nothing, or an error that fails the duplication.
+pub type TypeCopyFn =
+    Arc<dyn Fn(TypeHandle, KeyvalHandle, usize, usize) -> Result<Option<usize>> + Send + Sync>;
+
+/// A delete callback (`MPI_Type_delete_attr_function`): given the type, the keyval, its
+/// extra state and the value leaving the type.
+pub type TypeDeleteFn =
+    Arc<dyn Fn(TypeHandle, KeyvalHandle, usize, usize) -> Result<()> + Send + Sync>;
+
+/// What `type_dup` does with a keyval's values.
+#[derive(Clone)]
+pub enum TypeCopyPolicy {
+    /// Never copied (`MPI_TYPE_NULL_COPY_FN`).
+    Null,
+    /// Copied as they are (`MPI_TYPE_DUP_FN`).
+    Dup,
+    /// The callback decides per value.
+    Call(TypeCopyFn),
+}
+
+/// Datatype keyvals, by number (a namespace of their own, as in MPI).
+static KEYVALS: Mutex<Vec<(u32, Arc<KeyDef>)>> = Mutex::new(Vec::new());
+
+fn keyvals() -> std::sync::MutexGuard<'static, Vec<(u32, Arc<KeyDef>)>> {
+    KEYVALS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn word(v: &Value) -> usize {
+    v.downcast_ref::<usize>().copied().unwrap_or(0)
+}
+
+/// `MPI_Type_create_keyval`: values are pointer-sized (`void *` in C); `extra_state` is
+/// passed to both callbacks.
+pub fn type_create_keyval(
+    copy: TypeCopyPolicy,
+    delete: Option<TypeDeleteFn>,
+    extra_state: usize,
+) -> Result<KeyvalHandle> {
+    let id = next_key_id();
+    let k = KeyvalHandle::from_int(id as i32);
+    let copy: Option<CopyHook> = match copy {
+        TypeCopyPolicy::Null => None,
+        TypeCopyPolicy::Dup => Some(Box::new(|_, v: &Value| Ok(Some(v.clone())))),
+        TypeCopyPolicy::Call(f) => Some(Box::new(move |t: u32, v: &Value| {
+            Ok(f(TypeHandle(t), k, extra_state, word(v))?.map(|x| Arc::new(x) as Value))
+        })),
+    };
+    let delete: Option<DeleteHook> = delete.map(|f| -> DeleteHook {
+        Box::new(move |t: u32, v: &Value| f(TypeHandle(t), k, extra_state, word(v)))
+    });
+    keyvals().push((
+        id,
+        Arc::new(KeyDef {
+            id,
+            copy,
+            delete,
+            predefined: false,
+        }),
+    ));
+    Ok(k)
+}
+
+fn keydef(call: &str, k: KeyvalHandle) -> Result<Arc<KeyDef>> {
+    keyvals()
+        .iter()
+        .find(|(id, _)| *id as i32 == k.to_int())
+        .map(|(_, d)| d.clone())
+        .ok_or_else(|| {
+            Error::new(
+                ErrorClass::Keyval,
+                format!(
+                    "{call}: keyval {} is not a live datatype keyval",
+                    k.to_int()
+                ),
+            )
+        })
+}
+
+/// `MPI_Type_free_keyval`: sets `*k` to [`KeyvalHandle::INVALID`]; attributes already set
+/// with it keep working until deleted.
+pub fn type_free_keyval(k: &mut KeyvalHandle) -> Result<()> {
+    keydef("type_free_keyval", *k)?;
+    keyvals().retain(|(id, _)| *id as i32 != k.to_int());
+    *k = KeyvalHandle::INVALID;
+    Ok(())
+}
+
+/// `MPI_Type_set_attr`; a value it replaces goes through the delete callback first.
+pub fn type_set_attr(h: TypeHandle, k: KeyvalHandle, value: usize) -> Result<()> {
+    let e = entry("type_set_attr", h)?;
+    e.attrs
+        .set(h.0, &keydef("type_set_attr", k)?, Arc::new(value))
+}
+
+/// `MPI_Type_get_attr`: the value, if set.
+pub fn type_get_attr(h: TypeHandle, k: KeyvalHandle) -> Result<Option<usize>> {
+    let e = entry("type_get_attr", h)?;
+    Ok(e.attrs
+        .get(keydef("type_get_attr", k)?.id)
+        .as_ref()
+        .map(word))
+}
+
+/// `MPI_Type_delete_attr`, running the delete callback (if it fails, the attribute stays).
+pub fn type_delete_attr(h: TypeHandle, k: KeyvalHandle) -> Result<()> {
+    let e = entry("type_delete_attr", h)?;
+    e.attrs
+        .delete(h.0, &*keydef("type_delete_attr", k)?)
+        .map(drop)
 }
 
 /// `MPI_Pack_size`.
@@ -698,6 +832,47 @@ mod tests {
         assert_eq!(aint_add(get_address(&a[0]), 8), get_address(&a[1]));
         let mut v = v;
         type_free(&mut v).unwrap();
+    }
+
+    #[test]
+    fn attributes_are_copied_on_dup_and_deleted_on_free() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static DELETED: AtomicUsize = AtomicUsize::new(0);
+        let copy: TypeCopyFn = Arc::new(|_, _, extra, v| Ok(Some(v + extra)));
+        let del: TypeDeleteFn = Arc::new(|_, _, _, v| {
+            DELETED.fetch_add(v, Ordering::SeqCst);
+            Ok(())
+        });
+        let mut k = type_create_keyval(TypeCopyPolicy::Call(copy), Some(del), 100).unwrap();
+        let mut t = type_contiguous(2, INT).unwrap();
+        type_set_attr(t, k, 1).unwrap();
+        assert_eq!(type_get_attr(t, k).unwrap(), Some(1));
+        let mut d = type_dup(t).unwrap();
+        assert_eq!(type_get_attr(d, k).unwrap(), Some(101));
+        type_set_attr(t, k, 2).unwrap();
+        assert_eq!(
+            DELETED.load(Ordering::SeqCst),
+            1,
+            "the replaced value was deleted"
+        );
+        type_free(&mut t).unwrap();
+        assert_eq!(DELETED.load(Ordering::SeqCst), 3);
+        type_delete_attr(d, k).unwrap();
+        assert_eq!(type_get_attr(d, k).unwrap(), None);
+        assert_eq!(DELETED.load(Ordering::SeqCst), 104);
+        type_set_attr(INT, k, 7).unwrap();
+        assert_eq!(
+            type_get_attr(INT, k).unwrap(),
+            Some(7),
+            "predefined types cache too"
+        );
+        type_delete_attr(INT, k).unwrap();
+        type_free_keyval(&mut k).unwrap();
+        assert_eq!(
+            type_set_attr(d, k, 1).unwrap_err().class(),
+            ErrorClass::Keyval
+        );
+        type_free(&mut d).unwrap();
     }
 
     #[test]
