@@ -47,57 +47,59 @@ pub enum Distribution {
 
 /// How a datatype was made (`MPI_COMBINER_*`) and from what.
 #[derive(Debug, Clone, PartialEq)]
-#[allow(missing_docs)] // field names are the standard's argument names
+#[allow(missing_docs)] // fields: the standard's argument names
 pub enum Combiner {
     /// A predefined type.
     Named(Predefined),
-    Dup {
-        old: Type,
-    },
-    Contiguous {
-        count: i64,
-        old: Type,
-    },
+    /// `MPI_Type_dup`.
+    Dup { old: Type },
+    /// `MPI_Type_contiguous`.
+    Contiguous { count: i64, old: Type },
+    /// `MPI_Type_vector` (stride in elements of `old`).
     Vector {
         count: i64,
         blocklen: i64,
         stride: i64,
         old: Type,
     },
-    /// Stride in bytes.
+    /// `MPI_Type_create_hvector` (stride in bytes).
     Hvector {
         count: i64,
         blocklen: i64,
         stride: i64,
         old: Type,
     },
+    /// `MPI_Type_indexed` (displacements in elements of `old`).
     Indexed {
         blocklens: Vec<i64>,
         displs: Vec<i64>,
         old: Type,
     },
-    /// Displacements in bytes.
+    /// `MPI_Type_create_hindexed` (displacements in bytes).
     Hindexed {
         blocklens: Vec<i64>,
         displs: Vec<i64>,
         old: Type,
     },
+    /// `MPI_Type_create_indexed_block`.
     IndexedBlock {
         blocklen: i64,
         displs: Vec<i64>,
         old: Type,
     },
-    /// Displacements in bytes.
+    /// `MPI_Type_create_hindexed_block` (displacements in bytes).
     HindexedBlock {
         blocklen: i64,
         displs: Vec<i64>,
         old: Type,
     },
+    /// `MPI_Type_create_struct` (displacements in bytes).
     Struct {
         blocklens: Vec<i64>,
         displs: Vec<i64>,
         types: Vec<Type>,
     },
+    /// `MPI_Type_create_subarray`.
     Subarray {
         sizes: Vec<i64>,
         subsizes: Vec<i64>,
@@ -105,6 +107,7 @@ pub enum Combiner {
         order: Order,
         old: Type,
     },
+    /// `MPI_Type_create_darray`.
     Darray {
         size: i32,
         rank: i32,
@@ -114,28 +117,14 @@ pub enum Combiner {
         order: Order,
         old: Type,
     },
-    Resized {
-        lb: i64,
-        extent: i64,
-        old: Type,
-    },
+    /// `MPI_Type_create_resized`.
+    Resized { lb: i64, extent: i64, old: Type },
     /// `MPI_Type_create_f90_real(p, r)` (−1 stands for "not given", `MPI_UNDEFINED`).
-    F90Real {
-        p: i32,
-        r: i32,
-        base: Predefined,
-    },
+    F90Real { p: i32, r: i32, base: Predefined },
     /// `MPI_Type_create_f90_complex(p, r)`.
-    F90Complex {
-        p: i32,
-        r: i32,
-        base: Predefined,
-    },
+    F90Complex { p: i32, r: i32, base: Predefined },
     /// `MPI_Type_create_f90_integer(r)`.
-    F90Integer {
-        r: i32,
-        base: Predefined,
-    },
+    F90Integer { r: i32, base: Predefined },
 }
 
 /// Lower and upper bounds of a type (§5.1.6).

@@ -17,6 +17,19 @@
 //! - [`external32`]: the canonical big-endian representation;
 //! - [`envelope`]: get_envelope/get_contents, match_size, the f90 types;
 //! - [`ops`]: the run-time (op, datatype) → kernel table and reductions on derived types.
+//!
+//! [`Datatyped`] says which Rust types have a datatype (every [`Equivalence`] type, and
+//! structs with `#[derive(oxmpi::Equivalence)]`); `handle::datatype` gives types as ids.
+//!
+//! # For the transports and protocols
+//! A [`Type`] is immutable and shared: an operation keeps a clone for as long as it runs.
+//! [`Type::is_contiguous`] says when `count` elements are one plain byte range (then nothing
+//! changes from today's path). Otherwise [`pack::pack_raw`] / [`pack::unpack_raw`] move
+//! packed bytes `k..k + n` of the stream between the user's elements and any slice (a ring
+//! cell, a pool block, a pipelined chunk), resuming at `k` in O(depth) without replaying the
+//! bytes before it; [`pack::pieces`] lists the contiguous `(offset, len)` runs of a byte
+//! range, for `process_vm_readv`/`writev` iovecs; [`Type::check_match`] compares send and
+//! receive signatures.
 
 use bytemuck::Pod;
 

@@ -75,7 +75,7 @@ pub unsafe fn pack_raw(
     start: u64,
     out: &mut [u8],
 ) -> usize {
-    let total = ty.size() * count;
+    let total = ty.size().saturating_mul(count);
     if start >= total || out.is_empty() {
         return 0;
     }
@@ -218,7 +218,7 @@ pub unsafe fn unpack_raw(
     start: u64,
     input: &[u8],
 ) -> usize {
-    let total = ty.size() * count;
+    let total = ty.size().saturating_mul(count);
     if start >= total || input.is_empty() {
         return 0;
     }
@@ -247,26 +247,31 @@ pub unsafe fn unpack_raw(
 }
 
 /// The data bytes `count` elements touch, as offsets from the origin: `None` when none.
+/// Offsets beyond the `i64` range are clamped to it (no buffer holds them).
 pub fn span(ty: &Type, count: u64) -> Option<(i64, i64)> {
     if count == 0 || ty.size() == 0 {
         return None;
     }
     let (tlb, text) = ty.true_extent();
-    let reach = (count as i64 - 1) * ty.extent();
-    Some((tlb + reach.min(0), tlb + text + reach.max(0)))
+    let reach = (count as i128 - 1) * ty.extent() as i128;
+    let clamp = |x: i128| x.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+    Some((
+        clamp(tlb as i128 + reach.min(0)),
+        clamp(tlb as i128 + text as i128 + reach.max(0)),
+    ))
 }
 
 fn check(call: &str, ty: &Type, len: usize, origin: usize, count: u64) -> Result<()> {
     pack_size(ty, count)?;
     if let Some((lo, hi)) = span(ty, count) {
         let o = origin as i64;
-        if o + lo < 0 || o + hi > len as i64 {
+        if o.saturating_add(lo) < 0 || o.saturating_add(hi) > len as i64 {
             return Err(Error::new(
                 ErrorClass::Buffer,
                 format!(
                     "{call}: {count} elements at offset {origin} touch bytes {}..{} of a {len}-byte buffer",
-                    o + lo,
-                    o + hi
+                    o.saturating_add(lo),
+                    o.saturating_add(hi)
                 ),
             ));
         }
@@ -324,7 +329,7 @@ pub fn pieces(
     max_bytes: u64,
     max_pieces: usize,
 ) -> (Vec<(i64, u64)>, u64) {
-    let total = ty.size() * count;
+    let total = ty.size().saturating_mul(count);
     let mut v = Vec::new();
     if start >= total || max_bytes == 0 || max_pieces == 0 {
         return (v, 0);
