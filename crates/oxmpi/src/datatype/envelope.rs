@@ -313,9 +313,9 @@ fn bad(m: impl Into<String>) -> Error {
 /// Rebuilds a type from its combiner and contents (what a tool does with
 /// `MPI_Type_get_contents`): the result has the same type map.
 pub fn from_contents(kind: CombinerKind, c: &Contents) -> Result<Type> {
-    let large = !c.large_counts.is_empty()
-        && !matches!(kind, CombinerKind::Subarray | CombinerKind::Darray);
-    // The counts, wherever they were put, then the byte displacements.
+    let large = !c.large_counts.is_empty();
+    // The counts, wherever they were put, then the byte displacements (subarray and darray
+    // read their own arrays below).
     let mut nums: Vec<i64> = if large {
         c.large_counts.clone()
     } else {
@@ -609,6 +609,14 @@ mod tests {
         );
         let huge = Type::contiguous(1 << 33, &d).unwrap();
         assert_eq!(huge.contents().unwrap().large_counts, vec![1 << 33]);
+        let sub = Type::subarray(&[1 << 32, 4], &[2, 2], &[0, 1], Order::C, &d).unwrap();
+        let c = sub.contents().unwrap();
+        assert_eq!(
+            (c.integers.clone(), c.large_counts.len()),
+            (vec![2, ORDER_C], 6)
+        );
+        let back = from_contents(CombinerKind::Subarray, &c).unwrap();
+        assert_eq!((back.layout(), back.contents().unwrap()), (sub.layout(), c));
         assert_eq!(d.envelope().combiner, CombinerKind::Named);
         assert_eq!(d.contents().unwrap_err().class(), ErrorClass::Arg);
         let s = Type::subarray(&[4, 5], &[2, 3], &[1, 2], Order::Fortran, &d).unwrap();
