@@ -341,7 +341,14 @@ impl Layout {
                 };
                 let mut skip = start - starts[i];
                 for it in &items[i..] {
-                    if !it.walk(base + disp, skip, f) {
+                    // Runs (most parts of a struct) without a recursive call.
+                    let go = match *it {
+                        Layout::Run { disp: d, len } => {
+                            f.run(base + disp + d + skip as i64, len - skip)
+                        }
+                        ref other => other.walk(base + disp, skip, f),
+                    };
+                    if !go {
                         return false;
                     }
                     skip = 0;
