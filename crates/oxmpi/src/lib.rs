@@ -50,13 +50,15 @@ pub(crate) mod transport;
 
 pub use coll::InterRoot;
 pub use comm::{Communicator, InterCommunicator, Keyval, SplitType, UNDEFINED};
-pub use datatype::{Buffer, BufferMut, Checked, Equivalence};
+pub use datatype::{Buffer, BufferMut, Checked, Datatyped, Equivalence};
 pub use environment::{init, init_with, processor_name, time, time_resolution, Universe};
 pub use error::{Error, ErrorClass, Result};
 pub use group::{Group, Relation};
 pub use handle::attr::Predefined;
 pub use memory::SharedBuffer;
 pub use op::{reduce_local, Op, Reducible, UserOp};
+/// `#[derive(Equivalence)]`: the datatype of a struct (see [`Datatyped`]).
+pub use oxmpi_derive::Equivalence;
 pub use p2p::bsend::BSEND_OVERHEAD;
 pub use p2p::engine::FaultMode;
 pub use p2p::matching::{ANY_SOURCE, ANY_TAG, PROC_NULL};

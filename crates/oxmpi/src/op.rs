@@ -339,7 +339,7 @@ pub trait Reducible: Equivalence {
 }
 
 #[inline]
-fn zip<T: Pod>(a: &[u8], b: &mut [u8], f: impl Fn(T, T) -> T) {
+pub(crate) fn zip<T: Pod>(a: &[u8], b: &mut [u8], f: impl Fn(T, T) -> T) {
     let a: &[T] = bytemuck::cast_slice(a);
     let b: &mut [T] = bytemuck::cast_slice_mut(b);
     for (y, &x) in b.iter_mut().zip(a) {

@@ -5,13 +5,13 @@
 //! typed API in [`request`](crate::request) and [`point_to_point`](crate::point_to_point)
 //! sits on the same functions and their one wait loop.
 //!
-//! Communicators, groups, user operations and keyvals are `Copy` ids into process-wide
-//! tables ([`comm::CommHandle`], [`group::GroupHandle`], [`op::OpHandle`],
-//! [`comm::KeyvalHandle`]); a freed or never-issued id is an error of the matching class,
-//! never undefined behaviour. The thread level is chosen at run time
-//! ([`env::init_thread`]); since handles carry no level marker, calls that drive the engine
-//! check at run time what the typed API checks at compile time: at `Single` and `Funneled`
-//! only the thread that initialized MPI may make them.
+//! Communicators, groups, datatypes, user operations and keyvals are `Copy` ids into
+//! process-wide tables ([`comm::CommHandle`], [`group::GroupHandle`],
+//! [`datatype::TypeHandle`], [`op::OpHandle`], [`comm::KeyvalHandle`]); a freed or
+//! never-issued id is an error of the matching class, never undefined behaviour. The thread
+//! level is chosen at run time ([`env::init_thread`]); since handles carry no level marker,
+//! calls that drive the engine check at run time what the typed API checks at compile time:
+//! at `Single` and `Funneled` only the thread that initialized MPI may make them.
 //!
 //! ```no_run
 //! use oxmpi::handle::{comm::{self, CommHandle}, env, group};
@@ -36,6 +36,7 @@
 
 pub mod attr;
 pub mod comm;
+pub mod datatype;
 pub mod env;
 pub mod group;
 pub mod op;

@@ -7,18 +7,102 @@
 //!
 //! # Standard sections
 //! MPI-5.0 §3.2.2 (message data), §5 (datatypes).
+//!
+//! # The datatype engine
+//! - [`predefined`]: every predefined datatype of the MPI-5.0 ABI;
+//! - [`build`]: the constructors ([`Type`]);
+//! - [`layout`]: the compiled form (runs, loops kept as loops);
+//! - [`signature`]: type signatures, matching and element counts;
+//! - [`pack`]: pack/unpack (resumable at any byte offset), iovec pieces, pack_size;
+//! - [`external32`]: the canonical big-endian representation;
+//! - [`envelope`]: get_envelope/get_contents, match_size, the f90 types;
+//! - [`ops`]: the run-time (op, datatype) → kernel table and reductions on derived types.
+//!
+//! [`Datatyped`] says which Rust types have a datatype (every [`Equivalence`] type, and
+//! structs with `#[derive(oxmpi::Equivalence)]`); `handle::datatype` gives types as ids.
+//!
+//! # For the transports and protocols
+//! A [`Type`] is immutable and shared: an operation keeps a clone for as long as it runs.
+//! [`Type::is_contiguous`] says when `count` elements are one plain byte range (then nothing
+//! changes from today's path). Otherwise [`pack::pack_raw`] / [`pack::unpack_raw`] move
+//! packed bytes `k..k + n` of the stream between the user's elements and any slice (a ring
+//! cell, a pool block, a pipelined chunk), resuming at `k` in O(depth) without replaying the
+//! bytes before it; [`pack::pieces`] lists the contiguous `(offset, len)` runs of a byte
+//! range, for `process_vm_readv`/`writev` iovecs; [`Type::check_match`] compares send and
+//! receive signatures.
 
 use bytemuck::Pod;
 
+pub mod build;
+pub mod envelope;
+pub mod external32;
+pub mod layout;
+pub mod ops;
+pub mod pack;
+pub mod predefined;
+#[cfg(test)]
+mod reference;
+pub mod signature;
+
+pub use build::{Bounds, Combiner, Distribution, Order, Type};
+pub use predefined::Predefined;
+
 /// A type whose values can be sent and received as raw bytes.
-pub trait Equivalence: Pod {}
+pub trait Equivalence: Pod {
+    /// Its MPI datatype: the predefined type for numbers, a contiguous type for arrays, and
+    /// `size_of::<Self>()` bytes (`MPI_BYTE`) unless an implementation says better.
+    fn equivalent_datatype() -> Type {
+        Type::contiguous(
+            std::mem::size_of::<Self>() as i64,
+            &Type::predefined(Predefined::BYTE),
+        )
+        .unwrap_or_else(|e| unreachable!("a Rust type's size is a valid count: {e}"))
+    }
+}
 
 macro_rules! equivalence {
-    ($($t:ty),*) => { $( impl Equivalence for $t {} )* };
+    ($($t:ty),*) => { $(
+        impl Equivalence for $t {
+            fn equivalent_datatype() -> Type {
+                Type::of::<$t>()
+            }
+        }
+    )* };
 }
-equivalence!(u8, i8, u16, i16, u32, i32, u64, i64, u128, i128, usize, isize, f32, f64);
+equivalence!(u8, i8, u16, i16, u32, i32, u64, i64, usize, isize, f32, f64);
+impl Equivalence for u128 {}
+impl Equivalence for i128 {}
 
-impl<T: Equivalence, const N: usize> Equivalence for [T; N] where [T; N]: Pod {}
+impl<T: Equivalence, const N: usize> Equivalence for [T; N]
+where
+    [T; N]: Pod,
+{
+    fn equivalent_datatype() -> Type {
+        Type::contiguous(N as i64, &T::equivalent_datatype())
+            .unwrap_or_else(|e| unreachable!("an array length is a valid count: {e}"))
+    }
+}
+
+/// A Rust type with an MPI datatype describing its bytes: every [`Equivalence`] type, and
+/// structs with `#[derive(oxmpi::Equivalence)]` (which may have padding: their datatype
+/// lists only the fields).
+///
+/// # Safety
+/// [`datatype`](Self::datatype) must list only bytes inside a value (offsets in
+/// `0..size_of::<Self>()`) that are initialized in every value and accept every bit pattern,
+/// and must have extent `size_of::<Self>()`: sends read those bytes and receives write them.
+pub unsafe trait Datatyped: Sized {
+    /// The datatype of one value.
+    fn datatype() -> Type;
+}
+
+// SAFETY: an `Equivalence` type is `Pod` (no padding, every bit pattern valid) and its
+// `equivalent_datatype` covers its own bytes with extent `size_of::<Self>()`.
+unsafe impl<T: Equivalence> Datatyped for T {
+    fn datatype() -> Type {
+        T::equivalent_datatype()
+    }
+}
 
 /// A type only some of whose bit patterns are values (`bool`, `char`): sent as bytes, received
 /// into its raw form and checked (see `Communicator::receive_into_checked`).
