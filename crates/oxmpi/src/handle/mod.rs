@@ -37,7 +37,9 @@
 pub mod attr;
 pub mod comm;
 pub mod env;
+pub mod errhandler;
 pub mod group;
+pub mod info;
 pub mod op;
 pub mod request;
 pub(crate) mod table;
