@@ -30,31 +30,57 @@ fn create(name: &str, copy: usize, delete: usize, extra: usize) -> Result<Keyval
             // SAFETY: a non-null, non-sentinel value is the address of the caller's copy
             // function (the MPI contract for this argument).
             let f: CopyFunction = unsafe { std::mem::transmute::<usize, CopyFunction>(f) };
-            CopyPolicy::Call(Arc::new(move |c: CommHandle, k: KeyvalHandle, extra: usize, v: usize| {
-                let mut out: *mut c_void = std::ptr::null_mut();
-                let mut flag: c_int = 0;
-                // SAFETY: FFI call of the user's copy function with pointers to live locals.
-                let rc = unsafe {
-                    f(comm_handle(c), k.to_int(), extra as *mut c_void, v as *mut c_void, (&mut out as *mut *mut c_void).cast(), &mut flag)
-                };
-                if rc != 0 {
-                    return Err(err(ErrorClass::Other, "Comm_dup", format!("the attribute copy function returned {rc}")));
-                }
-                Ok((flag != 0).then_some(out as usize))
-            }))
+            CopyPolicy::Call(Arc::new(
+                move |c: CommHandle, k: KeyvalHandle, extra: usize, v: usize| {
+                    let mut out: *mut c_void = std::ptr::null_mut();
+                    let mut flag: c_int = 0;
+                    // SAFETY: FFI call of the user's copy function with pointers to live locals.
+                    let rc = unsafe {
+                        f(
+                            comm_handle(c),
+                            k.to_int(),
+                            extra as *mut c_void,
+                            v as *mut c_void,
+                            (&mut out as *mut *mut c_void).cast(),
+                            &mut flag,
+                        )
+                    };
+                    if rc != 0 {
+                        return Err(err(
+                            ErrorClass::Other,
+                            "Comm_dup",
+                            format!("the attribute copy function returned {rc}"),
+                        ));
+                    }
+                    Ok((flag != 0).then_some(out as usize))
+                },
+            ))
         }
     };
     let delete = (delete != 0).then(|| {
         // SAFETY: a non-null value is the address of the caller's delete function.
         let f: DeleteFunction = unsafe { std::mem::transmute::<usize, DeleteFunction>(delete) };
-        Arc::new(move |c: CommHandle, k: KeyvalHandle, extra: usize, v: usize| {
-            // SAFETY: FFI call of the user's delete function.
-            let rc = unsafe { f(comm_handle(c), k.to_int(), v as *mut c_void, extra as *mut c_void) };
-            if rc != 0 {
-                return Err(err(ErrorClass::Other, "attribute delete", format!("the delete function returned {rc}")));
-            }
-            Ok(())
-        }) as hc::DeleteFn
+        Arc::new(
+            move |c: CommHandle, k: KeyvalHandle, extra: usize, v: usize| {
+                // SAFETY: FFI call of the user's delete function.
+                let rc = unsafe {
+                    f(
+                        comm_handle(c),
+                        k.to_int(),
+                        v as *mut c_void,
+                        extra as *mut c_void,
+                    )
+                };
+                if rc != 0 {
+                    return Err(err(
+                        ErrorClass::Other,
+                        "attribute delete",
+                        format!("the delete function returned {rc}"),
+                    ));
+                }
+                Ok(())
+            },
+        ) as hc::DeleteFn
     });
     let _ = name;
     hc::keyval_create(copy, delete, extra)
@@ -65,7 +91,13 @@ fn create(name: &str, copy: usize, delete: usize, extra: usize) -> Result<Keyval
 ///
 /// # Safety
 /// `out` valid for a pointer write, `flag` for an int write.
-unsafe fn get_attr(name: &str, c: Handle, k: c_int, out: *mut c_void, flag: *mut c_int) -> Result<()> {
+unsafe fn get_attr(
+    name: &str,
+    c: Handle,
+    k: c_int,
+    out: *mut c_void,
+    flag: *mut c_int,
+) -> Result<()> {
     if out.is_null() || flag.is_null() {
         return Err(err(ErrorClass::Arg, name, "attribute_val or flag is NULL"));
     }

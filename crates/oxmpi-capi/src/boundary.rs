@@ -88,7 +88,10 @@ pub fn run(name: &'static str, on: CommHandle, body: impl FnOnce() -> Result<()>
                 .map(|s| s.to_string())
                 .or_else(|| p.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
-            let e = Error::new(ErrorClass::Intern, format!("{name}: internal error: {what}"));
+            let e = Error::new(
+                ErrorClass::Intern,
+                format!("{name}: internal error: {what}"),
+            );
             fail(name, on, &e, ErrorClass::Intern as c_int)
         }
     }
@@ -105,8 +108,8 @@ pub fn fail(name: &str, on: CommHandle, e: &Error, code: c_int) -> c_int {
             code
         }
         Action::Fatal | Action::Abort => {
-            let rank = oxmpi::handle::env::world_rank()
-                .map_or_else(|| "?".to_string(), |r| r.to_string());
+            let rank =
+                oxmpi::handle::env::world_rank().map_or_else(|| "?".to_string(), |r| r.to_string());
             let class = errhandler::error_class(code).unwrap_or(code);
             let msg = format!(
                 "oxmpi: rank {rank}: MPI_{name} failed: {} ({}): {}",
@@ -217,7 +220,11 @@ pub fn span(
 /// `p` must be valid for reads of `len` bytes for `'a`.
 pub unsafe fn send_buf<'a>(name: &str, p: *const c_void, len: usize) -> Result<&'a [u8]> {
     if len > 0 && p.is_null() {
-        return Err(err(ErrorClass::Buffer, name, "the buffer is NULL with a non-zero count"));
+        return Err(err(
+            ErrorClass::Buffer,
+            name,
+            "the buffer is NULL with a non-zero count",
+        ));
     }
     // SAFETY: forwarded from our caller.
     unsafe { slice(name, p.cast::<u8>(), len) }
@@ -229,7 +236,11 @@ pub unsafe fn send_buf<'a>(name: &str, p: *const c_void, len: usize) -> Result<&
 /// `p` must be valid for writes of `len` bytes for `'a`, and not otherwise used.
 pub unsafe fn recv_buf<'a>(name: &str, p: *mut c_void, len: usize) -> Result<&'a mut [u8]> {
     if len > 0 && p.is_null() {
-        return Err(err(ErrorClass::Buffer, name, "the buffer is NULL with a non-zero count"));
+        return Err(err(
+            ErrorClass::Buffer,
+            name,
+            "the buffer is NULL with a non-zero count",
+        ));
     }
     // SAFETY: forwarded from our caller.
     unsafe { slice_mut(name, p.cast::<u8>(), len) }

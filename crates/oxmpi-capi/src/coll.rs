@@ -48,10 +48,18 @@ fn in_place(p: *const c_void) -> bool {
 unsafe fn elems<'a, T>(name: &str, p: *const c_void, len: usize) -> Result<&'a [T]> {
     let size = std::mem::size_of::<T>().max(1);
     if len > 0 && p.is_null() {
-        return Err(err(ErrorClass::Buffer, name, "the buffer is NULL with a non-zero count"));
+        return Err(err(
+            ErrorClass::Buffer,
+            name,
+            "the buffer is NULL with a non-zero count",
+        ));
     }
     if len > 0 && (p as usize) % std::mem::align_of::<T>() != 0 {
-        return Err(err(ErrorClass::Buffer, name, "the buffer is not aligned for its datatype"));
+        return Err(err(
+            ErrorClass::Buffer,
+            name,
+            "the buffer is not aligned for its datatype",
+        ));
     }
     // SAFETY: checked non-null and aligned; valid for `len` bytes by contract.
     unsafe { slice(name, p.cast::<T>(), len / size) }
@@ -137,7 +145,11 @@ mod typed_ops {
                 return c.reduce_in_place(root, elems_mut::<T>(name, rbuf, len)?, op);
             }
             let send = elems::<T>(name, sbuf, len)?;
-            let recv = if me { elems_mut::<T>(name, rbuf, len)? } else { &mut [] };
+            let recv = if me {
+                elems_mut::<T>(name, rbuf, len)?
+            } else {
+                &mut []
+            };
             c.reduce_into(root, send, recv, op)
         }
     }
@@ -204,7 +216,12 @@ mod typed_ops {
     ///
     /// # Safety
     /// Buffers valid for `len` bytes.
-    pub unsafe fn local<T: Reducible>(inbuf: *const c_void, inout: *mut c_void, len: usize, op: Op) -> Result<()> {
+    pub unsafe fn local<T: Reducible>(
+        inbuf: *const c_void,
+        inout: *mut c_void,
+        len: usize,
+        op: Op,
+    ) -> Result<()> {
         // SAFETY: the caller's buffers, valid for `len` bytes.
         unsafe {
             let a = elems::<T>("Reduce_local", inbuf, len)?;
@@ -233,9 +250,13 @@ unsafe fn layout(
     let mut extent = 0;
     for (&n, &o) in c.iter().zip(d) {
         let n = count(name, n)? * size;
-        let o = usize::try_from(o)
-            .map_err(|_| err(ErrorClass::Arg, name, format!("displacement {o} is negative")))?
-            * size;
+        let o = usize::try_from(o).map_err(|_| {
+            err(
+                ErrorClass::Arg,
+                name,
+                format!("displacement {o} is negative"),
+            )
+        })? * size;
         extent = extent.max(o + n);
         bc.push(n);
         bd.push(o);
@@ -245,7 +266,11 @@ unsafe fn layout(
 
 fn no_in_place(name: &str, p: *const c_void) -> Result<()> {
     if in_place(p) {
-        return Err(err(ErrorClass::Buffer, name, "MPI_IN_PLACE is not accepted by this call in oxmpi"));
+        return Err(err(
+            ErrorClass::Buffer,
+            name,
+            "MPI_IN_PLACE is not accepted by this call in oxmpi",
+        ));
     }
     Ok(())
 }

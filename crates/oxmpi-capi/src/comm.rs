@@ -8,7 +8,9 @@ use oxmpi::handle::errhandler;
 use oxmpi::handle::group::{self as hg, GroupHandle};
 use oxmpi::{ErrorClass, Relation, SplitType};
 
-use crate::boundary::{comm, comm_handle, count, err, get, handle_of, int_of, mpi_fn, put, slice, slice_mut, Handle};
+use crate::boundary::{
+    comm, comm_handle, count, err, get, handle_of, int_of, mpi_fn, put, slice, slice_mut, Handle,
+};
 
 /// `MPI_UNDEFINED`.
 pub const UNDEFINED: c_int = -32766;
@@ -38,7 +40,12 @@ fn relation(r: Relation) -> c_int {
 ///
 /// # Safety
 /// `out` must be null or valid for a write.
-unsafe fn put_comm(name: &str, parent: CommHandle, new: CommHandle, out: *mut Handle) -> oxmpi::Result<()> {
+unsafe fn put_comm(
+    name: &str,
+    parent: CommHandle,
+    new: CommHandle,
+    out: *mut Handle,
+) -> oxmpi::Result<()> {
     if new != CommHandle::NULL {
         errhandler::inherit(parent, new);
     }

@@ -25,7 +25,8 @@ pub enum Kind {
     Opaque,
 }
 
-/// The value/index pair types.
+/// The value/index pair types (named as the core's pair structs).
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pair {
     /// `MPI_FLOAT_INT`.
@@ -154,7 +155,9 @@ pub fn lookup(call: &str, h: usize) -> Result<&'static Predef> {
         };
         Error::new(
             ErrorClass::Type,
-            format!("{call}: {what} is not a datatype this library knows (predefined datatypes only)"),
+            format!(
+                "{call}: {what} is not a datatype this library knows (predefined datatypes only)"
+            ),
         )
     })
 }
@@ -165,22 +168,70 @@ macro_rules! with_elem_type {
     ($dt:expr, $T:ident => $body:expr, $none:expr) => {{
         use $crate::datatypes::{Kind, Pair};
         match ($dt.kind, $dt.size) {
-            (Kind::Signed, 1) => { type $T = i8; $body }
-            (Kind::Signed, 2) => { type $T = i16; $body }
-            (Kind::Signed, 4) => { type $T = i32; $body }
-            (Kind::Signed, 8) => { type $T = i64; $body }
-            (Kind::Signed, 16) => { type $T = i128; $body }
-            (Kind::Unsigned | Kind::Byte | Kind::Bool, 1) => { type $T = u8; $body }
-            (Kind::Unsigned | Kind::Bool, 2) => { type $T = u16; $body }
-            (Kind::Unsigned | Kind::Bool, 4) => { type $T = u32; $body }
-            (Kind::Unsigned | Kind::Bool, 8) => { type $T = u64; $body }
-            (Kind::Float, 4) => { type $T = f32; $body }
-            (Kind::Float, 8) => { type $T = f64; $body }
-            (Kind::Pair(Pair::FloatInt), _) => { type $T = oxmpi::op::FloatInt; $body }
-            (Kind::Pair(Pair::DoubleInt), _) => { type $T = oxmpi::op::DoubleInt; $body }
-            (Kind::Pair(Pair::LongInt), _) => { type $T = oxmpi::op::LongInt; $body }
-            (Kind::Pair(Pair::TwoInt), _) => { type $T = oxmpi::op::TwoInt; $body }
-            (Kind::Pair(Pair::ShortInt), _) => { type $T = oxmpi::op::ShortInt; $body }
+            (Kind::Signed, 1) => {
+                type $T = i8;
+                $body
+            }
+            (Kind::Signed, 2) => {
+                type $T = i16;
+                $body
+            }
+            (Kind::Signed, 4) => {
+                type $T = i32;
+                $body
+            }
+            (Kind::Signed, 8) => {
+                type $T = i64;
+                $body
+            }
+            (Kind::Signed, 16) => {
+                type $T = i128;
+                $body
+            }
+            (Kind::Unsigned | Kind::Byte | Kind::Bool, 1) => {
+                type $T = u8;
+                $body
+            }
+            (Kind::Unsigned | Kind::Bool, 2) => {
+                type $T = u16;
+                $body
+            }
+            (Kind::Unsigned | Kind::Bool, 4) => {
+                type $T = u32;
+                $body
+            }
+            (Kind::Unsigned | Kind::Bool, 8) => {
+                type $T = u64;
+                $body
+            }
+            (Kind::Float, 4) => {
+                type $T = f32;
+                $body
+            }
+            (Kind::Float, 8) => {
+                type $T = f64;
+                $body
+            }
+            (Kind::Pair(Pair::FloatInt), _) => {
+                type $T = oxmpi::op::FloatInt;
+                $body
+            }
+            (Kind::Pair(Pair::DoubleInt), _) => {
+                type $T = oxmpi::op::DoubleInt;
+                $body
+            }
+            (Kind::Pair(Pair::LongInt), _) => {
+                type $T = oxmpi::op::LongInt;
+                $body
+            }
+            (Kind::Pair(Pair::TwoInt), _) => {
+                type $T = oxmpi::op::TwoInt;
+                $body
+            }
+            (Kind::Pair(Pair::ShortInt), _) => {
+                type $T = oxmpi::op::ShortInt;
+                $body
+            }
             _ => $none,
         }
     }};

@@ -7,7 +7,9 @@ use oxmpi::handle::comm::CommHandle;
 use oxmpi::handle::errhandler::{self as he, ErrhandlerHandle};
 use oxmpi::{Error, ErrorClass};
 
-use crate::boundary::{comm, comm_handle, err, fail, get, handle_of, int_of, mpi_fn, put, put_str, str_arg, Handle};
+use crate::boundary::{
+    comm, comm_handle, err, fail, get, handle_of, int_of, mpi_fn, put, put_str, str_arg, Handle,
+};
 
 /// `MPI_MAX_ERROR_STRING`.
 const MAX_ERROR_STRING: usize = 512;
@@ -18,22 +20,69 @@ pub type CommErrhandlerFunction = unsafe extern "C" fn(*mut Handle, *mut c_int);
 /// The standard's name of error class `class` (`MPI_ERR_RANK`, ...).
 pub fn class_name(class: c_int) -> String {
     const NAMES: [&str; 63] = [
-        "MPI_SUCCESS", "MPI_ERR_BUFFER", "MPI_ERR_COUNT", "MPI_ERR_TYPE", "MPI_ERR_TAG",
-        "MPI_ERR_COMM", "MPI_ERR_RANK", "MPI_ERR_REQUEST", "MPI_ERR_ROOT", "MPI_ERR_GROUP",
-        "MPI_ERR_OP", "MPI_ERR_TOPOLOGY", "MPI_ERR_DIMS", "MPI_ERR_ARG", "MPI_ERR_UNKNOWN",
-        "MPI_ERR_TRUNCATE", "MPI_ERR_OTHER", "MPI_ERR_INTERN", "MPI_ERR_PENDING",
-        "MPI_ERR_IN_STATUS", "MPI_ERR_ACCESS", "MPI_ERR_AMODE", "MPI_ERR_ASSERT",
-        "MPI_ERR_BAD_FILE", "MPI_ERR_BASE", "MPI_ERR_CONVERSION", "MPI_ERR_DISP",
-        "MPI_ERR_DUP_DATAREP", "MPI_ERR_FILE_EXISTS", "MPI_ERR_FILE_IN_USE", "MPI_ERR_FILE",
-        "MPI_ERR_INFO_KEY", "MPI_ERR_INFO_NOKEY", "MPI_ERR_INFO_VALUE", "MPI_ERR_INFO",
-        "MPI_ERR_IO", "MPI_ERR_KEYVAL", "MPI_ERR_LOCKTYPE", "MPI_ERR_NAME", "MPI_ERR_NO_MEM",
-        "MPI_ERR_NOT_SAME", "MPI_ERR_NO_SPACE", "MPI_ERR_NO_SUCH_FILE", "MPI_ERR_PORT",
-        "MPI_ERR_QUOTA", "MPI_ERR_READ_ONLY", "MPI_ERR_RMA_ATTACH", "MPI_ERR_RMA_CONFLICT",
-        "MPI_ERR_RMA_RANGE", "MPI_ERR_RMA_SHARED", "MPI_ERR_RMA_SYNC", "MPI_ERR_SERVICE",
-        "MPI_ERR_SIZE", "MPI_ERR_SPAWN", "MPI_ERR_UNSUPPORTED_DATAREP",
-        "MPI_ERR_UNSUPPORTED_OPERATION", "MPI_ERR_WIN", "MPI_ERR_RMA_FLAVOR",
-        "MPI_ERR_PROC_ABORTED", "MPI_ERR_VALUE_TOO_LARGE", "MPI_ERR_SESSION",
-        "MPI_ERR_ERRHANDLER", "MPI_ERR_ABI",
+        "MPI_SUCCESS",
+        "MPI_ERR_BUFFER",
+        "MPI_ERR_COUNT",
+        "MPI_ERR_TYPE",
+        "MPI_ERR_TAG",
+        "MPI_ERR_COMM",
+        "MPI_ERR_RANK",
+        "MPI_ERR_REQUEST",
+        "MPI_ERR_ROOT",
+        "MPI_ERR_GROUP",
+        "MPI_ERR_OP",
+        "MPI_ERR_TOPOLOGY",
+        "MPI_ERR_DIMS",
+        "MPI_ERR_ARG",
+        "MPI_ERR_UNKNOWN",
+        "MPI_ERR_TRUNCATE",
+        "MPI_ERR_OTHER",
+        "MPI_ERR_INTERN",
+        "MPI_ERR_PENDING",
+        "MPI_ERR_IN_STATUS",
+        "MPI_ERR_ACCESS",
+        "MPI_ERR_AMODE",
+        "MPI_ERR_ASSERT",
+        "MPI_ERR_BAD_FILE",
+        "MPI_ERR_BASE",
+        "MPI_ERR_CONVERSION",
+        "MPI_ERR_DISP",
+        "MPI_ERR_DUP_DATAREP",
+        "MPI_ERR_FILE_EXISTS",
+        "MPI_ERR_FILE_IN_USE",
+        "MPI_ERR_FILE",
+        "MPI_ERR_INFO_KEY",
+        "MPI_ERR_INFO_NOKEY",
+        "MPI_ERR_INFO_VALUE",
+        "MPI_ERR_INFO",
+        "MPI_ERR_IO",
+        "MPI_ERR_KEYVAL",
+        "MPI_ERR_LOCKTYPE",
+        "MPI_ERR_NAME",
+        "MPI_ERR_NO_MEM",
+        "MPI_ERR_NOT_SAME",
+        "MPI_ERR_NO_SPACE",
+        "MPI_ERR_NO_SUCH_FILE",
+        "MPI_ERR_PORT",
+        "MPI_ERR_QUOTA",
+        "MPI_ERR_READ_ONLY",
+        "MPI_ERR_RMA_ATTACH",
+        "MPI_ERR_RMA_CONFLICT",
+        "MPI_ERR_RMA_RANGE",
+        "MPI_ERR_RMA_SHARED",
+        "MPI_ERR_RMA_SYNC",
+        "MPI_ERR_SERVICE",
+        "MPI_ERR_SIZE",
+        "MPI_ERR_SPAWN",
+        "MPI_ERR_UNSUPPORTED_DATAREP",
+        "MPI_ERR_UNSUPPORTED_OPERATION",
+        "MPI_ERR_WIN",
+        "MPI_ERR_RMA_FLAVOR",
+        "MPI_ERR_PROC_ABORTED",
+        "MPI_ERR_VALUE_TOO_LARGE",
+        "MPI_ERR_SESSION",
+        "MPI_ERR_ERRHANDLER",
+        "MPI_ERR_ABI",
     ];
     usize::try_from(class)
         .ok()
@@ -123,7 +172,10 @@ pub unsafe extern "C" fn PMPI_Comm_call_errhandler(c: Handle, code: c_int) -> c_
     if checked != 0 {
         return checked;
     }
-    let e = Error::new(ErrorClass::Other, format!("MPI_Comm_call_errhandler with code {code}"));
+    let e = Error::new(
+        ErrorClass::Other,
+        format!("MPI_Comm_call_errhandler with code {code}"),
+    );
     fail("Comm_call_errhandler", on, &e, code);
     0
 }

@@ -35,9 +35,13 @@ thread_local! {
 /// Runs `f` on this thread's request table.
 fn with_requests<R>(name: &str, f: impl FnOnce(&mut Requests<Single>) -> Result<R>) -> Result<R> {
     REQUESTS.with(|cell| {
-        let mut slot = cell
-            .try_borrow_mut()
-            .map_err(|_| err(ErrorClass::Other, name, "called from inside a request completion on this thread"))?;
+        let mut slot = cell.try_borrow_mut().map_err(|_| {
+            err(
+                ErrorClass::Other,
+                name,
+                "called from inside a request completion on this thread",
+            )
+        })?;
         if slot.is_none() {
             *slot = Some(Requests::new(&comm_typed::<Single>(CommHandle::WORLD)?));
         }
@@ -54,7 +58,11 @@ fn req(h: Handle) -> Result<RequestId> {
         REQUEST_NULL => Ok(RequestId::NULL),
         // No request id is below 2^32 (they carry a slot index above the generation), so
         // small values are no request.
-        v if v < 0x1000 => Err(err(ErrorClass::Request, "request", format!("{v:#x} is not a request"))),
+        v if v < 0x1000 => Err(err(
+            ErrorClass::Request,
+            "request",
+            format!("{v:#x} is not a request"),
+        )),
         v => Ok(RequestId::from_raw(v as u64)),
     }
 }
@@ -109,7 +117,17 @@ fn check_send_tag(name: &str, t: c_int) -> Result<()> {
 ///
 /// # Safety
 /// `buf` valid for reads of `n` elements of `dt`.
-unsafe fn send(name: &str, mode: SendMode, buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle) -> Result<()> {
+#[allow(clippy::too_many_arguments)] // the C call's arguments, plus the mode
+unsafe fn send(
+    name: &str,
+    mode: SendMode,
+    buf: *const c_void,
+    n: c_int,
+    dt: Handle,
+    dest: c_int,
+    t: c_int,
+    c: Handle,
+) -> Result<()> {
     let (len, _) = span(name, n, dt)?;
     check_send_tag(name, t)?;
     // SAFETY: forwarded from our caller.
@@ -221,7 +239,11 @@ unsafe fn put_statuses(name: &str, out: *mut MpiStatus, st: &[Status]) -> Result
 ///
 /// # Safety
 /// `p` valid for `n` reads and writes.
-unsafe fn requests<'a>(name: &str, n: c_int, p: *mut Handle) -> Result<(&'a mut [Handle], Vec<RequestId>)> {
+unsafe fn requests<'a>(
+    name: &str,
+    n: c_int,
+    p: *mut Handle,
+) -> Result<(&'a mut [Handle], Vec<RequestId>)> {
     // SAFETY: forwarded from our caller.
     let hs = unsafe { slice_mut(name, p, count(name, n)?)? };
     let ids = hs.iter().map(|&h| req(h)).collect::<Result<Vec<_>>>()?;

@@ -61,7 +61,11 @@ fn program(name: &str) -> PathBuf {
         .arg(&src)
         .output()
         .expect("run mpicc");
-    assert!(out.status.success(), "mpicc {name}.c failed: {:?}", text(&out));
+    assert!(
+        out.status.success(),
+        "mpicc {name}.c failed: {:?}",
+        text(&out)
+    );
     built.insert(name.to_string(), exe.clone());
     exe
 }
@@ -210,12 +214,23 @@ fn header_is_strict_in_every_c_and_cxx_mode() {
     for (compiler, std, file) in modes {
         let out = Command::new(compiler)
             .arg(format!("-std={std}"))
-            .args(["-Wall", "-Wextra", "-Werror", "-pedantic", "-fsyntax-only", "-I"])
+            .args([
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-pedantic",
+                "-fsyntax-only",
+                "-I",
+            ])
             .arg(&inc)
             .arg(file)
             .output()
             .expect("run the compiler");
-        assert!(out.status.success(), "{compiler} -std={std}: {:?}", text(&out));
+        assert!(
+            out.status.success(),
+            "{compiler} -std={std}: {:?}",
+            text(&out)
+        );
     }
 }
 
@@ -249,7 +264,10 @@ fn every_declared_function_is_exported_as_mpi_and_pmpi() {
     let mpi: Vec<&String> = decl.iter().filter(|d| d.starts_with("MPI_")).collect();
     assert!(mpi.len() > 150, "only {} MPI functions declared", mpi.len());
     for d in &decl {
-        assert!(syms.contains(d), "{d} is declared in mpi.h but not exported");
+        assert!(
+            syms.contains(d),
+            "{d} is declared in mpi.h but not exported"
+        );
     }
     for m in mpi {
         let p = format!("P{m}");
@@ -257,10 +275,17 @@ fn every_declared_function_is_exported_as_mpi_and_pmpi() {
         assert!(syms.contains(&p), "{p} is not exported");
     }
     // Nothing MPI-named is exported without a declaration either.
-    for s in syms.iter().filter(|s| s.starts_with("MPI_") || s.starts_with("PMPI_")) {
+    for s in syms
+        .iter()
+        .filter(|s| s.starts_with("MPI_") || s.starts_with("PMPI_"))
+    {
         assert!(decl.contains(s), "{s} is exported but not declared");
     }
-    let soname = Command::new("readelf").arg("-d").arg(&lib).output().expect("readelf");
+    let soname = Command::new("readelf")
+        .arg("-d")
+        .arg(&lib)
+        .output()
+        .expect("readelf");
     assert!(String::from_utf8_lossy(&soname.stdout).contains("[libmpi_abi.so.1]"));
 }
 
@@ -284,9 +309,15 @@ fn wrappers_show_their_commands_and_pass_flags_through() {
     assert!(line.contains("-lmpi_abi"), "{line}");
     assert_eq!(show(&["--showme:compile"], &[]), format!("-I{p}/include"));
     assert!(show(&["--showme:link"], &[]).ends_with("-lmpi_abi"));
-    let compile_only = show(&["--showme", "-c", "x.c", "-DFOO=1"], &[("OXMPI_CC", "gcc-x")]);
+    let compile_only = show(
+        &["--showme", "-c", "x.c", "-DFOO=1"],
+        &[("OXMPI_CC", "gcc-x")],
+    );
     assert!(compile_only.starts_with("gcc-x ") && compile_only.contains("-c x.c -DFOO=1"));
-    assert!(!compile_only.contains("-lmpi_abi"), "no link flags when only compiling");
+    assert!(
+        !compile_only.contains("-lmpi_abi"),
+        "no link flags when only compiling"
+    );
     let cxx = Command::new(prefix().join("bin/mpicxx"))
         .arg("-show")
         .env("OXMPI_CXX", "clang++-x")
@@ -333,7 +364,8 @@ fn mpicc_builds_shared_objects_and_a_moved_install_still_works() {
     let shown = Command::new(&mpicc).arg("-show").output().expect("show");
     assert!(String::from_utf8_lossy(&shown.stdout).contains(&moved.display().to_string()));
     let mut cmd = Command::new(moved.join("bin/mpiexec"));
-    cmd.args(["--timeout", "60", "-n", "2"]).arg(dir.join("main"));
+    cmd.args(["--timeout", "60", "-n", "2"])
+        .arg(dir.join("main"));
     let out = run_with_deadline(cmd, Duration::from_secs(90));
     assert!(out.status.success(), "{:?}", text(&out));
 }
@@ -343,7 +375,9 @@ fn mpicc_builds_shared_objects_and_a_moved_install_still_works() {
 fn mpich() -> Option<PathBuf> {
     let base = std::env::var_os("OXMPI_PEERS_DIR")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/oxmpi/peers")))?;
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/oxmpi/peers"))
+        })?;
     let p = base.join("mpich");
     (p.join("bin/mpicc_abi").exists() && p.join("lib/libmpi_abi.so.1").exists()).then_some(p)
 }

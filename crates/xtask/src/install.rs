@@ -102,7 +102,11 @@ fn link(target: &str, at: &Path) -> Result<(), String> {
 /// Lays out the installation in `prefix` from built binaries in `bin_dir` and the capi
 /// crate's sources in `capi`.
 fn install(bin_dir: &Path, capi: &Path, prefix: &Path) -> Result<(), String> {
-    let (bin, lib, inc) = (prefix.join("bin"), prefix.join("lib"), prefix.join("include"));
+    let (bin, lib, inc) = (
+        prefix.join("bin"),
+        prefix.join("lib"),
+        prefix.join("include"),
+    );
     let pc = lib.join("pkgconfig");
     for d in [&bin, &lib, &inc, &pc] {
         fs::create_dir_all(d).map_err(|e| format!("mkdir {}: {e}", d.display()))?;
@@ -116,7 +120,11 @@ fn install(bin_dir: &Path, capi: &Path, prefix: &Path) -> Result<(), String> {
     link("mpicc", &bin.join("mpicxx"))?;
     link("mpicc", &bin.join("mpic++"))?;
     copy(&capi.join("include/mpi.h"), &inc.join("mpi.h"), 0o644)?;
-    copy(&bin_dir.join("libmpi_abi.so"), &lib.join("libmpi_abi.so.1"), 0o755)?;
+    copy(
+        &bin_dir.join("libmpi_abi.so"),
+        &lib.join("libmpi_abi.so.1"),
+        0o755,
+    )?;
     link("libmpi_abi.so.1", &lib.join("libmpi_abi.so"))?;
     link("libmpi_abi.so.1", &lib.join("libmpi.so"))?;
     let template = fs::read_to_string(capi.join("scripts/mpi.pc"))
@@ -147,13 +155,18 @@ mod tests {
             }
         );
         let o = parse(&args("--prefix=/p --from /t")).unwrap();
-        assert_eq!((o.prefix, o.build, o.from), ("/p".into(), true, Some("/t".into())));
+        assert_eq!(
+            (o.prefix, o.build, o.from),
+            ("/p".into(), true, Some("/t".into()))
+        );
     }
 
     #[test]
     fn rejects_missing_prefix_and_unknown_flags() {
         assert!(parse(&args("--no-build")).unwrap_err().contains("--prefix"));
         assert!(parse(&args("--prefix")).is_err());
-        assert!(parse(&args("--prefix /p --frob")).unwrap_err().contains("--frob"));
+        assert!(parse(&args("--prefix /p --frob"))
+            .unwrap_err()
+            .contains("--frob"));
     }
 }

@@ -20,11 +20,24 @@ fn install_lays_out_a_standard_mpi_tree() {
         .arg(&prefix)
         .output()
         .expect("run xtask");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for f in [
-        "bin/mpicc", "bin/mpicxx", "bin/mpiexec", "bin/mpirun", "bin/oxrun", "bin/oxmpi-info",
-        "bin/oxmpi-bench", "include/mpi.h", "lib/libmpi_abi.so.1", "lib/libmpi_abi.so",
-        "lib/libmpi.so", "lib/pkgconfig/mpi.pc",
+        "bin/mpicc",
+        "bin/mpicxx",
+        "bin/mpiexec",
+        "bin/mpirun",
+        "bin/oxrun",
+        "bin/oxmpi-info",
+        "bin/oxmpi-bench",
+        "include/mpi.h",
+        "lib/libmpi_abi.so.1",
+        "lib/libmpi_abi.so",
+        "lib/libmpi.so",
+        "lib/pkgconfig/mpi.pc",
     ] {
         assert!(prefix.join(f).exists(), "{f} missing");
     }
@@ -38,7 +51,10 @@ fn install_lays_out_a_standard_mpi_tree() {
     );
     let pc = std::fs::read_to_string(prefix.join("lib/pkgconfig/mpi.pc")).expect("mpi.pc");
     assert!(pc.contains("-lmpi_abi") && !pc.contains("@VERSION@"));
-    let bad = Command::new(&exe).arg("install").output().expect("run xtask");
+    let bad = Command::new(&exe)
+        .arg("install")
+        .output()
+        .expect("run xtask");
     assert!(!bad.status.success(), "install without --prefix must fail");
     let _ = std::fs::remove_dir_all(&prefix);
 }

@@ -70,10 +70,12 @@ static HANDLERS: Table<HandlerFn> = Table::new();
 
 /// The handler set on each communicator that has one other than the default; a user handler
 /// is kept here with its function, so freeing its id does not detach it.
-static ON_COMM: Mutex<Option<HashMap<u32, (ErrhandlerHandle, Option<HandlerFn>)>>> =
-    Mutex::new(None);
+static ON_COMM: Mutex<Option<Attached>> = Mutex::new(None);
 
-fn on_comm() -> MutexGuard<'static, Option<HashMap<u32, (ErrhandlerHandle, Option<HandlerFn>)>>> {
+/// Communicator id → its handler (and the handler's function, for user handlers).
+type Attached = HashMap<u32, (ErrhandlerHandle, Option<HandlerFn>)>;
+
+fn on_comm() -> MutexGuard<'static, Option<Attached>> {
     // Entries are written whole, so a poisoned lock is usable.
     ON_COMM.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -234,9 +236,15 @@ const CLASSES: [(i32, &str); 64] = [
     (24, "invalid base argument"),
     (25, "error in a data conversion function"),
     (26, "invalid disp argument"),
-    (27, "conversion function registered twice for a data representation"),
+    (
+        27,
+        "conversion function registered twice for a data representation",
+    ),
     (28, "file exists"),
-    (29, "file operation could not be completed, as the file is in use"),
+    (
+        29,
+        "file operation could not be completed, as the file is in use",
+    ),
     (30, "invalid file handle"),
     (31, "invalid info key"),
     (32, "info key not defined"),
@@ -363,11 +371,17 @@ mod tests {
         assert_eq!(error_string(15).unwrap(), "message truncated");
         assert_eq!(error_class(63).unwrap_err().class(), ErrorClass::Arg);
         assert_eq!(error_class(-1).unwrap_err().class(), ErrorClass::Arg);
-        assert_eq!(error_class(FIRST_USER_CODE + 100_000).unwrap_err().class(), ErrorClass::Arg);
+        assert_eq!(
+            error_class(FIRST_USER_CODE + 100_000).unwrap_err().class(),
+            ErrorClass::Arg
+        );
     }
 
     #[test]
     fn action_defaults_to_fatal() {
-        assert!(matches!(action(CommHandle::from_int(0x7777)), Action::Fatal));
+        assert!(matches!(
+            action(CommHandle::from_int(0x7777)),
+            Action::Fatal
+        ));
     }
 }
