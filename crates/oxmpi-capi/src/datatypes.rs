@@ -137,29 +137,40 @@ table! {
 /// `MPI_DATATYPE_NULL`.
 pub const NULL: usize = 0x200;
 
+/// Position in [`PREDEFINED`] of each handle value `0x200 + i`, plus one (0: none), so that
+/// a lookup is one index instead of a search (it is on every call's path).
+const INDEX: [u8; 256] = {
+    let mut index = [0u8; 256];
+    let mut i = 0;
+    while i < PREDEFINED.len() {
+        index[PREDEFINED[i].handle - 0x200] = (i + 1) as u8;
+        i += 1;
+    }
+    index
+};
+
 /// The predefined datatype behind handle value `h`; [`ErrorClass::Type`] for anything else
 /// (null, a user datatype, garbage).
+#[inline]
 pub fn lookup(call: &str, h: usize) -> Result<&'static Predef> {
-    // Predefined datatypes live in 0x200..0x300 (MPI-5.0 §21.5): a range check first keeps
-    // the common miss cheap.
-    let found = if (0x200..0x300).contains(&h) {
-        PREDEFINED.iter().find(|p| p.handle == h)
+    // Predefined datatypes live in 0x200..0x300 (MPI-5.0 §21.5).
+    match h.checked_sub(0x200).and_then(|i| INDEX.get(i)) {
+        Some(&k) if k > 0 => Ok(&PREDEFINED[k as usize - 1]),
+        _ => Err(bad(call, h)),
+    }
+}
+
+#[cold]
+fn bad(call: &str, h: usize) -> Error {
+    let what = if h == NULL {
+        "MPI_DATATYPE_NULL".to_string()
     } else {
-        None
+        format!("{h:#x}")
     };
-    found.ok_or_else(|| {
-        let what = if h == NULL {
-            "MPI_DATATYPE_NULL".to_string()
-        } else {
-            format!("{h:#x}")
-        };
-        Error::new(
-            ErrorClass::Type,
-            format!(
-                "{call}: {what} is not a datatype this library knows (predefined datatypes only)"
-            ),
-        )
-    })
+    Error::new(
+        ErrorClass::Type,
+        format!("{call}: {what} is not a datatype this library knows (predefined datatypes only)"),
+    )
 }
 
 /// Calls `$body` with `$T` bound to the Rust element type of `$dt` (a [`Predef`]) for the
@@ -264,6 +275,35 @@ mod tests {
                 1 << log2
             };
             assert_eq!(p.size, size, "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn the_header_declares_exactly_the_table() {
+        let h = include_str!("../include/mpi.h");
+        let mut declared: Vec<(String, usize)> = h
+            .lines()
+            .filter_map(|l| {
+                let rest = l.strip_prefix("#define ")?;
+                let (name, value) = rest.split_once(" ((MPI_Datatype)0x")?;
+                let hex = value.strip_suffix(')')?;
+                Some((name.to_string(), usize::from_str_radix(hex, 16).ok()?))
+            })
+            .filter(|(_, v)| *v != NULL)
+            .collect();
+        declared.sort();
+        let mut table: Vec<(String, usize)> = PREDEFINED
+            .iter()
+            .map(|p| (p.name.to_string(), p.handle))
+            .collect();
+        table.sort();
+        assert_eq!(declared, table);
+    }
+
+    #[test]
+    fn every_predefined_handle_is_found_by_its_value() {
+        for p in PREDEFINED {
+            assert_eq!(lookup("t", p.handle).unwrap(), p);
         }
     }
 
