@@ -22,4 +22,5 @@ pub mod convert;
 pub mod env;
 pub mod errors;
 pub mod info;
+pub mod message;
 pub mod p2p;

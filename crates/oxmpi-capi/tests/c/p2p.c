@@ -57,6 +57,25 @@ int main(int argc, char **argv) {
     MUST(MPI_Iprobe(MPI_ANY_SOURCE, 43, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
     CHECK(flag == 0, "nothing with tag 43");
 
+    /* Matched probes: the probed message is received by Mrecv, not by a later receive. */
+    MPI_Message msg;
+    int first = rank * 3, second = rank * 3 + 1;
+    MUST(MPI_Send(&first, 1, MPI_INT, next, 50, MPI_COMM_WORLD));
+    MUST(MPI_Send(&second, 1, MPI_INT, next, 50, MPI_COMM_WORLD));
+    MUST(MPI_Mprobe(prev, 50, MPI_COMM_WORLD, &msg, &st));
+    CHECK(msg != MPI_MESSAGE_NULL && st.MPI_TAG == 50, "mprobe");
+    flag = 0;
+    MPI_Message msg2 = MPI_MESSAGE_NULL;
+    while (!flag) MUST(MPI_Improbe(prev, 50, MPI_COMM_WORLD, &flag, &msg2, MPI_STATUS_IGNORE));
+    MUST(MPI_Mrecv(&got, 1, MPI_INT, &msg2, &st));
+    CHECK(got == prev * 3 + 1 && msg2 == MPI_MESSAGE_NULL, "improbe + mrecv got %d", got);
+    MUST(MPI_Mrecv(&got, 1, MPI_INT, &msg, &st));
+    CHECK(got == prev * 3, "mprobe + mrecv got %d", got);
+    MUST(MPI_Mprobe(MPI_PROC_NULL, 0, MPI_COMM_WORLD, &msg, &st));
+    CHECK(msg == MPI_MESSAGE_NO_PROC, "mprobe PROC_NULL");
+    MUST(MPI_Mrecv(&got, 1, MPI_INT, &msg, &st));
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "mrecv NO_PROC");
+
     /* Sendrecv and sendrecv_replace. */
     MUST(MPI_Sendrecv(&v, 1, MPI_INT, next, 5, &got, 1, MPI_INT, prev, 5, MPI_COMM_WORLD, &st));
     CHECK(got == prev, "sendrecv %d", got);
