@@ -321,7 +321,7 @@ pub(crate) use mpi_fn;
 
 /// Defines functions that return a value instead of an error code (`MPI_Wtime`,
 /// `MPI_Comm_c2f`, ...), exported as `PMPI_x` and `MPI_x` like [`mpi_fn`]. Their bodies
-/// cannot fail or panic (no allocation, no lookup that can fail).
+/// cannot fail and do not panic (no lookup that can fail, no arithmetic that can overflow).
 macro_rules! mpi_value_fn {
     ($(
         $(#[$doc:meta])*

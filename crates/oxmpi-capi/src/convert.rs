@@ -2,11 +2,13 @@
 //! that real code (rsmpi, mpi4py) still calls, `MPI_Status_c2f`/`f2c`, and the sizes of the
 //! predefined datatypes (`MPI_Type_size`, `MPI_Type_get_extent`).
 //!
-//! Handles of communicators, groups, operations, error handlers, info objects and datatypes
-//! are small positive integers already (predefined constants below 4096, table ids above),
-//! so both conversions are the identity on the value. `MPI_Fint` is a C `int`.
+//! Handles of communicators, groups, operations, error handlers, info objects, datatypes,
+//! messages, files, windows and sessions are small positive integers already (predefined
+//! constants below 4096, table ids above), so both conversions are the identity on the value;
+//! requests are numbered on first conversion. `MPI_Fint` is a C `int`.
 
 use std::ffi::c_int;
+use std::sync::Mutex;
 
 use oxmpi::handle::comm::CommHandle;
 
@@ -34,6 +36,56 @@ int_conversions! {
     MPI_Errhandler_toint / PMPI_Errhandler_toint, MPI_Errhandler_fromint / PMPI_Errhandler_fromint, MPI_Errhandler_c2f / PMPI_Errhandler_c2f, MPI_Errhandler_f2c / PMPI_Errhandler_f2c;
     MPI_Info_toint / PMPI_Info_toint, MPI_Info_fromint / PMPI_Info_fromint, MPI_Info_c2f / PMPI_Info_c2f, MPI_Info_f2c / PMPI_Info_f2c;
     MPI_Type_toint / PMPI_Type_toint, MPI_Type_fromint / PMPI_Type_fromint, MPI_Type_c2f / PMPI_Type_c2f, MPI_Type_f2c / PMPI_Type_f2c;
+    MPI_Message_toint / PMPI_Message_toint, MPI_Message_fromint / PMPI_Message_fromint, MPI_Message_c2f / PMPI_Message_c2f, MPI_Message_f2c / PMPI_Message_f2c;
+    MPI_File_toint / PMPI_File_toint, MPI_File_fromint / PMPI_File_fromint, MPI_File_c2f / PMPI_File_c2f, MPI_File_f2c / PMPI_File_f2c;
+    MPI_Win_toint / PMPI_Win_toint, MPI_Win_fromint / PMPI_Win_fromint, MPI_Win_c2f / PMPI_Win_c2f, MPI_Win_f2c / PMPI_Win_f2c;
+    MPI_Session_toint / PMPI_Session_toint, MPI_Session_fromint / PMPI_Session_fromint, MPI_Session_c2f / PMPI_Session_c2f, MPI_Session_f2c / PMPI_Session_f2c;
+}
+
+/// Requests are 64-bit ids, so their integers come from a table: each request converted gets
+/// the next number (the same one when converted again); `MPI_REQUEST_NULL` is its constant.
+static REQUEST_INTS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// `MPI_REQUEST_NULL`.
+const REQUEST_NULL: usize = 0x180;
+/// First number handed out (above the predefined handle range).
+const FIRST_REQUEST_INT: usize = 0x1000;
+
+fn request_to_int(h: Handle) -> c_int {
+    let v = h as usize;
+    if v == REQUEST_NULL {
+        return REQUEST_NULL as c_int;
+    }
+    let mut t = REQUEST_INTS.lock().unwrap_or_else(|p| p.into_inner());
+    let i = match t.iter().position(|&x| x == v) {
+        Some(i) => i,
+        None => {
+            t.push(v);
+            t.len() - 1
+        }
+    };
+    c_int::try_from(FIRST_REQUEST_INT + i).unwrap_or(-1)
+}
+
+fn request_from_int(i: c_int) -> Handle {
+    let t = REQUEST_INTS.lock().unwrap_or_else(|p| p.into_inner());
+    usize::try_from(i)
+        .ok()
+        .and_then(|i| i.checked_sub(FIRST_REQUEST_INT))
+        .and_then(|k| t.get(k).copied())
+        // Anything else stays what it was: the predefined null, or an invalid request.
+        .unwrap_or(i as u32 as usize) as Handle
+}
+
+mpi_value_fn! {
+    /// The request as an `int` (numbered on first conversion).
+    fn MPI_Request_toint / PMPI_Request_toint(h: Handle) -> c_int { request_to_int(h) }
+    /// The request an `int` from `MPI_Request_toint` stands for.
+    fn MPI_Request_fromint / PMPI_Request_fromint(i: c_int) -> Handle { request_from_int(i) }
+    /// The request as a Fortran `INTEGER`.
+    fn MPI_Request_c2f / PMPI_Request_c2f(h: Handle) -> c_int { request_to_int(h) }
+    /// The request a Fortran `INTEGER` from `MPI_Request_c2f` stands for.
+    fn MPI_Request_f2c / PMPI_Request_f2c(i: c_int) -> Handle { request_from_int(i) }
 }
 
 mpi_fn! {

@@ -76,6 +76,9 @@ int main(int argc, char **argv) {
         CHECK(p[0] != MPI_REQUEST_NULL, "persistent requests stay allocated");
         CHECK(pin == prev + round, "round %d got %d", round, pin);
     }
+    MPI_Fint fr = MPI_Request_c2f(p[1]);
+    CHECK(MPI_Request_f2c(fr) == p[1] && MPI_Request_c2f(p[1]) == fr, "request c2f/f2c");
+    CHECK(MPI_Request_fromint(MPI_Request_toint(MPI_REQUEST_NULL)) == MPI_REQUEST_NULL, "null");
     MUST(MPI_Start(&p[0]));
     MUST(MPI_Cancel(&p[0]));
     MUST(MPI_Wait(&p[0], &st));
