@@ -192,6 +192,14 @@ fn errors_abort_ends_the_job() {
 }
 
 #[test]
+fn a_call_before_init_is_fatal_with_its_class() {
+    fatal(
+        "preinit",
+        &["MPI_Comm_rank", "MPI_ERR_OTHER", "not initialized"],
+    );
+}
+
+#[test]
 fn mpi_abort_ends_the_job() {
     fatal("abort", &["rank 2", "MPI_Abort", "code 7"]);
 }

@@ -5,6 +5,12 @@
 
 int main(int argc, char **argv) {
     int rank, size, x = 0;
+    if (argc > 1 && !strcmp(argv[1], "preinit")) {
+        /* Before MPI_Init no handler can be set: the default one ends the process. */
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        fprintf(stderr, "UNREACHED the fatal handler returned\n");
+        return 0;
+    }
     MUST(MPI_Init(&argc, &argv));
     MUST(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     MUST(MPI_Comm_size(MPI_COMM_WORLD, &size));
