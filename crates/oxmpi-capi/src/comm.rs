@@ -1,7 +1,7 @@
 //! Communicators and groups: size, rank, creation (dup, split, split by type, from a group,
 //! intercommunicators), comparison, freeing, and the group operations.
 
-use std::ffi::c_int;
+use std::ffi::{c_char, c_int};
 
 use oxmpi::handle::comm::{self as hc, CommHandle};
 use oxmpi::handle::errhandler;
@@ -9,11 +9,14 @@ use oxmpi::handle::group::{self as hg, GroupHandle};
 use oxmpi::{ErrorClass, Relation, SplitType};
 
 use crate::boundary::{
-    comm, comm_handle, count, err, get, handle_of, int_of, mpi_fn, put, slice, slice_mut, Handle,
+    comm, comm_handle, count, err, get, handle_of, int_of, mpi_fn, put, put_str, slice, slice_mut,
+    str_arg, Handle,
 };
 
 /// `MPI_UNDEFINED`.
 pub const UNDEFINED: c_int = -32766;
+/// `MPI_MAX_OBJECT_NAME`.
+const MAX_OBJECT_NAME: usize = 128;
 /// `MPI_COMM_TYPE_SHARED`.
 const COMM_TYPE_SHARED: c_int = 221;
 
@@ -184,9 +187,28 @@ mpi_fn! {
         let r = hc::comm_free(&mut h);
         if h == CommHandle::NULL {
             errhandler::forget(old);
+            oxmpi::handle::name::forget(old);
             put("Comm_free", c, comm_handle(h))?;
         }
         r
+    }
+
+    /// `MPI_Comm_set_name`.
+    fn Comm_set_name = MPI_Comm_set_name / PMPI_Comm_set_name(c: Handle, name: *const c_char) on comm(c) => {
+        oxmpi::handle::name::comm_set_name(comm(c), str_arg("Comm_set_name", name)?)
+    }
+
+    /// `MPI_Comm_get_name`: `name` must hold `MPI_MAX_OBJECT_NAME` bytes.
+    fn Comm_get_name = MPI_Comm_get_name / PMPI_Comm_get_name(c: Handle, name: *mut c_char, len: *mut c_int) on comm(c) => {
+        let n = oxmpi::handle::name::comm_get_name(comm(c))?;
+        let written = put_str("Comm_get_name", name, MAX_OBJECT_NAME, &n)?;
+        put("Comm_get_name", len, written)
+    }
+
+    /// `MPI_Comm_get_parent`: `MPI_COMM_NULL`, as oxmpi processes are never spawned.
+    fn Comm_get_parent = MPI_Comm_get_parent / PMPI_Comm_get_parent(parent: *mut Handle) on CommHandle::WORLD => {
+        oxmpi::handle::env::check_ready("Comm_get_parent")?;
+        put("Comm_get_parent", parent, comm_handle(CommHandle::NULL))
     }
 
     /// `MPI_Group_size`.

@@ -1,5 +1,6 @@
 /* Communicators and groups: dup, split, split_type, create, compare, group algebra,
  * intercommunicators. */
+#include <string.h>
 #include "check.h"
 
 int main(int argc, char **argv) {
@@ -27,6 +28,17 @@ int main(int argc, char **argv) {
     int want = 0;
     for (int i = rank % 2; i < size; i += 2) want += i;
     CHECK(sum == want, "sum over half %d != %d", sum, want);
+
+    char name[MPI_MAX_OBJECT_NAME];
+    int len;
+    MUST(MPI_Comm_get_name(MPI_COMM_WORLD, name, &len));
+    CHECK(strcmp(name, "MPI_COMM_WORLD") == 0 && len == 14, "world name %s", name);
+    MUST(MPI_Comm_set_name(dup, "the duplicate"));
+    MUST(MPI_Comm_get_name(dup, name, &len));
+    CHECK(strcmp(name, "the duplicate") == 0, "dup name %s", name);
+    MPI_Comm parent;
+    MUST(MPI_Comm_get_parent(&parent));
+    CHECK(parent == MPI_COMM_NULL, "no parent");
 
     MPI_Comm none;
     MUST(MPI_Comm_split(MPI_COMM_WORLD, MPI_UNDEFINED, 0, &none));

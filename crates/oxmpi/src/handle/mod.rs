@@ -40,6 +40,7 @@ pub mod env;
 pub mod errhandler;
 pub mod group;
 pub mod info;
+pub mod name;
 pub mod op;
 pub mod request;
 pub(crate) mod table;
