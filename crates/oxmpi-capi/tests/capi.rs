@@ -54,9 +54,19 @@ fn program(name: &str) -> PathBuf {
     let out_dir = prefix().join("tests");
     std::fs::create_dir_all(&out_dir).expect("mkdir tests");
     let exe = out_dir.join(name);
-    let src = crate_dir().join("tests/c").join(format!("{name}.c"));
-    let out = Command::new(prefix().join("bin/mpicc"))
-        .args(["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-o"])
+    // C++ programs (tests/c/NAME.cpp) go through mpicxx.
+    let cxx = crate_dir().join("tests/c").join(format!("{name}.cpp"));
+    let (wrapper, std, src) = if cxx.exists() {
+        ("bin/mpicxx", "-std=c++17", cxx)
+    } else {
+        (
+            "bin/mpicc",
+            "-std=c11",
+            crate_dir().join("tests/c").join(format!("{name}.c")),
+        )
+    };
+    let out = Command::new(prefix().join(wrapper))
+        .args([std, "-O1", "-Wall", "-Wextra", "-Werror", "-pthread", "-o"])
         .arg(&exe)
         .arg(&src)
         .output()
@@ -134,6 +144,16 @@ fn attributes() {
 #[test]
 fn info_objects() {
     corpus("info", &[1]);
+}
+
+#[test]
+fn cxx_program_through_mpicxx() {
+    corpus("cxx", &[1, 3]);
+}
+
+#[test]
+fn threads_at_thread_multiple() {
+    corpus("threads", &[1, 2, 4]);
 }
 
 /// One test per argument error class: tests/c/args.c provokes it with MPI_ERRORS_RETURN
