@@ -147,6 +147,11 @@ fn info_objects() {
 }
 
 #[test]
+fn profiling_wrappers_intercept_mpi_and_reach_pmpi() {
+    corpus("pmpi", &[1, 2]);
+}
+
+#[test]
 fn cxx_program_through_mpicxx() {
     corpus("cxx", &[1, 3]);
 }
