@@ -22,7 +22,7 @@ static PREDEFINED_VALUES: [AtomicI32; 7] = [const { AtomicI32::new(0) }; 7];
 /// A keyval from copy and delete function pointers, where the copy values 0 and 1 are the
 /// standard's `MPI_COMM_NULL_COPY_FN` and `MPI_COMM_DUP_FN` and a null delete function is
 /// `MPI_COMM_NULL_DELETE_FN`.
-fn create(name: &str, copy: usize, delete: usize, extra: usize) -> Result<KeyvalHandle> {
+fn create(copy: usize, delete: usize, extra: usize) -> Result<KeyvalHandle> {
     let copy = match copy {
         0 => CopyPolicy::Null,
         1 => CopyPolicy::Dup,
@@ -82,7 +82,6 @@ fn create(name: &str, copy: usize, delete: usize, extra: usize) -> Result<Keyval
             },
         ) as hc::DeleteFn
     });
-    let _ = name;
     hc::keyval_create(copy, delete, extra)
 }
 
@@ -127,7 +126,7 @@ mpi_fn! {
         if keyval.is_null() {
             return Err(err(ErrorClass::Arg, "Comm_create_keyval", "keyval is NULL"));
         }
-        put("Comm_create_keyval", keyval, create("Comm_create_keyval", copy, delete, extra as usize)?.to_int())
+        put("Comm_create_keyval", keyval, create(copy, delete, extra as usize)?.to_int())
     }
 
     /// `MPI_Keyval_create` (MPI-1 name).
@@ -137,7 +136,7 @@ mpi_fn! {
         if keyval.is_null() {
             return Err(err(ErrorClass::Arg, "Keyval_create", "keyval is NULL"));
         }
-        put("Keyval_create", keyval, create("Keyval_create", copy, delete, extra as usize)?.to_int())
+        put("Keyval_create", keyval, create(copy, delete, extra as usize)?.to_int())
     }
 
     /// `MPI_Comm_free_keyval`.

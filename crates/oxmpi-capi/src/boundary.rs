@@ -282,8 +282,8 @@ pub unsafe fn put_str(name: &str, buf: *mut c_char, cap: usize, s: &str) -> Resu
 /// Defines MPI functions: each body is exported as `PMPI_x` and `MPI_x` calls it, so a
 /// profiling library that defines `MPI_x` (and calls `PMPI_x`) intercepts the call. Every
 /// body runs in [`run`]: panics are caught and errors go to the error handler of the
-/// communicator given after the arguments (`on comm`, else `MPI_COMM_WORLD`'s... as the
-/// standard says for calls without one).
+/// communicator named after the arguments (`on comm(c)`; calls without a communicator name
+/// `MPI_COMM_WORLD`).
 macro_rules! mpi_fn {
     ($(
         $(#[$doc:meta])*

@@ -10,7 +10,7 @@
 //! provide stays out, so a program that needs it fails to build instead of failing at run
 //! time.
 #![deny(unsafe_op_in_unsafe_fn)]
-#![allow(non_snake_case, clippy::missing_safety_doc)]
+#![allow(non_snake_case)]
 
 mod boundary;
 mod datatypes;
