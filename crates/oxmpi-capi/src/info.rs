@@ -58,6 +58,40 @@ mpi_fn! {
         }
     }
 
+    /// `MPI_Info_get` (deprecated in MPI-4.0, still common): at most `valuelen` bytes of the
+    /// value, NUL-terminated (`value` holds `valuelen + 1` bytes).
+    fn Info_get = MPI_Info_get / PMPI_Info_get(
+        h: Handle, key: *const c_char, valuelen: c_int, value: *mut c_char, flag: *mut c_int,
+    ) on CommHandle::WORLD => {
+        let cap = count("Info_get", valuelen)? + 1;
+        if flag.is_null() {
+            return Err(err(ErrorClass::Arg, "Info_get", "flag is NULL"));
+        }
+        match hi::info_get(info(h), str_arg("Info_get", key)?)? {
+            Some(v) => {
+                put_str("Info_get", value, cap, &v)?;
+                put("Info_get", flag, 1)
+            }
+            None => put("Info_get", flag, 0),
+        }
+    }
+
+    /// `MPI_Info_get_valuelen` (deprecated in MPI-4.0): the value's length without the NUL.
+    fn Info_get_valuelen = MPI_Info_get_valuelen / PMPI_Info_get_valuelen(
+        h: Handle, key: *const c_char, valuelen: *mut c_int, flag: *mut c_int,
+    ) on CommHandle::WORLD => {
+        if flag.is_null() || valuelen.is_null() {
+            return Err(err(ErrorClass::Arg, "Info_get_valuelen", "valuelen or flag is NULL"));
+        }
+        match hi::info_get(info(h), str_arg("Info_get_valuelen", key)?)? {
+            Some(v) => {
+                put("Info_get_valuelen", valuelen, v.len() as c_int)?;
+                put("Info_get_valuelen", flag, 1)
+            }
+            None => put("Info_get_valuelen", flag, 0),
+        }
+    }
+
     /// `MPI_Info_delete`.
     fn Info_delete = MPI_Info_delete / PMPI_Info_delete(h: Handle, key: *const c_char) on CommHandle::WORLD => {
         hi::info_delete(info(h), str_arg("Info_delete", key)?)

@@ -18,6 +18,10 @@ int main(int argc, char **argv) {
     len = sizeof val;
     MUST(MPI_Info_get_string(info, "color", &len, val, &flag));
     CHECK(flag && strcmp(val, "blue") == 0 && len == 5, "value %s len %d", val, len);
+    MUST(MPI_Info_get_valuelen(info, "color", &len, &flag));
+    CHECK(flag && len == 4, "valuelen %d", len);
+    MUST(MPI_Info_get(info, "color", 2, val, &flag));
+    CHECK(flag && strcmp(val, "bl") == 0, "MPI_Info_get truncates to valuelen: %s", val);
     MUST(MPI_Info_dup(info, &copy));
     MUST(MPI_Info_delete(info, "color"));
     len = sizeof val;
