@@ -195,7 +195,9 @@ pub unsafe fn slice_mut<'a, T>(name: &str, p: *mut T, n: usize) -> Result<&'a mu
 }
 
 /// A count argument as `usize`: negative is [`ErrorClass::Count`].
-pub fn count(name: &str, n: c_int) -> Result<usize> {
+/// Takes `int` counts and the `MPI_Count` of the large-count (`_c`) functions alike.
+pub fn count(name: &str, n: impl Into<i64>) -> Result<usize> {
+    let n: i64 = n.into();
     usize::try_from(n).map_err(|_| err(ErrorClass::Count, name, format!("count {n} is negative")))
 }
 
@@ -203,7 +205,7 @@ pub fn count(name: &str, n: c_int) -> Result<usize> {
 /// is [`ErrorClass::Type`], a negative count [`ErrorClass::Count`].
 pub fn span(
     name: &str,
-    n: c_int,
+    n: impl Into<i64>,
     dt: Handle,
 ) -> Result<(usize, &'static crate::datatypes::Predef)> {
     let n = count(name, n)?;

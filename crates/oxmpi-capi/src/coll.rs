@@ -287,6 +287,32 @@ mpi_fn! {
         typed(c)?.broadcast_into(root, bytes_mut("Bcast", buf, len)?)
     }
 
+    /// `MPI_Bcast_c`.
+    fn Bcast_c = MPI_Bcast_c / PMPI_Bcast_c(buf: *mut c_void, n: i64, dt: Handle, root: c_int, c: Handle) on comm(c) => {
+        let (len, _) = span("Bcast_c", n, dt)?;
+        typed(c)?.broadcast_into(root, bytes_mut("Bcast_c", buf, len)?)
+    }
+
+    /// `MPI_Allreduce_c`.
+    fn Allreduce_c = MPI_Allreduce_c / PMPI_Allreduce_c(
+        sbuf: *const c_void, rbuf: *mut c_void, n: i64, dt: Handle, o: Handle, c: Handle,
+    ) on comm(c) => {
+        let (len, d) = span("Allreduce_c", n, dt)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        reduce_as!("Allreduce_c", d, op, T => typed_ops::all::<T>("Allreduce_c", 0, &comm, sbuf, rbuf, len, op))
+    }
+
+    /// `MPI_Reduce_c`.
+    fn Reduce_c = MPI_Reduce_c / PMPI_Reduce_c(
+        sbuf: *const c_void, rbuf: *mut c_void, n: i64, dt: Handle, o: Handle, root: c_int, c: Handle,
+    ) on comm(c) => {
+        let (len, d) = span("Reduce_c", n, dt)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        reduce_as!("Reduce_c", d, op, T => typed_ops::reduce::<T>(&comm, sbuf, rbuf, len, op, root))
+    }
+
     /// `MPI_Gather`.
     fn Gather = MPI_Gather / PMPI_Gather(
         sbuf: *const c_void, sn: c_int, sdt: Handle,

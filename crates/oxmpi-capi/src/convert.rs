@@ -104,6 +104,11 @@ mpi_fn! {
         put("Type_size", size, crate::datatypes::lookup("Type_size", dt as usize)?.size as c_int)
     }
 
+    /// `MPI_Type_size_c` of a predefined datatype.
+    fn Type_size_c = MPI_Type_size_c / PMPI_Type_size_c(dt: Handle, size: *mut i64) on CommHandle::WORLD => {
+        put("Type_size_c", size, crate::datatypes::lookup("Type_size_c", dt as usize)?.size as i64)
+    }
+
     /// `MPI_Type_get_extent` of a predefined datatype: lower bound 0, extent its size.
     fn Type_get_extent = MPI_Type_get_extent / PMPI_Type_get_extent(dt: Handle, lb: *mut isize, extent: *mut isize) on CommHandle::WORLD => {
         let d = crate::datatypes::lookup("Type_get_extent", dt as usize)?;

@@ -122,7 +122,7 @@ unsafe fn send(
     name: &str,
     mode: SendMode,
     buf: *const c_void,
-    n: c_int,
+    n: i64,
     dt: Handle,
     dest: c_int,
     t: c_int,
@@ -152,7 +152,7 @@ unsafe fn isend(
     persistent: bool,
     mode: SendMode,
     buf: *const c_void,
-    n: c_int,
+    n: i64,
     dt: Handle,
     dest: c_int,
     t: c_int,
@@ -190,7 +190,7 @@ unsafe fn irecv(
     name: &str,
     persistent: bool,
     buf: *mut c_void,
-    n: c_int,
+    n: i64,
     dt: Handle,
     src: c_int,
     t: c_int,
@@ -264,62 +264,101 @@ fn statuses(n: usize) -> Vec<Status> {
 mpi_fn! {
     /// `MPI_Send`.
     fn Send = MPI_Send / PMPI_Send(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle) on comm(c) => {
-        send("Send", SendMode::Standard, buf, n, dt, dest, t, c)
+        send("Send", SendMode::Standard, buf, n.into(), dt, dest, t, c)
     }
 
     /// `MPI_Ssend`.
     fn Ssend = MPI_Ssend / PMPI_Ssend(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle) on comm(c) => {
-        send("Ssend", SendMode::Synchronous, buf, n, dt, dest, t, c)
+        send("Ssend", SendMode::Synchronous, buf, n.into(), dt, dest, t, c)
     }
 
     /// `MPI_Rsend`.
     fn Rsend = MPI_Rsend / PMPI_Rsend(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle) on comm(c) => {
-        send("Rsend", SendMode::Ready, buf, n, dt, dest, t, c)
+        send("Rsend", SendMode::Ready, buf, n.into(), dt, dest, t, c)
     }
 
     /// `MPI_Bsend`.
     fn Bsend = MPI_Bsend / PMPI_Bsend(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle) on comm(c) => {
-        send("Bsend", SendMode::Buffered, buf, n, dt, dest, t, c)
+        send("Bsend", SendMode::Buffered, buf, n.into(), dt, dest, t, c)
     }
 
     /// `MPI_Isend`.
     fn Isend = MPI_Isend / PMPI_Isend(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
-        isend("Isend", false, SendMode::Standard, buf, n, dt, dest, t, c, r)
+        isend("Isend", false, SendMode::Standard, buf, n.into(), dt, dest, t, c, r)
     }
 
     /// `MPI_Issend`.
     fn Issend = MPI_Issend / PMPI_Issend(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
-        isend("Issend", false, SendMode::Synchronous, buf, n, dt, dest, t, c, r)
+        isend("Issend", false, SendMode::Synchronous, buf, n.into(), dt, dest, t, c, r)
     }
 
     /// `MPI_Irsend`.
     fn Irsend = MPI_Irsend / PMPI_Irsend(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
-        isend("Irsend", false, SendMode::Ready, buf, n, dt, dest, t, c, r)
+        isend("Irsend", false, SendMode::Ready, buf, n.into(), dt, dest, t, c, r)
     }
 
     /// `MPI_Ibsend`.
     fn Ibsend = MPI_Ibsend / PMPI_Ibsend(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
-        isend("Ibsend", false, SendMode::Buffered, buf, n, dt, dest, t, c, r)
+        isend("Ibsend", false, SendMode::Buffered, buf, n.into(), dt, dest, t, c, r)
     }
 
     /// `MPI_Send_init`.
     fn Send_init = MPI_Send_init / PMPI_Send_init(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
-        isend("Send_init", true, SendMode::Standard, buf, n, dt, dest, t, c, r)
+        isend("Send_init", true, SendMode::Standard, buf, n.into(), dt, dest, t, c, r)
     }
 
     /// `MPI_Ssend_init`.
     fn Ssend_init = MPI_Ssend_init / PMPI_Ssend_init(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
-        isend("Ssend_init", true, SendMode::Synchronous, buf, n, dt, dest, t, c, r)
+        isend("Ssend_init", true, SendMode::Synchronous, buf, n.into(), dt, dest, t, c, r)
     }
 
     /// `MPI_Rsend_init`.
     fn Rsend_init = MPI_Rsend_init / PMPI_Rsend_init(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
-        isend("Rsend_init", true, SendMode::Ready, buf, n, dt, dest, t, c, r)
+        isend("Rsend_init", true, SendMode::Ready, buf, n.into(), dt, dest, t, c, r)
     }
 
     /// `MPI_Bsend_init`.
     fn Bsend_init = MPI_Bsend_init / PMPI_Bsend_init(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
-        isend("Bsend_init", true, SendMode::Buffered, buf, n, dt, dest, t, c, r)
+        isend("Bsend_init", true, SendMode::Buffered, buf, n.into(), dt, dest, t, c, r)
+    }
+
+    /// `MPI_Send_c`: `MPI_Send` with an `MPI_Count` count.
+    fn Send_c = MPI_Send_c / PMPI_Send_c(buf: *const c_void, n: i64, dt: Handle, dest: c_int, t: c_int, c: Handle) on comm(c) => {
+        send("Send_c", SendMode::Standard, buf, n, dt, dest, t, c)
+    }
+
+    /// `MPI_Ssend_c`.
+    fn Ssend_c = MPI_Ssend_c / PMPI_Ssend_c(buf: *const c_void, n: i64, dt: Handle, dest: c_int, t: c_int, c: Handle) on comm(c) => {
+        send("Ssend_c", SendMode::Synchronous, buf, n, dt, dest, t, c)
+    }
+
+    /// `MPI_Isend_c`.
+    fn Isend_c = MPI_Isend_c / PMPI_Isend_c(buf: *const c_void, n: i64, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        isend("Isend_c", false, SendMode::Standard, buf, n, dt, dest, t, c, r)
+    }
+
+    /// `MPI_Irecv_c`.
+    fn Irecv_c = MPI_Irecv_c / PMPI_Irecv_c(buf: *mut c_void, n: i64, dt: Handle, src: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        irecv("Irecv_c", false, buf, n, dt, src, t, c, r)
+    }
+
+    /// `MPI_Recv_c`.
+    fn Recv_c = MPI_Recv_c / PMPI_Recv_c(buf: *mut c_void, n: i64, dt: Handle, src: c_int, t: c_int, c: Handle, status: *mut MpiStatus) on comm(c) => {
+        let (len, _) = span("Recv_c", n, dt)?;
+        check_recv_tag("Recv_c", t)?;
+        let data = recv_buf("Recv_c", buf, len)?;
+        let st = typed(c)?.receive_into(data, source(src), tag(t))?;
+        put_status(status, &st);
+        Ok(())
+    }
+
+    /// `MPI_Get_count_c`.
+    fn Get_count_c = MPI_Get_count_c / PMPI_Get_count_c(status: *const MpiStatus, dt: Handle, n: *mut i64) on CommHandle::WORLD => {
+        let st = get("Get_count_c", status)?;
+        let d = crate::datatypes::lookup("Get_count_c", dt as usize)?;
+        let bytes = st.bytes();
+        let v = if bytes % d.size as u64 == 0 { (bytes / d.size as u64) as i64 } else { UNDEFINED as i64 };
+        put("Get_count_c", n, v)
     }
 
     /// `MPI_Recv`.
@@ -345,12 +384,12 @@ mpi_fn! {
 
     /// `MPI_Irecv`.
     fn Irecv = MPI_Irecv / PMPI_Irecv(buf: *mut c_void, n: c_int, dt: Handle, src: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
-        irecv("Irecv", false, buf, n, dt, src, t, c, r)
+        irecv("Irecv", false, buf, n.into(), dt, src, t, c, r)
     }
 
     /// `MPI_Recv_init`.
     fn Recv_init = MPI_Recv_init / PMPI_Recv_init(buf: *mut c_void, n: c_int, dt: Handle, src: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
-        irecv("Recv_init", true, buf, n, dt, src, t, c, r)
+        irecv("Recv_init", true, buf, n.into(), dt, src, t, c, r)
     }
 
     /// `MPI_Sendrecv`.

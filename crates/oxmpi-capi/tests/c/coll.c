@@ -81,6 +81,15 @@ int main(int argc, char **argv) {
     MUST(MPI_Allreduce(&loc, &res, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD));
     CHECK(res.v == (size > 1 ? 1.0 : 0.0) && res.i == (size > 1 ? 1 : 0), "maxloc %g@%d", res.v, res.i);
 
+    long lsum = 0, lmine = rank;
+    MUST(MPI_Allreduce_c(&lmine, &lsum, (MPI_Count)1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(lsum == (long)size * (size - 1) / 2, "allreduce_c %ld", lsum);
+    MUST(MPI_Reduce_c(&lmine, &lsum, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD));
+    if (rank == 0) CHECK(lsum == size - 1, "reduce_c %ld", lsum);
+    b = rank == 0 ? 5 : 0;
+    MUST(MPI_Bcast_c(&b, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    CHECK(b == 5, "bcast_c %d", b);
+
     int sc = 0;
     MUST(MPI_Scan(&rank, &sc, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     CHECK(sc == rank * (rank + 1) / 2, "scan %d", sc);

@@ -76,6 +76,20 @@ int main(int argc, char **argv) {
     MUST(MPI_Mrecv(&got, 1, MPI_INT, &msg, &st));
     CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "mrecv NO_PROC");
 
+    /* Large-count forms. */
+    MPI_Count cnt = 0;
+    MPI_Request lr;
+    MUST(MPI_Irecv_c(in, (MPI_Count)N, MPI_DOUBLE, prev, 60, MPI_COMM_WORLD, &lr));
+    MUST(MPI_Send_c(out, (MPI_Count)N, MPI_DOUBLE, next, 60, MPI_COMM_WORLD));
+    MUST(MPI_Wait(&lr, &st));
+    MUST(MPI_Get_count_c(&st, MPI_DOUBLE, &cnt));
+    CHECK(cnt == N && in[N - 1] == prev * 10000.0 + N - 1, "large-count exchange %lld", (long long)cnt);
+    MUST(MPI_Isend_c(out, 3, MPI_DOUBLE, next, 61, MPI_COMM_WORLD, &lr));
+    MUST(MPI_Recv_c(in, 3, MPI_DOUBLE, prev, 61, MPI_COMM_WORLD, &st));
+    MUST(MPI_Wait(&lr, MPI_STATUS_IGNORE));
+    MUST(MPI_Type_size_c(MPI_DOUBLE, &cnt));
+    CHECK(cnt == 8, "type_size_c %lld", (long long)cnt);
+
     /* Sendrecv and sendrecv_replace. */
     MUST(MPI_Sendrecv(&v, 1, MPI_INT, next, 5, &got, 1, MPI_INT, prev, 5, MPI_COMM_WORLD, &st));
     CHECK(got == prev, "sendrecv %d", got);
