@@ -434,10 +434,12 @@ int main(int argc, char **argv) {
 }
 "#;
 
-fn which_source() -> PathBuf {
+/// The interoperability program's source, written under a name of the caller's (the two
+/// tests run at once).
+fn which_source(name: &str) -> PathBuf {
     let dir = target_dir().join("capi-interop");
     std::fs::create_dir_all(&dir).expect("mkdir");
-    let src = dir.join("which.c");
+    let src = dir.join(format!("{name}.c"));
     std::fs::write(&src, WHICH).expect("write which.c");
     src
 }
@@ -448,7 +450,7 @@ fn a_binary_built_with_mpich_runs_on_oxmpi() {
         eprintln!("SKIP: MPICH from PyPI is not installed (scripts/install-peers.sh)");
         return;
     };
-    let src = which_source();
+    let src = which_source("which_mpich");
     let exe = src.with_file_name("which_mpich");
     let out = Command::new(m.join("bin/mpicc_abi"))
         .arg("-o")
@@ -470,7 +472,7 @@ fn a_binary_built_with_oxmpi_runs_on_mpich() {
         eprintln!("SKIP: MPICH from PyPI is not installed (scripts/install-peers.sh)");
         return;
     };
-    let src = which_source();
+    let src = which_source("which_oxmpi");
     let exe = src.with_file_name("which_oxmpi");
     let out = Command::new(prefix().join("bin/mpicc"))
         .arg("-o")
