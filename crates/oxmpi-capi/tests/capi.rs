@@ -363,13 +363,17 @@ fn wrappers_show_their_commands_and_pass_flags_through() {
 fn mpicc_builds_shared_objects_and_a_moved_install_still_works() {
     let moved = target_dir().join("capi-test-moved");
     let _ = std::fs::remove_dir_all(&moved);
-    let cp = Command::new("cp")
-        .arg("-a")
-        .arg(prefix())
-        .arg(&moved)
-        .status()
-        .expect("cp");
-    assert!(cp.success());
+    // The installation proper (other tests build their programs under prefix/tests meanwhile).
+    std::fs::create_dir_all(&moved).expect("mkdir");
+    for part in ["bin", "include", "lib"] {
+        let cp = Command::new("cp")
+            .arg("-a")
+            .arg(prefix().join(part))
+            .arg(&moved)
+            .status()
+            .expect("cp");
+        assert!(cp.success());
+    }
     let dir = moved.join("work");
     std::fs::create_dir_all(&dir).expect("mkdir");
     // A shared object calling MPI (as a Python extension would), and a program using it.
