@@ -47,15 +47,25 @@ pub enum ErrorClass {
     /// `MPI_ERR_IN_STATUS`: see the status of each request.
     InStatus = 19,
     /// `MPI_ERR_PENDING`: request still pending.
-    Pending = 20,
-    /// `MPI_ERR_NO_MEM`: out of memory.
-    NoMem = 34,
+    Pending = 18,
+    /// `MPI_ERR_INFO_KEY`: an info key is empty or too long.
+    InfoKey = 31,
+    /// `MPI_ERR_INFO_NOKEY`: the info object has no such key.
+    InfoNoKey = 32,
+    /// `MPI_ERR_INFO_VALUE`: an info value is too long.
+    InfoValue = 33,
+    /// `MPI_ERR_INFO`: invalid info object.
+    Info = 34,
     /// `MPI_ERR_KEYVAL`: invalid attribute key.
     Keyval = 36,
+    /// `MPI_ERR_NO_MEM`: out of memory.
+    NoMem = 39,
     /// The operation is not supported (ABI class 55).
     UnsupportedOperation = 55,
     /// `MPI_ERR_PROC_ABORTED`: a peer process aborted.
     ProcAborted = 58,
+    /// `MPI_ERR_ERRHANDLER`: invalid error handler.
+    Errhandler = 61,
 }
 
 /// An MPI error: its class and a message naming the call and cause.
@@ -111,6 +121,10 @@ mod tests {
         assert_eq!(ErrorClass::Truncate as i32, 15);
         assert_eq!(ErrorClass::Rank as i32, 6);
         assert_eq!(ErrorClass::ProcAborted as i32, 58);
+        assert_eq!(ErrorClass::Pending as i32, 18);
+        assert_eq!(ErrorClass::NoMem as i32, 39);
+        assert_eq!(ErrorClass::Info as i32, 34);
+        assert_eq!(ErrorClass::Errhandler as i32, 61);
         let e = Error::new(ErrorClass::Tag, "send: tag -5 is negative");
         assert_eq!(e.class(), ErrorClass::Tag);
         assert_eq!(e.to_string(), "send: tag -5 is negative (Tag)");

@@ -1,5 +1,7 @@
 //! `cargo xtask TASK`: project tasks.
 //!
+//! - `install --prefix DIR [--no-build]`: builds the release binaries and the C library and
+//!   lays out a standard MPI installation in `DIR` ([`install`]).
 //! - `netns-test [ARGS...]`: creates three network-namespace hosts (see `xtask::netns`), runs
 //!   the cross-host suites on them (`cargo test --release` of each suite in [`SUITES`], with
 //!   `OXMPI_NETNS_HOSTS` naming the hosts and ARGS passed to the test harness), and removes
@@ -10,6 +12,8 @@ use std::process::{exit, Command};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use xtask::netns::{self, TestHosts, HOSTS_ENV, LINKS};
+
+mod install;
 
 /// The cross-host suites: (package, integration test).
 const SUITES: [(&str, &str); 1] = [("oxrun", "multihost")];
@@ -23,6 +27,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 
 fn usage() -> ! {
     eprintln!("usage: cargo xtask netns-test [TEST-HARNESS ARGS...]");
+    eprintln!("       cargo xtask install --prefix DIR [--no-build]");
     exit(2)
 }
 
@@ -30,6 +35,12 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("netns-test") => exit(netns_test(&args[1..])),
+        Some("install") => {
+            if let Err(e) = install::main(&args[1..]) {
+                eprintln!("xtask: {e}");
+                exit(1);
+            }
+        }
         _ => usage(),
     }
 }

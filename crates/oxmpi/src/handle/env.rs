@@ -123,3 +123,29 @@ pub fn buffer_detach() -> Result<(*mut u8, usize)> {
     let r = crate::environment::detach_region(rt)?;
     Ok((r.ptr, r.len))
 }
+
+/// Ends every rank of the job with exit `code` through the launcher, after printing
+/// `message` if it is not empty (`MPI_Abort`, and the `MPI_ERRORS_ARE_FATAL` handler).
+/// Before init or after finalize only this process ends.
+pub fn abort(code: i32, message: &str) -> ! {
+    match RT.get() {
+        Some(rt) if !crate::runtime::is_finalized() => rt.abort(code, message),
+        _ => {
+            if !message.is_empty() {
+                eprintln!("{message}");
+            }
+            std::process::exit(if code == 0 { 1 } else { code })
+        }
+    }
+}
+
+/// Whether MPI was initialized through [`init_thread`] and is not finalized, and the
+/// calling thread may call it (the check every handle-layer call makes first).
+pub fn check_ready(call: &str) -> Result<()> {
+    runtime(call).map(drop)
+}
+
+/// This process's rank in `MPI_COMM_WORLD`, if MPI is initialized.
+pub fn world_rank() -> Option<i32> {
+    RT.get().map(|rt| rt.rank as i32)
+}

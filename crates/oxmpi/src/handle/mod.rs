@@ -28,6 +28,10 @@
 //! # Ok::<(), oxmpi::Error>(())
 //! ```
 //!
+//! State only the C layer needs lives here too, as ids and per-communicator tables:
+//! error handlers and added error codes ([`errhandler`]), info objects ([`info`]) and
+//! communicator names ([`name`]).
+//!
 //! The typed API ([`Communicator`](crate::Communicator), [`Group`](crate::Group),
 //! [`Op`](crate::Op), [`Keyval`](crate::Keyval)) sits on the same core: the communicator
 //! logic is in `comm.rs` on a type without a level parameter, user operations of both kinds
@@ -38,7 +42,10 @@ pub mod attr;
 pub mod comm;
 pub mod datatype;
 pub mod env;
+pub mod errhandler;
 pub mod group;
+pub mod info;
+pub mod name;
 pub mod op;
 pub mod request;
 pub(crate) mod table;

@@ -1,0 +1,569 @@
+//! Blocking collectives over predefined datatypes, reductions with predefined and user
+//! operations (`MPI_Op_create`), and `MPI_Reduce_local`.
+//!
+//! Data movement goes through the core's collectives on bytes; reductions through its typed
+//! ones, with the element type chosen from the datatype ([`with_elem_type`]). A user
+//! operation is applied to elements of the datatype's size and is told the C datatype
+//! handle of the call (set per call in [`CALL_DATATYPE`]).
+
+use std::cell::Cell;
+use std::ffi::{c_int, c_void};
+
+use oxmpi::handle::comm::{comm_typed, CommHandle};
+use oxmpi::handle::op::{self as hop, OpHandle};
+use oxmpi::op::{ByteFn, Datatype};
+use oxmpi::{Communicator, ErrorClass, Op, Reducible, Result, Single};
+
+use crate::boundary::{comm, count, err, get, handle_of, int_of, mpi_fn, put, slice, span, Handle};
+use crate::datatypes::{with_elem_type, Predef};
+
+/// `MPI_IN_PLACE`.
+const IN_PLACE: usize = 1;
+
+thread_local! {
+    /// The C datatype of the reduction running on this thread, handed to user operations.
+    static CALL_DATATYPE: Cell<usize> = const { Cell::new(0) };
+}
+
+/// `MPI_User_function`.
+pub type UserFunction = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut Handle);
+
+fn typed(c: Handle) -> Result<Communicator<Single>> {
+    comm_typed::<Single>(comm(c))
+}
+
+fn op(h: Handle) -> Result<(OpHandle, Op)> {
+    let id = OpHandle::from_int(int_of(h));
+    Ok((id, hop::op_get(id)?))
+}
+
+fn in_place(p: *const c_void) -> bool {
+    p as usize == IN_PLACE
+}
+
+/// `len` bytes at `p` as `T`s: misaligned memory is [`ErrorClass::Buffer`].
+///
+/// # Safety
+/// `p` valid for reads of `len` bytes for `'a`.
+unsafe fn elems<'a, T>(name: &str, p: *const c_void, len: usize) -> Result<&'a [T]> {
+    let size = std::mem::size_of::<T>().max(1);
+    if len > 0 && p.is_null() {
+        return Err(err(
+            ErrorClass::Buffer,
+            name,
+            "the buffer is NULL with a non-zero count",
+        ));
+    }
+    if len > 0 && (p as usize) % std::mem::align_of::<T>() != 0 {
+        return Err(err(
+            ErrorClass::Buffer,
+            name,
+            "the buffer is not aligned for its datatype",
+        ));
+    }
+    // SAFETY: checked non-null and aligned; valid for `len` bytes by contract.
+    unsafe { slice(name, p.cast::<T>(), len / size) }
+}
+
+/// As [`elems`], mutable.
+///
+/// # Safety
+/// `p` valid for reads and writes of `len` bytes for `'a`, not otherwise used.
+unsafe fn elems_mut<'a, T>(name: &str, p: *mut c_void, len: usize) -> Result<&'a mut [T]> {
+    // SAFETY: forwarded from our caller; the mutable view is the caller's exclusive buffer.
+    let s = unsafe { elems::<T>(name, p, len)? };
+    // SAFETY: same memory, exclusively the caller's by contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(s.as_ptr().cast_mut(), s.len()) })
+}
+
+/// Bytes at `p` (empty for `len == 0`).
+///
+/// # Safety
+/// As [`elems`].
+unsafe fn bytes<'a>(name: &str, p: *const c_void, len: usize) -> Result<&'a [u8]> {
+    // SAFETY: forwarded.
+    unsafe { elems::<u8>(name, p, len) }
+}
+
+/// Bytes at `p`, mutable.
+///
+/// # Safety
+/// As [`elems_mut`].
+unsafe fn bytes_mut<'a>(name: &str, p: *mut c_void, len: usize) -> Result<&'a mut [u8]> {
+    // SAFETY: forwarded.
+    unsafe { elems_mut::<u8>(name, p, len) }
+}
+
+/// Runs a reduction with `$T` bound to the element type of `$dt`: the Rust type of a
+/// predefined datatype for predefined operations, byte arrays of the datatype's size for user
+/// operations (applied by the C function).
+macro_rules! reduce_as {
+    ($name:expr, $dt:expr, $op:expr, $T:ident => $body:expr) => {{
+        let dt: &Predef = $dt;
+        CALL_DATATYPE.with(|c| c.set(dt.handle));
+        if matches!($op, Op::User(_)) {
+            match dt.size {
+                1 => { type $T = [u8; 1]; $body }
+                2 => { type $T = [u8; 2]; $body }
+                4 => { type $T = [u8; 4]; $body }
+                8 => { type $T = [u8; 8]; $body }
+                16 => { type $T = [u8; 16]; $body }
+                32 => { type $T = [u8; 32]; $body }
+                s => Err(err(ErrorClass::Type, $name, format!("{s}-byte elements"))),
+            }
+        } else {
+            with_elem_type!(dt, $T => $body, Err(err(
+                ErrorClass::Op,
+                $name,
+                format!("{} is not defined on {}", $op.name(), dt.name),
+            )))
+        }
+    }};
+}
+
+/// Typed reduction helpers (generic over the element type chosen by [`reduce_as`]).
+mod typed_ops {
+    use super::*;
+
+    /// `MPI_Reduce`.
+    ///
+    /// # Safety
+    /// Buffers valid for `len` bytes as the standard's contract says.
+    pub unsafe fn reduce<T: Reducible>(
+        c: &Communicator<Single>,
+        sbuf: *const c_void,
+        rbuf: *mut c_void,
+        len: usize,
+        op: Op,
+        root: c_int,
+    ) -> Result<()> {
+        let name = "Reduce";
+        let me = c.rank() == root;
+        // SAFETY: the caller's buffers, valid for `len` bytes (the receive buffer at the root).
+        unsafe {
+            if me && in_place(sbuf) {
+                return c.reduce_in_place(root, elems_mut::<T>(name, rbuf, len)?, op);
+            }
+            let send = elems::<T>(name, sbuf, len)?;
+            let recv = if me {
+                elems_mut::<T>(name, rbuf, len)?
+            } else {
+                &mut []
+            };
+            c.reduce_into(root, send, recv, op)
+        }
+    }
+
+    /// `MPI_Allreduce`, `MPI_Scan`, `MPI_Exscan`: `kind` 0, 1, 2.
+    ///
+    /// # Safety
+    /// Buffers valid for `len` bytes.
+    pub unsafe fn all<T: Reducible>(
+        name: &str,
+        kind: u8,
+        c: &Communicator<Single>,
+        sbuf: *const c_void,
+        rbuf: *mut c_void,
+        len: usize,
+        op: Op,
+    ) -> Result<()> {
+        // SAFETY: the caller's buffers, valid for `len` bytes.
+        unsafe {
+            let recv = elems_mut::<T>(name, rbuf, len)?;
+            if in_place(sbuf) {
+                return match kind {
+                    0 => c.all_reduce_in_place(recv, op),
+                    1 => c.scan_in_place(recv, op),
+                    _ => c.exclusive_scan_in_place(recv, op),
+                };
+            }
+            let send = elems::<T>(name, sbuf, len)?;
+            match kind {
+                0 => c.all_reduce_into(send, recv, op),
+                1 => c.scan_into(send, recv, op),
+                _ => c.exclusive_scan_into(send, recv, op),
+            }
+        }
+    }
+
+    /// `MPI_Reduce_scatter` (element `counts`) and `MPI_Reduce_scatter_block`.
+    ///
+    /// # Safety
+    /// Buffers valid for the sums of `counts` (send) and this rank's count (receive).
+    pub unsafe fn reduce_scatter<T: Reducible>(
+        name: &str,
+        c: &Communicator<Single>,
+        sbuf: *const c_void,
+        rbuf: *mut c_void,
+        counts: &[usize],
+        op: Op,
+    ) -> Result<()> {
+        let size = std::mem::size_of::<T>();
+        let total: usize = counts.iter().sum::<usize>() * size;
+        let mine = counts.get(c.rank() as usize).copied().unwrap_or(0) * size;
+        // SAFETY: the caller's buffers, valid for those lengths.
+        unsafe {
+            if in_place(sbuf) {
+                return c.reduce_scatter_in_place(elems_mut::<T>(name, rbuf, total)?, counts, op);
+            }
+            let send = elems::<T>(name, sbuf, total)?;
+            let recv = elems_mut::<T>(name, rbuf, mine)?;
+            c.reduce_scatter_into(send, recv, counts, op)
+        }
+    }
+
+    /// `MPI_Reduce_local`.
+    ///
+    /// # Safety
+    /// Buffers valid for `len` bytes.
+    pub unsafe fn local<T: Reducible>(
+        inbuf: *const c_void,
+        inout: *mut c_void,
+        len: usize,
+        op: Op,
+    ) -> Result<()> {
+        // SAFETY: the caller's buffers, valid for `len` bytes.
+        unsafe {
+            let a = elems::<T>("Reduce_local", inbuf, len)?;
+            let b = elems_mut::<T>("Reduce_local", inout, len)?;
+            oxmpi::reduce_local(a, b, &op)
+        }
+    }
+}
+
+/// Element counts and displacements (in elements of `size` bytes) as byte counts, with the
+/// byte extent they cover.
+///
+/// # Safety
+/// `counts` and `displs` valid for `p` reads.
+unsafe fn layout(
+    name: &str,
+    p: usize,
+    counts: *const c_int,
+    displs: *const c_int,
+    size: usize,
+) -> Result<(Vec<usize>, Vec<usize>, usize)> {
+    // SAFETY: forwarded.
+    let (c, d) = unsafe { (slice(name, counts, p)?, slice(name, displs, p)?) };
+    let mut bc = Vec::with_capacity(p);
+    let mut bd = Vec::with_capacity(p);
+    let mut extent = 0;
+    for (&n, &o) in c.iter().zip(d) {
+        let n = count(name, n)? * size;
+        let o = usize::try_from(o).map_err(|_| {
+            err(
+                ErrorClass::Arg,
+                name,
+                format!("displacement {o} is negative"),
+            )
+        })? * size;
+        extent = extent.max(o + n);
+        bc.push(n);
+        bd.push(o);
+    }
+    Ok((bc, bd, extent))
+}
+
+fn no_in_place(name: &str, p: *const c_void) -> Result<()> {
+    if in_place(p) {
+        return Err(err(
+            ErrorClass::Buffer,
+            name,
+            "MPI_IN_PLACE is not accepted by this call in oxmpi",
+        ));
+    }
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Barrier`.
+    fn Barrier = MPI_Barrier / PMPI_Barrier(c: Handle) on comm(c) => {
+        typed(c)?.barrier()
+    }
+
+    /// `MPI_Bcast`.
+    fn Bcast = MPI_Bcast / PMPI_Bcast(buf: *mut c_void, n: c_int, dt: Handle, root: c_int, c: Handle) on comm(c) => {
+        let (len, _) = span("Bcast", n, dt)?;
+        typed(c)?.broadcast_into(root, bytes_mut("Bcast", buf, len)?)
+    }
+
+    /// `MPI_Bcast_c`.
+    fn Bcast_c = MPI_Bcast_c / PMPI_Bcast_c(buf: *mut c_void, n: i64, dt: Handle, root: c_int, c: Handle) on comm(c) => {
+        let (len, _) = span("Bcast_c", n, dt)?;
+        typed(c)?.broadcast_into(root, bytes_mut("Bcast_c", buf, len)?)
+    }
+
+    /// `MPI_Allreduce_c`.
+    fn Allreduce_c = MPI_Allreduce_c / PMPI_Allreduce_c(
+        sbuf: *const c_void, rbuf: *mut c_void, n: i64, dt: Handle, o: Handle, c: Handle,
+    ) on comm(c) => {
+        let (len, d) = span("Allreduce_c", n, dt)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        reduce_as!("Allreduce_c", d, op, T => typed_ops::all::<T>("Allreduce_c", 0, &comm, sbuf, rbuf, len, op))
+    }
+
+    /// `MPI_Reduce_c`.
+    fn Reduce_c = MPI_Reduce_c / PMPI_Reduce_c(
+        sbuf: *const c_void, rbuf: *mut c_void, n: i64, dt: Handle, o: Handle, root: c_int, c: Handle,
+    ) on comm(c) => {
+        let (len, d) = span("Reduce_c", n, dt)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        reduce_as!("Reduce_c", d, op, T => typed_ops::reduce::<T>(&comm, sbuf, rbuf, len, op, root))
+    }
+
+    /// `MPI_Gather`.
+    fn Gather = MPI_Gather / PMPI_Gather(
+        sbuf: *const c_void, sn: c_int, sdt: Handle,
+        rbuf: *mut c_void, rn: c_int, rdt: Handle, root: c_int, c: Handle,
+    ) on comm(c) => {
+        let name = "Gather";
+        let comm = typed(c)?;
+        let me = comm.rank() == root;
+        let p = comm.size() as usize;
+        if me {
+            let (rlen, _) = span(name, rn, rdt)?;
+            let recv = bytes_mut(name, rbuf, rlen * p)?;
+            if in_place(sbuf) {
+                return comm.gather_in_place(root, recv);
+            }
+            let (slen, _) = span(name, sn, sdt)?;
+            comm.gather_into(root, bytes(name, sbuf, slen)?, recv)
+        } else {
+            let (slen, _) = span(name, sn, sdt)?;
+            comm.gather_into(root, bytes(name, sbuf, slen)?, &mut [])
+        }
+    }
+
+    /// `MPI_Gatherv`.
+    fn Gatherv = MPI_Gatherv / PMPI_Gatherv(
+        sbuf: *const c_void, sn: c_int, sdt: Handle,
+        rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle, root: c_int, c: Handle,
+    ) on comm(c) => {
+        let name = "Gatherv";
+        no_in_place(name, sbuf)?;
+        let comm = typed(c)?;
+        let (slen, _) = span(name, sn, sdt)?;
+        let send = bytes(name, sbuf, slen)?;
+        if comm.rank() == root {
+            let d = crate::datatypes::lookup(name, rdt as usize)?;
+            let (bc, bd, extent) = layout(name, comm.size() as usize, rcounts, displs, d.size)?;
+            comm.gather_varcount_into(root, send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
+        } else {
+            comm.gather_varcount_into(root, send, &mut [], &[], &[])
+        }
+    }
+
+    /// `MPI_Scatter`.
+    fn Scatter = MPI_Scatter / PMPI_Scatter(
+        sbuf: *const c_void, sn: c_int, sdt: Handle,
+        rbuf: *mut c_void, rn: c_int, rdt: Handle, root: c_int, c: Handle,
+    ) on comm(c) => {
+        let name = "Scatter";
+        let comm = typed(c)?;
+        let p = comm.size() as usize;
+        if comm.rank() == root {
+            let (slen, _) = span(name, sn, sdt)?;
+            let send = bytes(name, sbuf, slen * p)?;
+            if in_place(rbuf) {
+                return comm.scatter_in_place(root, send);
+            }
+            let (rlen, _) = span(name, rn, rdt)?;
+            comm.scatter_into(root, send, bytes_mut(name, rbuf, rlen)?)
+        } else {
+            let (rlen, _) = span(name, rn, rdt)?;
+            comm.scatter_into(root, &[], bytes_mut(name, rbuf, rlen)?)
+        }
+    }
+
+    /// `MPI_Scatterv`.
+    fn Scatterv = MPI_Scatterv / PMPI_Scatterv(
+        sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Handle,
+        rbuf: *mut c_void, rn: c_int, rdt: Handle, root: c_int, c: Handle,
+    ) on comm(c) => {
+        let name = "Scatterv";
+        no_in_place(name, rbuf)?;
+        let comm = typed(c)?;
+        let (rlen, _) = span(name, rn, rdt)?;
+        let recv = bytes_mut(name, rbuf, rlen)?;
+        if comm.rank() == root {
+            let d = crate::datatypes::lookup(name, sdt as usize)?;
+            let (bc, bd, extent) = layout(name, comm.size() as usize, scounts, displs, d.size)?;
+            comm.scatter_varcount_into(root, bytes(name, sbuf, extent)?, &bc, &bd, recv)
+        } else {
+            comm.scatter_varcount_into(root, &[], &[], &[], recv)
+        }
+    }
+
+    /// `MPI_Allgather`.
+    fn Allgather = MPI_Allgather / PMPI_Allgather(
+        sbuf: *const c_void, sn: c_int, sdt: Handle,
+        rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
+    ) on comm(c) => {
+        let name = "Allgather";
+        let comm = typed(c)?;
+        let (rlen, _) = span(name, rn, rdt)?;
+        let recv = bytes_mut(name, rbuf, rlen * comm.size() as usize)?;
+        if in_place(sbuf) {
+            return comm.all_gather_in_place(recv);
+        }
+        let (slen, _) = span(name, sn, sdt)?;
+        comm.all_gather_into(bytes(name, sbuf, slen)?, recv)
+    }
+
+    /// `MPI_Allgatherv`.
+    fn Allgatherv = MPI_Allgatherv / PMPI_Allgatherv(
+        sbuf: *const c_void, sn: c_int, sdt: Handle,
+        rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle, c: Handle,
+    ) on comm(c) => {
+        let name = "Allgatherv";
+        no_in_place(name, sbuf)?;
+        let comm = typed(c)?;
+        let (slen, _) = span(name, sn, sdt)?;
+        let d = crate::datatypes::lookup(name, rdt as usize)?;
+        let (bc, bd, extent) = layout(name, comm.size() as usize, rcounts, displs, d.size)?;
+        comm.all_gather_varcount_into(bytes(name, sbuf, slen)?, bytes_mut(name, rbuf, extent)?, &bc, &bd)
+    }
+
+    /// `MPI_Alltoall`.
+    fn Alltoall = MPI_Alltoall / PMPI_Alltoall(
+        sbuf: *const c_void, sn: c_int, sdt: Handle,
+        rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
+    ) on comm(c) => {
+        let name = "Alltoall";
+        let comm = typed(c)?;
+        let p = comm.size() as usize;
+        let (rlen, _) = span(name, rn, rdt)?;
+        let recv = bytes_mut(name, rbuf, rlen * p)?;
+        if in_place(sbuf) {
+            return comm.all_to_all_in_place(recv);
+        }
+        let (slen, _) = span(name, sn, sdt)?;
+        comm.all_to_all_into(bytes(name, sbuf, slen * p)?, recv)
+    }
+
+    /// `MPI_Alltoallv`.
+    fn Alltoallv = MPI_Alltoallv / PMPI_Alltoallv(
+        sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle,
+        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle, c: Handle,
+    ) on comm(c) => {
+        let name = "Alltoallv";
+        no_in_place(name, sbuf)?;
+        let comm = typed(c)?;
+        let p = comm.size() as usize;
+        let sd = crate::datatypes::lookup(name, sdt as usize)?;
+        let rd = crate::datatypes::lookup(name, rdt as usize)?;
+        let (sc, sdi, sext) = layout(name, p, scounts, sdispls, sd.size)?;
+        let (rc, rdi, rext) = layout(name, p, rcounts, rdispls, rd.size)?;
+        comm.all_to_all_varcount_into(bytes(name, sbuf, sext)?, &sc, &sdi, bytes_mut(name, rbuf, rext)?, &rc, &rdi)
+    }
+
+    /// `MPI_Reduce`.
+    fn Reduce = MPI_Reduce / PMPI_Reduce(
+        sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, root: c_int, c: Handle,
+    ) on comm(c) => {
+        let (len, d) = span("Reduce", n, dt)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        reduce_as!("Reduce", d, op, T => typed_ops::reduce::<T>(&comm, sbuf, rbuf, len, op, root))
+    }
+
+    /// `MPI_Allreduce`.
+    fn Allreduce = MPI_Allreduce / PMPI_Allreduce(
+        sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
+    ) on comm(c) => {
+        let (len, d) = span("Allreduce", n, dt)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        reduce_as!("Allreduce", d, op, T => typed_ops::all::<T>("Allreduce", 0, &comm, sbuf, rbuf, len, op))
+    }
+
+    /// `MPI_Scan`.
+    fn Scan = MPI_Scan / PMPI_Scan(
+        sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
+    ) on comm(c) => {
+        let (len, d) = span("Scan", n, dt)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        reduce_as!("Scan", d, op, T => typed_ops::all::<T>("Scan", 1, &comm, sbuf, rbuf, len, op))
+    }
+
+    /// `MPI_Exscan`.
+    fn Exscan = MPI_Exscan / PMPI_Exscan(
+        sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
+    ) on comm(c) => {
+        let (len, d) = span("Exscan", n, dt)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        reduce_as!("Exscan", d, op, T => typed_ops::all::<T>("Exscan", 2, &comm, sbuf, rbuf, len, op))
+    }
+
+    /// `MPI_Reduce_scatter`.
+    fn Reduce_scatter = MPI_Reduce_scatter / PMPI_Reduce_scatter(
+        sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const c_int, dt: Handle, o: Handle, c: Handle,
+    ) on comm(c) => {
+        let name = "Reduce_scatter";
+        let d = crate::datatypes::lookup(name, dt as usize)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        let counts = slice(name, rcounts, comm.size() as usize)?
+            .iter()
+            .map(|&n| count(name, n))
+            .collect::<Result<Vec<usize>>>()?;
+        reduce_as!(name, d, op, T => typed_ops::reduce_scatter::<T>(name, &comm, sbuf, rbuf, &counts, op))
+    }
+
+    /// `MPI_Reduce_scatter_block`.
+    fn Reduce_scatter_block = MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block(
+        sbuf: *const c_void, rbuf: *mut c_void, rn: c_int, dt: Handle, o: Handle, c: Handle,
+    ) on comm(c) => {
+        let name = "Reduce_scatter_block";
+        let (_, d) = span(name, rn, dt)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        let counts = vec![count(name, rn)?; comm.size() as usize];
+        reduce_as!(name, d, op, T => typed_ops::reduce_scatter::<T>(name, &comm, sbuf, rbuf, &counts, op))
+    }
+
+    /// `MPI_Reduce_local`.
+    fn Reduce_local = MPI_Reduce_local / PMPI_Reduce_local(
+        inbuf: *const c_void, inout: *mut c_void, n: c_int, dt: Handle, o: Handle,
+    ) on CommHandle::WORLD => {
+        let (len, d) = span("Reduce_local", n, dt)?;
+        let (_, op) = op(o)?;
+        reduce_as!("Reduce_local", d, op, T => typed_ops::local::<T>(inbuf, inout, len, op))
+    }
+
+    /// `MPI_Op_create`: `f` is called as `f(in, inout, &count, &datatype)` on elements of
+    /// the reduction's datatype.
+    fn Op_create = MPI_Op_create / PMPI_Op_create(f: Option<UserFunction>, commute: c_int, out: *mut Handle) on CommHandle::WORLD => {
+        let f = f.ok_or_else(|| err(ErrorClass::Arg, "Op_create", "the function is NULL"))?;
+        if out.is_null() {
+            return Err(err(ErrorClass::Arg, "Op_create", "op is NULL"));
+        }
+        let kernel: ByteFn = std::sync::Arc::new(move |input: &[u8], inout: &mut [u8], n: usize, dt: Datatype| {
+            let mut len = n as c_int;
+            let token = CALL_DATATYPE.with(|c| c.get());
+            let mut dth: Handle = if dt.token != Datatype::RUST_TYPE { dt.token } else { token } as Handle;
+            // SAFETY: FFI call of the user's MPI_User_function with buffers of `n` elements
+            // it may read (`input`) and write (`inout`), and valid count and datatype cells.
+            unsafe { f(input.as_ptr().cast_mut().cast(), inout.as_mut_ptr().cast(), &mut len, &mut dth) };
+        });
+        let h = hop::op_create(kernel, commute != 0)?;
+        put("Op_create", out, handle_of(h.to_int()))
+    }
+
+    /// `MPI_Op_free`.
+    fn Op_free = MPI_Op_free / PMPI_Op_free(o: *mut Handle) on CommHandle::WORLD => {
+        let mut h = OpHandle::from_int(int_of(get("Op_free", o)?));
+        hop::op_free(&mut h)?;
+        put("Op_free", o, handle_of(h.to_int()))
+    }
+
+    /// `MPI_Op_commutative`.
+    fn Op_commutative = MPI_Op_commutative / PMPI_Op_commutative(o: Handle, flag: *mut c_int) on CommHandle::WORLD => {
+        let (id, _) = op(o)?;
+        put("Op_commutative", flag, hop::op_commutative(id)? as c_int)
+    }
+}

@@ -1,0 +1,297 @@
+//! Communicators and groups: size, rank, creation (dup, split, split by type, from a group,
+//! intercommunicators), comparison, freeing, and the group operations.
+
+use std::ffi::{c_char, c_int};
+
+use oxmpi::handle::comm::{self as hc, CommHandle};
+use oxmpi::handle::errhandler;
+use oxmpi::handle::group::{self as hg, GroupHandle};
+use oxmpi::{ErrorClass, Relation, SplitType};
+
+use crate::boundary::{
+    comm, comm_handle, count, err, get, handle_of, int_of, mpi_fn, put, put_str, slice, slice_mut,
+    str_arg, Handle,
+};
+
+/// `MPI_UNDEFINED`.
+pub const UNDEFINED: c_int = -32766;
+/// `MPI_MAX_OBJECT_NAME`.
+const MAX_OBJECT_NAME: usize = 128;
+/// `MPI_COMM_TYPE_SHARED`.
+const COMM_TYPE_SHARED: c_int = 221;
+
+fn group(h: Handle) -> GroupHandle {
+    GroupHandle::from_int(int_of(h))
+}
+
+fn group_handle(g: GroupHandle) -> Handle {
+    handle_of(g.to_int())
+}
+
+/// `MPI_IDENT`, `MPI_CONGRUENT`, `MPI_SIMILAR`, `MPI_UNEQUAL`.
+fn relation(r: Relation) -> c_int {
+    match r {
+        Relation::Identical => 201,
+        Relation::Congruent => 202,
+        Relation::Similar => 203,
+        Relation::Unequal => 204,
+    }
+}
+
+/// Stores new communicator `new` (made from `parent`) in `*out`; it inherits the error
+/// handler of its parent.
+///
+/// # Safety
+/// `out` must be null or valid for a write.
+unsafe fn put_comm(
+    name: &str,
+    parent: CommHandle,
+    new: CommHandle,
+    out: *mut Handle,
+) -> oxmpi::Result<()> {
+    if new != CommHandle::NULL {
+        errhandler::inherit(parent, new);
+    }
+    // SAFETY: forwarded from our caller.
+    unsafe { put(name, out, comm_handle(new)) }
+}
+
+/// `n` ranks at `p`.
+///
+/// # Safety
+/// `p` must be valid for `n` reads.
+unsafe fn ranks<'a>(name: &str, n: c_int, p: *const c_int) -> oxmpi::Result<&'a [c_int]> {
+    // SAFETY: forwarded from our caller.
+    unsafe { slice(name, p, count(name, n)?) }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_size`.
+    fn Comm_size = MPI_Comm_size / PMPI_Comm_size(c: Handle, size: *mut c_int) on comm(c) => {
+        put("Comm_size", size, hc::comm_size(comm(c))?)
+    }
+
+    /// `MPI_Comm_rank`.
+    fn Comm_rank = MPI_Comm_rank / PMPI_Comm_rank(c: Handle, rank: *mut c_int) on comm(c) => {
+        put("Comm_rank", rank, hc::comm_rank(comm(c))?)
+    }
+
+    /// `MPI_Comm_test_inter`.
+    fn Comm_test_inter = MPI_Comm_test_inter / PMPI_Comm_test_inter(c: Handle, flag: *mut c_int) on comm(c) => {
+        put("Comm_test_inter", flag, hc::comm_test_inter(comm(c))? as c_int)
+    }
+
+    /// `MPI_Comm_remote_size`.
+    fn Comm_remote_size = MPI_Comm_remote_size / PMPI_Comm_remote_size(c: Handle, size: *mut c_int) on comm(c) => {
+        put("Comm_remote_size", size, hc::comm_remote_size(comm(c))?)
+    }
+
+    /// `MPI_Comm_group`.
+    fn Comm_group = MPI_Comm_group / PMPI_Comm_group(c: Handle, g: *mut Handle) on comm(c) => {
+        put("Comm_group", g, group_handle(hc::comm_group(comm(c))?))
+    }
+
+    /// `MPI_Comm_remote_group`.
+    fn Comm_remote_group = MPI_Comm_remote_group / PMPI_Comm_remote_group(c: Handle, g: *mut Handle) on comm(c) => {
+        put("Comm_remote_group", g, group_handle(hc::comm_remote_group(comm(c))?))
+    }
+
+    /// `MPI_Comm_compare`.
+    fn Comm_compare = MPI_Comm_compare / PMPI_Comm_compare(a: Handle, b: Handle, result: *mut c_int) on comm(a) => {
+        put("Comm_compare", result, relation(hc::comm_compare(comm(a), comm(b))?))
+    }
+
+    /// `MPI_Comm_dup`.
+    fn Comm_dup = MPI_Comm_dup / PMPI_Comm_dup(c: Handle, out: *mut Handle) on comm(c) => {
+        if out.is_null() {
+            return Err(err(ErrorClass::Arg, "Comm_dup", "newcomm is NULL"));
+        }
+        put_comm("Comm_dup", comm(c), hc::comm_dup(comm(c))?, out)
+    }
+
+    /// `MPI_Comm_split`.
+    fn Comm_split = MPI_Comm_split / PMPI_Comm_split(c: Handle, color: c_int, key: c_int, out: *mut Handle) on comm(c) => {
+        if color < 0 && color != UNDEFINED {
+            return Err(err(ErrorClass::Arg, "Comm_split", format!("color {color} is negative")));
+        }
+        if out.is_null() {
+            return Err(err(ErrorClass::Arg, "Comm_split", "newcomm is NULL"));
+        }
+        put_comm("Comm_split", comm(c), hc::comm_split(comm(c), color, key)?, out)
+    }
+
+    /// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` (one communicator per host) or
+    /// `MPI_UNDEFINED`.
+    fn Comm_split_type = MPI_Comm_split_type / PMPI_Comm_split_type(
+        c: Handle,
+        split_type: c_int,
+        key: c_int,
+        _info: Handle,
+        out: *mut Handle,
+    ) on comm(c) => {
+        let kind = match split_type {
+            COMM_TYPE_SHARED => Some(SplitType::Shared),
+            UNDEFINED => None,
+            t => return Err(err(ErrorClass::Arg, "Comm_split_type", format!("split type {t} is not supported (MPI_COMM_TYPE_SHARED or MPI_UNDEFINED)"))),
+        };
+        if out.is_null() {
+            return Err(err(ErrorClass::Arg, "Comm_split_type", "newcomm is NULL"));
+        }
+        put_comm("Comm_split_type", comm(c), hc::comm_split_type(comm(c), kind, key)?, out)
+    }
+
+    /// `MPI_Comm_create`.
+    fn Comm_create = MPI_Comm_create / PMPI_Comm_create(c: Handle, g: Handle, out: *mut Handle) on comm(c) => {
+        if out.is_null() {
+            return Err(err(ErrorClass::Arg, "Comm_create", "newcomm is NULL"));
+        }
+        put_comm("Comm_create", comm(c), hc::comm_create(comm(c), group(g))?, out)
+    }
+
+    /// `MPI_Comm_create_group`.
+    fn Comm_create_group = MPI_Comm_create_group / PMPI_Comm_create_group(c: Handle, g: Handle, tag: c_int, out: *mut Handle) on comm(c) => {
+        if out.is_null() {
+            return Err(err(ErrorClass::Arg, "Comm_create_group", "newcomm is NULL"));
+        }
+        put_comm("Comm_create_group", comm(c), hc::comm_create_group(comm(c), group(g), tag)?, out)
+    }
+
+    /// `MPI_Intercomm_create`.
+    fn Intercomm_create = MPI_Intercomm_create / PMPI_Intercomm_create(
+        local: Handle,
+        local_leader: c_int,
+        peer: Handle,
+        remote_leader: c_int,
+        tag: c_int,
+        out: *mut Handle,
+    ) on comm(local) => {
+        if out.is_null() {
+            return Err(err(ErrorClass::Arg, "Intercomm_create", "newintercomm is NULL"));
+        }
+        let new = hc::intercomm_create(comm(local), local_leader, comm(peer), remote_leader, tag)?;
+        put_comm("Intercomm_create", comm(local), new, out)
+    }
+
+    /// `MPI_Intercomm_merge`.
+    fn Intercomm_merge = MPI_Intercomm_merge / PMPI_Intercomm_merge(c: Handle, high: c_int, out: *mut Handle) on comm(c) => {
+        if out.is_null() {
+            return Err(err(ErrorClass::Arg, "Intercomm_merge", "newintracomm is NULL"));
+        }
+        put_comm("Intercomm_merge", comm(c), hc::intercomm_merge(comm(c), high != 0)?, out)
+    }
+
+    /// `MPI_Comm_free`.
+    fn Comm_free = MPI_Comm_free / PMPI_Comm_free(c: *mut Handle) on CommHandle::WORLD => {
+        let mut h = comm(get("Comm_free", c)?);
+        let old = h;
+        let r = hc::comm_free(&mut h);
+        if h == CommHandle::NULL {
+            errhandler::forget(old);
+            oxmpi::handle::name::forget(old);
+            put("Comm_free", c, comm_handle(h))?;
+        }
+        r
+    }
+
+    /// `MPI_Comm_set_name`.
+    fn Comm_set_name = MPI_Comm_set_name / PMPI_Comm_set_name(c: Handle, name: *const c_char) on comm(c) => {
+        oxmpi::handle::name::comm_set_name(comm(c), str_arg("Comm_set_name", name)?)
+    }
+
+    /// `MPI_Comm_get_name`: `name` must hold `MPI_MAX_OBJECT_NAME` bytes.
+    fn Comm_get_name = MPI_Comm_get_name / PMPI_Comm_get_name(c: Handle, name: *mut c_char, len: *mut c_int) on comm(c) => {
+        let n = oxmpi::handle::name::comm_get_name(comm(c))?;
+        let written = put_str("Comm_get_name", name, MAX_OBJECT_NAME, &n)?;
+        put("Comm_get_name", len, written)
+    }
+
+    /// `MPI_Comm_get_parent`: `MPI_COMM_NULL`, as oxmpi processes are never spawned.
+    fn Comm_get_parent = MPI_Comm_get_parent / PMPI_Comm_get_parent(parent: *mut Handle) on CommHandle::WORLD => {
+        oxmpi::handle::env::check_ready("Comm_get_parent")?;
+        put("Comm_get_parent", parent, comm_handle(CommHandle::NULL))
+    }
+
+    /// `MPI_Group_size`.
+    fn Group_size = MPI_Group_size / PMPI_Group_size(g: Handle, size: *mut c_int) on CommHandle::WORLD => {
+        put("Group_size", size, hg::group_size(group(g))?)
+    }
+
+    /// `MPI_Group_rank`: `MPI_UNDEFINED` if this process is not a member.
+    fn Group_rank = MPI_Group_rank / PMPI_Group_rank(g: Handle, rank: *mut c_int) on CommHandle::WORLD => {
+        put("Group_rank", rank, hg::group_rank(group(g))?.unwrap_or(UNDEFINED))
+    }
+
+    /// `MPI_Group_translate_ranks`.
+    fn Group_translate_ranks = MPI_Group_translate_ranks / PMPI_Group_translate_ranks(
+        a: Handle,
+        n: c_int,
+        ranks_a: *const c_int,
+        b: Handle,
+        ranks_b: *mut c_int,
+    ) on CommHandle::WORLD => {
+        let from = ranks("Group_translate_ranks", n, ranks_a)?;
+        let to = slice_mut("Group_translate_ranks", ranks_b, from.len())?;
+        let got = hg::group_translate_ranks(group(a), from, group(b))?;
+        for (t, g) in to.iter_mut().zip(got) {
+            *t = g.unwrap_or(UNDEFINED);
+        }
+        Ok(())
+    }
+
+    /// `MPI_Group_compare`.
+    fn Group_compare = MPI_Group_compare / PMPI_Group_compare(a: Handle, b: Handle, result: *mut c_int) on CommHandle::WORLD => {
+        put("Group_compare", result, relation(hg::group_compare(group(a), group(b))?))
+    }
+
+    /// `MPI_Group_union`.
+    fn Group_union = MPI_Group_union / PMPI_Group_union(a: Handle, b: Handle, out: *mut Handle) on CommHandle::WORLD => {
+        put("Group_union", out, group_handle(hg::group_union(group(a), group(b))?))
+    }
+
+    /// `MPI_Group_intersection`.
+    fn Group_intersection = MPI_Group_intersection / PMPI_Group_intersection(a: Handle, b: Handle, out: *mut Handle) on CommHandle::WORLD => {
+        put("Group_intersection", out, group_handle(hg::group_intersection(group(a), group(b))?))
+    }
+
+    /// `MPI_Group_difference`.
+    fn Group_difference = MPI_Group_difference / PMPI_Group_difference(a: Handle, b: Handle, out: *mut Handle) on CommHandle::WORLD => {
+        put("Group_difference", out, group_handle(hg::group_difference(group(a), group(b))?))
+    }
+
+    /// `MPI_Group_incl`.
+    fn Group_incl = MPI_Group_incl / PMPI_Group_incl(g: Handle, n: c_int, r: *const c_int, out: *mut Handle) on CommHandle::WORLD => {
+        let r = ranks("Group_incl", n, r)?;
+        put("Group_incl", out, group_handle(hg::group_incl(group(g), r)?))
+    }
+
+    /// `MPI_Group_excl`.
+    fn Group_excl = MPI_Group_excl / PMPI_Group_excl(g: Handle, n: c_int, r: *const c_int, out: *mut Handle) on CommHandle::WORLD => {
+        let r = ranks("Group_excl", n, r)?;
+        put("Group_excl", out, group_handle(hg::group_excl(group(g), r)?))
+    }
+
+    /// `MPI_Group_range_incl`: `ranges` holds `n` triplets (first, last, stride).
+    fn Group_range_incl = MPI_Group_range_incl / PMPI_Group_range_incl(g: Handle, n: c_int, ranges: *const [c_int; 3], out: *mut Handle) on CommHandle::WORLD => {
+        let r: Vec<(i32, i32, i32)> = slice("Group_range_incl", ranges, count("Group_range_incl", n)?)?
+            .iter()
+            .map(|t| (t[0], t[1], t[2]))
+            .collect();
+        put("Group_range_incl", out, group_handle(hg::group_range_incl(group(g), &r)?))
+    }
+
+    /// `MPI_Group_range_excl`.
+    fn Group_range_excl = MPI_Group_range_excl / PMPI_Group_range_excl(g: Handle, n: c_int, ranges: *const [c_int; 3], out: *mut Handle) on CommHandle::WORLD => {
+        let r: Vec<(i32, i32, i32)> = slice("Group_range_excl", ranges, count("Group_range_excl", n)?)?
+            .iter()
+            .map(|t| (t[0], t[1], t[2]))
+            .collect();
+        put("Group_range_excl", out, group_handle(hg::group_range_excl(group(g), &r)?))
+    }
+
+    /// `MPI_Group_free`.
+    fn Group_free = MPI_Group_free / PMPI_Group_free(g: *mut Handle) on CommHandle::WORLD => {
+        let mut h = group(get("Group_free", g)?);
+        hg::group_free(&mut h)?;
+        put("Group_free", g, group_handle(h))
+    }
+}

@@ -1,0 +1,137 @@
+//! Matched probes (`MPI_Mprobe`, `MPI_Improbe`) and the receive of a matched message
+//! (`MPI_Mrecv`).
+//!
+//! The core's matched message is a value bound to the thread level as a type; the C layer
+//! uses it at `Single`, so messages live in a table per thread, like persistent requests: a
+//! message is received on the thread that probed it. Handles carry a generation, so a
+//! received (or never issued) handle is `MPI_ERR_REQUEST`, never a stale message.
+
+use std::cell::RefCell;
+use std::ffi::{c_int, c_void};
+
+use oxmpi::handle::comm::comm_typed;
+use oxmpi::{ErrorClass, Message, Result, Single, Source, Tag};
+
+use crate::boundary::{comm, err, get, mpi_fn, put, put_status, recv_buf, span, Handle, MpiStatus};
+
+/// `MPI_MESSAGE_NULL`, `MPI_MESSAGE_NO_PROC`.
+const MESSAGE_NULL: usize = 0x128;
+const MESSAGE_NO_PROC: usize = 0x129;
+/// Handles are `FIRST + slot`, with the slot's generation above bit `GEN_SHIFT`.
+const FIRST: usize = 0x1000;
+const GEN_SHIFT: u32 = 20;
+
+struct Slot {
+    gen: usize,
+    msg: Option<Message<Single>>,
+}
+
+thread_local! {
+    static MESSAGES: RefCell<Vec<Slot>> = const { RefCell::new(Vec::new()) };
+}
+
+fn store(m: Message<Single>) -> Handle {
+    MESSAGES.with(|t| {
+        let mut t = t.borrow_mut();
+        let i = match t.iter().position(|s| s.msg.is_none()) {
+            Some(i) => i,
+            None => {
+                t.push(Slot { gen: 0, msg: None });
+                t.len() - 1
+            }
+        };
+        let s = &mut t[i];
+        s.gen = (s.gen + 1) % 2048;
+        s.msg = Some(m);
+        ((s.gen << GEN_SHIFT) | (FIRST + i)) as Handle
+    })
+}
+
+fn take(name: &str, h: Handle) -> Result<Option<Message<Single>>> {
+    let v = h as usize;
+    if v == MESSAGE_NO_PROC {
+        return Ok(None);
+    }
+    let (i, gen) = (
+        (v & ((1 << GEN_SHIFT) - 1)).wrapping_sub(FIRST),
+        v >> GEN_SHIFT,
+    );
+    MESSAGES
+        .with(|t| {
+            let mut t = t.borrow_mut();
+            t.get_mut(i)
+                .filter(|s| s.gen == gen)
+                .and_then(|s| s.msg.take())
+        })
+        .map(Some)
+        .ok_or_else(|| {
+            err(
+                ErrorClass::Request,
+                name,
+                format!("{v:#x} is not a matched message of this thread (null, received, or never probed)"),
+            )
+        })
+}
+
+fn source(s: c_int) -> Source {
+    Source::from(s)
+}
+
+fn tag(name: &str, t: c_int) -> Result<Tag> {
+    if t < 0 && t != -2 {
+        return Err(err(ErrorClass::Tag, name, format!("tag {t} is negative")));
+    }
+    Ok(Tag::from(t))
+}
+
+/// The handle of a probed message: `MPI_MESSAGE_NO_PROC` for one from `MPI_PROC_NULL`.
+fn handle(m: Message<Single>, st: &oxmpi::Status) -> Handle {
+    if st.source() == oxmpi::PROC_NULL {
+        MESSAGE_NO_PROC as Handle
+    } else {
+        store(m)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Mprobe`: blocks until a message matches, and removes it from matching.
+    fn Mprobe = MPI_Mprobe / PMPI_Mprobe(src: c_int, t: c_int, c: Handle, message: *mut Handle, status: *mut MpiStatus) on comm(c) => {
+        let t = tag("Mprobe", t)?;
+        if message.is_null() {
+            return Err(err(ErrorClass::Arg, "Mprobe", "message is NULL"));
+        }
+        let (m, st) = comm_typed::<Single>(comm(c))?.matched_probe::<u8>(source(src), t)?;
+        put_status(status, &st);
+        put("Mprobe", message, handle(m, &st))
+    }
+
+    /// `MPI_Improbe`.
+    fn Improbe = MPI_Improbe / PMPI_Improbe(src: c_int, t: c_int, c: Handle, flag: *mut c_int, message: *mut Handle, status: *mut MpiStatus) on comm(c) => {
+        let t = tag("Improbe", t)?;
+        if message.is_null() || flag.is_null() {
+            return Err(err(ErrorClass::Arg, "Improbe", "flag or message is NULL"));
+        }
+        match comm_typed::<Single>(comm(c))?.immediate_matched_probe::<u8>(source(src), t)? {
+            Some((m, st)) => {
+                put_status(status, &st);
+                put("Improbe", message, handle(m, &st))?;
+                put("Improbe", flag, 1)
+            }
+            None => put("Improbe", flag, 0),
+        }
+    }
+
+    /// `MPI_Mrecv`: receives a matched message; `*message` becomes `MPI_MESSAGE_NULL`.
+    fn Mrecv = MPI_Mrecv / PMPI_Mrecv(buf: *mut c_void, n: c_int, dt: Handle, message: *mut Handle, status: *mut MpiStatus) on oxmpi::handle::comm::CommHandle::WORLD => {
+        let (len, _) = span("Mrecv", n, dt)?;
+        let data = recv_buf("Mrecv", buf, len)?;
+        let m = take("Mrecv", get("Mrecv", message)?)?;
+        put("Mrecv", message, MESSAGE_NULL as Handle)?;
+        let st = match m {
+            Some(m) => m.matched_receive_into(data)?,
+            None => oxmpi::Status::proc_null(),
+        };
+        put_status(status, &st);
+        Ok(())
+    }
+}

@@ -1,0 +1,703 @@
+//! Point-to-point: blocking sends in every mode, receives, probes, sendrecv(_replace),
+//! immediate and persistent operations, the request calls (start, wait, test and their
+//! families, cancel, free, get_status), buffer attach/detach, and status queries.
+//!
+//! Requests live in the handle layer's [`Requests`] table. It carries the thread level as a
+//! type; the C layer uses it at `Single` (no promise about other threads), one table per
+//! thread: requests of operations started in the engine may be completed from any thread,
+//! persistent requests only from the thread that created them.
+
+use std::cell::RefCell;
+use std::ffi::{c_int, c_void};
+
+use oxmpi::handle::comm::{comm_typed, CommHandle};
+use oxmpi::handle::env;
+use oxmpi::handle::request::{AnyDone, RequestId, Requests, SendMode};
+use oxmpi::{Communicator, ErrorClass, Result, Single, Source, Status, Tag};
+
+use crate::boundary::{
+    comm, count, err, get, mpi_fn, put, put_status, recv_buf, send_buf, slice_mut, span, Handle,
+    MpiStatus,
+};
+use crate::comm::UNDEFINED;
+
+/// `MPI_REQUEST_NULL`.
+const REQUEST_NULL: usize = 0x180;
+/// `MPI_ANY_SOURCE`, `MPI_PROC_NULL`, `MPI_ANY_TAG`.
+const ANY_SOURCE: c_int = -1;
+const PROC_NULL: c_int = -3;
+const ANY_TAG: c_int = -2;
+
+thread_local! {
+    static REQUESTS: RefCell<Option<Requests<Single>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on this thread's request table.
+fn with_requests<R>(name: &str, f: impl FnOnce(&mut Requests<Single>) -> Result<R>) -> Result<R> {
+    REQUESTS.with(|cell| {
+        let mut slot = cell.try_borrow_mut().map_err(|_| {
+            err(
+                ErrorClass::Other,
+                name,
+                "called from inside a request completion on this thread",
+            )
+        })?;
+        if slot.is_none() {
+            *slot = Some(Requests::new(&comm_typed::<Single>(CommHandle::WORLD)?));
+        }
+        match slot.as_mut() {
+            Some(r) => f(r),
+            None => Err(err(ErrorClass::Intern, name, "no request table")),
+        }
+    })
+}
+
+/// The request id a C handle holds.
+fn req(h: Handle) -> Result<RequestId> {
+    match h as usize {
+        REQUEST_NULL => Ok(RequestId::NULL),
+        // No request id is below 2^32 (they carry a slot index above the generation), so
+        // small values are no request.
+        v if v < 0x1000 => Err(err(
+            ErrorClass::Request,
+            "request",
+            format!("{v:#x} is not a request"),
+        )),
+        v => Ok(RequestId::from_raw(v as u64)),
+    }
+}
+
+/// The C handle of a request id.
+fn req_handle(r: RequestId) -> Handle {
+    if r.is_null() {
+        REQUEST_NULL as Handle
+    } else {
+        r.to_raw() as usize as Handle
+    }
+}
+
+/// The typed communicator behind `c` for point-to-point calls.
+fn typed(c: Handle) -> Result<Communicator<Single>> {
+    comm_typed::<Single>(comm(c))
+}
+
+fn source(s: c_int) -> Source {
+    match s {
+        ANY_SOURCE => Source::Any,
+        PROC_NULL => Source::Null,
+        r => Source::Rank(r),
+    }
+}
+
+fn tag(t: c_int) -> Tag {
+    if t == ANY_TAG {
+        Tag::Any
+    } else {
+        Tag::Is(t)
+    }
+}
+
+/// A receive's tag: non-negative or `MPI_ANY_TAG`.
+fn check_recv_tag(name: &str, t: c_int) -> Result<()> {
+    if t < 0 && t != ANY_TAG {
+        return Err(err(ErrorClass::Tag, name, format!("tag {t} is negative")));
+    }
+    Ok(())
+}
+
+/// A send's tag: non-negative.
+fn check_send_tag(name: &str, t: c_int) -> Result<()> {
+    if t < 0 {
+        return Err(err(ErrorClass::Tag, name, format!("tag {t} is negative")));
+    }
+    Ok(())
+}
+
+/// Sends `n` elements of `dt` at `buf` in `mode`, blocking.
+///
+/// # Safety
+/// `buf` valid for reads of `n` elements of `dt`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments, plus the mode
+unsafe fn send(
+    name: &str,
+    mode: SendMode,
+    buf: *const c_void,
+    n: i64,
+    dt: Handle,
+    dest: c_int,
+    t: c_int,
+    c: Handle,
+) -> Result<()> {
+    let (len, _) = span(name, n, dt)?;
+    check_send_tag(name, t)?;
+    // SAFETY: forwarded from our caller.
+    let data = unsafe { send_buf(name, buf, len)? };
+    let comm = typed(c)?;
+    match mode {
+        SendMode::Standard => comm.send(data, dest, t),
+        SendMode::Synchronous => comm.synchronous_send(data, dest, t),
+        SendMode::Ready => comm.ready_send(data, dest, t),
+        SendMode::Buffered => comm.buffered_send(data, dest, t),
+    }
+}
+
+/// Starts a send of `n` elements of `dt` at `buf` in `mode`, or makes it persistent.
+///
+/// # Safety
+/// `buf` valid for reads of `n` elements of `dt` until the request completes (is freed, for
+/// persistent ones).
+#[allow(clippy::too_many_arguments)]
+unsafe fn isend(
+    name: &str,
+    persistent: bool,
+    mode: SendMode,
+    buf: *const c_void,
+    n: i64,
+    dt: Handle,
+    dest: c_int,
+    t: c_int,
+    c: Handle,
+    out: *mut Handle,
+) -> Result<()> {
+    let (len, _) = span(name, n, dt)?;
+    check_send_tag(name, t)?;
+    if out.is_null() {
+        return Err(err(ErrorClass::Arg, name, "request is NULL"));
+    }
+    // SAFETY: forwarded from our caller.
+    let data = unsafe { send_buf(name, buf, len)? };
+    let comm = typed(c)?;
+    let id = with_requests(name, |r| {
+        // SAFETY: the caller keeps the buffer valid while the request is active.
+        unsafe {
+            if persistent {
+                r.send_init(&comm, mode, data.as_ptr(), len, dest, t)
+            } else {
+                r.isend(&comm, mode, data.as_ptr(), len, dest, t)
+            }
+        }
+    })?;
+    // SAFETY: `out` is non-null and valid by contract.
+    unsafe { put(name, out, req_handle(id)) }
+}
+
+/// Starts a receive into `n` elements of `dt` at `buf`, or makes it persistent.
+///
+/// # Safety
+/// `buf` valid for writes of `n` elements of `dt` until the request completes.
+#[allow(clippy::too_many_arguments)]
+unsafe fn irecv(
+    name: &str,
+    persistent: bool,
+    buf: *mut c_void,
+    n: i64,
+    dt: Handle,
+    src: c_int,
+    t: c_int,
+    c: Handle,
+    out: *mut Handle,
+) -> Result<()> {
+    let (len, _) = span(name, n, dt)?;
+    check_recv_tag(name, t)?;
+    if out.is_null() {
+        return Err(err(ErrorClass::Arg, name, "request is NULL"));
+    }
+    // SAFETY: forwarded from our caller.
+    let data = unsafe { recv_buf(name, buf, len)? };
+    let comm = typed(c)?;
+    let id = with_requests(name, |r| {
+        // SAFETY: the caller keeps the buffer valid and unused while the request is active.
+        unsafe {
+            if persistent {
+                r.recv_init(&comm, data.as_mut_ptr(), len, source(src), tag(t))
+            } else {
+                r.irecv(&comm, data.as_mut_ptr(), len, source(src), tag(t))
+            }
+        }
+    })?;
+    // SAFETY: `out` is non-null and valid by contract.
+    unsafe { put(name, out, req_handle(id)) }
+}
+
+/// Writes statuses of completed requests: `MPI_STATUSES_IGNORE` (null) skips them.
+///
+/// # Safety
+/// `out` null or valid for `n` statuses.
+unsafe fn put_statuses(name: &str, out: *mut MpiStatus, st: &[Status]) -> Result<()> {
+    if out.is_null() {
+        return Ok(());
+    }
+    // SAFETY: forwarded from our caller.
+    let dst = unsafe { slice_mut(name, out, st.len())? };
+    for (d, s) in dst.iter_mut().zip(st) {
+        *d = MpiStatus::from_core(s);
+    }
+    Ok(())
+}
+
+/// Reads `n` request handles at `p`.
+///
+/// # Safety
+/// `p` valid for `n` reads and writes.
+unsafe fn requests<'a>(
+    name: &str,
+    n: c_int,
+    p: *mut Handle,
+) -> Result<(&'a mut [Handle], Vec<RequestId>)> {
+    // SAFETY: forwarded from our caller.
+    let hs = unsafe { slice_mut(name, p, count(name, n)?)? };
+    let ids = hs.iter().map(|&h| req(h)).collect::<Result<Vec<_>>>()?;
+    Ok((hs, ids))
+}
+
+fn write_back(hs: &mut [Handle], ids: &[RequestId]) {
+    for (h, id) in hs.iter_mut().zip(ids) {
+        *h = req_handle(*id);
+    }
+}
+
+/// A status slot per request (the empty status), for the calls that report each one.
+fn statuses(n: usize) -> Vec<Status> {
+    vec![oxmpi::handle::request::empty_status(); n]
+}
+
+mpi_fn! {
+    /// `MPI_Send`.
+    fn Send = MPI_Send / PMPI_Send(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle) on comm(c) => {
+        send("Send", SendMode::Standard, buf, n.into(), dt, dest, t, c)
+    }
+
+    /// `MPI_Ssend`.
+    fn Ssend = MPI_Ssend / PMPI_Ssend(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle) on comm(c) => {
+        send("Ssend", SendMode::Synchronous, buf, n.into(), dt, dest, t, c)
+    }
+
+    /// `MPI_Rsend`.
+    fn Rsend = MPI_Rsend / PMPI_Rsend(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle) on comm(c) => {
+        send("Rsend", SendMode::Ready, buf, n.into(), dt, dest, t, c)
+    }
+
+    /// `MPI_Bsend`.
+    fn Bsend = MPI_Bsend / PMPI_Bsend(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle) on comm(c) => {
+        send("Bsend", SendMode::Buffered, buf, n.into(), dt, dest, t, c)
+    }
+
+    /// `MPI_Isend`.
+    fn Isend = MPI_Isend / PMPI_Isend(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        isend("Isend", false, SendMode::Standard, buf, n.into(), dt, dest, t, c, r)
+    }
+
+    /// `MPI_Issend`.
+    fn Issend = MPI_Issend / PMPI_Issend(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        isend("Issend", false, SendMode::Synchronous, buf, n.into(), dt, dest, t, c, r)
+    }
+
+    /// `MPI_Irsend`.
+    fn Irsend = MPI_Irsend / PMPI_Irsend(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        isend("Irsend", false, SendMode::Ready, buf, n.into(), dt, dest, t, c, r)
+    }
+
+    /// `MPI_Ibsend`.
+    fn Ibsend = MPI_Ibsend / PMPI_Ibsend(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        isend("Ibsend", false, SendMode::Buffered, buf, n.into(), dt, dest, t, c, r)
+    }
+
+    /// `MPI_Send_init`.
+    fn Send_init = MPI_Send_init / PMPI_Send_init(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        isend("Send_init", true, SendMode::Standard, buf, n.into(), dt, dest, t, c, r)
+    }
+
+    /// `MPI_Ssend_init`.
+    fn Ssend_init = MPI_Ssend_init / PMPI_Ssend_init(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        isend("Ssend_init", true, SendMode::Synchronous, buf, n.into(), dt, dest, t, c, r)
+    }
+
+    /// `MPI_Rsend_init`.
+    fn Rsend_init = MPI_Rsend_init / PMPI_Rsend_init(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        isend("Rsend_init", true, SendMode::Ready, buf, n.into(), dt, dest, t, c, r)
+    }
+
+    /// `MPI_Bsend_init`.
+    fn Bsend_init = MPI_Bsend_init / PMPI_Bsend_init(buf: *const c_void, n: c_int, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        isend("Bsend_init", true, SendMode::Buffered, buf, n.into(), dt, dest, t, c, r)
+    }
+
+    /// `MPI_Send_c`: `MPI_Send` with an `MPI_Count` count.
+    fn Send_c = MPI_Send_c / PMPI_Send_c(buf: *const c_void, n: i64, dt: Handle, dest: c_int, t: c_int, c: Handle) on comm(c) => {
+        send("Send_c", SendMode::Standard, buf, n, dt, dest, t, c)
+    }
+
+    /// `MPI_Ssend_c`.
+    fn Ssend_c = MPI_Ssend_c / PMPI_Ssend_c(buf: *const c_void, n: i64, dt: Handle, dest: c_int, t: c_int, c: Handle) on comm(c) => {
+        send("Ssend_c", SendMode::Synchronous, buf, n, dt, dest, t, c)
+    }
+
+    /// `MPI_Isend_c`.
+    fn Isend_c = MPI_Isend_c / PMPI_Isend_c(buf: *const c_void, n: i64, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        isend("Isend_c", false, SendMode::Standard, buf, n, dt, dest, t, c, r)
+    }
+
+    /// `MPI_Irecv_c`.
+    fn Irecv_c = MPI_Irecv_c / PMPI_Irecv_c(buf: *mut c_void, n: i64, dt: Handle, src: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        irecv("Irecv_c", false, buf, n, dt, src, t, c, r)
+    }
+
+    /// `MPI_Recv_c`.
+    fn Recv_c = MPI_Recv_c / PMPI_Recv_c(buf: *mut c_void, n: i64, dt: Handle, src: c_int, t: c_int, c: Handle, status: *mut MpiStatus) on comm(c) => {
+        let (len, _) = span("Recv_c", n, dt)?;
+        check_recv_tag("Recv_c", t)?;
+        let data = recv_buf("Recv_c", buf, len)?;
+        let st = typed(c)?.receive_into(data, source(src), tag(t))?;
+        put_status(status, &st);
+        Ok(())
+    }
+
+    /// `MPI_Get_count_c`.
+    fn Get_count_c = MPI_Get_count_c / PMPI_Get_count_c(status: *const MpiStatus, dt: Handle, n: *mut i64) on CommHandle::WORLD => {
+        let st = get("Get_count_c", status)?;
+        let d = crate::datatypes::lookup("Get_count_c", dt as usize)?;
+        let bytes = st.bytes();
+        let v = if bytes % d.size as u64 == 0 { (bytes / d.size as u64) as i64 } else { UNDEFINED as i64 };
+        put("Get_count_c", n, v)
+    }
+
+    /// `MPI_Recv`.
+    fn Recv = MPI_Recv / PMPI_Recv(buf: *mut c_void, n: c_int, dt: Handle, src: c_int, t: c_int, c: Handle, status: *mut MpiStatus) on comm(c) => {
+        let (len, _) = span("Recv", n, dt)?;
+        check_recv_tag("Recv", t)?;
+        let data = recv_buf("Recv", buf, len)?;
+        let st = typed(c)?.receive_into(data, source(src), tag(t));
+        match st {
+            Ok(st) => {
+                put_status(status, &st);
+                Ok(())
+            }
+            Err(e) => {
+                // A truncated message still reports who sent it.
+                if !status.is_null() {
+                    (*status).error = e.class() as c_int;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// `MPI_Irecv`.
+    fn Irecv = MPI_Irecv / PMPI_Irecv(buf: *mut c_void, n: c_int, dt: Handle, src: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        irecv("Irecv", false, buf, n.into(), dt, src, t, c, r)
+    }
+
+    /// `MPI_Recv_init`.
+    fn Recv_init = MPI_Recv_init / PMPI_Recv_init(buf: *mut c_void, n: c_int, dt: Handle, src: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        irecv("Recv_init", true, buf, n.into(), dt, src, t, c, r)
+    }
+
+    /// `MPI_Sendrecv`.
+    fn Sendrecv = MPI_Sendrecv / PMPI_Sendrecv(
+        sbuf: *const c_void, sn: c_int, sdt: Handle, dest: c_int, stag: c_int,
+        rbuf: *mut c_void, rn: c_int, rdt: Handle, src: c_int, rtag: c_int,
+        c: Handle, status: *mut MpiStatus,
+    ) on comm(c) => {
+        let (slen, _) = span("Sendrecv", sn, sdt)?;
+        let (rlen, _) = span("Sendrecv", rn, rdt)?;
+        check_send_tag("Sendrecv", stag)?;
+        check_recv_tag("Sendrecv", rtag)?;
+        let sdata = send_buf("Sendrecv", sbuf, slen)?;
+        let rdata = recv_buf("Sendrecv", rbuf, rlen)?;
+        let st = typed(c)?.send_receive_into(sdata, dest, stag, rdata, source(src), tag(rtag))?;
+        put_status(status, &st);
+        Ok(())
+    }
+
+    /// `MPI_Sendrecv_replace`.
+    fn Sendrecv_replace = MPI_Sendrecv_replace / PMPI_Sendrecv_replace(
+        buf: *mut c_void, n: c_int, dt: Handle, dest: c_int, stag: c_int, src: c_int, rtag: c_int,
+        c: Handle, status: *mut MpiStatus,
+    ) on comm(c) => {
+        let (len, _) = span("Sendrecv_replace", n, dt)?;
+        check_send_tag("Sendrecv_replace", stag)?;
+        check_recv_tag("Sendrecv_replace", rtag)?;
+        let data = recv_buf("Sendrecv_replace", buf, len)?;
+        let st = typed(c)?.send_receive_replace_into(data, dest, stag, source(src), tag(rtag))?;
+        put_status(status, &st);
+        Ok(())
+    }
+
+    /// `MPI_Probe`.
+    fn Probe = MPI_Probe / PMPI_Probe(src: c_int, t: c_int, c: Handle, status: *mut MpiStatus) on comm(c) => {
+        check_recv_tag("Probe", t)?;
+        let st = typed(c)?.probe::<u8>(source(src), tag(t))?;
+        put_status(status, &st);
+        Ok(())
+    }
+
+    /// `MPI_Iprobe`.
+    fn Iprobe = MPI_Iprobe / PMPI_Iprobe(src: c_int, t: c_int, c: Handle, flag: *mut c_int, status: *mut MpiStatus) on comm(c) => {
+        check_recv_tag("Iprobe", t)?;
+        if flag.is_null() {
+            return Err(err(ErrorClass::Arg, "Iprobe", "flag is NULL"));
+        }
+        let st = typed(c)?.immediate_probe::<u8>(source(src), tag(t))?;
+        if let Some(st) = &st {
+            put_status(status, st);
+        }
+        put("Iprobe", flag, st.is_some() as c_int)
+    }
+
+    /// `MPI_Start`.
+    fn Start = MPI_Start / PMPI_Start(r: *mut Handle) on CommHandle::WORLD => {
+        let id = req(get("Start", r)?)?;
+        with_requests("Start", |t| t.start(id))
+    }
+
+    /// `MPI_Startall`.
+    fn Startall = MPI_Startall / PMPI_Startall(n: c_int, r: *mut Handle) on CommHandle::WORLD => {
+        let (_, ids) = requests("Startall", n, r)?;
+        with_requests("Startall", |t| t.start_all(&ids))
+    }
+
+    /// `MPI_Wait`.
+    fn Wait = MPI_Wait / PMPI_Wait(r: *mut Handle, status: *mut MpiStatus) on CommHandle::WORLD => {
+        let mut id = req(get("Wait", r)?)?;
+        let st = with_requests("Wait", |t| t.wait(&mut id))?;
+        put("Wait", r, req_handle(id))?;
+        put_status(status, &st);
+        status_error("Wait", &st)
+    }
+
+    /// `MPI_Test`.
+    fn Test = MPI_Test / PMPI_Test(r: *mut Handle, flag: *mut c_int, status: *mut MpiStatus) on CommHandle::WORLD => {
+        let mut id = req(get("Test", r)?)?;
+        if flag.is_null() {
+            return Err(err(ErrorClass::Arg, "Test", "flag is NULL"));
+        }
+        let st = with_requests("Test", |t| t.test(&mut id))?;
+        put("Test", r, req_handle(id))?;
+        put("Test", flag, st.is_some() as c_int)?;
+        match st {
+            Some(st) => {
+                put_status(status, &st);
+                status_error("Test", &st)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// `MPI_Request_get_status`: like `MPI_Test` without freeing the request.
+    fn Request_get_status = MPI_Request_get_status / PMPI_Request_get_status(r: Handle, flag: *mut c_int, status: *mut MpiStatus) on CommHandle::WORLD => {
+        let id = req(r)?;
+        if flag.is_null() {
+            return Err(err(ErrorClass::Arg, "Request_get_status", "flag is NULL"));
+        }
+        let st = with_requests("Request_get_status", |t| t.get_status(id))?;
+        put("Request_get_status", flag, st.is_some() as c_int)?;
+        if let Some(st) = st {
+            put_status(status, &st);
+        }
+        Ok(())
+    }
+
+    /// `MPI_Waitall`: `MPI_ERR_IN_STATUS` if any failed, each status holding its own error.
+    fn Waitall = MPI_Waitall / PMPI_Waitall(n: c_int, r: *mut Handle, out: *mut MpiStatus) on CommHandle::WORLD => {
+        let (hs, mut ids) = requests("Waitall", n, r)?;
+        let mut st = statuses(ids.len());
+        let res = with_requests("Waitall", |t| t.wait_all(&mut ids, &mut st));
+        write_back(hs, &ids);
+        put_statuses("Waitall", out, &st)?;
+        res
+    }
+
+    /// `MPI_Testall`.
+    fn Testall = MPI_Testall / PMPI_Testall(n: c_int, r: *mut Handle, flag: *mut c_int, out: *mut MpiStatus) on CommHandle::WORLD => {
+        let (hs, mut ids) = requests("Testall", n, r)?;
+        if flag.is_null() {
+            return Err(err(ErrorClass::Arg, "Testall", "flag is NULL"));
+        }
+        let mut st = statuses(ids.len());
+        let res = with_requests("Testall", |t| t.test_all(&mut ids, &mut st));
+        write_back(hs, &ids);
+        let done = matches!(res, Ok(true) | Err(_));
+        put("Testall", flag, done as c_int)?;
+        if done {
+            put_statuses("Testall", out, &st)?;
+        }
+        res.map(drop)
+    }
+
+    /// `MPI_Waitany`: `MPI_UNDEFINED` if every request is null or inactive.
+    fn Waitany = MPI_Waitany / PMPI_Waitany(n: c_int, r: *mut Handle, index: *mut c_int, status: *mut MpiStatus) on CommHandle::WORLD => {
+        let (hs, mut ids) = requests("Waitany", n, r)?;
+        let got = with_requests("Waitany", |t| Ok(t.wait_any(&mut ids)))?;
+        write_back(hs, &ids);
+        match got {
+            Some((i, st)) => {
+                put("Waitany", index, i as c_int)?;
+                put_status(status, &st);
+                status_error("Waitany", &st)
+            }
+            None => {
+                put_status(status, &oxmpi::handle::request::empty_status());
+                put("Waitany", index, UNDEFINED)
+            }
+        }
+    }
+
+    /// `MPI_Testany`.
+    fn Testany = MPI_Testany / PMPI_Testany(n: c_int, r: *mut Handle, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) on CommHandle::WORLD => {
+        let (hs, mut ids) = requests("Testany", n, r)?;
+        if flag.is_null() || index.is_null() {
+            return Err(err(ErrorClass::Arg, "Testany", "flag or index is NULL"));
+        }
+        let got = with_requests("Testany", |t| Ok(t.test_any(&mut ids)))?;
+        write_back(hs, &ids);
+        match got {
+            AnyDone::Done(i, st) => {
+                put("Testany", index, i as c_int)?;
+                put("Testany", flag, 1)?;
+                put_status(status, &st);
+                status_error("Testany", &st)
+            }
+            AnyDone::Inactive => {
+                put("Testany", index, UNDEFINED)?;
+                put_status(status, &oxmpi::handle::request::empty_status());
+                put("Testany", flag, 1)
+            }
+            AnyDone::Pending => {
+                put("Testany", index, UNDEFINED)?;
+                put("Testany", flag, 0)
+            }
+        }
+    }
+
+    /// `MPI_Waitsome`.
+    fn Waitsome = MPI_Waitsome / PMPI_Waitsome(n: c_int, r: *mut Handle, outcount: *mut c_int, indices: *mut c_int, out: *mut MpiStatus) on CommHandle::WORLD => {
+        some("Waitsome", true, n, r, outcount, indices, out)
+    }
+
+    /// `MPI_Testsome`.
+    fn Testsome = MPI_Testsome / PMPI_Testsome(n: c_int, r: *mut Handle, outcount: *mut c_int, indices: *mut c_int, out: *mut MpiStatus) on CommHandle::WORLD => {
+        some("Testsome", false, n, r, outcount, indices, out)
+    }
+
+    /// `MPI_Cancel`.
+    fn Cancel = MPI_Cancel / PMPI_Cancel(r: *mut Handle) on CommHandle::WORLD => {
+        let id = req(get("Cancel", r)?)?;
+        with_requests("Cancel", |t| t.cancel(id))
+    }
+
+    /// `MPI_Request_free`.
+    fn Request_free = MPI_Request_free / PMPI_Request_free(r: *mut Handle) on CommHandle::WORLD => {
+        let mut id = req(get("Request_free", r)?)?;
+        with_requests("Request_free", |t| t.free(&mut id))?;
+        put("Request_free", r, req_handle(id))
+    }
+
+    /// `MPI_Test_cancelled`.
+    fn Test_cancelled = MPI_Test_cancelled / PMPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) on CommHandle::WORLD => {
+        let st = get("Test_cancelled", status)?;
+        put("Test_cancelled", flag, st.internal[2])
+    }
+
+    /// `MPI_Get_count`: `MPI_UNDEFINED` if the bytes are not a whole number of elements.
+    fn Get_count = MPI_Get_count / PMPI_Get_count(status: *const MpiStatus, dt: Handle, n: *mut c_int) on CommHandle::WORLD => {
+        get_count("Get_count", status, dt, n)
+    }
+
+    /// `MPI_Get_elements`: for predefined datatypes the same as `MPI_Get_count`.
+    fn Get_elements = MPI_Get_elements / PMPI_Get_elements(status: *const MpiStatus, dt: Handle, n: *mut c_int) on CommHandle::WORLD => {
+        get_count("Get_elements", status, dt, n)
+    }
+
+    /// `MPI_Buffer_attach`.
+    fn Buffer_attach = MPI_Buffer_attach / PMPI_Buffer_attach(buf: *mut c_void, size: c_int) on CommHandle::WORLD => {
+        let len = count("Buffer_attach", size)?;
+        if buf.is_null() && len > 0 {
+            return Err(err(ErrorClass::Buffer, "Buffer_attach", "the buffer is NULL"));
+        }
+        // SAFETY: the caller does not touch the buffer until it is detached (MPI contract).
+        env::buffer_attach(buf.cast::<u8>(), len)
+    }
+
+    /// `MPI_Buffer_detach`: `buf` receives the address (it is a `void **` in practice).
+    fn Buffer_detach = MPI_Buffer_detach / PMPI_Buffer_detach(buf: *mut c_void, size: *mut c_int) on CommHandle::WORLD => {
+        let (p, len) = env::buffer_detach()?;
+        put("Buffer_detach", buf.cast::<*mut c_void>(), p.cast::<c_void>())?;
+        put("Buffer_detach", size, len as c_int)
+    }
+}
+
+/// The error a completed operation's status carries, as the call's result.
+fn status_error(name: &str, st: &Status) -> Result<()> {
+    match st.error() {
+        None => Ok(()),
+        Some(c) => Err(err(c, name, format!("the operation failed ({c:?})"))),
+    }
+}
+
+/// `MPI_Get_count`/`MPI_Get_elements`.
+///
+/// # Safety
+/// `status` valid for a read, `n` for a write.
+unsafe fn get_count(name: &str, status: *const MpiStatus, dt: Handle, n: *mut c_int) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    let st = unsafe { get(name, status)? };
+    let d = crate::datatypes::lookup(name, dt as usize)?;
+    let bytes = st.bytes();
+    let v = if bytes % d.size as u64 == 0 {
+        c_int::try_from(bytes / d.size as u64).unwrap_or(UNDEFINED)
+    } else {
+        UNDEFINED
+    };
+    // SAFETY: forwarded from our caller.
+    unsafe { put(name, n, v) }
+}
+
+/// `MPI_Waitsome`/`MPI_Testsome`.
+///
+/// # Safety
+/// Pointers as the standard's contract for those calls.
+unsafe fn some(
+    name: &str,
+    wait: bool,
+    n: c_int,
+    r: *mut Handle,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    out: *mut MpiStatus,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    let (hs, mut ids) = unsafe { requests(name, n, r)? };
+    let mut done = Vec::new();
+    let res = with_requests(name, |t| {
+        if wait {
+            t.wait_some(&mut ids, &mut done)
+        } else {
+            t.test_some(&mut ids, &mut done)
+        }
+    });
+    write_back(hs, &ids);
+    let active = match &res {
+        Ok(a) => *a,
+        Err(e) if e.class() == ErrorClass::InStatus => true,
+        Err(e) => return Err(e.clone()),
+    };
+    if !active {
+        // SAFETY: forwarded from our caller.
+        return unsafe { put(name, outcount, UNDEFINED) };
+    }
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        put(name, outcount, done.len() as c_int)?;
+        let idx = slice_mut(name, indices, done.len())?;
+        for (d, (i, _)) in idx.iter_mut().zip(&done) {
+            *d = *i as c_int;
+        }
+        if !out.is_null() {
+            let sts = slice_mut(name, out, done.len())?;
+            for (d, (_, st)) in sts.iter_mut().zip(&done) {
+                *d = MpiStatus::from_core(st);
+            }
+        }
+    }
+    res.map(drop)
+}

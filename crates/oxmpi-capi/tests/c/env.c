@@ -1,0 +1,56 @@
+/* Environment: init state, versions, names, time, memory, thread queries. */
+#include <string.h>
+#include "check.h"
+
+int main(int argc, char **argv) {
+    int flag = -1, v = 0, sv = -1, len = 0, provided = -1;
+    char name[MPI_MAX_PROCESSOR_NAME], lib[MPI_MAX_LIBRARY_VERSION_STRING];
+
+    MUST(MPI_Initialized(&flag));
+    CHECK(flag == 0, "initialized before init");
+    MUST(MPI_Get_version(&v, &sv));
+    CHECK(v == 5 && sv == 0, "version %d.%d", v, sv);
+    MUST(MPI_Abi_get_version(&v, &sv));
+    CHECK(v == 1 && sv == 0, "abi version %d.%d", v, sv);
+
+    MUST(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided));
+    CHECK(provided == MPI_THREAD_FUNNELED, "provided %d", provided);
+    MUST(MPI_Query_thread(&provided));
+    CHECK(provided == MPI_THREAD_FUNNELED, "query %d", provided);
+    MUST(MPI_Is_thread_main(&flag));
+    CHECK(flag == 1, "is_thread_main");
+    MUST(MPI_Initialized(&flag));
+    CHECK(flag == 1, "initialized after init");
+    MUST(MPI_Finalized(&flag));
+    CHECK(flag == 0, "finalized before finalize");
+
+    MUST(MPI_Get_processor_name(name, &len));
+    CHECK(len > 0 && (int)strlen(name) == len, "processor name %s/%d", name, len);
+    MUST(MPI_Get_library_version(lib, &len));
+    CHECK(strstr(lib, "oxmpi") != NULL && (int)strlen(lib) == len, "library %s", lib);
+
+    double t0 = MPI_Wtime(), tick = MPI_Wtick();
+    CHECK(tick > 0 && tick < 1, "tick %g", tick);
+    CHECK(MPI_Wtime() >= t0, "time goes back");
+
+    int *mem = NULL;
+    MUST(MPI_Alloc_mem(64 * sizeof(int), MPI_INFO_NULL, &mem));
+    CHECK(mem != NULL, "alloc_mem");
+    for (int i = 0; i < 64; i++) mem[i] = i;
+    MUST(MPI_Free_mem(mem));
+
+    MPI_Info info;
+    char val[16];
+    MUST(MPI_Abi_get_info(&info));
+    len = sizeof val;
+    MUST(MPI_Info_get_string(info, "mpi_aint_size", &len, val, &flag));
+    CHECK(flag && strcmp(val, "8") == 0, "mpi_aint_size %s", val);
+    MUST(MPI_Info_free(&info));
+    CHECK(info == MPI_INFO_NULL, "info freed");
+
+    CHECK(MPI_Pcontrol(1) == MPI_SUCCESS, "pcontrol");
+    MUST(MPI_Finalize());
+    MUST(MPI_Finalized(&flag));
+    CHECK(flag == 1, "finalized");
+    return 0;
+}

@@ -1,0 +1,66 @@
+/* Error handlers and codes: MPI_ERRORS_RETURN, a user handler called with the code,
+ * inheritance by dup, call_errhandler, added classes/codes/strings, error strings. */
+#include <string.h>
+#include "check.h"
+
+static int calls = 0, last_code = 0;
+static void handler(MPI_Comm *comm, int *code, ...) {
+    (void)comm;
+    calls++;
+    last_code = *code;
+}
+
+int main(int argc, char **argv) {
+    int rank, cls, len, rc;
+    char msg[MPI_MAX_ERROR_STRING];
+    MPI_Errhandler eh, got;
+    MUST(MPI_Init(&argc, &argv));
+    MUST(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+
+    MUST(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &got));
+    CHECK(got == MPI_ERRORS_ARE_FATAL, "default handler");
+    MUST(MPI_Comm_create_errhandler(handler, &eh));
+    MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh));
+    MUST(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &got));
+    CHECK(got == eh, "get returns the set handler");
+
+    rc = MPI_Send(&rank, 1, MPI_INT, 12345, 0, MPI_COMM_WORLD);
+    CHECK(rc == MPI_ERR_RANK && calls == 1 && last_code == MPI_ERR_RANK, "user handler: rc %d calls %d", rc, calls);
+
+    MPI_Comm dup;
+    MUST(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    rc = MPI_Send(&rank, 1, MPI_INT, 0, -5, dup);
+    CHECK(rc == MPI_ERR_TAG && calls == 2, "inherited handler: rc %d calls %d", rc, calls);
+    MUST(MPI_Errhandler_free(&eh));
+    CHECK(eh == MPI_ERRHANDLER_NULL, "errhandler freed");
+    rc = MPI_Send(&rank, 1, MPI_INT, 0, -5, dup);
+    CHECK(calls == 3, "a freed handler stays attached");
+
+    MUST(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
+    rc = MPI_Recv(&rank, -1, MPI_INT, 0, 0, dup, MPI_STATUS_IGNORE);
+    CHECK(rc == MPI_ERR_COUNT && calls == 3, "ERRORS_RETURN: rc %d", rc);
+
+    int myclass, mycode;
+    MUST(MPI_Add_error_class(&myclass));
+    MUST(MPI_Add_error_code(myclass, &mycode));
+    MUST(MPI_Add_error_string(mycode, "the frobnicator is out of order"));
+    MUST(MPI_Error_class(mycode, &cls));
+    CHECK(cls == myclass, "added code's class %d", cls);
+    MUST(MPI_Error_string(mycode, msg, &len));
+    CHECK(strcmp(msg, "the frobnicator is out of order") == 0 && len == (int)strlen(msg), "added string %s", msg);
+    MUST(MPI_Error_string(MPI_ERR_TRUNCATE, msg, &len));
+    CHECK(len > 0, "standard string");
+    MUST(MPI_Error_class(MPI_ERR_RANK, &cls));
+    CHECK(cls == MPI_ERR_RANK, "standard class");
+
+    MUST(MPI_Comm_create_errhandler(handler, &eh));
+    MUST(MPI_Comm_set_errhandler(dup, eh));
+    MUST(MPI_Comm_call_errhandler(dup, mycode));
+    CHECK(calls == 4 && last_code == mycode, "call_errhandler passes the code");
+    MUST(MPI_Errhandler_free(&eh));
+
+    MUST(MPI_Comm_free(&dup));
+    MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    MUST(MPI_Finalize());
+    return 0;
+}

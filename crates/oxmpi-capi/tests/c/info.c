@@ -1,0 +1,42 @@
+/* Info objects: set, get, replace, delete, count, nth key, dup, MPI_INFO_ENV. */
+#include <string.h>
+#include "check.h"
+
+int main(int argc, char **argv) {
+    MPI_Info info, copy;
+    int n, flag, len;
+    char key[MPI_MAX_INFO_KEY], val[MPI_MAX_INFO_VAL];
+    MUST(MPI_Init(&argc, &argv));
+    MUST(MPI_Info_create(&info));
+    MUST(MPI_Info_set(info, "color", "red"));
+    MUST(MPI_Info_set(info, "size", "3"));
+    MUST(MPI_Info_set(info, "color", "blue"));
+    MUST(MPI_Info_get_nkeys(info, &n));
+    CHECK(n == 2, "nkeys %d", n);
+    MUST(MPI_Info_get_nthkey(info, 0, key));
+    CHECK(strcmp(key, "color") == 0, "first key %s", key);
+    len = sizeof val;
+    MUST(MPI_Info_get_string(info, "color", &len, val, &flag));
+    CHECK(flag && strcmp(val, "blue") == 0 && len == 5, "value %s len %d", val, len);
+    MUST(MPI_Info_get_valuelen(info, "color", &len, &flag));
+    CHECK(flag && len == 4, "valuelen %d", len);
+    MUST(MPI_Info_get(info, "color", 2, val, &flag));
+    CHECK(flag && strcmp(val, "bl") == 0, "MPI_Info_get truncates to valuelen: %s", val);
+    MUST(MPI_Info_dup(info, &copy));
+    MUST(MPI_Info_delete(info, "color"));
+    len = sizeof val;
+    MUST(MPI_Info_get_string(info, "color", &len, val, &flag));
+    CHECK(!flag, "deleted key");
+    len = sizeof val;
+    MUST(MPI_Info_get_string(copy, "color", &len, val, &flag));
+    CHECK(flag, "the dup keeps its keys");
+    MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    CHECK(MPI_Info_delete(info, "color") == MPI_ERR_INFO_NOKEY, "delete a missing key");
+    MUST(MPI_Info_free(&copy));
+    MUST(MPI_Info_free(&info));
+    CHECK(info == MPI_INFO_NULL, "freed");
+    MUST(MPI_Info_get_nkeys(MPI_INFO_ENV, &n));
+    CHECK(n >= 1, "MPI_INFO_ENV has keys");
+    MUST(MPI_Finalize());
+    return 0;
+}

@@ -1,0 +1,496 @@
+//! The C ABI as C programs see it: an installation made by `cargo xtask install`, C programs
+//! (tests/c/*.c) built with its `mpicc` and run under its `mpiexec` at 1 to 4 ranks, one run
+//! per argument error class, the fatal handlers, the header in every C and C++ mode, the
+//! exported symbols, the wrappers, and binary interoperability with MPICH's standard-ABI
+//! library both ways.
+//!
+//! Needs the release binaries (`cargo build --release --workspace --bins`, or the workspace
+//! test run, which builds them).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use oxmpi_tests::{run_with_deadline, target_dir, text};
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Where this test run installs oxmpi (once per test binary).
+fn prefix() -> &'static Path {
+    static PREFIX: OnceLock<PathBuf> = OnceLock::new();
+    PREFIX.get_or_init(|| {
+        let dir = target_dir().join("capi-test-install");
+        let _ = std::fs::remove_dir_all(&dir);
+        let xtask = target_dir().join("xtask");
+        assert!(
+            xtask.exists(),
+            "{} not found: build the workspace's binaries (cargo build --release --workspace --bins)",
+            xtask.display()
+        );
+        let out = Command::new(&xtask)
+            .args(["install", "--no-build", "--from"])
+            .arg(target_dir())
+            .arg("--prefix")
+            .arg(&dir)
+            .output()
+            .expect("run xtask install");
+        assert!(out.status.success(), "xtask install failed: {:?}", text(&out));
+        dir
+    })
+}
+
+/// Builds tests/c/`name`.c with the installed `mpicc` (once) and returns the program.
+fn program(name: &str) -> PathBuf {
+    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut built = built.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(p) = built.get(name) {
+        return p.clone();
+    }
+    let out_dir = prefix().join("tests");
+    std::fs::create_dir_all(&out_dir).expect("mkdir tests");
+    let exe = out_dir.join(name);
+    // C++ programs (tests/c/NAME.cpp) go through mpicxx.
+    let cxx = crate_dir().join("tests/c").join(format!("{name}.cpp"));
+    let (wrapper, std, src) = if cxx.exists() {
+        ("bin/mpicxx", "-std=c++17", cxx)
+    } else {
+        (
+            "bin/mpicc",
+            "-std=c11",
+            crate_dir().join("tests/c").join(format!("{name}.c")),
+        )
+    };
+    let out = Command::new(prefix().join(wrapper))
+        .args([std, "-O1", "-Wall", "-Wextra", "-Werror", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .expect("run mpicc");
+    assert!(
+        out.status.success(),
+        "mpicc {name}.c failed: {:?}",
+        text(&out)
+    );
+    built.insert(name.to_string(), exe.clone());
+    exe
+}
+
+/// Runs `prog args` at `np` ranks under the installed `mpiexec`, with extra environment.
+fn mpiexec(np: usize, prog: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(prefix().join("bin/mpiexec"));
+    cmd.args(["--timeout", "60", "-n", &np.to_string()])
+        .arg(prog)
+        .args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    run_with_deadline(cmd, Duration::from_secs(90))
+}
+
+/// Runs C program `name` at each of `nps` ranks; every run must succeed.
+fn corpus(name: &str, nps: &[usize]) {
+    let exe = program(name);
+    for &np in nps {
+        let out = mpiexec(np, &exe, &[], &[]);
+        let (o, e) = text(&out);
+        assert!(
+            out.status.success(),
+            "{name} at np {np} failed ({:?})\nstdout:\n{o}\nstderr:\n{e}",
+            out.status
+        );
+    }
+}
+
+#[test]
+fn environment() {
+    corpus("env", &[1, 2]);
+}
+
+#[test]
+fn communicators_and_groups() {
+    corpus("comm", &[1, 2, 3, 4]);
+}
+
+#[test]
+fn point_to_point() {
+    corpus("p2p", &[1, 2, 3, 4]);
+}
+
+#[test]
+fn requests() {
+    corpus("requests", &[1, 2, 3, 4]);
+}
+
+#[test]
+fn collectives() {
+    corpus("coll", &[1, 2, 3, 4]);
+}
+
+#[test]
+fn error_handlers_and_codes() {
+    corpus("errors", &[1, 2]);
+}
+
+#[test]
+fn attributes() {
+    corpus("attrs", &[1, 2]);
+}
+
+#[test]
+fn info_objects() {
+    corpus("info", &[1]);
+}
+
+#[test]
+fn profiling_wrappers_intercept_mpi_and_reach_pmpi() {
+    corpus("pmpi", &[1, 2]);
+}
+
+#[test]
+fn cxx_program_through_mpicxx() {
+    corpus("cxx", &[1, 3]);
+}
+
+#[test]
+fn threads_at_thread_multiple() {
+    corpus("threads", &[1, 2, 4]);
+}
+
+/// One test per argument error class: tests/c/args.c provokes it with MPI_ERRORS_RETURN
+/// and checks the class returned, then that MPI still works.
+macro_rules! arg_errors {
+    ($($test:ident: $case:literal,)*) => { $(
+        #[test]
+        fn $test() {
+            let out = mpiexec(2, &program("args"), &[$case], &[]);
+            let (o, e) = text(&out);
+            assert!(out.status.success(), "case {}: {:?}\n{o}\n{e}", $case, out.status);
+        }
+    )* };
+}
+
+arg_errors! {
+    arg_error_comm: "comm",
+    arg_error_rank: "rank",
+    arg_error_tag: "tag",
+    arg_error_count: "count",
+    arg_error_type: "type",
+    arg_error_buffer: "buffer",
+    arg_error_root: "root",
+    arg_error_group: "group",
+    arg_error_op: "op",
+    arg_error_request: "request",
+    arg_error_keyval: "keyval",
+    arg_error_info: "info",
+    arg_error_errhandler: "errhandler",
+    arg_error_arg: "arg",
+    arg_error_after_finalize: "other",
+}
+
+/// Runs tests/c/fatal.c with `arg` at 3 ranks: the job must fail, with `want` in stderr.
+fn fatal(arg: &str, want: &[&str]) {
+    let out = mpiexec(3, &program("fatal"), &[arg], &[]);
+    let (o, e) = text(&out);
+    assert!(!out.status.success(), "the job must fail\n{o}\n{e}");
+    assert!(!e.contains("UNREACHED"), "the fatal handler returned\n{e}");
+    for w in want {
+        assert!(e.contains(w), "stderr lacks {w:?}:\n{e}");
+    }
+}
+
+#[test]
+fn errors_are_fatal_by_default_with_one_message() {
+    fatal(
+        "default",
+        &["rank 2", "MPI_Send", "MPI_ERR_RANK", "invalid rank"],
+    );
+}
+
+#[test]
+fn errors_abort_ends_the_job() {
+    fatal("abort-handler", &["rank 2", "MPI_Send", "MPI_ERR_RANK"]);
+}
+
+#[test]
+fn a_call_before_init_is_fatal_with_its_class() {
+    fatal(
+        "preinit",
+        &["MPI_Comm_rank", "MPI_ERR_OTHER", "not initialized"],
+    );
+}
+
+#[test]
+fn mpi_abort_ends_the_job() {
+    fatal("abort", &["rank 2", "MPI_Abort", "code 7"]);
+}
+
+#[test]
+fn header_is_strict_in_every_c_and_cxx_mode() {
+    let inc = crate_dir().join("include");
+    let src = crate_dir().join("tests/c/header.c");
+    let dir = target_dir().join("capi-header-test");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let cxx_src = dir.join("header.cpp");
+    std::fs::copy(&src, &cxx_src).expect("copy header.c");
+    let modes = [
+        ("cc", "c99", &src),
+        ("cc", "c11", &src),
+        ("cc", "c17", &src),
+        ("c++", "c++11", &cxx_src),
+        ("c++", "c++17", &cxx_src),
+    ];
+    for (compiler, std, file) in modes {
+        let out = Command::new(compiler)
+            .arg(format!("-std={std}"))
+            .args([
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-pedantic",
+                "-fsyntax-only",
+                "-I",
+            ])
+            .arg(&inc)
+            .arg(file)
+            .output()
+            .expect("run the compiler");
+        assert!(
+            out.status.success(),
+            "{compiler} -std={std}: {:?}",
+            text(&out)
+        );
+    }
+}
+
+/// The functions `mpi.h` declares (`int MPI_Send(`, `double PMPI_Wtime(`, ...).
+fn declared() -> Vec<String> {
+    let h = std::fs::read_to_string(crate_dir().join("include/mpi.h")).expect("read mpi.h");
+    h.lines()
+        .filter(|l| !l.starts_with("typedef") && !l.starts_with('#') && !l.starts_with(' '))
+        .filter_map(|l| {
+            let open = l.find('(')?;
+            let name = l[..open].rsplit([' ', '*']).next()?;
+            (name.starts_with("MPI_") || name.starts_with("PMPI_")).then(|| name.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn every_declared_function_is_exported_as_mpi_and_pmpi() {
+    let lib = prefix().join("lib/libmpi_abi.so.1");
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&lib)
+        .output()
+        .expect("run nm");
+    assert!(out.status.success());
+    let syms: std::collections::HashSet<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2).map(String::from))
+        .collect();
+    let decl = declared();
+    let mpi: Vec<&String> = decl.iter().filter(|d| d.starts_with("MPI_")).collect();
+    assert!(mpi.len() > 150, "only {} MPI functions declared", mpi.len());
+    for d in &decl {
+        assert!(
+            syms.contains(d),
+            "{d} is declared in mpi.h but not exported"
+        );
+    }
+    for m in mpi {
+        let p = format!("P{m}");
+        assert!(decl.contains(&p), "{p} is not declared");
+        assert!(syms.contains(&p), "{p} is not exported");
+    }
+    // Nothing MPI-named is exported without a declaration either.
+    for s in syms
+        .iter()
+        .filter(|s| s.starts_with("MPI_") || s.starts_with("PMPI_"))
+    {
+        assert!(decl.contains(s), "{s} is exported but not declared");
+    }
+    let soname = Command::new("readelf")
+        .arg("-d")
+        .arg(&lib)
+        .output()
+        .expect("readelf");
+    assert!(String::from_utf8_lossy(&soname.stdout).contains("[libmpi_abi.so.1]"));
+}
+
+#[test]
+fn wrappers_show_their_commands_and_pass_flags_through() {
+    let mpicc = prefix().join("bin/mpicc");
+    let p = prefix().display().to_string();
+    let show = |args: &[&str], env: &[(&str, &str)]| {
+        let mut c = Command::new(&mpicc);
+        c.args(args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = c.output().expect("run mpicc");
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let line = show(&["-show"], &[]);
+    assert!(line.starts_with("cc "), "{line}");
+    assert!(line.contains(&format!("-I{p}/include")) && line.contains(&format!("-L{p}/lib")));
+    assert!(line.contains("-lmpi_abi"), "{line}");
+    assert_eq!(show(&["--showme:compile"], &[]), format!("-I{p}/include"));
+    assert!(show(&["--showme:link"], &[]).ends_with("-lmpi_abi"));
+    let compile_only = show(
+        &["--showme", "-c", "x.c", "-DFOO=1"],
+        &[("OXMPI_CC", "gcc-x")],
+    );
+    assert!(compile_only.starts_with("gcc-x ") && compile_only.contains("-c x.c -DFOO=1"));
+    assert!(
+        !compile_only.contains("-lmpi_abi"),
+        "no link flags when only compiling"
+    );
+    let cxx = Command::new(prefix().join("bin/mpicxx"))
+        .arg("-show")
+        .env("OXMPI_CXX", "clang++-x")
+        .output()
+        .expect("mpicxx");
+    assert!(String::from_utf8_lossy(&cxx.stdout).starts_with("clang++-x "));
+}
+
+#[test]
+fn mpicc_builds_shared_objects_and_a_moved_install_still_works() {
+    let moved = target_dir().join("capi-test-moved");
+    let _ = std::fs::remove_dir_all(&moved);
+    // The installation proper (other tests build their programs under prefix/tests meanwhile).
+    std::fs::create_dir_all(&moved).expect("mkdir");
+    for part in ["bin", "include", "lib"] {
+        let cp = Command::new("cp")
+            .arg("-a")
+            .arg(prefix().join(part))
+            .arg(&moved)
+            .status()
+            .expect("cp");
+        assert!(cp.success());
+    }
+    let dir = moved.join("work");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    // A shared object calling MPI (as a Python extension would), and a program using it.
+    std::fs::write(
+        dir.join("ext.c"),
+        "#include <mpi.h>\nint ext_size(void) { int s = -1; MPI_Comm_size(MPI_COMM_WORLD, &s); return s; }\n",
+    )
+    .expect("write ext.c");
+    std::fs::write(
+        dir.join("main.c"),
+        "#include <mpi.h>\nint ext_size(void);\nint main(int c, char **v) { MPI_Init(&c, &v); int ok = ext_size() == 2; MPI_Finalize(); return !ok; }\n",
+    )
+    .expect("write main.c");
+    let mpicc = moved.join("bin/mpicc");
+    let run = |args: &[&str]| {
+        let out = Command::new(&mpicc)
+            .current_dir(&dir)
+            .args(args)
+            .output()
+            .expect("mpicc");
+        assert!(out.status.success(), "mpicc {args:?}: {:?}", text(&out));
+    };
+    run(&["-shared", "-fPIC", "-o", "libext.so", "ext.c"]);
+    run(&["-o", "main", "main.c", "-L.", "-lext", "-Wl,-rpath,$ORIGIN"]);
+    let shown = Command::new(&mpicc).arg("-show").output().expect("show");
+    assert!(String::from_utf8_lossy(&shown.stdout).contains(&moved.display().to_string()));
+    let mut cmd = Command::new(moved.join("bin/mpiexec"));
+    cmd.args(["--timeout", "60", "-n", "2"])
+        .arg(dir.join("main"));
+    let out = run_with_deadline(cmd, Duration::from_secs(90));
+    assert!(out.status.success(), "{:?}", text(&out));
+}
+
+/// MPICH's installation from PyPI, if the tests' peer installer put one there
+/// (`$OXMPI_PEERS_DIR`, else `~/.cache/oxmpi/peers`, as scripts/install-peers.sh does).
+fn mpich() -> Option<PathBuf> {
+    let base = std::env::var_os("OXMPI_PEERS_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/oxmpi/peers"))
+        })?;
+    let p = base.join("mpich");
+    (p.join("bin/mpicc_abi").exists() && p.join("lib/libmpi_abi.so.1").exists()).then_some(p)
+}
+
+const WHICH: &str = r#"#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    char v[MPI_MAX_LIBRARY_VERSION_STRING];
+    int n, rank, size, sum = 0, one = 1;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Get_library_version(v, &n);
+    MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int token = rank, got = -1;
+    MPI_Sendrecv(&token, 1, MPI_INT, (rank + 1) % size, 0, &got, 1, MPI_INT,
+                 (rank + size - 1) % size, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (rank == 0) printf("LIBRARY %.40s\n", v);
+    MPI_Finalize();
+    return !(sum == size && got == (rank + size - 1) % size);
+}
+"#;
+
+/// The interoperability program's source, written under a name of the caller's (the two
+/// tests run at once).
+fn which_source(name: &str) -> PathBuf {
+    let dir = target_dir().join("capi-interop");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, WHICH).expect("write which.c");
+    src
+}
+
+#[test]
+fn a_binary_built_with_mpich_runs_on_oxmpi() {
+    let Some(m) = mpich() else {
+        eprintln!("SKIP: MPICH from PyPI is not installed (scripts/install-peers.sh)");
+        return;
+    };
+    let src = which_source("which_mpich");
+    let exe = src.with_file_name("which_mpich");
+    let out = Command::new(m.join("bin/mpicc_abi"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .expect("mpicc_abi");
+    assert!(out.status.success(), "{:?}", text(&out));
+    let lib = prefix().join("lib").display().to_string();
+    let out = mpiexec(3, &exe, &[], &[("LD_LIBRARY_PATH", &lib)]);
+    let (o, e) = text(&out);
+    assert!(out.status.success(), "{o}\n{e}");
+    assert!(o.contains("LIBRARY oxmpi"), "ran on another library:\n{o}");
+}
+
+#[test]
+fn a_binary_built_with_oxmpi_runs_on_mpich() {
+    let Some(m) = mpich() else {
+        eprintln!("SKIP: MPICH from PyPI is not installed (scripts/install-peers.sh)");
+        return;
+    };
+    let src = which_source("which_oxmpi");
+    let exe = src.with_file_name("which_oxmpi");
+    let out = Command::new(prefix().join("bin/mpicc"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .expect("mpicc");
+    assert!(out.status.success(), "{:?}", text(&out));
+    let mut cmd = Command::new(m.join("bin/mpiexec"));
+    cmd.args(["-n", "3"])
+        .arg(&exe)
+        .env("LD_LIBRARY_PATH", m.join("lib"));
+    let out = run_with_deadline(cmd, Duration::from_secs(90));
+    let (o, e) = text(&out);
+    assert!(out.status.success(), "{o}\n{e}");
+    assert!(o.contains("LIBRARY MPICH"), "ran on another library:\n{o}");
+}
