@@ -552,7 +552,7 @@ fn rust_api(world: &Communicator, restarts: usize) {
     // In place, each run transposes the blocks again: even runs give back the input.
     let a2a_want: Vec<i64> = (0..n * pu)
         .map(|x| {
-            if runs % 2 == 0 {
+            if runs.is_multiple_of(2) {
                 v(me, x, 0)
             } else {
                 v((x / n) as i32, meu * n + x % n, 0)
@@ -617,14 +617,13 @@ fn rust_api(world: &Communicator, restarts: usize) {
     let mut ex_model = model.clone();
     for _ in 0..runs {
         for r in 1..pu {
-            for i in 0..n {
-                model[r][i] += model[r - 1][i];
-            }
+            let prev = model[r - 1].clone();
+            model[r].iter_mut().zip(prev).for_each(|(x, y)| *x += y);
         }
         let before = ex_model.clone();
-        for r in 1..pu {
-            for i in 0..n {
-                ex_model[r][i] = (0..r).map(|q| before[q][i]).sum();
+        for (r, row) in ex_model.iter_mut().enumerate().skip(1) {
+            for (i, x) in row.iter_mut().enumerate() {
+                *x = before[..r].iter().map(|b| b[i]).sum();
             }
         }
     }

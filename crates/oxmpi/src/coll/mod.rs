@@ -1,16 +1,16 @@
 //! Collective operations on communicators: the public API.
 //!
-//! Every collective is one plan ([`Planned`]): validation of the arguments, the program
+//! Every collective is one plan (`Planned`): validation of the arguments, the program
 //! (`schedule::Program`, built by the algorithms in `algorithms`, chosen in [`select`],
 //! node-aware ones in `hier`), the combining operation and this rank's send and receive
 //! regions. The same plan serves every form of the call:
-//! - blocking: [`Planned::run`] executes it in place on the calling thread (no request, no
+//! - blocking: `Planned::run` executes it in place on the calling thread (no request, no
 //!   engine registration);
-//! - nonblocking (`immediate_*`): [`Planned::start`] hands it to the progress engine as a
+//! - nonblocking (`immediate_*`): `Planned::start` hands it to the progress engine as a
 //!   schedule and returns a [`Request`] in a [`Scope`], so several can be outstanding on one
 //!   communicator and complete in any order of waits (each call has its own tag on the
 //!   communicator's collective context);
-//! - persistent (`*_init`): [`Planned::persist`] keeps it (algorithm, scratch) for restarts
+//! - persistent (`*_init`): `Planned::persist` keeps it (algorithm, scratch) for restarts
 //!   with [`Persistent::start`](crate::request::Persistent::start).
 //!
 //! The families live in `barrier`, `rooted` (bcast, gather(v), scatter(v), reduce), `all`
@@ -187,12 +187,7 @@ impl<'b> Planned<'b> {
         scope: &'s Scope<'b>,
     ) -> Result<Request<'b, 's>> {
         if self.prog.is_none() {
-            return Ok(Request::new(
-                rt,
-                RecvStart::Done(RawStatus::default()),
-                1,
-                scope,
-            ));
+            return Ok(done(rt, scope));
         }
         let start = match self.exec(state, state.next_tag())? {
             Some(exec) => RecvStart::Pending(rt.engine.with(|e| e.start_schedule(Box::new(exec)))?),

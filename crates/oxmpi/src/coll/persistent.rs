@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::schedule::Exec;
 use crate::comm::CommState;
-use crate::error::Result;
+use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::engine::{Advance, Engine, RecvStart, Schedule};
 use crate::p2p::request::Status;
 use crate::runtime::Runtime;
@@ -50,6 +50,12 @@ impl Kept {
     /// Starts one run. The caller must not start it again before the run completed (the
     /// persistent requests check that they are inactive).
     pub(crate) fn start(&self, rt: &Runtime) -> Result<RecvStart> {
+        if crate::runtime::is_finalized() {
+            return Err(Error::new(
+                ErrorClass::Other,
+                "start: MPI is finalized (persistent collective)",
+            ));
+        }
         let Some(exec) = &self.exec else {
             return Ok(RecvStart::Done(Status::default()));
         };
