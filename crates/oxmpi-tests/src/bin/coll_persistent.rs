@@ -273,6 +273,161 @@ fn handle_layer(world: &Communicator, restarts: usize) {
     check!(e.class() == ErrorClass::Op, "allreduce_init null op: {e}");
 }
 
+/// The v-variants through the handle layer: blocks of `j % 3 + 1` elements, with gaps.
+fn handle_layer_v(world: &Communicator, restarts: usize) {
+    let (me, p) = (world.rank(), world.size());
+    let (pu, meu) = (p as usize, me as usize);
+    let root = p / 2;
+    let counts: Vec<usize> = (0..pu).map(|j| j % 3 + 1).collect();
+    let displs: Vec<usize> = counts
+        .iter()
+        .scan(0, |a, &c| {
+            let d = *a;
+            *a += c + 2;
+            Some(d)
+        })
+        .collect();
+    let vlen = displs[pu - 1] + counts[pu - 1];
+    let mine = counts[meu];
+    let mut reqs = Requests::new(world);
+    // SAFETY (every `*_init` below): as in `handle_layer`.
+    let (gs, gr) = (RawBuf::new(mine), RawBuf::new(vlen));
+    let mut gv = must("gatherv_init", unsafe {
+        reqs.gatherv_init(
+            world,
+            gs.ptr(),
+            mine,
+            gr.ptr(),
+            vlen,
+            &counts,
+            &displs,
+            root,
+        )
+    });
+    let (ss, sr) = (RawBuf::new(vlen), RawBuf::new(mine));
+    let mut sv = must("scatterv_init", unsafe {
+        reqs.scatterv_init(
+            world,
+            ss.ptr(),
+            vlen,
+            &counts,
+            &displs,
+            sr.ptr(),
+            mine,
+            root,
+        )
+    });
+    let (ags, agr) = (RawBuf::new(mine), RawBuf::new(vlen));
+    let mut agv = must("allgatherv_init", unsafe {
+        reqs.allgatherv_init(world, ags.ptr(), mine, agr.ptr(), vlen, &counts, &displs)
+    });
+    // Alltoallv: `mine` elements to every rank (back to back); from rank j, counts[j].
+    let sc = vec![mine; pu];
+    let sd: Vec<usize> = (0..pu).map(|j| j * mine).collect();
+    let (avs, avr) = (RawBuf::new(mine * pu), RawBuf::new(vlen));
+    let mut av = must("alltoallv_init", unsafe {
+        reqs.alltoallv_init(
+            world,
+            avs.ptr(),
+            mine * pu,
+            &sc,
+            &sd,
+            avr.ptr(),
+            vlen,
+            &counts,
+            &displs,
+        )
+    });
+    let total: usize = counts.iter().sum();
+    let off: usize = counts[..meu].iter().sum();
+    let (rss, rsr) = (RawBuf::new(total), RawBuf::new(mine));
+    let mut rs = must("reduce_scatter_init", unsafe {
+        reqs.reduce_scatter_init(world, rss.ptr(), rsr.ptr(), &counts, OpHandle::SUM)
+    });
+    let rsp = RawBuf::new(total);
+    let mut rsi = must("reduce_scatter_init in place", unsafe {
+        reqs.reduce_scatter_init(world, std::ptr::null(), rsp.ptr(), &counts, OpHandle::SUM)
+    });
+    for k in 0..restarts {
+        gs.set(|i| v(me, i, k));
+        gr.set(|_| -1);
+        run_once(&mut reqs, &mut gv, "gatherv_init");
+        if me == root {
+            let got = gr.get();
+            check!(
+                (0..pu).all(|j| (0..counts[j]).all(|i| got[displs[j] + i] == v(j as i32, i, k))),
+                "gatherv run {k}: {got:?}"
+            );
+        }
+        ss.set(|x| v(root, x, k));
+        sr.set(|_| -1);
+        run_once(&mut reqs, &mut sv, "scatterv_init");
+        let got = sr.get();
+        check!(
+            (0..mine).all(|i| got[i] == v(root, displs[meu] + i, k)),
+            "scatterv run {k}: {got:?}"
+        );
+        ags.set(|i| v(me, i, k));
+        agr.set(|_| -1);
+        run_once(&mut reqs, &mut agv, "allgatherv_init");
+        let got = agr.get();
+        check!(
+            (0..pu).all(|j| (0..counts[j]).all(|i| got[displs[j] + i] == v(j as i32, i, k))),
+            "allgatherv run {k}: {got:?}"
+        );
+        avs.set(|x| v(me, x, k));
+        avr.set(|_| -1);
+        run_once(&mut reqs, &mut av, "alltoallv_init");
+        let got = avr.get();
+        check!(
+            (0..pu).all(|j| (0..counts[j])
+                .all(|i| got[displs[j] + i] == v(j as i32, meu * counts[j] + i, k))),
+            "alltoallv run {k}: {got:?}"
+        );
+        rss.set(|x| v(me, x, k));
+        rsr.set(|_| -1);
+        run_once(&mut reqs, &mut rs, "reduce_scatter_init");
+        let got = rsr.get();
+        let want: Vec<i64> = (0..mine)
+            .map(|i| (0..p).map(|r| v(r, off + i, k)).sum())
+            .collect();
+        check!(got == want, "reduce_scatter run {k}: {got:?} want {want:?}");
+        rsp.set(|x| v(me, x, k));
+        run_once(&mut reqs, &mut rsi, "reduce_scatter_init in place");
+        let got = rsp.get();
+        check!(
+            got[..mine] == want[..],
+            "reduce_scatter in place run {k}: {got:?} want {want:?}"
+        );
+    }
+    for id in [&mut gv, &mut sv, &mut agv, &mut av, &mut rs, &mut rsi] {
+        must("free", reqs.free(id));
+    }
+    let e = unsafe {
+        reqs.gatherv_init(
+            world,
+            gs.ptr(),
+            mine,
+            gr.ptr(),
+            vlen,
+            &counts[1..],
+            &displs,
+            root,
+        )
+    };
+    // Only the root reads the counts.
+    match e {
+        Err(e) => check!(
+            me == root && e.class() == ErrorClass::Arg,
+            "gatherv_init with p - 1 counts: {e}"
+        ),
+        Ok(mut id) => {
+            check!(me != root, "the root accepted p - 1 counts");
+            must("free", reqs.free(&mut id));
+        }
+    }
+}
+
 /// Starts and waits `r` (checking that a second start fails).
 fn cycle(r: &mut Persistent<'_, '_>, what: &str) {
     must(what, r.start());
@@ -664,6 +819,7 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(20);
     handle_layer(&world, restarts);
+    handle_layer_v(&world, restarts);
     rust_api(&world, restarts);
     // A split communicator too (odd sizes, other context).
     if let Some(half) = must("split", world.split(world.rank() % 2, -world.rank())) {

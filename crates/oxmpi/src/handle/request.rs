@@ -1008,6 +1008,126 @@ impl<L: ThreadLevel> Requests<L> {
         let (s, r) = unsafe { (ro_or_in_place(call, send, count)?, rw(call, recv, count)?) };
         self.add_collective(comm.scan_plan(call, s, r, &op, exclusive)?, comm)
     }
+
+    /// `MPI_Gatherv_init`: rank i's `count` elements land at `recv[displs[i]..][..counts[i]]`
+    /// at the root, in a receive buffer of `recv_len` elements (root only).
+    ///
+    /// # Safety
+    /// See the block's contract.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn gatherv_init<T: crate::datatype::Equivalence>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        count: usize,
+        recv: *mut T,
+        recv_len: usize,
+        counts: &[usize],
+        displs: &[usize],
+        root: i32,
+    ) -> Result<RequestId> {
+        let call = "gatherv_init";
+        let rlen = if comm.rank() == root { recv_len } else { 0 };
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro(call, send, count)?, rw(call, recv, rlen)?) };
+        self.add_collective(comm.gatherv_plan(call, root, s, r, counts, displs)?, comm)
+    }
+
+    /// `MPI_Scatterv_init`: rank i receives `send[displs[i]..][..counts[i]]` (a send buffer
+    /// of `send_len` elements at the root) into `count` elements at `recv`.
+    ///
+    /// # Safety
+    /// See the block's contract.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn scatterv_init<T: crate::datatype::Equivalence>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        send_len: usize,
+        counts: &[usize],
+        displs: &[usize],
+        recv: *mut T,
+        count: usize,
+        root: i32,
+    ) -> Result<RequestId> {
+        let call = "scatterv_init";
+        let slen = if comm.rank() == root { send_len } else { 0 };
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro(call, send, slen)?, rw(call, recv, count)?) };
+        self.add_collective(comm.scatterv_plan(call, root, s, counts, displs, r)?, comm)
+    }
+
+    /// `MPI_Allgatherv_init`: rank i's `count` elements land at `recv[displs[i]..][..counts[i]]`
+    /// on every rank (`recv_len` elements).
+    ///
+    /// # Safety
+    /// See the block's contract.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn allgatherv_init<T: crate::datatype::Equivalence>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        count: usize,
+        recv: *mut T,
+        recv_len: usize,
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<RequestId> {
+        let call = "allgatherv_init";
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro(call, send, count)?, rw(call, recv, recv_len)?) };
+        self.add_collective(comm.allgatherv_plan(call, s, r, counts, displs)?, comm)
+    }
+
+    /// `MPI_Alltoallv_init` (and, over bytes, `MPI_Alltoallw_init`): block j of `send`
+    /// (`send_len` elements) is `[sdispls[j]..][..scounts[j]]`, rank j's block lands at
+    /// `[rdispls[j]..][..rcounts[j]]` of `recv` (`recv_len` elements).
+    ///
+    /// # Safety
+    /// See the block's contract.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn alltoallv_init<T: crate::datatype::Equivalence>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        send_len: usize,
+        scounts: &[usize],
+        sdispls: &[usize],
+        recv: *mut T,
+        recv_len: usize,
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<RequestId> {
+        let call = "alltoallv_init";
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro(call, send, send_len)?, rw(call, recv, recv_len)?) };
+        let p = comm.alltoallv_plan(call, s, scounts, sdispls, r, rcounts, rdispls)?;
+        self.add_collective(p, comm)
+    }
+
+    /// `MPI_Reduce_scatter_init`: `send` holds the sum of `counts` elements, rank i's block
+    /// of the result (`counts[i]` elements) lands in its `recv`; a null `send` is
+    /// `MPI_IN_PLACE` (then `recv` holds the whole input).
+    ///
+    /// # Safety
+    /// See the block's contract.
+    pub unsafe fn reduce_scatter_init<T: crate::op::Reducible>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        recv: *mut T,
+        counts: &[usize],
+        op: super::op::OpHandle,
+    ) -> Result<RequestId> {
+        let call = "reduce_scatter_init";
+        let op = super::op::op_get(op)?;
+        let total: usize = counts.iter().sum();
+        let mine = counts.get(comm.rank() as usize).copied().unwrap_or(0);
+        let rlen = if send.is_null() { total } else { mine };
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro_or_in_place(call, send, total)?, rw(call, recv, rlen)?) };
+        self.add_collective(comm.reduce_scatter_plan(call, s, r, counts, &op)?, comm)
+    }
 }
 
 /// `n` elements at `p` (none when `n` is 0); a null `p` with elements is an error.
