@@ -13,9 +13,10 @@
  *   multi-bw   aggregate bandwidth of np/2 pairs between the two halves of the ranks, MB/s
  *   multi-lat  one-way latency while all np/2 pairs ping-pong at once (mean over pairs), us
  *   barrier    MPI_Barrier latency, us (printed as size 0)
- *   bcast reduce allreduce gather scatter allgather alltoall
+ *   bcast reduce allreduce gather scatter allgather alltoall allreduce-init
  *              collective latency, us, averaged over ranks; SIZE is the bytes each rank
- *              contributes (reduce/allreduce: SIZE/4 ints summed)
+ *              contributes (reduce/allreduce: SIZE/4 ints summed); allreduce-init is the
+ *              allreduce as one MPI_Allreduce_init request, each call an MPI_Start + MPI_Wait
  *   init       MPI_Init and MPI_Finalize only (start-up timing); with --report-mem it also
  *              reports memory per rank (see below)
  *
@@ -237,7 +238,7 @@ static const char *const usage =
     "usage: oxbench BENCHMARK [--min SIZE] [--max SIZE] [--iters N] [--warmup N] [--window W]\n"
     "       oxbench init [--report-mem]\n"
     "benchmarks: latency bw bibw msgrate multi-bw multi-lat barrier bcast reduce allreduce\n"
-    "            gather scatter allgather alltoall init\n";
+    "            gather scatter allgather alltoall allreduce-init init\n";
 
 /* Returns NULL on success, or a message naming the bad argument. */
 static const char *parse_options(int argc, char **argv, struct options *o)
@@ -560,7 +561,23 @@ static void bench_barrier(const struct ctx *c)
     row(c, 0, mean_over_ranks(MPI_Wtime() - t0, iters));
 }
 
-enum coll { C_BCAST, C_REDUCE, C_ALLREDUCE, C_GATHER, C_SCATTER, C_ALLGATHER, C_ALLTOALL };
+/* C_ALLREDUCE_INIT: the allreduce as a persistent request (MPI-4 MPI_Allreduce_init), made
+ * once per size; each timed call is one MPI_Start and MPI_Wait. */
+enum coll {
+    C_BCAST,
+    C_REDUCE,
+    C_ALLREDUCE,
+    C_GATHER,
+    C_SCATTER,
+    C_ALLGATHER,
+    C_ALLTOALL,
+    C_ALLREDUCE_INIT
+};
+
+static int is_reduction(enum coll k)
+{
+    return k == C_REDUCE || k == C_ALLREDUCE || k == C_ALLREDUCE_INIT;
+}
 
 struct coll_bufs {
     uint8_t *s, *r;
@@ -579,7 +596,8 @@ static void coll_prepare(const struct ctx *c, enum coll k, size_t size, struct c
             poison(b->s, size, seed_of(size, 0, -1));
         break;
     case C_REDUCE:
-    case C_ALLREDUCE: {
+    case C_ALLREDUCE:
+    case C_ALLREDUCE_INIT: {
         int32_t *s = (int32_t *)(void *)b->s, *r = (int32_t *)(void *)b->r;
         for (size_t i = 0; i < ints; i++) {
             s[i] = reduce_value(size, i, me);
@@ -619,7 +637,8 @@ static void coll_check(const struct ctx *c, enum coll k, size_t size, const stru
         break;
     case C_REDUCE:
     case C_ALLREDUCE:
-        if (me == 0 || k == C_ALLREDUCE) {
+    case C_ALLREDUCE_INIT:
+        if (me == 0 || k != C_REDUCE) {
             const int32_t *r = (const int32_t *)(const void *)b->r;
             for (size_t i = 0; i < ints; i++)
                 if (r[i] != reduce_expected(size, i, np))
@@ -645,11 +664,16 @@ static void coll_check(const struct ctx *c, enum coll k, size_t size, const stru
     }
 }
 
-static void coll_call(const struct ctx *c, enum coll k, size_t size, struct coll_bufs *b)
+static void coll_call(const struct ctx *c, enum coll k, size_t size, struct coll_bufs *b,
+                      MPI_Request *persistent)
 {
     int n = mpi_count(c, size);
     MPI_Comm w = MPI_COMM_WORLD;
     switch (k) {
+    case C_ALLREDUCE_INIT:
+        MPI_Start(persistent);
+        MPI_Wait(persistent, MPI_STATUS_IGNORE);
+        break;
     case C_BCAST: MPI_Bcast(b->s, n, MPI_BYTE, 0, w); break;
     case C_REDUCE:
         MPI_Reduce(b->s, b->r, n / 4, MPI_INT32_T, MPI_SUM, 0, w);
@@ -666,12 +690,13 @@ static void bench_coll(const struct ctx *c, enum coll k)
 {
     static const char *const what[] = {
         "bcast latency", "reduce latency (int32 sum)", "allreduce latency (int32 sum)",
-        "gather latency", "scatter latency", "allgather latency", "alltoall latency"};
+        "gather latency", "scatter latency", "allgather latency", "alltoall latency",
+        "persistent allreduce latency (int32 sum; MPI_Start + MPI_Wait)"};
     size_t min = c->opt.min;
-    if ((k == C_REDUCE || k == C_ALLREDUCE) && min < sizeof(int32_t))
+    if (is_reduction(k) && min < sizeof(int32_t))
         min = sizeof(int32_t); /* at least one int */
     /* Rooted and all-to-all collectives use np blocks on some side. */
-    size_t blocks = (k == C_BCAST || k == C_REDUCE || k == C_ALLREDUCE) ? 1 : (size_t)c->np;
+    size_t blocks = (k == C_BCAST || is_reduction(k)) ? 1 : (size_t)c->np;
     if (c->opt.max > SIZE_MAX / blocks)
         fail(c, "--max %zu is too large for %d ranks", c->opt.max, c->np);
     struct coll_bufs b = {xalloc(c, c->opt.max * blocks), xalloc(c, c->opt.max * blocks)};
@@ -680,16 +705,29 @@ static void bench_coll(const struct ctx *c, enum coll k)
     for (size_t size = min; size <= c->opt.max; size = next_size(size)) {
         long iters = iters_for(c, ITERS_COLL, size), warmup = warmup_for(c, ITERS_COLL, size);
         double total = 0.0;
+        MPI_Request persistent = MPI_REQUEST_NULL;
         coll_prepare(c, k, size, &b);
+        if (k == C_ALLREDUCE_INIT) {
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+            /* Open MPI 5 has the MPI-4 persistent collectives while reporting MPI 3.1. */
+            MPI_Allreduce_init(b.s, b.r, mpi_count(c, size) / 4, MPI_INT32_T, MPI_SUM,
+                               MPI_COMM_WORLD, MPI_INFO_NULL, &persistent);
+#else
+            fail(c, "allreduce-init needs MPI_Allreduce_init (MPI 4), this MPI is %d.%d",
+                 MPI_VERSION, MPI_SUBVERSION);
+#endif
+        }
         MPI_Barrier(MPI_COMM_WORLD);
         for (long i = 0; i < warmup + iters; i++) {
             double t0 = MPI_Wtime();
-            coll_call(c, k, size, &b);
+            coll_call(c, k, size, &b, &persistent);
             double t = MPI_Wtime() - t0;
             if (i >= warmup)
                 total += t;
             MPI_Barrier(MPI_COMM_WORLD);
         }
+        if (persistent != MPI_REQUEST_NULL)
+            MPI_Request_free(&persistent);
         coll_check(c, k, size, &b);
         row(c, size, mean_over_ranks(total, iters));
     }
@@ -837,7 +875,8 @@ static const struct bench_def benches[] = {
     {"msgrate", 1, 4u << 20},   {"multi-bw", 1, 4u << 20},  {"multi-lat", 0, 4u << 20},
     {"barrier", 0, 0},          {"bcast", 4, 1u << 20},     {"reduce", 4, 1u << 20},
     {"allreduce", 4, 1u << 20}, {"gather", 4, 1u << 20},    {"scatter", 4, 1u << 20},
-    {"allgather", 4, 1u << 20}, {"alltoall", 4, 1u << 20},  {"init", 0, 0},
+    {"allgather", 4, 1u << 20}, {"alltoall", 4, 1u << 20},  {"allreduce-init", 4, 1u << 20},
+    {"init", 0, 0},
 };
 
 int main(int argc, char **argv)
@@ -891,9 +930,10 @@ int main(int argc, char **argv)
     } else if (strcmp(c.name, "barrier") == 0) {
         bench_barrier(&c);
     } else {
-        static const char *const names[] = {"bcast",   "reduce",    "allreduce", "gather",
-                                            "scatter", "allgather", "alltoall"};
-        for (int k = 0; k < 7; k++)
+        static const char *const names[] = {"bcast",     "reduce",    "allreduce",
+                                            "gather",    "scatter",   "allgather",
+                                            "alltoall",  "allreduce-init"};
+        for (int k = 0; k < 8; k++)
             if (strcmp(c.name, names[k]) == 0)
                 bench_coll(&c, (enum coll)k);
     }

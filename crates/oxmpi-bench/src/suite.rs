@@ -77,6 +77,9 @@ pub enum Benchmark {
     Allgather,
     /// `MPI_Alltoall`.
     Alltoall,
+    /// `MPI_Allreduce_init` once per size, then `MPI_Start` + `MPI_Wait` per call (int32
+    /// sum): what a persistent start saves against [`Allreduce`](Benchmark::Allreduce).
+    AllreduceInit,
     /// Launch-to-exit time of an init/finalize program.
     Startup,
     /// Peak RSS and shared memory per rank.
@@ -85,7 +88,7 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every benchmark, in report order.
-    pub const ALL: [Benchmark; 16] = [
+    pub const ALL: [Benchmark; 17] = [
         Benchmark::Latency,
         Benchmark::Bw,
         Benchmark::Bibw,
@@ -100,6 +103,7 @@ impl Benchmark {
         Benchmark::Scatter,
         Benchmark::Allgather,
         Benchmark::Alltoall,
+        Benchmark::AllreduceInit,
         Benchmark::Startup,
         Benchmark::Mem,
     ];
@@ -121,6 +125,7 @@ impl Benchmark {
             Benchmark::Scatter => "scatter",
             Benchmark::Allgather => "allgather",
             Benchmark::Alltoall => "alltoall",
+            Benchmark::AllreduceInit => "allreduce-init",
             Benchmark::Startup => "startup",
             Benchmark::Mem => "mem",
         }
@@ -168,6 +173,9 @@ impl Benchmark {
             Benchmark::Scatter => "scatter latency",
             Benchmark::Allgather => "allgather latency",
             Benchmark::Alltoall => "alltoall latency",
+            Benchmark::AllreduceInit => {
+                "persistent allreduce latency (int32 sum; MPI_Start + MPI_Wait)"
+            }
             Benchmark::Startup => "launch-to-exit wall time of MPI_Init + MPI_Finalize",
             Benchmark::Mem => "memory per rank",
         }
@@ -338,7 +346,10 @@ impl BenchOptions {
         }
         let mut min = self.min.unwrap_or(dmin);
         let max = self.max.unwrap_or(dmax);
-        if matches!(benchmark, Benchmark::Reduce | Benchmark::Allreduce) {
+        if matches!(
+            benchmark,
+            Benchmark::Reduce | Benchmark::Allreduce | Benchmark::AllreduceInit
+        ) {
             min = min.max(4);
         }
         size_sequence(min, max)
@@ -407,7 +418,7 @@ mod tests {
             parse_benchmark_list("bw, latency,bw").unwrap(),
             vec![Benchmark::Latency, Benchmark::Bw]
         );
-        assert_eq!(parse_benchmark_list("all").unwrap().len(), 16);
+        assert_eq!(parse_benchmark_list("all").unwrap().len(), 17);
         let err = parse_benchmark_list("latency,nope").unwrap_err();
         assert!(err.contains("unknown benchmark 'nope'"), "{err}");
         assert!(parse_benchmark_list(" , ").is_err());

@@ -162,3 +162,20 @@ fn bad_arguments_return_error_classes() {
         run(ERRORS, np, &[], &[]);
     }
 }
+
+const PERSISTENT: &str = env!("CARGO_BIN_EXE_coll_persistent");
+
+#[test]
+fn persistent_collectives_restarted_with_changing_contents_np1_to_6() {
+    for np in 1..=6 {
+        run(PERSISTENT, np, &["20"], &[]);
+    }
+    run(PERSISTENT, 4, &["5"], &[("OXMPI_HOST_OVERRIDE", "0,0,1,1")]);
+    let long = [
+        ("OXMPI_COLL_ALLREDUCE_LONG", "64"),
+        ("OXMPI_COLL_BCAST_LONG", "64"),
+        ("OXMPI_COLL_ALLTOALL_PAIRWISE", "1"),
+        ("OXMPI_COLL_REDUCE_SCATTER_LONG", "1"),
+    ];
+    run(PERSISTENT, 5, &["5"], &long);
+}

@@ -1,5 +1,5 @@
 //! Nonblocking operations: requests, the scope that bounds their buffers, completion of many
-//! at once, and persistent requests.
+//! at once, and persistent requests (point-to-point and collective).
 //!
 //! Every request borrows its buffer for `'a` and belongs to a [`Scope`]: when the scope ends it
 //! completes whatever is still outstanding, so even a leaked request cannot outlive its buffer,
@@ -355,9 +355,11 @@ fn collect_done(requests: &mut Vec<Request<'_, '_>>, call: &str) -> Vec<(usize, 
     out
 }
 
-/// A persistent request (`MPI_Send_init` and its modes, `MPI_Recv_init`): started any number
-/// of times, each start followed by a wait or successful test, with the buffer borrowed for
-/// `'a`.
+/// A persistent request (`MPI_Send_init` and its modes, `MPI_Recv_init`, and the persistent
+/// collectives such as `MPI_Bcast_init`, made by the communicators' `*_init` methods): started
+/// any number of times, each start followed by a wait or successful test, with the buffers
+/// borrowed for `'a`. A persistent collective's algorithm and scratch space are fixed when it
+/// is made; every start is a new run of the same plan.
 pub struct Persistent<'a, 's> {
     rt: Arc<Runtime>,
     op: PersistentOp,

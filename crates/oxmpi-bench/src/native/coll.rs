@@ -41,10 +41,11 @@ pub fn run(ctx: &Ctx<'_>) -> oxmpi::Result<()> {
     let (me, np) = (ctx.rank, ctx.np);
     let sizes = ctx.sizes();
     let max = sizes.iter().copied().max().unwrap_or(0);
-    let blocks = if matches!(
+    let reduction = matches!(
         b,
-        Benchmark::Bcast | Benchmark::Reduce | Benchmark::Allreduce
-    ) {
+        Benchmark::Reduce | Benchmark::Allreduce | Benchmark::AllreduceInit
+    );
+    let blocks = if b == Benchmark::Bcast || reduction {
         1
     } else {
         np as usize
@@ -69,7 +70,7 @@ pub fn run(ctx: &Ctx<'_>) -> oxmpi::Result<()> {
                     poison(&mut s[..size], seed_of(size, 0, -1));
                 }
             }
-            Benchmark::Reduce | Benchmark::Allreduce => {
+            Benchmark::Reduce | Benchmark::Allreduce | Benchmark::AllreduceInit => {
                 for i in 0..ints {
                     si[i] = reduce_value(size, i, me);
                     ri[i] = -1;
@@ -99,6 +100,13 @@ pub fn run(ctx: &Ctx<'_>) -> oxmpi::Result<()> {
             }
         }
         let n = size * np as usize;
+        if b == Benchmark::AllreduceInit {
+            let total = persistent_allreduce(ctx, &si[..ints], &mut ri[..ints], warmup, iters)?;
+            check_reduction(ctx, &ri[..ints], size, np);
+            let value = mean_over_ranks(ctx, total, iters)?;
+            ctx.row(size, value);
+            continue;
+        }
         ctx.world.barrier()?;
         let mut total = 0.0;
         for i in 0..warmup + iters {
@@ -129,13 +137,7 @@ pub fn run(ctx: &Ctx<'_>) -> oxmpi::Result<()> {
             Benchmark::Bcast => check(ctx, &s[..size], seed_of(size, 0, -1), size, 0),
             Benchmark::Reduce | Benchmark::Allreduce => {
                 if me == 0 || b == Benchmark::Allreduce {
-                    if let Some(i) = (0..ints).find(|&i| ri[i] != reduce_expected(size, i, np)) {
-                        ctx.verification_failed(format!(
-                            "size {size}, element {i}: expected {}, got {}",
-                            reduce_expected(size, i, np),
-                            ri[i]
-                        ));
-                    }
+                    check_reduction(ctx, &ri[..ints], size, np);
                 }
             }
             Benchmark::Gather | Benchmark::Allgather => {
@@ -168,6 +170,43 @@ pub fn run(ctx: &Ctx<'_>) -> oxmpi::Result<()> {
         ctx.row(size, value);
     }
     Ok(())
+}
+
+fn check_reduction(ctx: &Ctx<'_>, got: &[i32], size: usize, np: i32) {
+    if let Some(i) = (0..got.len()).find(|&i| got[i] != reduce_expected(size, i, np)) {
+        ctx.verification_failed(format!(
+            "size {size}, element {i}: expected {}, got {}",
+            reduce_expected(size, i, np),
+            got[i]
+        ));
+    }
+}
+
+/// The persistent allreduce of one size: planned once, then each call one start and wait.
+/// Returns the time of the timed calls.
+fn persistent_allreduce(
+    ctx: &Ctx<'_>,
+    send: &[i32],
+    recv: &mut [i32],
+    warmup: u64,
+    iters: u64,
+) -> oxmpi::Result<f64> {
+    oxmpi::scope(|s| {
+        let mut req = ctx.world.all_reduce_init(s, send, recv, Op::Sum)?;
+        ctx.world.barrier()?;
+        let mut total = 0.0;
+        for i in 0..warmup + iters {
+            let t0 = oxmpi::time();
+            req.start()?;
+            req.wait()?;
+            let t = oxmpi::time() - t0;
+            if i >= warmup {
+                total += t;
+            }
+            ctx.world.barrier()?;
+        }
+        Ok(total)
+    })
 }
 
 /// Checks the barrier's promise (no rank leaves before all entered), then times it.

@@ -11,8 +11,8 @@
 //! MPI-5.0 §6.2.2 (intercommunicator collectives), §7.6 (intercommunicators).
 
 use super::algorithms::{tree, Grp, EMPTY};
-use super::schedule::{Combine, In, Out, Peer, Program, Raw, Region, Span};
-use super::{bytes, bytes_mut, check_len, combine, done, launch, req, Plan};
+use super::schedule::{Combine, Peer, Program, Region, Span};
+use super::{bytes, bytes_mut, check_len, combine, done, req, Planned};
 use crate::comm::InterCommunicator;
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
@@ -104,16 +104,10 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         name: &'static str,
         prog: Program,
         c: Option<Combine>,
-        send: Raw<In>,
-        recv: Raw<Out>,
+        send: &[u8],
+        recv: &mut [u8],
     ) -> Result<()> {
-        let plan = Plan {
-            name,
-            prog,
-            combine: c,
-        };
-        // SAFETY: every caller passes regions of slices it borrows for the whole call.
-        unsafe { launch(&self.rt, &self.state, None, plan, send, recv) }.map(drop)
+        Planned::new(name, prog, c, send, recv).run(&self.rt, &self.state)
     }
 
     fn check_remote_root(&self, call: &str, root: InterRoot) -> Result<()> {
@@ -145,8 +139,8 @@ impl<L: ThreadLevel> InterCommunicator<L> {
             "intercomm exchange",
             pr,
             None,
-            Raw::read(bytes(mine)),
-            Raw::write(bytes_mut(theirs)),
+            bytes(mine),
+            bytes_mut(theirs),
         )
     }
 
@@ -168,33 +162,22 @@ impl<L: ThreadLevel> InterCommunicator<L> {
             "intercomm agreement",
             pr,
             Some(c),
-            Raw::read(bytes(mine)),
-            Raw::write(bytes_mut(all)),
+            bytes(mine),
+            bytes_mut(all),
         )
     }
 
     /// Runs `prog` to completion (`scope == None`) or starts it as a schedule in `scope`.
-    ///
-    /// # Safety
-    /// As [`launch`]: `send`/`recv` come from slices borrowed for the whole call (blocking)
-    /// or for `'a` (nonblocking).
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn start<'a, 's>(
+    fn start<'a, 's>(
         &self,
         scope: Option<&'s Scope<'a>>,
         name: &'static str,
         prog: Program,
         c: Option<Combine>,
-        send: Raw<In>,
-        recv: Raw<Out>,
+        send: &'a [u8],
+        recv: &'a mut [u8],
     ) -> Result<Option<Request<'a, 's>>> {
-        let plan = Plan {
-            name,
-            prog,
-            combine: c,
-        };
-        // SAFETY: forwarded from our caller.
-        unsafe { launch(&self.rt, &self.state, scope, plan, send, recv) }
+        Planned::new(name, prog, c, send, recv).launch(&self.rt, &self.state, scope)
     }
 
     /// A process of the root's group other than the root takes no part in a rooted
@@ -217,8 +200,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         } else {
             "intercomm barrier"
         };
-        // SAFETY: no buffers.
-        unsafe { self.start(scope, name, pr, None, Raw::EMPTY, Raw::EMPTY) }
+        self.start(scope, name, pr, None, &[], &mut [])
     }
 
     /// Returns once every process of both groups has called it (`MPI_Barrier`).
@@ -256,8 +238,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
                 tree::bcast_binomial(&mut pr, local(self.me(), self.lsize()), 0, span);
             }
         }
-        // SAFETY: `b` is borrowed for `'a`.
-        unsafe { self.start(scope, name, pr, None, Raw::EMPTY, Raw::write(b)) }
+        self.start(scope, name, pr, None, &[], b)
     }
 
     /// Broadcasts from the root to every process of the other group (`MPI_Bcast`): the root
@@ -319,17 +300,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         }
         bcast_spans(&mut pr, g, &[their_op, output]);
         pr.expect(their_op, id);
-        // SAFETY: `send`/`recv` are borrowed for `'a`.
-        unsafe {
-            self.start(
-                scope,
-                name,
-                pr,
-                Some(c),
-                Raw::read(bytes(send)),
-                Raw::write(bytes_mut(recv)),
-            )
-        }
+        self.start(scope, name, pr, Some(c), bytes(send), bytes_mut(recv))
     }
 
     /// Every process's `recv` gets the other group's `send`s combined with `op` in that
@@ -387,17 +358,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
             pr.exchange(Peer::Remote(0), mine, output);
         }
         tree::bcast_binomial(&mut pr, g, 0, output);
-        // SAFETY: `send`/`recv` are borrowed for `'a`.
-        unsafe {
-            self.start(
-                scope,
-                name,
-                pr,
-                None,
-                Raw::read(bytes(send)),
-                Raw::write(bytes_mut(recv)),
-            )
-        }
+        self.start(scope, name, pr, None, bytes(send), bytes_mut(recv))
     }
 
     /// Every process's `recv` gets the other group's `send`s in that group's rank order
@@ -474,17 +435,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
                 }
             }
         }
-        // SAFETY: `send`/`recv` are borrowed for `'a`.
-        unsafe {
-            self.start(
-                scope,
-                name,
-                pr,
-                Some(c),
-                Raw::read(bytes(send)),
-                Raw::write(bytes_mut(recv)),
-            )
-        }
+        self.start(scope, name, pr, Some(c), bytes(send), bytes_mut(recv))
     }
 
     /// Combines the other group's `send`s with `op` into the root's `recv` (`MPI_Reduce`);
@@ -562,17 +513,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
                 }
             }
         }
-        // SAFETY: `send`/`recv` are borrowed for `'a`.
-        unsafe {
-            self.start(
-                scope,
-                name,
-                pr,
-                None,
-                Raw::read(bytes(send)),
-                Raw::write(bytes_mut(recv)),
-            )
-        }
+        self.start(scope, name, pr, None, bytes(send), bytes_mut(recv))
     }
 
     /// Gathers the other group's `send`s, in its rank order, into the root's `recv`
@@ -645,17 +586,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
                 );
             }
         }
-        // SAFETY: `send`/`recv` are borrowed for `'a`.
-        unsafe {
-            self.start(
-                scope,
-                name,
-                pr,
-                None,
-                Raw::read(bytes(send)),
-                Raw::write(bytes_mut(recv)),
-            )
-        }
+        self.start(scope, name, pr, None, bytes(send), bytes_mut(recv))
     }
 
     /// Scatters the root's `send` (remote-size blocks) over the other group, block i to its
@@ -711,17 +642,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
             pr.send(Peer::Remote(j as u32), Span::new(Region::Send, j * n, n));
         }
         pr.wait();
-        // SAFETY: `send`/`recv` are borrowed for `'a`.
-        unsafe {
-            self.start(
-                scope,
-                name,
-                pr,
-                None,
-                Raw::read(bytes(send)),
-                Raw::write(bytes_mut(recv)),
-            )
-        }
+        self.start(scope, name, pr, None, bytes(send), bytes_mut(recv))
     }
 
     /// Block j of `send` goes to remote rank j; remote rank j's block for this process lands

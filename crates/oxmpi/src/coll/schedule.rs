@@ -380,6 +380,25 @@ impl Exec {
         })
     }
 
+    /// Prepares a finished program to run again with tag `tag` (persistent collectives):
+    /// the steps, scratch and checks of [`new`](Self::new) are kept, so this allocates
+    /// nothing. Fails while transfers of an earlier run that failed are still in flight.
+    pub fn restart(&mut self, tag: i32) -> Result<()> {
+        if !self.pending.is_empty() {
+            return Err(Error::new(
+                ErrorClass::Request,
+                format!(
+                    "{}: an earlier run of the persistent collective failed with transfers in flight",
+                    self.name
+                ),
+            ));
+        }
+        self.pc = 0;
+        self.failed = None;
+        self.tag = tag;
+        Ok(())
+    }
+
     /// Where span `s` starts, for reading.
     fn src(&self, s: Span) -> *const u8 {
         let base = match s.region {
@@ -436,7 +455,7 @@ impl Exec {
     }
 
     /// Whether the operation is user code (steps and drop with the engine unlocked).
-    fn user_op(&self) -> bool {
+    pub(crate) fn user_op(&self) -> bool {
         self.combine.as_ref().is_some_and(|c| c.kernel.is_user())
     }
 

@@ -133,7 +133,7 @@ pub enum SendMode {
 }
 
 /// What a persistent request does each time it starts (`MPI_*_init`).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) enum PersistentOp {
     /// Send `len` bytes at `buf` to world rank `to` (`None`: `PROC_NULL`).
     Send {
@@ -153,6 +153,8 @@ pub(crate) enum PersistentOp {
         tag: i32,
         world_src: Option<u32>,
     },
+    /// Run a planned collective (`MPI_Bcast_init` and the other persistent collectives).
+    Coll(crate::coll::persistent::Kept),
 }
 
 /// Starts `op`.
@@ -208,6 +210,7 @@ pub(crate) unsafe fn start_op(rt: &Runtime, op: &PersistentOp) -> Result<RecvSta
             rt.engine
                 .with(|e| unsafe { e.irecv_from(buf, cap, ctx, src, tag, world_src) })
         }
+        PersistentOp::Coll(ref c) => c.start(rt),
     }
 }
 
@@ -479,9 +482,9 @@ impl<L: ThreadLevel> Requests<L> {
                 "start: the persistent request is still active",
             ));
         }
-        let op = p.op.expect("live persistent slot holds its op");
+        let op = p.op.as_ref().expect("live persistent slot holds its op");
         // SAFETY: the creator of the request vouched for its buffer while active.
-        let start = unsafe { start_op(&self.rt, &op)? };
+        let start = unsafe { start_op(&self.rt, op)? };
         self.persistent[slot].active = Some(match start {
             RecvStart::Done(st) => Active::Done(st),
             RecvStart::Pending(r) => Active::Pending(r),
@@ -784,6 +787,397 @@ impl<L: ThreadLevel> Requests<L> {
         }
         Ok(Some(st))
     }
+}
+
+/// Persistent collectives (`MPI_Barrier_init`, `MPI_Bcast_init`, …) on raw buffers, for the
+/// C layer. Counts are in elements of `T` (bytes for `u8`); a null `send` is `MPI_IN_PLACE`
+/// where the operation has an in-place form. Algorithm and scratch are fixed here; the
+/// request then starts, completes and frees like any persistent request.
+///
+/// Every function is `unsafe` with one contract: each non-null buffer must be valid for its
+/// count (reads of `send`, exclusive reads and writes of `recv`) whenever the request is
+/// active, until it is freed (`'static` below stands for that: nothing else bounds it).
+impl<L: ThreadLevel> Requests<L> {
+    fn add_collective(
+        &mut self,
+        p: crate::coll::Planned<'static>,
+        comm: &Communicator<L>,
+    ) -> Result<RequestId> {
+        // SAFETY: the caller of the `*_init` function vouched for the buffers while active.
+        let kept = unsafe { p.persist_unbound(&comm.state) }?;
+        Ok(self.add_persistent(PersistentOp::Coll(kept)))
+    }
+
+    /// `MPI_Barrier_init`.
+    ///
+    /// # Safety
+    /// None beyond the block's contract (no buffers).
+    pub unsafe fn barrier_init(&mut self, comm: &Communicator<L>) -> Result<RequestId> {
+        self.add_collective(comm.barrier_plan("barrier_init"), comm)
+    }
+
+    /// `MPI_Bcast_init` of `count` elements of `T` at `buf`.
+    ///
+    /// # Safety
+    /// See the block's contract.
+    pub unsafe fn bcast_init<T: crate::datatype::Equivalence>(
+        &mut self,
+        comm: &Communicator<L>,
+        buf: *mut T,
+        count: usize,
+        root: i32,
+    ) -> Result<RequestId> {
+        // SAFETY: forwarded from our caller.
+        let b = unsafe { rw("bcast_init", buf, count)? };
+        let elem = size_of::<T>();
+        let p = comm.bcast_plan("bcast_init", root, bytemuck::cast_slice_mut(b), elem)?;
+        self.add_collective(p, comm)
+    }
+
+    /// `MPI_Gather_init`: `count` elements from each rank into `recv` (p × `count`, root only).
+    ///
+    /// # Safety
+    /// See the block's contract.
+    pub unsafe fn gather_init<T: crate::datatype::Equivalence>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        count: usize,
+        recv: *mut T,
+        root: i32,
+    ) -> Result<RequestId> {
+        let call = "gather_init";
+        let is_root = comm.rank() == root;
+        let total = if is_root {
+            count * comm.size() as usize
+        } else {
+            0
+        };
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro_or_in_place(call, send, count)?, rw(call, recv, total)?) };
+        self.add_collective(comm.gather_plan(call, root, s, r)?, comm)
+    }
+
+    /// `MPI_Scatter_init`: `count` elements to each rank from `send` (p × `count`, root
+    /// only); a null `recv` at the root is `MPI_IN_PLACE`.
+    ///
+    /// # Safety
+    /// See the block's contract.
+    pub unsafe fn scatter_init<T: crate::datatype::Equivalence>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        recv: *mut T,
+        count: usize,
+        root: i32,
+    ) -> Result<RequestId> {
+        let call = "scatter_init";
+        let is_root = comm.rank() == root;
+        let total = if is_root {
+            count * comm.size() as usize
+        } else {
+            0
+        };
+        // SAFETY: forwarded from our caller.
+        let s = unsafe { ro(call, send, total)? };
+        let r = if is_root && recv.is_null() {
+            None
+        } else {
+            // SAFETY: forwarded from our caller.
+            Some(unsafe { rw(call, recv, count)? })
+        };
+        self.add_collective(comm.scatter_plan(call, root, s, r)?, comm)
+    }
+
+    /// `MPI_Allgather_init`: `count` elements from each rank into every `recv` (p × `count`).
+    ///
+    /// # Safety
+    /// See the block's contract.
+    pub unsafe fn allgather_init<T: crate::datatype::Equivalence>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        count: usize,
+        recv: *mut T,
+    ) -> Result<RequestId> {
+        let call = "allgather_init";
+        let total = count * comm.size() as usize;
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro_or_in_place(call, send, count)?, rw(call, recv, total)?) };
+        self.add_collective(comm.allgather_plan(call, s, r)?, comm)
+    }
+
+    /// `MPI_Alltoall_init`: blocks of `count` elements (both buffers p × `count`).
+    ///
+    /// # Safety
+    /// See the block's contract.
+    pub unsafe fn alltoall_init<T: crate::datatype::Equivalence>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        recv: *mut T,
+        count: usize,
+    ) -> Result<RequestId> {
+        let call = "alltoall_init";
+        let total = count * comm.size() as usize;
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro_or_in_place(call, send, total)?, rw(call, recv, total)?) };
+        self.add_collective(comm.alltoall_plan(call, s, r)?, comm)
+    }
+
+    /// `MPI_Reduce_init` of `count` elements with `op` (`recv` at the root only).
+    ///
+    /// # Safety
+    /// See the block's contract.
+    pub unsafe fn reduce_init<T: crate::op::Reducible>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        recv: *mut T,
+        count: usize,
+        op: super::op::OpHandle,
+        root: i32,
+    ) -> Result<RequestId> {
+        let call = "reduce_init";
+        let op = super::op::op_get(op)?;
+        let rcount = if comm.rank() == root { count } else { 0 };
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro_or_in_place(call, send, count)?, rw(call, recv, rcount)?) };
+        self.add_collective(comm.reduce_plan(call, root, s, r, &op)?, comm)
+    }
+
+    /// `MPI_Allreduce_init` of `count` elements with `op`.
+    ///
+    /// # Safety
+    /// See the block's contract.
+    pub unsafe fn allreduce_init<T: crate::op::Reducible>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        recv: *mut T,
+        count: usize,
+        op: super::op::OpHandle,
+    ) -> Result<RequestId> {
+        let call = "allreduce_init";
+        let op = super::op::op_get(op)?;
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro_or_in_place(call, send, count)?, rw(call, recv, count)?) };
+        self.add_collective(comm.allreduce_plan(call, s, r, &op)?, comm)
+    }
+
+    /// `MPI_Reduce_scatter_block_init`: `send` holds p × `count` elements, `recv` `count`.
+    ///
+    /// # Safety
+    /// See the block's contract.
+    pub unsafe fn reduce_scatter_block_init<T: crate::op::Reducible>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        recv: *mut T,
+        count: usize,
+        op: super::op::OpHandle,
+    ) -> Result<RequestId> {
+        let call = "reduce_scatter_block_init";
+        let op = super::op::op_get(op)?;
+        let total = count * comm.size() as usize;
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro(call, send, total)?, rw(call, recv, count)?) };
+        self.add_collective(comm.reduce_scatter_block_plan(call, s, r, &op)?, comm)
+    }
+
+    /// `MPI_Scan_init` (or, with `exclusive`, `MPI_Exscan_init`) of `count` elements.
+    ///
+    /// # Safety
+    /// See the block's contract.
+    pub unsafe fn scan_init<T: crate::op::Reducible>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        recv: *mut T,
+        count: usize,
+        op: super::op::OpHandle,
+        exclusive: bool,
+    ) -> Result<RequestId> {
+        let call = if exclusive {
+            "exscan_init"
+        } else {
+            "scan_init"
+        };
+        let op = super::op::op_get(op)?;
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro_or_in_place(call, send, count)?, rw(call, recv, count)?) };
+        self.add_collective(comm.scan_plan(call, s, r, &op, exclusive)?, comm)
+    }
+
+    /// `MPI_Gatherv_init`: rank i's `count` elements land at `recv[displs[i]..][..counts[i]]`
+    /// at the root, in a receive buffer of `recv_len` elements (root only).
+    ///
+    /// # Safety
+    /// See the block's contract.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn gatherv_init<T: crate::datatype::Equivalence>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        count: usize,
+        recv: *mut T,
+        recv_len: usize,
+        counts: &[usize],
+        displs: &[usize],
+        root: i32,
+    ) -> Result<RequestId> {
+        let call = "gatherv_init";
+        let rlen = if comm.rank() == root { recv_len } else { 0 };
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro(call, send, count)?, rw(call, recv, rlen)?) };
+        self.add_collective(comm.gatherv_plan(call, root, s, r, counts, displs)?, comm)
+    }
+
+    /// `MPI_Scatterv_init`: rank i receives `send[displs[i]..][..counts[i]]` (a send buffer
+    /// of `send_len` elements at the root) into `count` elements at `recv`.
+    ///
+    /// # Safety
+    /// See the block's contract.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn scatterv_init<T: crate::datatype::Equivalence>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        send_len: usize,
+        counts: &[usize],
+        displs: &[usize],
+        recv: *mut T,
+        count: usize,
+        root: i32,
+    ) -> Result<RequestId> {
+        let call = "scatterv_init";
+        let slen = if comm.rank() == root { send_len } else { 0 };
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro(call, send, slen)?, rw(call, recv, count)?) };
+        self.add_collective(comm.scatterv_plan(call, root, s, counts, displs, r)?, comm)
+    }
+
+    /// `MPI_Allgatherv_init`: rank i's `count` elements land at `recv[displs[i]..][..counts[i]]`
+    /// on every rank (`recv_len` elements).
+    ///
+    /// # Safety
+    /// See the block's contract.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn allgatherv_init<T: crate::datatype::Equivalence>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        count: usize,
+        recv: *mut T,
+        recv_len: usize,
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<RequestId> {
+        let call = "allgatherv_init";
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro(call, send, count)?, rw(call, recv, recv_len)?) };
+        self.add_collective(comm.allgatherv_plan(call, s, r, counts, displs)?, comm)
+    }
+
+    /// `MPI_Alltoallv_init` (and, over bytes, `MPI_Alltoallw_init`): block j of `send`
+    /// (`send_len` elements) is `[sdispls[j]..][..scounts[j]]`, rank j's block lands at
+    /// `[rdispls[j]..][..rcounts[j]]` of `recv` (`recv_len` elements).
+    ///
+    /// # Safety
+    /// See the block's contract.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn alltoallv_init<T: crate::datatype::Equivalence>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        send_len: usize,
+        scounts: &[usize],
+        sdispls: &[usize],
+        recv: *mut T,
+        recv_len: usize,
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<RequestId> {
+        let call = "alltoallv_init";
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro(call, send, send_len)?, rw(call, recv, recv_len)?) };
+        let p = comm.alltoallv_plan(call, s, scounts, sdispls, r, rcounts, rdispls)?;
+        self.add_collective(p, comm)
+    }
+
+    /// `MPI_Reduce_scatter_init`: `send` holds the sum of `counts` elements, rank i's block
+    /// of the result (`counts[i]` elements) lands in its `recv`; a null `send` is
+    /// `MPI_IN_PLACE` (then `recv` holds the whole input).
+    ///
+    /// # Safety
+    /// See the block's contract.
+    pub unsafe fn reduce_scatter_init<T: crate::op::Reducible>(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const T,
+        recv: *mut T,
+        counts: &[usize],
+        op: super::op::OpHandle,
+    ) -> Result<RequestId> {
+        let call = "reduce_scatter_init";
+        let op = super::op::op_get(op)?;
+        let total: usize = counts.iter().sum();
+        let mine = counts.get(comm.rank() as usize).copied().unwrap_or(0);
+        let rlen = if send.is_null() { total } else { mine };
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro_or_in_place(call, send, total)?, rw(call, recv, rlen)?) };
+        self.add_collective(comm.reduce_scatter_plan(call, s, r, counts, &op)?, comm)
+    }
+}
+
+/// `n` elements at `p` (none when `n` is 0); a null `p` with elements is an error.
+///
+/// # Safety
+/// A non-null `p` must be valid for reads of `n` elements for `'x`.
+unsafe fn ro<'x, T>(call: &str, p: *const T, n: usize) -> Result<&'x [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(null_buffer(call));
+    }
+    // SAFETY: caller contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// As [`ro`], where null is `MPI_IN_PLACE` (`None`).
+///
+/// # Safety
+/// As [`ro`].
+unsafe fn ro_or_in_place<'x, T>(call: &str, p: *const T, n: usize) -> Result<Option<&'x [T]>> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: forwarded from our caller.
+    unsafe { ro(call, p, n) }.map(Some)
+}
+
+/// `n` elements at `p`, exclusively.
+///
+/// # Safety
+/// A non-null `p` must be valid for reads and writes of `n` elements, and not otherwise
+/// accessed, for `'x`.
+unsafe fn rw<'x, T>(call: &str, p: *mut T, n: usize) -> Result<&'x mut [T]> {
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(null_buffer(call));
+    }
+    // SAFETY: caller contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}
+
+fn null_buffer(call: &str) -> Error {
+    Error::new(
+        ErrorClass::Buffer,
+        format!("{call}: a null buffer with a non-zero count"),
+    )
 }
 
 enum Target {

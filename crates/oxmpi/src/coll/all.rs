@@ -1,0 +1,766 @@
+//! Collectives in which every rank receives: allgather(v), all-to-all (v, w), allreduce and
+//! reduce-scatter (block). Each is one plan (validation, program, regions) behind its
+//! blocking, nonblocking and persistent forms; blocking allreduces of a few bytes on one host
+//! go through shared memory instead (`shm`), in place or not.
+
+use super::algorithms::{allgather, allreduce, alltoall, misc};
+use super::schedule::{Program, Region, Span};
+use super::{bytes, bytes_mut, check_len, combine, hier, select, v_spans, Ctx, Planned};
+use crate::comm::Communicator;
+use crate::datatype::Equivalence;
+use crate::error::{Error, ErrorClass, Result};
+use crate::op::{Op, Reducible};
+use crate::request::{Persistent, Request, Scope};
+use crate::threading::ThreadLevel;
+
+fn plan_allreduce(x: Ctx<'_>, n: usize, elem: usize, commutative: bool, in_place: bool) -> Program {
+    let mut pr = Program::new();
+    let output = Span::new(Region::Recv, 0, n);
+    let input = if in_place {
+        output
+    } else {
+        Span::new(Region::Send, 0, n)
+    };
+    let count = n / elem;
+    match x.lay {
+        Some(l) if commutative => {
+            hier::allreduce(&mut pr, l, x.me, input, output, count, elem, x.c)
+        }
+        _ => match select::allreduce(x.c, n, count, x.p, commutative) {
+            select::Allreduce::RecursiveDoubling => {
+                allreduce::recursive_doubling(&mut pr, x.grp(), input, output)
+            }
+            select::Allreduce::Rabenseifner => {
+                allreduce::rabenseifner(&mut pr, x.grp(), input, output, count, elem, commutative)
+            }
+            select::Allreduce::Ring => {
+                allreduce::ring(&mut pr, x.grp(), input, output, count, elem)
+            }
+        },
+    }
+    pr
+}
+
+fn plan_allgather(x: Ctx<'_>, n: usize, in_place: bool) -> Program {
+    let mut pr = Program::new();
+    let pn = x.p as usize * n;
+    let output = Span::new(Region::Recv, 0, pn);
+    let input = if in_place {
+        output.sub(x.me as usize * n, n)
+    } else {
+        Span::new(Region::Send, 0, n)
+    };
+    match select::allgather(x.c, pn, x.p) {
+        select::Allgather::RecursiveDoubling => {
+            allgather::recursive_doubling(&mut pr, x.grp(), input, output)
+        }
+        select::Allgather::Bruck => allgather::bruck(&mut pr, x.grp(), input, output),
+        select::Allgather::Ring => {
+            let offs: Vec<usize> = (0..=x.p as usize).map(|i| i * n).collect();
+            allgather::ring(&mut pr, x.grp(), input, output, &offs)
+        }
+    }
+    pr
+}
+
+fn plan_allgatherv(x: Ctx<'_>, input: Span, slots: &[Span], recv_len: usize) -> Program {
+    let mut pr = Program::new();
+    // The ring needs blocks laid out in rank order, back to back.
+    let mut offs = Vec::with_capacity(slots.len() + 1);
+    offs.push(slots[0].off);
+    let in_order = slots.iter().all(|s| {
+        let ok = s.off == *offs.last().unwrap_or(&0);
+        offs.push(s.off + s.len);
+        ok
+    });
+    if in_order {
+        let base = slots[0].off;
+        let rel: Vec<usize> = offs.iter().map(|o| o - base).collect();
+        let output = Span::new(Region::Recv, base, rel[rel.len() - 1]);
+        debug_assert!(output.off + output.len <= recv_len);
+        allgather::ring(&mut pr, x.grp(), input, output, &rel);
+    } else {
+        allgather::linear_v(&mut pr, x.grp(), input, slots);
+    }
+    pr
+}
+
+fn plan_alltoall(x: Ctx<'_>, n: usize, in_place: bool) -> Program {
+    let mut pr = Program::new();
+    let pn = x.p as usize * n;
+    let output = Span::new(Region::Recv, 0, pn);
+    let input = if in_place {
+        let s = pr.scratch(pn);
+        pr.copy(output, s);
+        s
+    } else {
+        Span::new(Region::Send, 0, pn)
+    };
+    let per = |s: Span| -> Vec<Span> { (0..x.p as usize).map(|i| s.sub(i * n, n)).collect() };
+    match select::alltoall(x.c, n, x.p) {
+        select::Alltoall::Bruck => alltoall::bruck(&mut pr, x.grp(), input, output, n),
+        select::Alltoall::Linear => alltoall::linear(&mut pr, x.grp(), &per(input), &per(output)),
+        select::Alltoall::Pairwise => {
+            alltoall::pairwise(&mut pr, x.grp(), &per(input), &per(output))
+        }
+    }
+    pr
+}
+
+fn plan_alltoallv(x: Ctx<'_>, send: &[Span], recv: &[Span]) -> Program {
+    let mut pr = Program::new();
+    let biggest = send.iter().chain(recv).map(|s| s.len).max().unwrap_or(0);
+    if biggest >= x.c.alltoall_pairwise {
+        alltoall::pairwise(&mut pr, x.grp(), send, recv);
+    } else {
+        alltoall::linear(&mut pr, x.grp(), send, recv);
+    }
+    pr
+}
+
+/// Reduce-scatter: `offs` (bytes) splits the whole vector into each rank's block.
+fn plan_reduce_scatter(x: Ctx<'_>, offs: &[usize], commutative: bool, in_place: bool) -> Program {
+    let mut pr = Program::new();
+    let total = offs[x.p as usize];
+    let me = x.me as usize;
+    let mine = offs[me + 1] - offs[me];
+    let input = Span::new(if in_place { Region::Recv } else { Region::Send }, 0, total);
+    let output = Span::new(Region::Recv, 0, mine);
+    if select::reduce_scatter_ring(x.c, total, x.p, commutative) {
+        let work = pr.scratch(total);
+        pr.copy(input, work);
+        allreduce::ring_reduce_scatter(&mut pr, x.grp(), work, offs);
+        pr.copy(work.sub(offs[me], mine), output);
+    } else if in_place {
+        // The reduced block lands at the start of the buffer that holds the input: reduce
+        // into scratch first.
+        let out = pr.scratch(mine);
+        misc::reduce_then_scatter(&mut pr, x.grp(), input, out, offs, commutative);
+        pr.copy(out, output);
+    } else {
+        misc::reduce_then_scatter(&mut pr, x.grp(), input, output, offs, commutative);
+    }
+    pr
+}
+
+/// `send`'s bytes, or none in place.
+fn input<T: Equivalence>(send: Option<&[T]>) -> &[u8] {
+    send.map_or(&[][..], bytes)
+}
+
+impl<L: ThreadLevel> Communicator<L> {
+    /// The plan of an allgather; `send` is `None` in place.
+    pub(crate) fn allgather_plan<'b, T: Equivalence>(
+        &self,
+        call: &'static str,
+        send: Option<&'b [T]>,
+        recv: &'b mut [T],
+    ) -> Result<Planned<'b>> {
+        let x = self.ctx();
+        let n = send.map_or(recv.len() / x.p.max(1) as usize, <[T]>::len);
+        check_len(call, "the receive buffer", recv.len(), n * x.p as usize)?;
+        let prog = plan_allgather(x, n * size_of::<T>(), send.is_none());
+        Ok(Planned::new(call, prog, None, input(send), bytes_mut(recv)))
+    }
+
+    /// Gathers every rank's `send` into every rank's `recv`, in rank order (`MPI_Allgather`).
+    pub fn all_gather_into<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        self.coll_run(self.allgather_plan("allgather", Some(send), recv)?)
+    }
+
+    /// Allgather with each rank's block already in place in `buf` (`MPI_IN_PLACE`).
+    pub fn all_gather_in_place<T: Equivalence>(&self, buf: &mut [T]) -> Result<()> {
+        self.coll_run(self.allgather_plan("allgather", None, buf)?)
+    }
+
+    /// Starts an allgather with each rank's block already in place in `buf`
+    /// (`MPI_Iallgather` with `MPI_IN_PLACE`).
+    pub fn immediate_all_gather_in_place<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut [T],
+    ) -> Result<Request<'a, 's>> {
+        self.coll_start(
+            scope,
+            self.allgather_plan("immediate_allgather", None, buf)?,
+        )
+    }
+
+    /// Starts an allgather (`MPI_Iallgather`).
+    pub fn immediate_all_gather_into<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Result<Request<'a, 's>> {
+        let p = self.allgather_plan("immediate_allgather", Some(send), recv)?;
+        self.coll_start(scope, p)
+    }
+
+    /// A persistent allgather (`MPI_Allgather_init`), inactive until started.
+    pub fn all_gather_init<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Result<Persistent<'a, 's>> {
+        self.coll_keep(
+            scope,
+            self.allgather_plan("allgather_init", Some(send), recv)?,
+        )
+    }
+
+    /// A persistent allgather with each rank's block in place in `buf`
+    /// (`MPI_Allgather_init` with `MPI_IN_PLACE`).
+    pub fn all_gather_in_place_init<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut [T],
+    ) -> Result<Persistent<'a, 's>> {
+        self.coll_keep(scope, self.allgather_plan("allgather_init", None, buf)?)
+    }
+
+    /// The plan of an allgatherv.
+    pub(crate) fn allgatherv_plan<'b, T: Equivalence>(
+        &self,
+        call: &'static str,
+        send: &'b [T],
+        recv: &'b mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<Planned<'b>> {
+        let x = self.ctx();
+        let e = size_of::<T>();
+        let slots = v_spans(call, Region::Recv, counts, displs, recv.len(), x.p, e)?;
+        check_len(call, "the send buffer", send.len(), counts[x.me as usize])?;
+        let input = Span::new(Region::Send, 0, size_of_val(send));
+        let prog = plan_allgatherv(x, input, &slots, size_of_val(recv));
+        Ok(Planned::new(call, prog, None, bytes(send), bytes_mut(recv)))
+    }
+
+    /// Allgather of blocks of different lengths (`MPI_Allgatherv`): rank i's `send` lands at
+    /// `recv[displs[i]..][..counts[i]]` on every rank.
+    pub fn all_gather_varcount_into<T: Equivalence>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<()> {
+        self.coll_run(self.allgatherv_plan("allgatherv", send, recv, counts, displs)?)
+    }
+
+    /// Starts an allgatherv (`MPI_Iallgatherv`).
+    pub fn immediate_all_gather_varcount_into<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<Request<'a, 's>> {
+        let p = self.allgatherv_plan("immediate_allgatherv", send, recv, counts, displs)?;
+        self.coll_start(scope, p)
+    }
+
+    /// A persistent allgatherv (`MPI_Allgatherv_init`), inactive until started.
+    pub fn all_gather_varcount_init<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<Persistent<'a, 's>> {
+        let p = self.allgatherv_plan("allgatherv_init", send, recv, counts, displs)?;
+        self.coll_keep(scope, p)
+    }
+
+    /// The plan of an all-to-all; `send` is `None` in place.
+    pub(crate) fn alltoall_plan<'b, T: Equivalence>(
+        &self,
+        call: &'static str,
+        send: Option<&'b [T]>,
+        recv: &'b mut [T],
+    ) -> Result<Planned<'b>> {
+        let x = self.ctx();
+        let send_len = send.map_or(recv.len(), <[T]>::len);
+        check_len(call, "the send buffer", send_len, recv.len())?;
+        if !recv.len().is_multiple_of(x.p as usize) {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "{call}: {} elements do not split into {} equal blocks",
+                    recv.len(),
+                    x.p
+                ),
+            ));
+        }
+        let n = recv.len() / x.p as usize * size_of::<T>();
+        let prog = plan_alltoall(x, n, send.is_none());
+        Ok(Planned::new(call, prog, None, input(send), bytes_mut(recv)))
+    }
+
+    /// Sends block j of `send` to rank j and receives rank j's block into block j of `recv`
+    /// (`MPI_Alltoall`); both hold p equal blocks.
+    pub fn all_to_all_into<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        self.coll_run(self.alltoall_plan("alltoall", Some(send), recv)?)
+    }
+
+    /// All-to-all in one buffer (`MPI_IN_PLACE`).
+    pub fn all_to_all_in_place<T: Equivalence>(&self, buf: &mut [T]) -> Result<()> {
+        self.coll_run(self.alltoall_plan("alltoall", None, buf)?)
+    }
+
+    /// Starts an all-to-all in one buffer (`MPI_Ialltoall` with `MPI_IN_PLACE`).
+    pub fn immediate_all_to_all_in_place<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut [T],
+    ) -> Result<Request<'a, 's>> {
+        self.coll_start(scope, self.alltoall_plan("immediate_alltoall", None, buf)?)
+    }
+
+    /// Starts an all-to-all (`MPI_Ialltoall`).
+    pub fn immediate_all_to_all_into<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Result<Request<'a, 's>> {
+        let p = self.alltoall_plan("immediate_alltoall", Some(send), recv)?;
+        self.coll_start(scope, p)
+    }
+
+    /// A persistent all-to-all (`MPI_Alltoall_init`), inactive until started.
+    pub fn all_to_all_init<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Result<Persistent<'a, 's>> {
+        self.coll_keep(
+            scope,
+            self.alltoall_plan("alltoall_init", Some(send), recv)?,
+        )
+    }
+
+    /// A persistent all-to-all in one buffer (`MPI_Alltoall_init` with `MPI_IN_PLACE`).
+    pub fn all_to_all_in_place_init<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut [T],
+    ) -> Result<Persistent<'a, 's>> {
+        self.coll_keep(scope, self.alltoall_plan("alltoall_init", None, buf)?)
+    }
+
+    /// The plan of an alltoallv over elements of `T`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn alltoallv_plan<'b, T: Equivalence>(
+        &self,
+        call: &'static str,
+        send: &'b [T],
+        sc: &[usize],
+        sd: &[usize],
+        recv: &'b mut [T],
+        rc: &[usize],
+        rd: &[usize],
+    ) -> Result<Planned<'b>> {
+        let x = self.ctx();
+        let e = size_of::<T>();
+        let s = v_spans(call, Region::Send, sc, sd, send.len(), x.p, e)?;
+        let r = v_spans(call, Region::Recv, rc, rd, recv.len(), x.p, e)?;
+        let me = x.me as usize;
+        check_len(call, "the block to self", sc[me], rc[me])?;
+        let prog = plan_alltoallv(x, &s, &r);
+        Ok(Planned::new(call, prog, None, bytes(send), bytes_mut(recv)))
+    }
+
+    /// The plan of an alltoallw over bytes: blocks as (displacement, length).
+    fn alltoallw_plan<'b>(
+        &self,
+        call: &'static str,
+        send: &'b [u8],
+        sblocks: &[(usize, usize)],
+        recv: &'b mut [u8],
+        rblocks: &[(usize, usize)],
+    ) -> Result<Planned<'b>> {
+        let (sd, sc): (Vec<usize>, Vec<usize>) = sblocks.iter().copied().unzip();
+        let (rd, rc): (Vec<usize>, Vec<usize>) = rblocks.iter().copied().unzip();
+        self.alltoallv_plan(call, send, &sc, &sd, recv, &rc, &rd)
+    }
+
+    /// All-to-all with blocks of different lengths (`MPI_Alltoallv`): block j of `send` is
+    /// `send[sdispls[j]..][..scounts[j]]`, and rank j's block lands at
+    /// `recv[rdispls[j]..][..rcounts[j]]`.
+    pub fn all_to_all_varcount_into<T: Equivalence>(
+        &self,
+        send: &[T],
+        scounts: &[usize],
+        sdispls: &[usize],
+        recv: &mut [T],
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<()> {
+        let p = self.alltoallv_plan("alltoallv", send, scounts, sdispls, recv, rcounts, rdispls)?;
+        self.coll_run(p)
+    }
+
+    /// Starts an alltoallv (`MPI_Ialltoallv`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn immediate_all_to_all_varcount_into<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        scounts: &[usize],
+        sdispls: &[usize],
+        recv: &'a mut [T],
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<Request<'a, 's>> {
+        let p = self.alltoallv_plan(
+            "immediate_alltoallv",
+            send,
+            scounts,
+            sdispls,
+            recv,
+            rcounts,
+            rdispls,
+        )?;
+        self.coll_start(scope, p)
+    }
+
+    /// A persistent alltoallv (`MPI_Alltoallv_init`), inactive until started.
+    #[allow(clippy::too_many_arguments)]
+    pub fn all_to_all_varcount_init<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        scounts: &[usize],
+        sdispls: &[usize],
+        recv: &'a mut [T],
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<Persistent<'a, 's>> {
+        let p = self.alltoallv_plan(
+            "alltoallv_init",
+            send,
+            scounts,
+            sdispls,
+            recv,
+            rcounts,
+            rdispls,
+        )?;
+        self.coll_keep(scope, p)
+    }
+
+    /// The most general all-to-all (`MPI_Alltoallw`), over bytes: block j of `send` is the
+    /// byte range `sblocks[j]` = (displacement, length), and rank j's block lands in
+    /// `rblocks[j]` of `recv` (with derived datatypes each block is one peer's layout; here
+    /// every block is contiguous bytes).
+    pub fn all_to_all_w_into(
+        &self,
+        send: &[u8],
+        sblocks: &[(usize, usize)],
+        recv: &mut [u8],
+        rblocks: &[(usize, usize)],
+    ) -> Result<()> {
+        self.coll_run(self.alltoallw_plan("alltoallw", send, sblocks, recv, rblocks)?)
+    }
+
+    /// Starts an alltoallw over bytes (`MPI_Ialltoallw`); see
+    /// [`all_to_all_w_into`](Self::all_to_all_w_into).
+    pub fn immediate_all_to_all_w_into<'a, 's>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [u8],
+        sblocks: &[(usize, usize)],
+        recv: &'a mut [u8],
+        rblocks: &[(usize, usize)],
+    ) -> Result<Request<'a, 's>> {
+        let p = self.alltoallw_plan("immediate_alltoallw", send, sblocks, recv, rblocks)?;
+        self.coll_start(scope, p)
+    }
+
+    /// A persistent alltoallw over bytes (`MPI_Alltoallw_init`); see
+    /// [`all_to_all_w_into`](Self::all_to_all_w_into).
+    pub fn all_to_all_w_init<'a, 's>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [u8],
+        sblocks: &[(usize, usize)],
+        recv: &'a mut [u8],
+        rblocks: &[(usize, usize)],
+    ) -> Result<Persistent<'a, 's>> {
+        let p = self.alltoallw_plan("alltoallw_init", send, sblocks, recv, rblocks)?;
+        self.coll_keep(scope, p)
+    }
+
+    /// The plan of an allreduce; `send` is `None` in place.
+    pub(crate) fn allreduce_plan<'b, T: Reducible>(
+        &self,
+        call: &'static str,
+        send: Option<&'b [T]>,
+        recv: &'b mut [T],
+        op: &Op,
+    ) -> Result<Planned<'b>> {
+        let x = self.ctx();
+        let c = combine::<T>(op)?;
+        let n = send.map_or(recv.len(), <[T]>::len);
+        check_len(call, "the receive buffer", recv.len(), n)?;
+        let e = size_of::<T>();
+        if n == 0 || e == 0 {
+            return Ok(Planned::nothing(call));
+        }
+        let prog = plan_allreduce(x, n * e, e, c.commutative, send.is_none());
+        Ok(Planned::new(
+            call,
+            prog,
+            Some(c),
+            input(send),
+            bytes_mut(recv),
+        ))
+    }
+
+    /// The blocking allreduce: through shared memory when it fits, else the plan.
+    fn all_reduce_blocking<T: Reducible>(
+        &self,
+        send: Option<&[T]>,
+        recv: &mut [T],
+        op: &Op,
+    ) -> Result<()> {
+        let same = send.is_none_or(|s| s.len() == recv.len());
+        if same && self.shm_all_reduce_fits(size_of_val(recv)) {
+            return self.shm_all_reduce(send, recv, op);
+        }
+        self.coll_run(self.allreduce_plan("allreduce", send, recv, op)?)
+    }
+
+    /// Combines every rank's `send` with `op` into every rank's `recv`
+    /// (`MPI_Allreduce`). The result is bit-identical on every rank.
+    pub fn all_reduce_into<T: Reducible>(&self, send: &[T], recv: &mut [T], op: Op) -> Result<()> {
+        self.all_reduce_blocking(Some(send), recv, &op)
+    }
+
+    /// Allreduce of `buf` into itself (`MPI_IN_PLACE`).
+    pub fn all_reduce_in_place<T: Reducible>(&self, buf: &mut [T], op: Op) -> Result<()> {
+        self.all_reduce_blocking(None, buf, &op)
+    }
+
+    /// Starts an allreduce (`MPI_Iallreduce`).
+    pub fn immediate_all_reduce_into<'a, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: Op,
+    ) -> Result<Request<'a, 's>> {
+        let p = self.allreduce_plan("immediate_allreduce", Some(send), recv, &op)?;
+        self.coll_start(scope, p)
+    }
+
+    /// Starts an in-place allreduce (`MPI_Iallreduce` with `MPI_IN_PLACE`).
+    pub fn immediate_all_reduce_in_place<'a, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut [T],
+        op: Op,
+    ) -> Result<Request<'a, 's>> {
+        let p = self.allreduce_plan("immediate_allreduce", None, buf, &op)?;
+        self.coll_start(scope, p)
+    }
+
+    /// A persistent allreduce (`MPI_Allreduce_init`), inactive until started.
+    pub fn all_reduce_init<'a, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: Op,
+    ) -> Result<Persistent<'a, 's>> {
+        let p = self.allreduce_plan("allreduce_init", Some(send), recv, &op)?;
+        self.coll_keep(scope, p)
+    }
+
+    /// A persistent in-place allreduce (`MPI_Allreduce_init` with `MPI_IN_PLACE`).
+    pub fn all_reduce_in_place_init<'a, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut [T],
+        op: Op,
+    ) -> Result<Persistent<'a, 's>> {
+        self.coll_keep(
+            scope,
+            self.allreduce_plan("allreduce_init", None, buf, &op)?,
+        )
+    }
+
+    /// The plan of a reduce-scatter; `send` is `None` in place (then `recv` holds the whole
+    /// input and receives this rank's block at its start).
+    pub(crate) fn reduce_scatter_plan<'b, T: Reducible>(
+        &self,
+        call: &'static str,
+        send: Option<&'b [T]>,
+        recv: &'b mut [T],
+        counts: &[usize],
+        op: &Op,
+    ) -> Result<Planned<'b>> {
+        let x = self.ctx();
+        let c = combine::<T>(op)?;
+        if counts.len() != x.p as usize {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("{call}: {} counts for {} ranks", counts.len(), x.p),
+            ));
+        }
+        let total: usize = counts.iter().sum();
+        let send_len = send.map_or(recv.len(), <[T]>::len);
+        check_len(call, "the send buffer", send_len, total)?;
+        if send.is_some() {
+            check_len(
+                call,
+                "the receive buffer",
+                recv.len(),
+                counts[x.me as usize],
+            )?;
+        }
+        let e = size_of::<T>();
+        let mut offs = Vec::with_capacity(counts.len() + 1);
+        offs.push(0);
+        for &k in counts {
+            offs.push(offs[offs.len() - 1] + k * e);
+        }
+        let prog = plan_reduce_scatter(x, &offs, c.commutative, send.is_none());
+        Ok(Planned::new(
+            call,
+            prog,
+            Some(c),
+            input(send),
+            bytes_mut(recv),
+        ))
+    }
+
+    /// Reduces `send` (the concatenation of p blocks, block i of `counts[i]` elements) over
+    /// all ranks and leaves block i of the result in rank i's `recv` (`MPI_Reduce_scatter`).
+    pub fn reduce_scatter_into<T: Reducible>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        op: Op,
+    ) -> Result<()> {
+        let p = self.reduce_scatter_plan("reduce_scatter", Some(send), recv, counts, &op)?;
+        self.coll_run(p)
+    }
+
+    /// Reduce-scatter in place (`MPI_IN_PLACE`): `buf` holds the whole input and receives
+    /// this rank's block at its start.
+    pub fn reduce_scatter_in_place<T: Reducible>(
+        &self,
+        buf: &mut [T],
+        counts: &[usize],
+        op: Op,
+    ) -> Result<()> {
+        self.coll_run(self.reduce_scatter_plan("reduce_scatter", None, buf, counts, &op)?)
+    }
+
+    /// Starts a reduce-scatter in place (`MPI_Ireduce_scatter` with `MPI_IN_PLACE`): `buf`
+    /// holds the whole input and receives this rank's block at its start.
+    pub fn immediate_reduce_scatter_in_place<'a, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut [T],
+        counts: &[usize],
+        op: Op,
+    ) -> Result<Request<'a, 's>> {
+        let p = self.reduce_scatter_plan("immediate_reduce_scatter", None, buf, counts, &op)?;
+        self.coll_start(scope, p)
+    }
+
+    /// Starts a reduce-scatter (`MPI_Ireduce_scatter`).
+    pub fn immediate_reduce_scatter_into<'a, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+        counts: &[usize],
+        op: Op,
+    ) -> Result<Request<'a, 's>> {
+        let p =
+            self.reduce_scatter_plan("immediate_reduce_scatter", Some(send), recv, counts, &op)?;
+        self.coll_start(scope, p)
+    }
+
+    /// A persistent reduce-scatter (`MPI_Reduce_scatter_init`), inactive until started.
+    pub fn reduce_scatter_init<'a, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+        counts: &[usize],
+        op: Op,
+    ) -> Result<Persistent<'a, 's>> {
+        let p = self.reduce_scatter_plan("reduce_scatter_init", Some(send), recv, counts, &op)?;
+        self.coll_keep(scope, p)
+    }
+
+    /// A persistent reduce-scatter in place (`MPI_Reduce_scatter_init` with `MPI_IN_PLACE`).
+    pub fn reduce_scatter_in_place_init<'a, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut [T],
+        counts: &[usize],
+        op: Op,
+    ) -> Result<Persistent<'a, 's>> {
+        let p = self.reduce_scatter_plan("reduce_scatter_init", None, buf, counts, &op)?;
+        self.coll_keep(scope, p)
+    }
+
+    /// The plan of a reduce-scatter with equal blocks of `recv.len()` elements.
+    pub(crate) fn reduce_scatter_block_plan<'b, T: Reducible>(
+        &self,
+        call: &'static str,
+        send: &'b [T],
+        recv: &'b mut [T],
+        op: &Op,
+    ) -> Result<Planned<'b>> {
+        let counts = vec![recv.len(); self.size() as usize];
+        self.reduce_scatter_plan(call, Some(send), recv, &counts, op)
+    }
+
+    /// Reduce-scatter with equal blocks of `recv.len()` elements
+    /// (`MPI_Reduce_scatter_block`).
+    pub fn reduce_scatter_block_into<T: Reducible>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: Op,
+    ) -> Result<()> {
+        self.coll_run(self.reduce_scatter_block_plan("reduce_scatter_block", send, recv, &op)?)
+    }
+
+    /// Starts a reduce-scatter with equal blocks (`MPI_Ireduce_scatter_block`).
+    pub fn immediate_reduce_scatter_block_into<'a, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: Op,
+    ) -> Result<Request<'a, 's>> {
+        let p =
+            self.reduce_scatter_block_plan("immediate_reduce_scatter_block", send, recv, &op)?;
+        self.coll_start(scope, p)
+    }
+
+    /// A persistent reduce-scatter with equal blocks (`MPI_Reduce_scatter_block_init`).
+    pub fn reduce_scatter_block_init<'a, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: Op,
+    ) -> Result<Persistent<'a, 's>> {
+        let p = self.reduce_scatter_block_plan("reduce_scatter_block_init", send, recv, &op)?;
+        self.coll_keep(scope, p)
+    }
+}
