@@ -41,3 +41,4 @@ pub mod group;
 pub mod op;
 pub mod request;
 pub(crate) mod table;
+pub mod topo;
