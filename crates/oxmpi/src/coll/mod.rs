@@ -20,6 +20,7 @@
 pub(crate) mod algorithms;
 pub(crate) mod hier;
 mod inter;
+mod neighbor;
 pub(crate) mod schedule;
 pub mod select;
 
