@@ -600,7 +600,7 @@ fn dist_dests(p: usize, r: usize) -> Vec<i32> {
         return Vec::new();
     }
     let mut v = vec![((r + 1) % p) as i32];
-    if r % 2 == 0 {
+    if r.is_multiple_of(2) {
         v.push(((2 * r + 2) % p) as i32);
     }
     v

@@ -83,7 +83,7 @@ fn per_block(call: &str, what: &str, len: usize, degree: usize) -> Result<Option
         }
         return Ok(None);
     }
-    if len % degree != 0 {
+    if !len.is_multiple_of(degree) {
         return Err(Error::new(
             ErrorClass::Count,
             format!(

@@ -182,12 +182,8 @@ mod tests {
                 });
             }
             run(&progs, &mut bufs, None);
-            for r in 0..p {
-                assert_eq!(
-                    bufs[r].recv,
-                    graph_reference(&srcs, &dsts, r, n),
-                    "rank {r}"
-                );
+            for (r, b) in bufs.iter().enumerate() {
+                assert_eq!(b.recv, graph_reference(&srcs, &dsts, r, n), "rank {r}");
             }
         }
     }
