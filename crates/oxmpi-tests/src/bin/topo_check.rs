@@ -957,6 +957,22 @@ fn bad_inputs(world: &Communicator, wh: CommHandle) {
         ring.subgroup(&[true, false]),
         ErrorClass::Arg,
     );
+    // Topologies built on a communicator that has one replace it.
+    let ring_dist = must(
+        "dist graph on a grid",
+        ring.create_dist_graph_communicator_adjacent(&[], None, &[], None, false),
+    );
+    check!(
+        ring_dist.topology() == Some(TopoKind::DistGraph)
+            && ring_dist.neighbors_count() == (0, 0, false),
+        "dist graph on a grid"
+    );
+    let regrid = must(
+        "grid on a grid",
+        ring.create_cartesian_communicator(&[1, p], &[false, true], false),
+    )
+    .expect("member");
+    check!(regrid.dims() == [1, p], "grid on a grid");
     // Still works after the errors.
     let mut out = [0i32; 2];
     must(

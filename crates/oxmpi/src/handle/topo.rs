@@ -507,6 +507,13 @@ fn attach(c: Comm, t: Topology) -> Result<Comm> {
     Ok(c)
 }
 
+/// A new communicator of the same ranks in the same order, without the attributes or the
+/// topology of `c` (what the distributed graph constructors start from). Collective.
+fn fresh(call: &str, c: &Comm) -> Result<Comm> {
+    c.split(0, c.rank())?
+        .ok_or_else(|| err(ErrorClass::Intern, format!("{call}: no new communicator")))
+}
+
 fn intra(call: &str, c: &Comm) -> Result<()> {
     if c.is_inter() {
         return Err(err(
@@ -705,7 +712,7 @@ pub(crate) fn make_dist_graph_adjacent(
         }
         _ => {}
     }
-    let n = c.dup(crate::handle::attr::NO_COMM)?;
+    let n = fresh(CALL, c)?;
     attach(
         n,
         Topology::DistGraph(DistGraph {
@@ -811,7 +818,7 @@ pub(crate) fn make_dist_graph(
             ws.push(rec[2]);
         }
     }
-    let n = c.dup(crate::handle::attr::NO_COMM)?;
+    let n = fresh(CALL, c)?;
     attach(n, Topology::DistGraph(g))
 }
 
