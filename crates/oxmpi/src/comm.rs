@@ -122,6 +122,9 @@ pub(crate) struct CommState {
     layout: OnceLock<Option<HostLayout>>,
     /// Cached attributes (`MPI_Comm_set_attr`).
     pub(crate) attrs: Attrs,
+    /// The process topology (Cartesian, graph, distributed graph), set once when the
+    /// communicator is created with one and kept by [`Comm::dup`].
+    pub(crate) topo: OnceLock<Arc<crate::handle::topo::Topology>>,
 }
 
 impl std::ops::Deref for CommState {
@@ -165,6 +168,7 @@ impl CommState {
             seq: AtomicU32::new(0),
             layout: OnceLock::new(),
             attrs: Attrs::default(),
+            topo: OnceLock::new(),
         }
     }
 
@@ -338,6 +342,7 @@ impl Comm {
         let mut st = CommState::new(2 * ks[0], self.state.rank, self.state.members.clone(), ks);
         // On error `st` drops here and its context pair goes back to the pool.
         st.attrs = self.state.attrs.copy_for_dup(id)?;
+        st.topo = self.state.topo.clone();
         Ok(Comm::new(self.rt.clone(), st))
     }
 

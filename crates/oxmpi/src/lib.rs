@@ -46,6 +46,7 @@ pub mod point_to_point;
 pub mod request;
 pub(crate) mod runtime;
 pub mod threading;
+pub mod topology;
 pub(crate) mod transport;
 
 pub use coll::InterRoot;
@@ -68,3 +69,7 @@ pub use point_to_point::{Message, Source, Tag, TAG_UB};
 pub use request::{scope, InStatus, Persistent, Request, Scope};
 pub use runtime::{is_finalized, is_initialized};
 pub use threading::{Funneled, Multiple, Serialized, Single, ThreadLevel, Threading};
+pub use topology::{
+    CartesianCommunicator, CartesianLayout, DistGraphCommunicator, GraphCommunicator, Shift,
+    TopoKind,
+};

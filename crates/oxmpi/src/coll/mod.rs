@@ -33,6 +33,7 @@ mod all;
 mod barrier;
 pub(crate) mod hier;
 mod inter;
+mod neighbor;
 pub(crate) mod persistent;
 mod rooted;
 mod scan;

@@ -103,7 +103,7 @@ fn put(call: &str, c: Comm) -> Result<CommHandle> {
     })
 }
 
-fn put_opt(call: &str, c: Option<Comm>) -> Result<CommHandle> {
+pub(crate) fn put_opt(call: &str, c: Option<Comm>) -> Result<CommHandle> {
     match c {
         Some(c) => put(call, c),
         None => Ok(CommHandle::NULL),

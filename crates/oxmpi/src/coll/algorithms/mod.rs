@@ -10,6 +10,7 @@ pub(crate) mod allgather;
 pub(crate) mod allreduce;
 pub(crate) mod alltoall;
 pub(crate) mod misc;
+pub(crate) mod neighbor;
 pub(crate) mod tree;
 
 use super::schedule::{Peer, Program, Region, Span};
