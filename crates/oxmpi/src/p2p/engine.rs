@@ -230,6 +230,15 @@ impl Engine {
         }
     }
 
+    /// Closes what transports keep open for strangers (at finalize), logging each.
+    pub fn close_transports(&mut self) {
+        for t in &mut self.transports {
+            if let AnyTransport::Tcp(t) = t {
+                t.close();
+            }
+        }
+    }
+
     /// The name of the transport that reaches world rank `rank` (`None`: unreachable).
     #[cfg(test)]
     pub fn transport_of(&self, rank: u32) -> Option<&'static str> {

@@ -286,7 +286,10 @@ impl Runtime {
         }
         let mut b = self.bootstrap();
         b.fence()?;
-        self.engine.with(|e| e.unlink_shm());
+        self.engine.with(|e| {
+            e.unlink_shm();
+            e.close_transports();
+        });
         b.finalize()
     }
 }

@@ -899,17 +899,26 @@ impl TcpTransport {
         }
     }
 
-    /// Refuses strangers that have not proven themselves in time.
+    /// At finalize: connections that never proved themselves are refused and logged (those
+    /// still in the listen queue too), so that none goes unreported.
+    pub fn close(&mut self) {
+        self.accept();
+        for i in 0..self.link.strangers.len() {
+            self.prove(i);
+        }
+        self.expire_strangers(Instant::now() + Duration::from_secs(1 << 20));
+    }
+
+    /// Refuses strangers that have not proven themselves by `now`.
     #[cold]
-    fn expire_strangers(&mut self) {
-        let now = Instant::now();
+    fn expire_strangers(&mut self, now: Instant) {
         let me = self.link.me;
         for s in &mut self.link.strangers {
             if s.as_ref().is_some_and(|x| x.deadline <= now) {
                 let x = s.take().expect("present");
                 eprintln!(
-                    "oxmpi: rank {me}: refused a TCP connection from {}: it did not prove it belongs to the job within {:?}",
-                    x.from, self.link.cfg.handshake
+                    "oxmpi: rank {me}: refused a TCP connection from {}: it did not prove it belongs to the job in time",
+                    x.from
                 );
             }
         }
@@ -1115,11 +1124,287 @@ impl Transport for TcpTransport {
         }
         self.events = events;
         if self.link.strangers.iter().any(Option::is_some) {
-            self.expire_strangers();
+            self.expire_strangers(Instant::now());
         }
         match self.link.fault.take() {
             Some(e) => Err(e),
             None => Ok(n),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    fn config(rails: usize, cut_rail: Option<(usize, u64)>) -> TcpConfig {
+        TcpConfig {
+            inline_max: 1024,
+            max_frag: 32768,
+            eager_limit: 16384,
+            send_queue: 1 << 20,
+            rails,
+            ifaces: String::new(),
+            port: 0,
+            poll_every: 1,
+            handshake: Duration::from_millis(100),
+            cut_rail,
+        }
+    }
+
+    fn pair(cfg: TcpConfig) -> Vec<TcpTransport> {
+        let cards = Arc::new(Mutex::new(vec![None::<Endpoint>; 2]));
+        (0..2u32)
+            .map(|r| {
+                let c = cards.clone();
+                let resolve: Resolver = Box::new(move |p| {
+                    c.lock().unwrap()[p as usize]
+                        .clone()
+                        .ok_or_else(|| Error::new(ErrorClass::Intern, "no card"))
+                });
+                let t = TcpTransport::create(r, 2, cfg.clone(), &[1 - r], resolve, false, true)
+                    .unwrap();
+                cards.lock().unwrap()[r as usize] = Some(t.endpoint());
+                t
+            })
+            .collect()
+    }
+
+    #[derive(Default)]
+    struct Collect(Vec<(u32, u8, Vec<u8>, Vec<u8>)>);
+
+    impl Handler for Collect {
+        fn frag<L: Link>(&mut self, _link: &mut L, f: Frag<'_>) {
+            let mut data = vec![0; f.payload.len()];
+            f.payload.copy_to(&mut data);
+            self.0.push((f.from, f.am, f.hdr.to_vec(), data));
+        }
+    }
+
+    /// Polls both sides until `done` holds of what rank 1 (and rank 0) collected.
+    fn pump(t: &mut [TcpTransport], c: &mut [Collect], done: impl Fn(&[Collect]) -> bool) {
+        for _ in 0..200_000 {
+            for (tr, col) in t.iter_mut().zip(c.iter_mut()) {
+                tr.poll(64, col).expect("no fault");
+            }
+            if done(c) {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(20));
+        }
+        panic!("traffic never completed");
+    }
+
+    fn payload(i: u64, len: usize) -> Vec<u8> {
+        (0..len).map(|k| (k as u64 * 7 + i * 13) as u8).collect()
+    }
+
+    #[test]
+    fn simultaneous_connects_settle_on_one_connection_and_both_directions_work() {
+        let mut t = pair(config(1, None));
+        let mut c = vec![Collect::default(), Collect::default()];
+        // Both send before either polls: each connects to the other at once.
+        for i in 0..20u64 {
+            t[0].link()
+                .send(1, 5, &i.to_le_bytes(), &payload(i, 100))
+                .unwrap();
+            t[1].link()
+                .send(0, 6, &i.to_le_bytes(), &payload(i, 3000))
+                .unwrap();
+        }
+        pump(&mut t, &mut c, |c| c[0].0.len() == 20 && c[1].0.len() == 20);
+        for i in 0..20u64 {
+            assert_eq!(
+                c[1].0[i as usize],
+                (0, 5, i.to_le_bytes().to_vec(), payload(i, 100))
+            );
+            assert_eq!(
+                c[0].0[i as usize],
+                (1, 6, i.to_le_bytes().to_vec(), payload(i, 3000))
+            );
+        }
+        for tr in &t {
+            let up = tr.link.peers[0]
+                .rails
+                .iter()
+                .filter(|r| r.state == State::Up)
+                .count();
+            assert_eq!(up, 1, "exactly one connection survives");
+        }
+    }
+
+    #[test]
+    fn strangers_get_nothing_and_cannot_disturb_the_job() {
+        let mut t = pair(config(1, None));
+        let ep = t[1].endpoint();
+        let addr = SocketAddr::from((ep.addrs[0], ep.port));
+        let mut garbage = TcpStream::connect(addr).unwrap();
+        garbage.write_all(&[0x41; 64]).unwrap();
+        let mut wrong_secret = TcpStream::connect(addr).unwrap();
+        let h = Hello {
+            token: [0; TOKEN_LEN],
+            from: 0,
+            to: 1,
+            rail: 0,
+        };
+        wrong_secret.write_all(&h.encode()).unwrap();
+        let mut silent = TcpStream::connect(addr).unwrap();
+        let mut c = vec![Collect::default(), Collect::default()];
+        t[0].link().send(1, 1, &[], b"real traffic").unwrap();
+        pump(&mut t, &mut c, |c| c[1].0.len() == 1);
+        std::thread::sleep(Duration::from_millis(150));
+        pump(&mut t, &mut c, |_| true);
+        assert!(
+            t[1].link.strangers.iter().all(Option::is_none),
+            "every stranger was refused"
+        );
+        for s in [&mut garbage, &mut wrong_secret, &mut silent] {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut buf = [0u8; 16];
+            // Closed without a byte: a stranger learns nothing.
+            assert_eq!(s.read(&mut buf).unwrap_or(0), 0);
+        }
+        assert_eq!(c[1].0[0].3, b"real traffic");
+        t[0].link().send(1, 1, &[], b"still fine").unwrap();
+        pump(&mut t, &mut c, |c| c[1].0.len() == 2);
+    }
+
+    #[test]
+    fn a_peer_sending_garbage_after_the_handshake_is_a_fault_naming_it() {
+        let mut t = pair(config(1, None));
+        let ep = t[1].endpoint();
+        let mut fake = TcpStream::connect(SocketAddr::from((ep.addrs[0], ep.port))).unwrap();
+        let h = Hello {
+            token: ep.token,
+            from: 0,
+            to: 1,
+            rail: 0,
+        };
+        fake.write_all(&h.encode()).unwrap();
+        let mut c = Collect::default();
+        let mut answer = [0u8; 1];
+        fake.set_nonblocking(true).unwrap();
+        for _ in 0..100_000 {
+            t[1].poll(64, &mut c).unwrap();
+            if fake.read(&mut answer).is_ok() {
+                break;
+            }
+        }
+        assert_eq!(answer[0], ACCEPT);
+        fake.set_nonblocking(false).unwrap();
+        fake.write_all(&[0x5a; 40]).unwrap();
+        let err = (0..100_000)
+            .find_map(|_| t[1].poll(64, &mut c).err())
+            .expect("the garbage is a fault");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("rank 0") && msg.contains("corrupt frame"),
+            "{msg}"
+        );
+        assert!(c.0.is_empty());
+        let e = t[1].link().send(0, 1, &[], b"x").unwrap_err();
+        assert!(
+            matches!(e, SendError::Fatal(ref e) if e.to_string().contains("rank 0")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn a_rail_cut_mid_stream_loses_duplicates_and_reorders_nothing() {
+        let mut t = pair(config(3, Some((1, 40))));
+        let mut c = vec![Collect::default(), Collect::default()];
+        let n = 300u64;
+        let mut i = 0u64;
+        while (c[1].0.len() as u64) < n {
+            while i < n {
+                let len = [10usize, 32768, 20000, 9000][i as usize % 4];
+                match t[0].link().send(1, 2, &i.to_le_bytes(), &payload(i, len)) {
+                    Ok(()) => i += 1,
+                    Err(SendError::Busy) => break,
+                    Err(SendError::Fatal(e)) => panic!("{e}"),
+                }
+            }
+            for (tr, col) in t.iter_mut().zip(c.iter_mut()) {
+                tr.poll(64, col).expect("one rail down is no fault");
+            }
+        }
+        for (k, got) in c[1].0.iter().enumerate() {
+            let len = [10usize, 32768, 20000, 9000][k % 4];
+            assert_eq!(got.2, (k as u64).to_le_bytes(), "fragment {k} in order");
+            assert!(got.3 == payload(k as u64, len), "fragment {k} intact");
+        }
+        let rails = &t[0].link.peers[0].rails;
+        assert_eq!(rails[1].state, State::Dead);
+        assert_eq!(rails.iter().filter(|r| r.state == State::Up).count(), 2);
+    }
+
+    #[test]
+    fn losing_the_last_rail_breaks_the_peer_with_an_error_naming_it() {
+        let mut t = pair(config(1, Some((0, 5))));
+        let mut c = vec![Collect::default(), Collect::default()];
+        for i in 0..4u64 {
+            t[0].link().send(1, 2, &[], &payload(i, 100)).unwrap();
+        }
+        pump(&mut t, &mut c, |c| c[1].0.len() == 4);
+        // The fifth fragment triggers the cut.
+        t[0].link().send(1, 2, &[], b"last").unwrap();
+        let err = (0..100_000)
+            .find_map(|_| {
+                let _ = t[0].poll(64, &mut c[0]);
+                t[1].poll(64, &mut c[1]).err()
+            })
+            .expect("rank 1 sees the peer gone");
+        assert!(err.to_string().contains("lost rank 0"), "{err}");
+        let refused = (0..1000).find_map(|_| match t[0].link().send(1, 2, &[], b"more") {
+            Err(SendError::Fatal(e)) => Some(e),
+            _ => {
+                let _ = t[0].poll(64, &mut c[0]);
+                None
+            }
+        });
+        assert!(refused
+            .expect("sends fail")
+            .to_string()
+            .contains("lost rank 1"));
+    }
+
+    #[test]
+    fn endpoints_round_trip_and_bad_settings_are_errors() {
+        let ep = Endpoint {
+            addrs: vec![Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::LOCALHOST],
+            port: 4000,
+            token: [3; TOKEN_LEN],
+        };
+        let [(_, a), (_, t)] = ep.fields();
+        assert_eq!(Endpoint::parse(&a, &t), Some(ep));
+        assert_eq!(Endpoint::parse("4000", &t), None);
+        assert_eq!(Endpoint::parse(&a, "xyz"), None);
+        let base = crate::config::Config::default();
+        assert!(TcpConfig::from_config(&base).is_ok());
+        for c in [
+            crate::config::Config {
+                tcp_rails: 0,
+                ..base.clone()
+            },
+            crate::config::Config {
+                tcp_frag_size: 10,
+                ..base.clone()
+            },
+            crate::config::Config {
+                tcp_port: 70000,
+                ..base.clone()
+            },
+            crate::config::Config {
+                tcp_cut_rail: "x".into(),
+                ..base.clone()
+            },
+        ] {
+            assert_eq!(
+                TcpConfig::from_config(&c).unwrap_err().class(),
+                ErrorClass::Arg
+            );
         }
     }
 }
