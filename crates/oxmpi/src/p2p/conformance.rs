@@ -32,12 +32,13 @@ enum Kind {
     /// TCP with small fragments, a tiny eager limit and a send queue of a few fragments:
     /// partial writes, `Busy` and pushed rendezvous on most messages.
     TcpTight,
-    /// TCP over three rails per peer: large fragments striped, reassembled in order.
+    /// TCP over three rails per peer: large fragments striped, reassembled in order; sockets
+    /// asked every third progress call, as in a rank that also has shared-memory peers.
     TcpRails,
 }
 
 /// The TCP settings of the conformance worlds.
-pub(crate) fn tcp_config(frag: usize, eager: usize, queue: usize, rails: usize) -> TcpConfig {
+fn tcp_config(frag: usize, eager: usize, queue: usize, rails: usize) -> TcpConfig {
     TcpConfig {
         inline_max: 1024.min(frag),
         max_frag: frag,
@@ -52,8 +53,9 @@ pub(crate) fn tcp_config(frag: usize, eager: usize, queue: usize, rails: usize) 
     }
 }
 
-/// Two engines joined by the TCP transport over loopback, in this process.
-pub(crate) fn tcp_engines(config: TcpConfig) -> Vec<Engine> {
+/// Two engines joined by the TCP transport over loopback, in this process; `mixed`: polled at
+/// the rate of a rank that also has shared-memory peers.
+fn tcp_engines(config: TcpConfig, mixed: bool) -> Vec<Engine> {
     let cards = std::sync::Arc::new(std::sync::Mutex::new(vec![None::<Endpoint>; 2]));
     let mut engines = Vec::new();
     for r in 0..2u32 {
@@ -63,7 +65,7 @@ pub(crate) fn tcp_engines(config: TcpConfig) -> Vec<Engine> {
                 crate::error::Error::new(crate::error::ErrorClass::Intern, "no card")
             })
         });
-        let t = TcpTransport::create(r, 2, config.clone(), &[1 - r], resolve, false, true)
+        let t = TcpTransport::create(r, 2, config.clone(), &[1 - r], resolve, mixed, true)
             .expect("TCP transport on loopback");
         cards.lock().unwrap()[r as usize] = Some(t.endpoint());
         let mut e = Engine::new(r, 2, None, &[]);
@@ -97,9 +99,9 @@ fn shm_world(tag: &str, config: ShmConfig) -> World {
     }
 }
 
-fn tcp_world(config: TcpConfig) -> World {
+fn tcp_world(config: TcpConfig, mixed: bool) -> World {
     World {
-        engines: tcp_engines(config),
+        engines: tcp_engines(config, mixed),
         recv_rank: 1,
     }
 }
@@ -136,9 +138,15 @@ impl Kind {
                     ..base
                 },
             ),
-            Kind::Tcp => tcp_world(tcp_config(262144, 65536, 4 << 20, 1)),
-            Kind::TcpTight => tcp_world(tcp_config(1024, 2000, 3000, 1)),
-            Kind::TcpRails => tcp_world(tcp_config(16384, 8192, 1 << 20, 3)),
+            Kind::Tcp => tcp_world(tcp_config(262144, 65536, 4 << 20, 1), false),
+            Kind::TcpTight => tcp_world(tcp_config(1024, 2000, 3000, 1), false),
+            Kind::TcpRails => tcp_world(
+                TcpConfig {
+                    poll_every: 3,
+                    ..tcp_config(16384, 8192, 1 << 20, 3)
+                },
+                true,
+            ),
             Kind::ShmTight => shm_world(
                 &tag,
                 ShmConfig {

@@ -94,17 +94,18 @@ pub enum Ours {
     Refused,
     /// A working connection.
     Up,
-    /// The rail died: it is not reopened.
+    /// Our connection failed or died: we do not reopen it, but the peer may.
     Dead,
 }
 
 /// Whether to keep a valid incoming connection from rank `from` for a rail on which we have
-/// `ours`: the connection made by the lower rank wins.
+/// `ours`: the connection made by the lower rank wins; a rail that died on our side is taken
+/// back if the peer reaches us (our own connect may have failed where its works).
 pub fn resolve(me: u32, from: u32, ours: Ours) -> bool {
     match ours {
-        Ours::Nothing | Ours::Refused => true,
+        Ours::Nothing | Ours::Refused | Ours::Dead => true,
         Ours::Connecting => from < me,
-        Ours::Up | Ours::Dead => false,
+        Ours::Up => false,
     }
 }
 
@@ -173,7 +174,7 @@ mod tests {
         assert!(resolve(5, 9, Ours::Nothing));
         assert!(resolve(5, 9, Ours::Refused));
         assert!(!resolve(5, 1, Ours::Up));
-        assert!(!resolve(5, 1, Ours::Dead));
+        assert!(resolve(5, 1, Ours::Dead));
     }
 
     #[test]

@@ -125,9 +125,7 @@ pub fn select(all: &[IfAddr], spec: &str, loopback: bool) -> Result<Vec<IfAddr>>
     }
     let mut out = Vec::new();
     for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let cidr = item
-            .contains(|c: char| c == '.' || c == '/')
-            .then(|| Cidr::parse(item));
+        let cidr = item.contains(['.', '/']).then(|| Cidr::parse(item));
         let hits: Vec<&IfAddr> = match cidr {
             Some(Some(c)) => all.iter().filter(|a| c.contains(a.addr)).collect(),
             Some(None) => {

@@ -168,7 +168,7 @@ mod tests {
                 let (a, b) = schedule.get(step % schedule.len().max(1)).copied().unwrap_or((step as u8, (step / 2) as u8));
                 step += 1;
                 prop_assert!(step < 100_000, "stuck");
-                if sent < n && (a % 2 == 0 || step % 7 == 0) {
+                if sent < n && (a % 2 == 0 || step.is_multiple_of(7)) {
                     let rail = first_alive(&alive, sent as usize);
                     w.push(sent, rail, sent.to_le_bytes().to_vec());
                     wire[rail].push_back(sent);
