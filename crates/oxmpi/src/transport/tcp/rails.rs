@@ -184,7 +184,9 @@ mod tests {
                         }
                     }
                 } else {
-                    let rail = (b as usize + step) % rails;
+                    // The first rail with something in flight, from a random one on.
+                    let from = b as usize % rails;
+                    let rail = (0..rails).map(|k| (from + k) % rails).find(|&x| !wire[x].is_empty()).unwrap_or(from);
                     if let Some(seq) = wire[rail].pop_front() {
                         match r.offer(seq) {
                             Offer::Deliver => {
