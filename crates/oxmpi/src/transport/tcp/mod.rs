@@ -136,8 +136,9 @@ impl TcpConfig {
         }
     }
 
+    /// Four whole frames: fewer reads, and a partial frame is rarely moved to the front.
     fn rx_bytes(&self) -> usize {
-        (2 * (FRAME_HDR + MAX_HDR + self.max_frag)).max(1 << 16)
+        (4 * (FRAME_HDR + MAX_HDR + self.max_frag)).max(1 << 16)
     }
 }
 
@@ -589,7 +590,11 @@ impl Link for TcpLink {
         } else {
             peer.rails[r].queued()
         };
-        if held > 0 && held + total > self.cfg.send_queue {
+        // A large fragment waits for an empty queue rather than being copied into it: it then
+        // goes from the caller's buffer to the socket in one writev.
+        if held > 0
+            && (held + total > self.cfg.send_queue || (!striped && payload.len() >= STRIPE_MIN))
+        {
             return Err(SendError::Busy);
         }
         let fh = FrameHdr {
