@@ -28,6 +28,9 @@ pub enum Command {
     /// Run oxmpi, Open MPI and MPICH interleaved on the same benchmarks and write a report
     /// (report.md), every measurement (results.csv) and plots (plots/*.svg, *.png).
     Compare(CompareArgs),
+    /// Raw TCP ping-pong latency and stream bandwidth (the floor under the TCP transport), over
+    /// loopback or between two hosts (`--serve` / `--connect`).
+    Rawtcp(crate::rawtcp::RawTcpArgs),
 }
 
 /// Options of `oxmpi-bench compare`.
@@ -232,6 +235,7 @@ mod tests {
         argv.extend_from_slice(extra);
         match Cli::try_parse_from(argv).unwrap().command {
             Command::Compare(a) => a,
+            Command::Rawtcp(_) => unreachable!("parsed `compare`"),
         }
     }
 

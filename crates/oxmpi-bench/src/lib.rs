@@ -14,6 +14,7 @@ pub mod native;
 pub mod parse;
 pub mod peers;
 pub mod plot;
+pub mod rawtcp;
 pub mod report;
 pub mod run;
 pub mod stats;

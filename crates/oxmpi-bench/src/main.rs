@@ -17,6 +17,13 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     match cli.command {
+        Command::Rawtcp(args) => match oxmpi_bench::rawtcp::run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("oxmpi-bench rawtcp: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Compare(args) => {
             let cores = std::thread::available_parallelism()
                 .map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX));

@@ -77,6 +77,26 @@ tunables! {
         "bytes per pool block: the largest fragment and the two-copy chunk size";
     shm_inline_max: usize = 1024 => "1024", "OXMPI_SHM_INLINE_MAX",
         "largest payload carried inline in cells rather than in a pool block";
+    transport: String = "auto".to_owned() => "auto", "OXMPI_TRANSPORT",
+        "auto: shared memory within a host, TCP between hosts; tcp: TCP between every pair of ranks (tests, comparisons)";
+    tcp_if: String = String::new() => "(unset)", "OXMPI_TCP_IF",
+        "TCP interfaces, comma-separated names or CIDR blocks (default: every non-loopback IPv4 interface)";
+    tcp_rails: usize = 1 => "1", "OXMPI_TCP_RAILS",
+        "TCP connections per peer (at least; one per interface pair that reaches it); large fragments are striped over them";
+    tcp_frag_size: usize = 262144 => "262144", "OXMPI_TCP_FRAG_SIZE",
+        "largest TCP fragment payload: eager chunks and rendezvous pushes";
+    tcp_eager_limit: usize = 65536 => "65536", "OXMPI_TCP_EAGER_LIMIT",
+        "largest message sent eagerly over TCP; larger ones use rendezvous with pushed chunks";
+    tcp_send_queue: usize = 4194304 => "4194304", "OXMPI_TCP_SEND_QUEUE",
+        "bytes queued (or kept for retransmission over other rails) per TCP peer before sends wait";
+    tcp_port: u32 = 0 => "0", "OXMPI_TCP_PORT",
+        "first TCP listening port (rank r listens on port + r); 0 picks any free port";
+    tcp_poll_every: u32 = 16 => "16", "OXMPI_TCP_POLL_EVERY",
+        "progress calls per TCP socket poll in a rank that also has shared-memory peers";
+    tcp_handshake_ms: u32 = 5000 => "5000", "OXMPI_TCP_HANDSHAKE_MS",
+        "milliseconds an incoming TCP connection has to prove it belongs to the job";
+    tcp_cut_rail: String = String::new() => "(unset)", "OXMPI_TCP_CUT_RAIL",
+        "testing: RAIL:N makes rank 0 shut TCP rail RAIL to every peer down after N fragments";
     host_override: String = String::new() => "(unset)", "OXMPI_HOST_OVERRIDE",
         "testing: comma-separated host index per rank, overriding the launcher's placement";
 }

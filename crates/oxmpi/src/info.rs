@@ -17,9 +17,48 @@ pub fn shm_bytes_per_rank(config: &Config) -> (usize, usize, u32, u32) {
     (l.bytes(), l.fifo_cells, l.pool_blocks, l.block_size)
 }
 
+/// The TCP transport's limits and the protocol per message size between ranks on different
+/// hosts, one line per size range; an error if the `OXMPI_TCP_*` settings are invalid.
+pub fn tcp_protocols(config: &Config) -> crate::error::Result<Vec<String>> {
+    let t = crate::transport::tcp::TcpConfig::from_config(config)?;
+    let l = t.limits();
+    Ok(vec![
+        format!(
+            "{:>10} ..= {:<10} eager: one frame (16-byte frame header + header + data), one writev",
+            0,
+            l.eager_limit.min(l.max_frag)
+        ),
+        format!(
+            "{:>10} ..= {:<10} rendezvous: the sender pushes {}-byte chunks after clear-to-send, striped over {} rail(s) per peer",
+            l.eager_limit.min(l.max_frag) + 1,
+            "max",
+            l.max_frag,
+            t.rails
+        ),
+        format!(
+            "limits: fragment {} B, eager limit {} B, send queue {} B per peer, no one-copy get/put",
+            l.max_frag, l.eager_limit, t.send_queue
+        ),
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tcp_limits_are_described_and_bad_settings_reported() {
+        let lines = tcp_protocols(&Config::default()).unwrap();
+        assert!(
+            lines[0].contains("eager") && lines[1].contains("rendezvous"),
+            "{lines:?}"
+        );
+        let bad = Config {
+            tcp_rails: 0,
+            ..Config::default()
+        };
+        assert!(tcp_protocols(&bad).is_err());
+    }
 
     #[test]
     fn defaults_describe_every_range_and_a_fixed_segment() {

@@ -13,7 +13,7 @@ fn main() {
         }
     };
     println!("oxmpi {}", env!("CARGO_PKG_VERSION"));
-    println!("transports: self, shm (same host); tcp and ofi are not built yet");
+    println!("transports: self, shm (same host), tcp (between hosts; OXMPI_TRANSPORT=tcp forces it); ofi is not built yet");
     println!();
     if let Err(e) = Crossovers::from_lookup(|k| std::env::var(k).ok()) {
         eprintln!("oxmpi-info: {e}");
@@ -28,6 +28,15 @@ fn main() {
     println!("Point-to-point protocol by message size (bytes), same host:");
     for line in oxmpi::info::shm_protocols(&config) {
         println!("  {line}");
+    }
+    println!();
+    println!("Point-to-point protocol by message size (bytes), between hosts (TCP):");
+    match oxmpi::info::tcp_protocols(&config) {
+        Ok(lines) => lines.iter().for_each(|l| println!("  {l}")),
+        Err(e) => {
+            eprintln!("oxmpi-info: {e}");
+            std::process::exit(2);
+        }
     }
     println!();
     println!("Collective algorithms, in the order they are considered:");

@@ -166,6 +166,20 @@ impl Engine {
         }
     }
 
+    /// Adds the TCP transport, which reaches the ranks in `peers` (those on other hosts, or
+    /// every other rank when TCP is forced).
+    pub fn add_tcp(&mut self, t: crate::transport::tcp::TcpTransport, peers: &[u32]) {
+        self.transports.push(AnyTransport::Tcp(t));
+        self.dead.push(false);
+        let i = (self.transports.len() - 1) as u8;
+        for &p in peers {
+            if p != self.proto.me && (p as usize) < self.route.len() {
+                self.route[p as usize] = i;
+            }
+        }
+        // TCP has no direct write: receives keep their adverts for the transports that do.
+    }
+
     /// Installs the hook that ends the job on a fatal fault.
     pub fn set_abort_hook(&mut self, hook: AbortHook) {
         self.abort = Some(hook);
@@ -216,6 +230,15 @@ impl Engine {
         }
     }
 
+    /// Closes what transports keep open for strangers (at finalize), logging each.
+    pub fn close_transports(&mut self) {
+        for t in &mut self.transports {
+            if let AnyTransport::Tcp(t) = t {
+                t.close();
+            }
+        }
+    }
+
     /// The name of the transport that reaches world rank `rank` (`None`: unreachable).
     #[cfg(test)]
     pub fn transport_of(&self, rank: u32) -> Option<&'static str> {
@@ -232,7 +255,7 @@ impl Engine {
             Some(_) => Err(Error::new(
                 ErrorClass::Rank,
                 format!(
-                    "no transport reaches world rank {to} from rank {} (it is on another host; the TCP transport is not built yet)",
+                    "no transport reaches world rank {to} from rank {}",
                     self.proto.me
                 ),
             )),
@@ -275,6 +298,8 @@ impl Engine {
         let r = match &mut self.transports[t] {
             // SAFETY: forwarded from our caller.
             AnyTransport::Shm(tr) => unsafe { proto.isend(tr.link(), mode, buf, len, to, env) },
+            // SAFETY: forwarded from our caller.
+            AnyTransport::Tcp(tr) => unsafe { proto.isend(tr.link(), mode, buf, len, to, env) },
             // SAFETY: forwarded from our caller.
             AnyTransport::SelfLoop(_) => return unsafe { self.isend_self(mode, buf, len, env) },
         };
@@ -578,7 +603,9 @@ impl Engine {
 
     /// Whether fragments this rank owes its peers are still queued.
     pub fn has_outgoing(&self) -> bool {
-        !self.proto.pending.is_empty() || !self.proto.pushing.is_empty()
+        !self.proto.pending.is_empty()
+            || !self.proto.pushing.is_empty()
+            || self.transports.iter().any(AnyTransport::has_outgoing)
     }
 
     /// Attaches `region` for buffered sends ([`ErrorClass::Buffer`] if one is attached).

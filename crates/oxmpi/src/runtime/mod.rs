@@ -17,6 +17,7 @@ use crate::p2p::engine::Engine;
 use crate::p2p::progress::{Backoff, EngineCell};
 use crate::threading::Threading;
 use crate::transport::shm::{ShmConfig, ShmTransport};
+use crate::transport::tcp::{Endpoint, Resolver, TcpConfig, TcpTransport};
 use bootstrap::Bootstrap;
 use card::Card;
 use locality::Locality;
@@ -103,8 +104,56 @@ impl Runtime {
         };
         let bootstrap = Arc::new(Mutex::new(bootstrap));
 
+        let force_tcp = match config.transport.as_str() {
+            "auto" | "" => false,
+            "tcp" => true,
+            other => {
+                return Err(Error::new(
+                    ErrorClass::Arg,
+                    format!("OXMPI_TRANSPORT={other:?} is not auto or tcp"),
+                ))
+            }
+        };
         let local = locality.local_ranks(rank);
-        let shm_peers: Vec<u32> = local.iter().copied().filter(|&r| r != rank).collect();
+        let shm_peers: Vec<u32> = if force_tcp {
+            Vec::new()
+        } else {
+            local.iter().copied().filter(|&r| r != rank).collect()
+        };
+        // Every other rank that shared memory does not reach: other hosts, or all when forced.
+        let tcp_peers: Vec<u32> = (0..size)
+            .filter(|&r| r != rank && !shm_peers.contains(&r))
+            .collect();
+        let tcp = if tcp_peers.is_empty() {
+            None
+        } else {
+            let cards = bootstrap.clone();
+            let resolve: Resolver = Box::new(move |peer: u32| -> Result<Endpoint> {
+                let text = lock(&cards).get(&card::key(peer))?.unwrap_or_default();
+                let card = Card::decode(&text);
+                card.get("tcp")
+                    .zip(card.get("tcptok"))
+                    .and_then(|(addrs, token)| Endpoint::parse(addrs, token))
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorClass::Intern,
+                            format!("rank {peer} published no TCP endpoint"),
+                        )
+                    })
+            });
+            let all_local = tcp_peers
+                .iter()
+                .all(|&p| locality.host_of(p) == locality.host_of(rank));
+            Some(TcpTransport::create(
+                rank,
+                size,
+                TcpConfig::from_config(&config)?,
+                &tcp_peers,
+                resolve,
+                !shm_peers.is_empty(),
+                all_local,
+            )?)
+        };
         let shm = if !shm_peers.is_empty() {
             let path = format!(
                 "{}/{}{rank}.{}",
@@ -143,6 +192,11 @@ impl Runtime {
         if let Some(s) = &shm {
             card = card.with("shm", s.address());
         }
+        if let Some(t) = &tcp {
+            for (k, v) in t.endpoint().fields() {
+                card = card.with(k, v);
+            }
+        }
         {
             let mut b = lock(&bootstrap);
             b.put(&card::key(rank), &card.encode())?;
@@ -162,6 +216,9 @@ impl Runtime {
             cores,
         );
         let mut engine = Engine::new(rank, size, shm, &shm_peers);
+        if let Some(t) = tcp {
+            engine.add_tcp(t, &tcp_peers);
+        }
         let on_fault = bootstrap.clone();
         engine.set_abort_hook(Box::new(move |msg| lock(&on_fault).abort(1, msg)));
         let engine = EngineCell::new(engine, level.needs_lock());
@@ -229,7 +286,10 @@ impl Runtime {
         }
         let mut b = self.bootstrap();
         b.fence()?;
-        self.engine.with(|e| e.unlink_shm());
+        self.engine.with(|e| {
+            e.unlink_shm();
+            e.close_transports();
+        });
         b.finalize()
     }
 }

@@ -21,10 +21,11 @@
 //!
 //! - [`selfloop`]: messages to oneself.
 //! - [`shm`]: ranks on the same host, through shared memory (cells, pools, single copy).
-//! - `tcp` (between hosts) will be a third variant with the same interface.
+//! - [`tcp`]: ranks on other hosts (or, forced, on this one), over TCP sockets.
 
 pub mod selfloop;
 pub mod shm;
+pub mod tcp;
 
 use crate::error::Error;
 
@@ -167,6 +168,8 @@ pub enum AnyTransport {
     SelfLoop(selfloop::SelfLoop),
     /// Ranks on this host.
     Shm(shm::ShmTransport),
+    /// Ranks on other hosts.
+    Tcp(tcp::TcpTransport),
 }
 
 /// Runs `$body` with `$t` bound to the concrete transport inside a `&mut AnyTransport`: one
@@ -176,6 +179,7 @@ macro_rules! with_transport {
         match $any {
             $crate::transport::AnyTransport::SelfLoop($t) => $body,
             $crate::transport::AnyTransport::Shm($t) => $body,
+            $crate::transport::AnyTransport::Tcp($t) => $body,
         }
     };
 }
@@ -188,6 +192,15 @@ impl AnyTransport {
         match self {
             AnyTransport::SelfLoop(t) => t.has_arrival(),
             AnyTransport::Shm(t) => t.has_arrival(),
+            AnyTransport::Tcp(t) => t.has_arrival(),
+        }
+    }
+
+    /// Whether the transport still holds bytes it must write (finalize waits for them).
+    pub fn has_outgoing(&self) -> bool {
+        match self {
+            AnyTransport::Tcp(t) => t.has_outgoing(),
+            AnyTransport::SelfLoop(_) | AnyTransport::Shm(_) => false,
         }
     }
 
@@ -202,6 +215,7 @@ impl AnyTransport {
         match self {
             AnyTransport::SelfLoop(_) => "self",
             AnyTransport::Shm(_) => "shm",
+            AnyTransport::Tcp(_) => "tcp",
         }
     }
 }
