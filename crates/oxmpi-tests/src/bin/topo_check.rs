@@ -11,7 +11,7 @@
 use oxmpi::handle::comm::{self as hcomm, CommHandle};
 use oxmpi::handle::{env, topo as htopo};
 use oxmpi::topology::dims_create;
-use oxmpi::{scope, Communicator, ErrorClass, Single, TopoKind, PROC_NULL};
+use oxmpi::{scope, Communicator, ErrorClass, Persistent, Single, TopoKind, PROC_NULL};
 use oxmpi_tests::{check, must};
 
 fn expect<T: std::fmt::Debug>(what: &str, r: oxmpi::Result<T>, class: ErrorClass) {
@@ -231,9 +231,7 @@ fn neighbor_collectives(ctx: &str, c: &Communicator, h: &Hood) {
         .map(|(&d, &n)| (4 * d, 4 * n))
         .collect();
     let wb: Vec<u8> = want.iter().flat_map(|x| x.to_le_bytes()).collect();
-    let fresh: Vec<u8> = std::iter::repeat_n(UNTOUCHED.to_le_bytes(), rlen)
-        .flatten()
-        .collect();
+    let fresh = fresh_bytes(rlen);
     let mut rb = fresh.clone();
     must(
         "neighbor_alltoallw",
@@ -249,6 +247,36 @@ fn neighbor_collectives(ctx: &str, c: &Communicator, h: &Hood) {
         must("wait", r.wait());
     });
     check!(rb == wb, "[{ctx}] ineighbor_alltoallw rank {me}");
+    // Persistent forms: planned once, started several times (one by one, then all at once).
+    let mut rb = fresh_bytes(rlen);
+    let mut rv = vec![UNTOUCHED; rlen];
+    scope(|s| {
+        let mut reqs: Vec<Persistent<'_, '_>> = vec![
+            must(
+                "neighbor_alltoallv_init",
+                c.neighbor_all_to_all_varcount_init(
+                    s, &send, &scounts, &sdispls, &mut rv, &rcounts, &rdispls,
+                ),
+            ),
+            must(
+                "neighbor_alltoallw_init",
+                c.neighbor_all_to_all_w_init(s, &sb, &sblocks, &mut rb, &rblocks),
+            ),
+        ];
+        for _ in 0..3 {
+            for r in reqs.iter_mut() {
+                must("start", r.start());
+                must("wait", r.wait());
+            }
+        }
+        must("start_all", Persistent::start_all(&mut reqs));
+        for r in reqs.iter_mut() {
+            must("wait", r.wait());
+        }
+    });
+    check!(rv == want, "[{ctx}] neighbor_alltoallv_init rank {me}");
+    check!(rb == wb, "[{ctx}] neighbor_alltoallw_init rank {me}");
+    persistent_regular(ctx, c, h);
     // Several outstanding at once complete in any order of waits.
     let send: Vec<i32> = (0..outdeg)
         .flat_map(|b| (0..3).map(move |i| val(me, b, i)))
@@ -1057,4 +1085,76 @@ fn main() {
     suites += 1;
     println!("rank {} topo_check passed {suites} suites", world.rank());
     must("finalize", env::finalize());
+}
+
+/// `n` elements of `UNTOUCHED` as bytes.
+fn fresh_bytes(n: usize) -> Vec<u8> {
+    std::iter::repeat_n(UNTOUCHED.to_le_bytes(), n)
+        .flatten()
+        .collect()
+}
+
+/// The persistent neighbour allgather(v) and alltoall, each restarted several times.
+fn persistent_regular(ctx: &str, c: &Communicator, h: &Hood) {
+    let me = c.rank() as usize;
+    let (indeg, outdeg) = (h.sources.len(), h.dests.len());
+    let n = 5;
+    let a2a_send: Vec<i32> = (0..outdeg)
+        .flat_map(|b| (0..n).map(move |i| val(me, b, i)))
+        .collect();
+    let a2a_want: Vec<i32> = h
+        .feeds
+        .iter()
+        .flat_map(|f| (0..n).map(move |i| f.map_or(UNTOUCHED, |(j, b)| val(j, b, i))))
+        .collect();
+    let ag_send: Vec<i32> = (0..n).map(|i| val(me, 0, i)).collect();
+    let ag_want: Vec<i32> = h
+        .feeds
+        .iter()
+        .flat_map(|f| (0..n).map(move |i| f.map_or(UNTOUCHED, |(j, _)| val(j, 0, i))))
+        .collect();
+    let counts = vec![n; indeg];
+    let displs: Vec<usize> = (0..indeg).map(|k| k * (n + 1)).collect();
+    let mut agv_want = vec![UNTOUCHED; indeg * (n + 1)];
+    for k in 0..indeg {
+        agv_want[displs[k]..][..n].copy_from_slice(&ag_want[k * n..][..n]);
+    }
+    let mut a2a = vec![UNTOUCHED; indeg * n];
+    let mut ag = vec![UNTOUCHED; indeg * n];
+    let mut agv = vec![UNTOUCHED; indeg * (n + 1)];
+    scope(|s| {
+        let mut reqs = vec![
+            must(
+                "neighbor_alltoall_init",
+                c.neighbor_all_to_all_init(s, &a2a_send, &mut a2a),
+            ),
+            must(
+                "neighbor_allgather_init",
+                c.neighbor_all_gather_init(s, &ag_send, &mut ag),
+            ),
+            must(
+                "neighbor_allgatherv_init",
+                c.neighbor_all_gather_varcount_init(s, &ag_send, &mut agv, &counts, &displs),
+            ),
+        ];
+        for _ in 0..4 {
+            must("start_all", Persistent::start_all(&mut reqs));
+            for r in reqs.iter_mut() {
+                must("wait", r.wait());
+            }
+        }
+        // Starting an active request is an error; the request stays usable.
+        must("start", reqs[0].start());
+        check!(
+            reqs[0].start().is_err(),
+            "[{ctx}] second start of an active request"
+        );
+        must("wait", reqs[0].wait());
+    });
+    check!(a2a == a2a_want, "[{ctx}] neighbor_alltoall_init rank {me}");
+    check!(ag == ag_want, "[{ctx}] neighbor_allgather_init rank {me}");
+    check!(
+        agv == agv_want,
+        "[{ctx}] neighbor_allgatherv_init rank {me}"
+    );
 }

@@ -27,7 +27,7 @@ use crate::comm::{CommState, Communicator};
 use crate::datatype::Equivalence;
 use crate::error::{Error, ErrorClass, Result};
 use crate::handle::topo::Neighbors;
-use crate::request::{Request, Scope};
+use crate::request::{Persistent, Request, Scope};
 use crate::runtime::Runtime;
 use crate::threading::ThreadLevel;
 
@@ -51,6 +51,19 @@ impl NeighborPlan {
         recv: &'a mut [u8],
     ) -> Result<Option<Request<'a, 's>>> {
         Planned::new(self.name, self.prog.clone(), None, send, recv).launch(rt, state, scope)
+    }
+
+    /// Keeps the plan over `send`/`recv` as a persistent request in `scope`, inactive until
+    /// started; every start runs the same program.
+    fn keep<'a, 's>(
+        self,
+        rt: &Arc<Runtime>,
+        state: &Arc<CommState>,
+        scope: &'s Scope<'a>,
+        send: &'a [u8],
+        recv: &'a mut [u8],
+    ) -> Result<Persistent<'a, 's>> {
+        Planned::new(self.name, self.prog, None, send, recv).persist(rt, state, scope)
     }
 }
 
@@ -410,5 +423,102 @@ impl<L: ThreadLevel> Communicator<L> {
         )?;
         plan.start(&self.rt, &self.state, Some(scope), send, recv)?
             .ok_or_else(|| no_request(NAME))
+    }
+    /// A persistent neighbour allgather (`MPI_Neighbor_allgather_init`), inactive until
+    /// started.
+    pub fn neighbor_all_gather_init<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Result<Persistent<'a, 's>> {
+        let e = std::mem::size_of::<T>();
+        let plan =
+            self.neighbor_allgather_plan("neighbor_allgather_init", send.len(), recv.len(), e)?;
+        plan.keep(&self.rt, &self.state, scope, bytes(send), bytes_mut(recv))
+    }
+
+    /// A persistent neighbour allgatherv (`MPI_Neighbor_allgatherv_init`).
+    pub fn neighbor_all_gather_varcount_init<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<Persistent<'a, 's>> {
+        let e = std::mem::size_of::<T>();
+        let plan = self.neighbor_v_plan(
+            "neighbor_allgatherv_init",
+            None,
+            send.len(),
+            recv.len(),
+            counts,
+            displs,
+            e,
+        )?;
+        plan.keep(&self.rt, &self.state, scope, bytes(send), bytes_mut(recv))
+    }
+
+    /// A persistent neighbour alltoall (`MPI_Neighbor_alltoall_init`).
+    pub fn neighbor_all_to_all_init<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Result<Persistent<'a, 's>> {
+        let e = std::mem::size_of::<T>();
+        let plan =
+            self.neighbor_alltoall_plan("neighbor_alltoall_init", send.len(), recv.len(), e)?;
+        plan.keep(&self.rt, &self.state, scope, bytes(send), bytes_mut(recv))
+    }
+
+    /// A persistent neighbour alltoallv (`MPI_Neighbor_alltoallv_init`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn neighbor_all_to_all_varcount_init<'a, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [T],
+        scounts: &[usize],
+        sdispls: &[usize],
+        recv: &'a mut [T],
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<Persistent<'a, 's>> {
+        let e = std::mem::size_of::<T>();
+        let plan = self.neighbor_v_plan(
+            "neighbor_alltoallv_init",
+            Some((send.len(), scounts, sdispls)),
+            send.len(),
+            recv.len(),
+            rcounts,
+            rdispls,
+            e,
+        )?;
+        plan.keep(&self.rt, &self.state, scope, bytes(send), bytes_mut(recv))
+    }
+
+    /// A persistent neighbour alltoallw over bytes (`MPI_Neighbor_alltoallw_init`); see
+    /// [`neighbor_all_to_all_w_into`](Self::neighbor_all_to_all_w_into).
+    pub fn neighbor_all_to_all_w_init<'a, 's>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a [u8],
+        sblocks: &[(usize, usize)],
+        recv: &'a mut [u8],
+        rblocks: &[(usize, usize)],
+    ) -> Result<Persistent<'a, 's>> {
+        let (sd, sc): (Vec<usize>, Vec<usize>) = sblocks.iter().copied().unzip();
+        let (rd, rc): (Vec<usize>, Vec<usize>) = rblocks.iter().copied().unzip();
+        let plan = self.neighbor_v_plan(
+            "neighbor_alltoallw_init",
+            Some((send.len(), &sc, &sd)),
+            send.len(),
+            recv.len(),
+            &rc,
+            &rd,
+            1,
+        )?;
+        plan.keep(&self.rt, &self.state, scope, send, recv)
     }
 }
