@@ -181,3 +181,21 @@ fn losing_the_only_rail_ends_the_job_naming_the_peer() {
     assert!(!out.status.success(), "{so}\n{se}");
     assert!(se.contains("lost rank"), "{se}");
 }
+
+#[test]
+fn a_fault_inside_a_collective_names_the_collective() {
+    // Rank 0 shuts its only rail during the barriers; rank 1, waiting in a barrier, sees the
+    // connection close and ends the job naming the call it was in.
+    let out = oxrun_job(
+        2,
+        Path::new(env!("CARGO_BIN_EXE_coll_latency")),
+        &["200"],
+        &tcp_env(&[("OXMPI_TCP_CUT_RAIL", "0:50")]),
+    );
+    let (so, se) = text(&out);
+    assert!(!out.status.success(), "{so}\n{se}");
+    assert!(
+        se.contains("fatal communication fault in barrier: TCP: rank 1 lost rank 0"),
+        "{se}"
+    );
+}

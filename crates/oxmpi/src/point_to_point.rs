@@ -159,7 +159,7 @@ impl<L: ThreadLevel> Communicator<L> {
     /// Sends `buf` to rank `dest` with `tag` (`MPI_Send`; also serves `MPI_Rsend`).
     pub fn send<B: Buffer + ?Sized>(&self, buf: &B, dest: i32, tag: i32) -> Result<()> {
         if let Some(Some(id)) = self.start_send("send", SendMode::Standard, buf, dest, tag)? {
-            check("send", h::wait_id(&self.rt, id))?;
+            check("send", h::wait_id(&self.rt, id, "send"))?;
         }
         Ok(())
     }
@@ -169,7 +169,10 @@ impl<L: ThreadLevel> Communicator<L> {
         if let Some(Some(id)) =
             self.start_send("synchronous_send", SendMode::Synchronous, buf, dest, tag)?
         {
-            check("synchronous_send", h::wait_id(&self.rt, id))?;
+            check(
+                "synchronous_send",
+                h::wait_id(&self.rt, id, "synchronous_send"),
+            )?;
         }
         Ok(())
     }
@@ -440,7 +443,7 @@ impl<L: ThreadLevel> Communicator<L> {
                 return Err(e);
             }
         };
-        let sst = sid.map(|id| h::wait_id(&self.rt, id));
+        let sst = sid.map(|id| h::wait_id(&self.rt, id, CALL));
         let rst = finish(&self.rt, CALL, rstart, elem);
         if let Some(st) = sst {
             check(CALL, st)?;
@@ -621,10 +624,10 @@ impl<L: ThreadLevel> Communicator<L> {
 }
 
 /// Waits for a started operation and checks its status.
-fn finish(rt: &Runtime, call: &str, start: RecvStart, elem: usize) -> Result<Status> {
+fn finish(rt: &Runtime, call: &'static str, start: RecvStart, elem: usize) -> Result<Status> {
     let st = match start {
         RecvStart::Done(st) => st,
-        RecvStart::Pending(id) => h::wait_id(rt, id),
+        RecvStart::Pending(id) => h::wait_id(rt, id, call),
     };
     check(call, st.with_elem(elem))
 }

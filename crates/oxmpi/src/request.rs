@@ -58,7 +58,7 @@ impl Scope<'_> {
             // Entries of requests already collected (their slot may serve another request
             // now) are skipped: only live ones can still touch a buffer.
             if rt.engine.with(|e| e.is_live(id)) {
-                if let Some(c) = h::wait_id(rt, id).error {
+                if let Some(c) = h::wait_id(rt, id, "scope end").error {
                     eprintln!(
                         "oxmpi: rank {}: a request left at scope end failed ({c:?})",
                         rt.rank
@@ -142,9 +142,9 @@ impl<'a, 's> Request<'a, 's> {
         self.wait_in("wait")
     }
 
-    fn wait_in(&mut self, call: &str) -> Result<Status> {
+    fn wait_in(&mut self, call: &'static str) -> Result<Status> {
         let st = match std::mem::replace(&mut self.state, ReqState::Collected) {
-            ReqState::Pending(id) => h::wait_id(self.rt, id),
+            ReqState::Pending(id) => h::wait_id(self.rt, id, call),
             ReqState::Done(st) => st,
             ReqState::Collected => return Err(collected(call)),
         };
@@ -192,7 +192,7 @@ impl Drop for Request<'_, '_> {
     fn drop(&mut self) {
         if let ReqState::Pending(id) = self.state {
             // Completing here keeps the borrowed buffer valid for as long as the engine uses it.
-            h::wait_id(self.rt, id);
+            h::wait_id(self.rt, id, "request drop");
         }
     }
 }
@@ -219,8 +219,8 @@ pub(crate) fn block_on<R>(rt: &Runtime, mut poll: impl FnMut() -> Result<Option<
 }
 
 /// Waits for engine request `id`; the status carries the operation's own error.
-pub(crate) fn wait_raw(rt: &Runtime, id: ReqId) -> Result<Status> {
-    Ok(h::wait_id(rt, id))
+pub(crate) fn wait_raw(rt: &Runtime, id: ReqId, call: &'static str) -> Result<Status> {
+    Ok(h::wait_id(rt, id, call))
 }
 
 /// Some requests of a [`wait_all`] or [`test_all`] failed (`MPI_ERR_IN_STATUS`): each
@@ -335,7 +335,10 @@ pub fn test_some(requests: &mut Vec<Request<'_, '_>>) -> Vec<(usize, Result<Stat
 }
 
 /// Removes and completes the requests that have finished.
-fn collect_done(requests: &mut Vec<Request<'_, '_>>, call: &str) -> Vec<(usize, Result<Status>)> {
+fn collect_done(
+    requests: &mut Vec<Request<'_, '_>>,
+    call: &'static str,
+) -> Vec<(usize, Result<Status>)> {
     let Some(rt) = requests.first().map(|r| r.rt) else {
         return Vec::new();
     };
@@ -422,7 +425,7 @@ impl<'a, 's> Persistent<'a, 's> {
                 ))
             }
             Some(ReqState::Done(st)) => st,
-            Some(ReqState::Pending(id)) => h::wait_id(&self.rt, id),
+            Some(ReqState::Pending(id)) => h::wait_id(&self.rt, id, "wait"),
             Some(ReqState::Collected) => empty_status(),
         };
         check("wait", st.with_elem(self.elem))
@@ -449,7 +452,7 @@ impl<'a, 's> Persistent<'a, 's> {
 impl Drop for Persistent<'_, '_> {
     fn drop(&mut self) {
         if let Some(ReqState::Pending(id)) = self.active {
-            h::wait_id(&self.rt, id);
+            h::wait_id(&self.rt, id, "request drop");
         }
     }
 }

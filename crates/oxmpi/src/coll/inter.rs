@@ -695,7 +695,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
             .engine
             .with(|e| unsafe { e.isend(SendMode::Standard, b.as_ptr(), b.len(), to, env) })?;
         if let Some(id) = id {
-            crate::request::wait_raw(&self.rt, id)?;
+            crate::request::wait_raw(&self.rt, id, "intercomm send")?;
         }
         Ok(())
     }
@@ -727,7 +727,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
             .with(|e| unsafe { e.irecv(b.as_mut_ptr(), b.len(), ctx, source, tag) })?;
         let raw = match start {
             RecvStart::Done(st) => st,
-            RecvStart::Pending(id) => crate::request::wait_raw(&self.rt, id)?,
+            RecvStart::Pending(id) => crate::request::wait_raw(&self.rt, id, "intercomm receive")?,
         };
         crate::request::status_result(raw, elem)
     }

@@ -646,6 +646,8 @@ pub(crate) fn run(rt: &Runtime, exec: &mut Exec) -> Result<()> {
     let mut backoff = Backoff::new(rt.wait);
     loop {
         let (adv, worked) = rt.engine.with(|e| -> Result<(Advance, bool)> {
+            // A fault found while this collective waits names it.
+            e.enter(exec.name);
             match exec.step(e)? {
                 Advance::Running => {}
                 a => return Ok((a, true)),

@@ -84,8 +84,12 @@ pub(crate) fn wait_engine_until<R>(
 }
 
 /// Waits for engine request `id` and frees it. `id` must be live and owned by the caller.
-pub(crate) fn wait_id(rt: &Runtime, id: ReqId) -> Status {
-    wait_engine_until(rt, |e| e.test(id))
+/// A fault found while waiting names `call` (the MPI call that waits).
+pub(crate) fn wait_id(rt: &Runtime, id: ReqId, call: &'static str) -> Status {
+    wait_engine_until(rt, |e| {
+        e.enter(call);
+        e.test(id)
+    })
 }
 
 /// One progress pass, then frees and returns `id`'s status if it has completed.
@@ -116,7 +120,7 @@ pub(crate) fn progress_then<R>(rt: &Runtime, f: impl FnOnce(&mut Engine) -> R) -
 /// free once this returns.
 pub(crate) fn cancel_or_wait(rt: &Runtime, id: ReqId) -> Status {
     rt.engine.with(|e| e.cancel(id));
-    wait_id(rt, id)
+    wait_id(rt, id, "cancel")
 }
 
 /// How a send completes.
@@ -508,7 +512,7 @@ impl<L: ThreadLevel> Requests<L> {
     /// Blocks until `id` completes (`MPI_Wait`); as [`test`](Self::test) otherwise.
     pub fn wait(&mut self, id: &mut RequestId) -> Result<Status> {
         let rt = self.rt.clone();
-        self.complete(id, "wait", |r| Some(wait_id(&rt, r)))
+        self.complete(id, "wait", |r| Some(wait_id(&rt, r, "wait")))
             .map(|st| st.expect("wait completes"))
     }
 
