@@ -155,6 +155,7 @@ typedef struct MPI_ABI_Win *MPI_Win;
 #define MPI_INTEGER1 ((MPI_Datatype)0x2c1)
 #define MPI_LOGICAL2 ((MPI_Datatype)0x2c8)
 #define MPI_INTEGER2 ((MPI_Datatype)0x2c9)
+#define MPI_REAL2 ((MPI_Datatype)0x2ca)
 #define MPI_LOGICAL4 ((MPI_Datatype)0x2d0)
 #define MPI_INTEGER4 ((MPI_Datatype)0x2d1)
 #define MPI_REAL4 ((MPI_Datatype)0x2d2)
@@ -163,8 +164,11 @@ typedef struct MPI_ABI_Win *MPI_Win;
 #define MPI_INTEGER8 ((MPI_Datatype)0x2d9)
 #define MPI_REAL8 ((MPI_Datatype)0x2da)
 #define MPI_COMPLEX8 ((MPI_Datatype)0x2db)
+#define MPI_LOGICAL16 ((MPI_Datatype)0x2e0)
 #define MPI_INTEGER16 ((MPI_Datatype)0x2e1)
+#define MPI_REAL16 ((MPI_Datatype)0x2e2)
 #define MPI_COMPLEX16 ((MPI_Datatype)0x2e3)
+#define MPI_COMPLEX32 ((MPI_Datatype)0x2eb)
 
 /* ---- Error classes ----------------------------------------------------------------- */
 
