@@ -112,6 +112,7 @@ fn table() -> &'static Table {
 }
 
 /// Every predefined datatype, in handle order.
+#[cfg(test)]
 pub fn predefined() -> &'static [Predef] {
     &table().types
 }
@@ -170,15 +171,6 @@ pub enum Data {
         /// Bytes of data (`count * size`).
         len: usize,
     },
-}
-
-impl Data {
-    /// Bytes of data.
-    pub fn len(&self) -> usize {
-        match self {
-            Data::Bytes { len, .. } | Data::Typed { len, .. } => *len,
-        }
-    }
 }
 
 /// How `n` elements of datatype `dt` lie in memory, for communication: an unknown, freed or
