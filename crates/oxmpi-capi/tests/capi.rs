@@ -127,6 +127,11 @@ fn requests() {
 }
 
 #[test]
+fn derived_datatypes() {
+    corpus("ddt", &[1, 2, 3, 4]);
+}
+
+#[test]
 fn collectives() {
     corpus("coll", &[1, 2, 3, 4]);
 }
