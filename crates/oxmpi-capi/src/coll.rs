@@ -16,6 +16,7 @@ use oxmpi::{Communicator, ErrorClass, Op, Reducible, Result, Single};
 
 use crate::boundary::{comm, count, err, get, handle_of, int_of, mpi_fn, put, slice, span, Handle};
 use crate::datatypes::{with_elem_type, Predef};
+use crate::staging::Staged;
 
 /// `MPI_IN_PLACE`.
 const IN_PLACE: usize = 1;
@@ -264,6 +265,159 @@ unsafe fn layout(
     Ok((bc, bd, extent))
 }
 
+/// The send side of a collective: `blocks × n` elements of `dt` at `p` as bytes (the
+/// user's memory for predefined types, a packed copy for derived ones).
+///
+/// # Safety
+/// `p` valid for reads of those elements.
+unsafe fn input<'a>(
+    name: &str,
+    p: *const c_void,
+    n: i64,
+    dt: Handle,
+    blocks: usize,
+) -> Result<std::borrow::Cow<'a, [u8]>> {
+    if let Ok(d) = crate::datatypes::lookup(name, dt as usize) {
+        let len = count(name, n)?
+            .checked_mul(d.size)
+            .and_then(|x| x.checked_mul(blocks))
+            .ok_or_else(|| err(ErrorClass::Count, name, "count × datatype size overflows"))?;
+        // SAFETY: forwarded.
+        return Ok(std::borrow::Cow::Borrowed(unsafe { bytes(name, p, len)? }));
+    }
+    let (ty, k, len) = derived(name, n, dt, blocks)?;
+    // SAFETY: forwarded: the elements' bytes are readable.
+    Ok(std::borrow::Cow::Owned(unsafe { Staged::send(ty, p, k, len, false) }.into_bytes()))
+}
+
+/// The receive side of a collective: the user's bytes, or a staged copy unpacked by
+/// [`Output::finish`].
+enum Output<'a> {
+    Raw(&'a mut [u8]),
+    Staged(Staged),
+}
+
+impl Output<'_> {
+    fn bytes(&mut self) -> &mut [u8] {
+        match self {
+            Output::Raw(b) => b,
+            Output::Staged(s) => s.bytes(),
+        }
+    }
+
+    /// Unpacks a staged receive into the user's memory.
+    ///
+    /// # Safety
+    /// The user's elements must still be writable.
+    unsafe fn finish(self) {
+        if let Output::Staged(s) = self {
+            // SAFETY: forwarded.
+            unsafe { s.unpack(u64::MAX) };
+        }
+    }
+}
+
+/// The receive side for `blocks × n` elements of `dt` at `p`. A staged copy starts as the
+/// packed current contents (what `MPI_IN_PLACE` and a broadcast root send).
+///
+/// # Safety
+/// `p` valid for reads and writes of those elements until [`Output::finish`].
+unsafe fn output<'a>(name: &str, p: *mut c_void, n: i64, dt: Handle, blocks: usize) -> Result<Output<'a>> {
+    if let Ok(d) = crate::datatypes::lookup(name, dt as usize) {
+        let len = count(name, n)?
+            .checked_mul(d.size)
+            .and_then(|x| x.checked_mul(blocks))
+            .ok_or_else(|| err(ErrorClass::Count, name, "count × datatype size overflows"))?;
+        // SAFETY: forwarded.
+        return Ok(Output::Raw(unsafe { bytes_mut(name, p, len)? }));
+    }
+    let (ty, k, len) = derived(name, n, dt, blocks)?;
+    // SAFETY: forwarded: the elements' bytes are readable (they are writable).
+    Ok(Output::Staged(unsafe { Staged::send(ty, p, k, len, false) }))
+}
+
+/// A committed derived type, its element count for `blocks × n` and their packed length.
+fn derived(name: &str, n: i64, dt: Handle, blocks: usize) -> Result<(oxmpi::datatype::Type, u64, usize)> {
+    let n = count(name, n)?
+        .checked_mul(blocks)
+        .ok_or_else(|| err(ErrorClass::Count, name, "count overflows"))?;
+    match crate::datatypes::data(name, n as i64, dt as usize)? {
+        crate::datatypes::Data::Typed { ty, count, len } => Ok((ty, count, len)),
+        crate::datatypes::Data::Bytes { len, .. } => {
+            let ty = oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(dt as usize))?;
+            Ok((ty, n as u64, len))
+        }
+    }
+}
+
+/// A reduction over a derived datatype made of one predefined type: the base's table entry
+/// and the element count, or `None` for a predefined datatype.
+fn reduction_base(name: &str, dt: Handle) -> Result<Option<&'static Predef>> {
+    if crate::datatypes::lookup(name, dt as usize).is_ok() {
+        return Ok(None);
+    }
+    let ty = oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(dt as usize))?;
+    let base = ty.base().ok_or_else(|| {
+        err(ErrorClass::Type, name, "a reduction needs a datatype made of one predefined type")
+    })?;
+    crate::datatypes::lookup(name, base.handle() as usize).map(Some)
+}
+
+/// A reduction (`kind`: 0 allreduce, 1 scan, 2 exscan, 3 reduce at `root`) over a derived
+/// datatype of one predefined base: both sides packed into arrays of the base type, reduced
+/// with the base's kernel, the result unpacked.
+///
+/// # Safety
+/// Buffers as the standard's contract for the call.
+#[allow(clippy::too_many_arguments)]
+unsafe fn reduce_derived(
+    name: &str,
+    kind: u8,
+    d: &'static Predef,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: i64,
+    dt: Handle,
+    o: Handle,
+    root: c_int,
+    c: Handle,
+) -> Result<()> {
+    let (_, op) = op(o)?;
+    let comm = typed(c)?;
+    let at_root = kind != 3 || comm.rank() == root;
+    // SAFETY: the caller's buffers, per the standard's contract.
+    unsafe {
+        let send = if in_place(sbuf) {
+            None
+        } else {
+            Some(input(name, sbuf, n, dt, 1)?)
+        };
+        let mut recv = if at_root {
+            Some(output(name, rbuf, n, dt, 1)?)
+        } else {
+            None
+        };
+        let len = match (&send, &recv) {
+            (Some(s), _) => s.len(),
+            (None, Some(Output::Staged(s))) => s.buf_ref().len(),
+            _ => 0,
+        };
+        let sp = send.as_ref().map_or(IN_PLACE as *const c_void, |s| s.as_ptr().cast());
+        let rp = recv
+            .as_mut()
+            .map_or(std::ptr::null_mut(), |r| r.bytes().as_mut_ptr().cast());
+        if kind == 3 {
+            reduce_as!(name, d, op, T => typed_ops::reduce::<T>(&comm, sp, rp, len, op, root))?;
+        } else {
+            reduce_as!(name, d, op, T => typed_ops::all::<T>(name, kind, &comm, sp, rp, len, op))?;
+        }
+        if let Some(r) = recv {
+            r.finish();
+        }
+    }
+    Ok(())
+}
+
 fn no_in_place(name: &str, p: *const c_void) -> Result<()> {
     if in_place(p) {
         return Err(err(
@@ -283,20 +437,27 @@ mpi_fn! {
 
     /// `MPI_Bcast`.
     fn Bcast = MPI_Bcast / PMPI_Bcast(buf: *mut c_void, n: c_int, dt: Handle, root: c_int, c: Handle) on comm(c) => {
-        let (len, _) = span("Bcast", n, dt)?;
-        typed(c)?.broadcast_into(root, bytes_mut("Bcast", buf, len)?)
+        let mut out = output("Bcast", buf, n.into(), dt, 1)?;
+        typed(c)?.broadcast_into(root, out.bytes())?;
+        out.finish();
+        Ok(())
     }
 
     /// `MPI_Bcast_c`.
     fn Bcast_c = MPI_Bcast_c / PMPI_Bcast_c(buf: *mut c_void, n: i64, dt: Handle, root: c_int, c: Handle) on comm(c) => {
-        let (len, _) = span("Bcast_c", n, dt)?;
-        typed(c)?.broadcast_into(root, bytes_mut("Bcast_c", buf, len)?)
+        let mut out = output("Bcast_c", buf, n, dt, 1)?;
+        typed(c)?.broadcast_into(root, out.bytes())?;
+        out.finish();
+        Ok(())
     }
 
     /// `MPI_Allreduce_c`.
     fn Allreduce_c = MPI_Allreduce_c / PMPI_Allreduce_c(
         sbuf: *const c_void, rbuf: *mut c_void, n: i64, dt: Handle, o: Handle, c: Handle,
     ) on comm(c) => {
+        if let Some(b) = reduction_base("Allreduce_c", dt)? {
+            return reduce_derived("Allreduce_c", 0, b, sbuf, rbuf, n, dt, o, 0, c);
+        }
         let (len, d) = span("Allreduce_c", n, dt)?;
         let (_, op) = op(o)?;
         let comm = typed(c)?;
@@ -307,6 +468,9 @@ mpi_fn! {
     fn Reduce_c = MPI_Reduce_c / PMPI_Reduce_c(
         sbuf: *const c_void, rbuf: *mut c_void, n: i64, dt: Handle, o: Handle, root: c_int, c: Handle,
     ) on comm(c) => {
+        if let Some(b) = reduction_base("Reduce_c", dt)? {
+            return reduce_derived("Reduce_c", 3, b, sbuf, rbuf, n, dt, o, root, c);
+        }
         let (len, d) = span("Reduce_c", n, dt)?;
         let (_, op) = op(o)?;
         let comm = typed(c)?;
@@ -323,16 +487,18 @@ mpi_fn! {
         let me = comm.rank() == root;
         let p = comm.size() as usize;
         if me {
-            let (rlen, _) = span(name, rn, rdt)?;
-            let recv = bytes_mut(name, rbuf, rlen * p)?;
+            let mut recv = output(name, rbuf, rn.into(), rdt, p)?;
             if in_place(sbuf) {
-                return comm.gather_in_place(root, recv);
+                comm.gather_in_place(root, recv.bytes())?;
+            } else {
+                let send = input(name, sbuf, sn.into(), sdt, 1)?;
+                comm.gather_into(root, &send, recv.bytes())?;
             }
-            let (slen, _) = span(name, sn, sdt)?;
-            comm.gather_into(root, bytes(name, sbuf, slen)?, recv)
+            recv.finish();
+            Ok(())
         } else {
-            let (slen, _) = span(name, sn, sdt)?;
-            comm.gather_into(root, bytes(name, sbuf, slen)?, &mut [])
+            let send = input(name, sbuf, sn.into(), sdt, 1)?;
+            comm.gather_into(root, &send, &mut [])
         }
     }
 
@@ -364,16 +530,19 @@ mpi_fn! {
         let comm = typed(c)?;
         let p = comm.size() as usize;
         if comm.rank() == root {
-            let (slen, _) = span(name, sn, sdt)?;
-            let send = bytes(name, sbuf, slen * p)?;
+            let send = input(name, sbuf, sn.into(), sdt, p)?;
             if in_place(rbuf) {
-                return comm.scatter_in_place(root, send);
+                return comm.scatter_in_place(root, &send);
             }
-            let (rlen, _) = span(name, rn, rdt)?;
-            comm.scatter_into(root, send, bytes_mut(name, rbuf, rlen)?)
+            let mut recv = output(name, rbuf, rn.into(), rdt, 1)?;
+            comm.scatter_into(root, &send, recv.bytes())?;
+            recv.finish();
+            Ok(())
         } else {
-            let (rlen, _) = span(name, rn, rdt)?;
-            comm.scatter_into(root, &[], bytes_mut(name, rbuf, rlen)?)
+            let mut recv = output(name, rbuf, rn.into(), rdt, 1)?;
+            comm.scatter_into(root, &[], recv.bytes())?;
+            recv.finish();
+            Ok(())
         }
     }
 
@@ -403,13 +572,15 @@ mpi_fn! {
     ) on comm(c) => {
         let name = "Allgather";
         let comm = typed(c)?;
-        let (rlen, _) = span(name, rn, rdt)?;
-        let recv = bytes_mut(name, rbuf, rlen * comm.size() as usize)?;
+        let mut recv = output(name, rbuf, rn.into(), rdt, comm.size() as usize)?;
         if in_place(sbuf) {
-            return comm.all_gather_in_place(recv);
+            comm.all_gather_in_place(recv.bytes())?;
+        } else {
+            let send = input(name, sbuf, sn.into(), sdt, 1)?;
+            comm.all_gather_into(&send, recv.bytes())?;
         }
-        let (slen, _) = span(name, sn, sdt)?;
-        comm.all_gather_into(bytes(name, sbuf, slen)?, recv)
+        recv.finish();
+        Ok(())
     }
 
     /// `MPI_Allgatherv`.
@@ -434,13 +605,15 @@ mpi_fn! {
         let name = "Alltoall";
         let comm = typed(c)?;
         let p = comm.size() as usize;
-        let (rlen, _) = span(name, rn, rdt)?;
-        let recv = bytes_mut(name, rbuf, rlen * p)?;
+        let mut recv = output(name, rbuf, rn.into(), rdt, p)?;
         if in_place(sbuf) {
-            return comm.all_to_all_in_place(recv);
+            comm.all_to_all_in_place(recv.bytes())?;
+        } else {
+            let send = input(name, sbuf, sn.into(), sdt, p)?;
+            comm.all_to_all_into(&send, recv.bytes())?;
         }
-        let (slen, _) = span(name, sn, sdt)?;
-        comm.all_to_all_into(bytes(name, sbuf, slen * p)?, recv)
+        recv.finish();
+        Ok(())
     }
 
     /// `MPI_Alltoallv`.
@@ -463,6 +636,9 @@ mpi_fn! {
     fn Reduce = MPI_Reduce / PMPI_Reduce(
         sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, root: c_int, c: Handle,
     ) on comm(c) => {
+        if let Some(b) = reduction_base("Reduce", dt)? {
+            return reduce_derived("Reduce", 3, b, sbuf, rbuf, n.into(), dt, o, root, c);
+        }
         let (len, d) = span("Reduce", n, dt)?;
         let (_, op) = op(o)?;
         let comm = typed(c)?;
@@ -473,6 +649,9 @@ mpi_fn! {
     fn Allreduce = MPI_Allreduce / PMPI_Allreduce(
         sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
     ) on comm(c) => {
+        if let Some(b) = reduction_base("Allreduce", dt)? {
+            return reduce_derived("Allreduce", 0, b, sbuf, rbuf, n.into(), dt, o, 0, c);
+        }
         let (len, d) = span("Allreduce", n, dt)?;
         let (_, op) = op(o)?;
         let comm = typed(c)?;
@@ -483,6 +662,9 @@ mpi_fn! {
     fn Scan = MPI_Scan / PMPI_Scan(
         sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
     ) on comm(c) => {
+        if let Some(b) = reduction_base("Scan", dt)? {
+            return reduce_derived("Scan", 1, b, sbuf, rbuf, n.into(), dt, o, 0, c);
+        }
         let (len, d) = span("Scan", n, dt)?;
         let (_, op) = op(o)?;
         let comm = typed(c)?;
@@ -493,6 +675,9 @@ mpi_fn! {
     fn Exscan = MPI_Exscan / PMPI_Exscan(
         sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
     ) on comm(c) => {
+        if let Some(b) = reduction_base("Exscan", dt)? {
+            return reduce_derived("Exscan", 2, b, sbuf, rbuf, n.into(), dt, o, 0, c);
+        }
         let (len, d) = span("Exscan", n, dt)?;
         let (_, op) = op(o)?;
         let comm = typed(c)?;

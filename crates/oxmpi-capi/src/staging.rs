@@ -59,6 +59,11 @@ impl Staged {
         }
     }
 
+    /// The staged bytes, taken (for a send that needs no unpacking).
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.buf
+    }
+
     /// The staged bytes, read-only.
     pub fn buf_ref(&self) -> &[u8] {
         &self.buf

@@ -456,6 +456,81 @@ static void p2p(void) {
     MUST(MPI_Type_free(&sub));
 }
 
+
+static void collectives(void) {
+    MPI_Datatype vec, col;
+    double a[8], b[8], *all;
+    int i, r, root = size - 1;
+    MUST(MPI_Type_vector(4, 1, 2, MPI_DOUBLE, &vec));
+    MUST(MPI_Type_commit(&vec));
+
+    /* bcast of a vector: gaps untouched */
+    for (i = 0; i < 8; i++) a[i] = rank == root ? 7 + i : -1;
+    MUST(MPI_Bcast(a, 1, vec, root, MPI_COMM_WORLD));
+    for (i = 0; i < 8; i++)
+        CHECK(a[i] == (i % 2 == 0 || rank == root ? 7 + i : -1), "bcast a[%d] = %g", i, a[i]);
+
+    /* allreduce MPI_SUM over a vector of doubles */
+    for (i = 0; i < 8; i++) {
+        a[i] = rank + i;
+        b[i] = -5;
+    }
+    MUST(MPI_Allreduce(a, b, 1, vec, MPI_SUM, MPI_COMM_WORLD));
+    for (i = 0; i < 8; i++) {
+        double want = i % 2 == 0 ? size * (size - 1) / 2.0 + size * i : -5;
+        CHECK(b[i] == want, "allreduce b[%d] = %g, want %g", i, b[i], want);
+    }
+    /* in place */
+    for (i = 0; i < 8; i++) a[i] = rank + i;
+    MUST(MPI_Allreduce(MPI_IN_PLACE, a, 1, vec, MPI_MAX, MPI_COMM_WORLD));
+    for (i = 0; i < 8; i++)
+        CHECK(a[i] == (i % 2 == 0 ? size - 1 + i : rank + i), "allreduce in place a[%d]", i);
+    /* reduce to a root */
+    for (i = 0; i < 8; i++) {
+        a[i] = 1;
+        b[i] = -5;
+    }
+    MUST(MPI_Reduce(a, b, 1, vec, MPI_SUM, root, MPI_COMM_WORLD));
+    if (rank == root)
+        for (i = 0; i < 8; i++) CHECK(b[i] == (i % 2 == 0 ? size : -5), "reduce b[%d]", i);
+
+    /* gather: each rank sends 2 contiguous doubles, the root receives them as columns of a
+     * size x 2 matrix stored column-major (a resized vector) */
+    all = malloc(sizeof(double) * 2 * size);
+    MUST(MPI_Type_vector(2, 1, size, MPI_DOUBLE, &col));
+    {
+        MPI_Datatype colr;
+        MUST(MPI_Type_create_resized(col, 0, sizeof(double), &colr));
+        MUST(MPI_Type_free(&col));
+        col = colr;
+    }
+    MUST(MPI_Type_commit(&col));
+    a[0] = 10 * rank;
+    a[1] = 10 * rank + 1;
+    for (i = 0; i < 2 * size; i++) all[i] = -1;
+    MUST(MPI_Gather(a, 2, MPI_DOUBLE, all, 1, col, root, MPI_COMM_WORLD));
+    if (rank == root)
+        for (r = 0; r < size; r++)
+            CHECK(all[r] == 10 * r && all[size + r] == 10 * r + 1, "gather column %d", r);
+
+    /* alltoall: send one strided double to each rank, receive contiguous */
+    {
+        double *s = malloc(sizeof(double) * 2 * size), *d = malloc(sizeof(double) * size);
+        MPI_Datatype one;
+        MUST(MPI_Type_create_resized(MPI_DOUBLE, 0, 2 * sizeof(double), &one));
+        MUST(MPI_Type_commit(&one));
+        for (i = 0; i < 2 * size; i++) s[i] = i % 2 == 0 ? 100 * rank + i / 2 : -9;
+        MUST(MPI_Alltoall(s, 1, one, d, 1, MPI_DOUBLE, MPI_COMM_WORLD));
+        for (r = 0; r < size; r++) CHECK(d[r] == 100 * r + rank, "alltoall from %d: %g", r, d[r]);
+        MUST(MPI_Type_free(&one));
+        free(s);
+        free(d);
+    }
+    free(all);
+    MUST(MPI_Type_free(&col));
+    MUST(MPI_Type_free(&vec));
+}
+
 static void expect(int rc, int want, const char *what) {
     int cls;
     MPI_Error_class(rc, &cls);
@@ -494,6 +569,7 @@ int main(int argc, char **argv) {
     constructors();
     packing();
     p2p();
+    collectives();
     bad_inputs();
     MUST(MPI_Finalize());
     return 0;
