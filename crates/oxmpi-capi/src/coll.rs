@@ -287,7 +287,9 @@ unsafe fn input<'a>(
     }
     let (ty, k, len) = derived(name, n, dt, blocks)?;
     // SAFETY: forwarded: the elements' bytes are readable.
-    Ok(std::borrow::Cow::Owned(unsafe { Staged::send(ty, p, k, len, false) }.into_bytes()))
+    Ok(std::borrow::Cow::Owned(
+        unsafe { Staged::send(ty, p, k, len, false) }.into_bytes(),
+    ))
 }
 
 /// The receive side of a collective: the user's bytes, or a staged copy unpacked by
@@ -322,7 +324,13 @@ impl Output<'_> {
 ///
 /// # Safety
 /// `p` valid for reads and writes of those elements until [`Output::finish`].
-unsafe fn output<'a>(name: &str, p: *mut c_void, n: i64, dt: Handle, blocks: usize) -> Result<Output<'a>> {
+unsafe fn output<'a>(
+    name: &str,
+    p: *mut c_void,
+    n: i64,
+    dt: Handle,
+    blocks: usize,
+) -> Result<Output<'a>> {
     if let Ok(d) = crate::datatypes::lookup(name, dt as usize) {
         let len = count(name, n)?
             .checked_mul(d.size)
@@ -333,18 +341,26 @@ unsafe fn output<'a>(name: &str, p: *mut c_void, n: i64, dt: Handle, blocks: usi
     }
     let (ty, k, len) = derived(name, n, dt, blocks)?;
     // SAFETY: forwarded: the elements' bytes are readable (they are writable).
-    Ok(Output::Staged(unsafe { Staged::send(ty, p, k, len, false) }))
+    Ok(Output::Staged(unsafe {
+        Staged::send(ty, p, k, len, false)
+    }))
 }
 
 /// A committed derived type, its element count for `blocks × n` and their packed length.
-fn derived(name: &str, n: i64, dt: Handle, blocks: usize) -> Result<(oxmpi::datatype::Type, u64, usize)> {
+fn derived(
+    name: &str,
+    n: i64,
+    dt: Handle,
+    blocks: usize,
+) -> Result<(oxmpi::datatype::Type, u64, usize)> {
     let n = count(name, n)?
         .checked_mul(blocks)
         .ok_or_else(|| err(ErrorClass::Count, name, "count overflows"))?;
     match crate::datatypes::data(name, n as i64, dt as usize)? {
         crate::datatypes::Data::Typed { ty, count, len } => Ok((ty, count, len)),
         crate::datatypes::Data::Bytes { len, .. } => {
-            let ty = oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(dt as usize))?;
+            let ty =
+                oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(dt as usize))?;
             Ok((ty, n as u64, len))
         }
     }
@@ -358,7 +374,11 @@ fn reduction_base(name: &str, dt: Handle) -> Result<Option<&'static Predef>> {
     }
     let ty = oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(dt as usize))?;
     let base = ty.base().ok_or_else(|| {
-        err(ErrorClass::Type, name, "a reduction needs a datatype made of one predefined type")
+        err(
+            ErrorClass::Type,
+            name,
+            "a reduction needs a datatype made of one predefined type",
+        )
     })?;
     crate::datatypes::lookup(name, base.handle() as usize).map(Some)
 }
@@ -402,7 +422,9 @@ unsafe fn reduce_derived(
             (None, Some(Output::Staged(s))) => s.buf_ref().len(),
             _ => 0,
         };
-        let sp = send.as_ref().map_or(IN_PLACE as *const c_void, |s| s.as_ptr().cast());
+        let sp = send
+            .as_ref()
+            .map_or(IN_PLACE as *const c_void, |s| s.as_ptr().cast());
         let rp = recv
             .as_mut()
             .map_or(std::ptr::null_mut(), |r| r.bytes().as_mut_ptr().cast());

@@ -177,7 +177,12 @@ pub enum Data {
 /// uncommitted datatype is [`ErrorClass::Type`], a negative count [`ErrorClass::Count`].
 pub fn data(call: &str, n: i64, dt: usize) -> Result<Data> {
     let count = crate::boundary::count(call, n)?;
-    let overflow = || Error::new(ErrorClass::Count, format!("{call}: count × datatype size overflows"));
+    let overflow = || {
+        Error::new(
+            ErrorClass::Count,
+            format!("{call}: count × datatype size overflows"),
+        )
+    };
     // The common case, a predefined type, is one table index.
     if let Ok(p) = lookup(call, dt) {
         let len = count.checked_mul(p.size).ok_or_else(overflow)?;

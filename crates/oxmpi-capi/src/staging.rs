@@ -33,7 +33,13 @@ impl Staged {
     /// # Safety
     /// Every data byte of the elements must be readable now (and at each start of a
     /// persistent request).
-    pub unsafe fn send(ty: Type, user: *const c_void, count: u64, len: usize, persistent: bool) -> Staged {
+    pub unsafe fn send(
+        ty: Type,
+        user: *const c_void,
+        count: u64,
+        len: usize,
+        persistent: bool,
+    ) -> Staged {
         let mut s = Staged {
             ty,
             count,
@@ -131,7 +137,12 @@ pub fn completed(id: RequestId, st: &Status, keep: bool) {
         let mut t = t.borrow_mut();
         let raw = id.to_raw();
         if let Some(s) = t.get(&raw) {
-            if s.recv && st.error().is_none_or(|c| c == oxmpi::ErrorClass::Truncate) && !st.cancelled() {
+            if s.recv
+                && st
+                    .error()
+                    .map_or(true, |c| c == oxmpi::ErrorClass::Truncate)
+                && !st.cancelled()
+            {
                 // SAFETY: the receive was pending on this memory, which the caller keeps
                 // valid and writable until completion (the MPI contract).
                 unsafe { s.unpack(st.bytes()) };

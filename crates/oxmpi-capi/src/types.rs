@@ -54,7 +54,10 @@ unsafe fn new_type(call: &str, out: *mut Handle, t: Result<Type>, large: bool) -
 /// `p` valid for `n` reads.
 unsafe fn wide<T: Copy + Into<i64>>(call: &str, p: *const T, n: usize) -> Result<Vec<i64>> {
     // SAFETY: forwarded.
-    Ok(unsafe { slice(call, p, n)? }.iter().map(|&x| x.into()).collect())
+    Ok(unsafe { slice(call, p, n)? }
+        .iter()
+        .map(|&x| x.into())
+        .collect())
 }
 
 /// Addresses (`MPI_Aint`, `isize`) as `i64`.
@@ -63,7 +66,10 @@ unsafe fn wide<T: Copy + Into<i64>>(call: &str, p: *const T, n: usize) -> Result
 /// `p` valid for `n` reads.
 unsafe fn aints(call: &str, p: *const isize, n: usize) -> Result<Vec<i64>> {
     // SAFETY: forwarded.
-    Ok(unsafe { slice(call, p, n)? }.iter().map(|&x| x as i64).collect())
+    Ok(unsafe { slice(call, p, n)? }
+        .iter()
+        .map(|&x| x as i64)
+        .collect())
 }
 
 fn order(call: &str, o: c_int) -> Result<Order> {
@@ -151,19 +157,31 @@ pub fn elements_of(call: &str, bytes: u64, dt: Handle) -> Result<i64> {
 ///
 /// # Safety
 /// Every data byte of the elements must be readable (and writable for `mut` use) for `'a`.
-unsafe fn region<'a>(call: &str, t: &Type, base: *const u8, count: u64) -> Result<(&'a mut [u8], usize)> {
+unsafe fn region<'a>(
+    call: &str,
+    t: &Type,
+    base: *const u8,
+    count: u64,
+) -> Result<(&'a mut [u8], usize)> {
     match pack::span(t, count) {
         None => Ok((&mut [], 0)),
         Some((lo, hi)) => {
             let start = base.wrapping_offset(lo as isize) as *mut u8;
             if start.is_null() {
-                return Err(err(ErrorClass::Buffer, call, "the buffer is NULL with a non-zero count"));
+                return Err(err(
+                    ErrorClass::Buffer,
+                    call,
+                    "the buffer is NULL with a non-zero count",
+                ));
             }
             let len = usize::try_from(hi - lo)
                 .map_err(|_| err(ErrorClass::Count, call, "the data does not fit in memory"))?;
             // SAFETY: non-null; the caller guarantees the type map's bytes, which are
             // exactly `lo..hi` from `base` (the MPI contract for the buffer argument).
-            Ok((unsafe { std::slice::from_raw_parts_mut(start, len) }, (-lo) as usize))
+            Ok((
+                unsafe { std::slice::from_raw_parts_mut(start, len) },
+                (-lo) as usize,
+            ))
         }
     }
 }
@@ -226,8 +244,15 @@ unsafe fn position<T: Copy + Into<i64>>(call: &str, p: *const T) -> Result<usize
 /// `MPI_Type_get_envelope` in any width: (integers, addresses, large counts, datatypes,
 /// combiner).
 fn envelope_of(call: &str, dt: Handle) -> Result<(usize, usize, usize, usize, c_int)> {
-    let e = hd::type_get_envelope(id(dt as usize)).map_err(|e| err(e.class(), call, e.message()))?;
-    Ok((e.integers, e.addresses, e.large_counts, e.datatypes, e.combiner as c_int))
+    let e =
+        hd::type_get_envelope(id(dt as usize)).map_err(|e| err(e.class(), call, e.message()))?;
+    Ok((
+        e.integers,
+        e.addresses,
+        e.large_counts,
+        e.datatypes,
+        e.combiner as c_int,
+    ))
 }
 
 /// `MPI_Type_get_contents` in any width.
@@ -247,19 +272,35 @@ unsafe fn contents(
     large: *mut i64,
     dts: *mut Handle,
 ) -> Result<()> {
-    let (mi, ma, mc, md) = (count(call, max_i)?, count(call, max_a)?, count(call, max_c)?, count(call, max_d)?);
+    let (mi, ma, mc, md) = (
+        count(call, max_i)?,
+        count(call, max_a)?,
+        count(call, max_c)?,
+        count(call, max_d)?,
+    );
     let e = hd::type_get_envelope(id(dt as usize))?;
     if e.combiner == envelope::CombinerKind::Named {
-        return Err(err(ErrorClass::Type, call, "a predefined datatype has no contents"));
+        return Err(err(
+            ErrorClass::Type,
+            call,
+            "a predefined datatype has no contents",
+        ));
     }
     if e.integers > mi || e.addresses > ma || e.large_counts > mc || e.datatypes > md {
-        return Err(err(ErrorClass::Arg, call, "an array is shorter than the envelope says"));
+        return Err(err(
+            ErrorClass::Arg,
+            call,
+            "an array is shorter than the envelope says",
+        ));
     }
     let (c, ids) = hd::type_get_contents(id(dt as usize))?;
     // SAFETY: each array valid for its maximum by contract, which is at least what we write.
     unsafe {
         slice_mut(call, ints, c.integers.len())?.copy_from_slice(&c.integers);
-        for (d, s) in slice_mut(call, addrs, c.addresses.len())?.iter_mut().zip(&c.addresses) {
+        for (d, s) in slice_mut(call, addrs, c.addresses.len())?
+            .iter_mut()
+            .zip(&c.addresses)
+        {
             *d = *s as isize;
         }
         slice_mut(call, large, c.large_counts.len())?.copy_from_slice(&c.large_counts);
@@ -286,44 +327,71 @@ fn create_keyval(copy: usize, delete: usize, extra: usize) -> Result<KeyvalHandl
             // SAFETY: a non-null, non-sentinel value is the address of the caller's copy
             // function (the MPI contract for this argument).
             let f: CopyFunction = unsafe { std::mem::transmute::<usize, CopyFunction>(f) };
-            TypeCopyPolicy::Call(Arc::new(move |t: TypeHandle, k: KeyvalHandle, extra: usize, v: usize| {
-                let mut out: *mut c_void = std::ptr::null_mut();
-                let mut flag: c_int = 0;
-                // SAFETY: FFI call of the user's copy function with pointers to live locals.
-                let rc = unsafe {
-                    f(handle(t), k.to_int(), extra as *mut c_void, v as *mut c_void,
-                      (&mut out as *mut *mut c_void).cast(), &mut flag)
-                };
-                if rc != 0 {
-                    return Err(err(ErrorClass::Other, "Type_dup", format!("the attribute copy function returned {rc}")));
-                }
-                Ok((flag != 0).then_some(out as usize))
-            }))
+            TypeCopyPolicy::Call(Arc::new(
+                move |t: TypeHandle, k: KeyvalHandle, extra: usize, v: usize| {
+                    let mut out: *mut c_void = std::ptr::null_mut();
+                    let mut flag: c_int = 0;
+                    // SAFETY: FFI call of the user's copy function with pointers to live locals.
+                    let rc = unsafe {
+                        f(
+                            handle(t),
+                            k.to_int(),
+                            extra as *mut c_void,
+                            v as *mut c_void,
+                            (&mut out as *mut *mut c_void).cast(),
+                            &mut flag,
+                        )
+                    };
+                    if rc != 0 {
+                        return Err(err(
+                            ErrorClass::Other,
+                            "Type_dup",
+                            format!("the attribute copy function returned {rc}"),
+                        ));
+                    }
+                    Ok((flag != 0).then_some(out as usize))
+                },
+            ))
         }
     };
     let delete = (delete != 0).then(|| {
         // SAFETY: a non-null value is the address of the caller's delete function.
         let f: DeleteFunction = unsafe { std::mem::transmute::<usize, DeleteFunction>(delete) };
-        Arc::new(move |t: TypeHandle, k: KeyvalHandle, extra: usize, v: usize| {
-            // SAFETY: FFI call of the user's delete function.
-            let rc = unsafe { f(handle(t), k.to_int(), v as *mut c_void, extra as *mut c_void) };
-            if rc != 0 {
-                return Err(err(ErrorClass::Other, "attribute delete", format!("the delete function returned {rc}")));
-            }
-            Ok(())
-        }) as hd::TypeDeleteFn
+        Arc::new(
+            move |t: TypeHandle, k: KeyvalHandle, extra: usize, v: usize| {
+                // SAFETY: FFI call of the user's delete function.
+                let rc = unsafe {
+                    f(
+                        handle(t),
+                        k.to_int(),
+                        v as *mut c_void,
+                        extra as *mut c_void,
+                    )
+                };
+                if rc != 0 {
+                    return Err(err(
+                        ErrorClass::Other,
+                        "attribute delete",
+                        format!("the delete function returned {rc}"),
+                    ));
+                }
+                Ok(())
+            },
+        ) as hd::TypeDeleteFn
     });
     hd::type_create_keyval(copy, delete, extra)
 }
 
 macro_rules! constructors {
-    ($($(#[$doc:meta])* $name:ident, $mpi:ident / $pmpi:ident, $large:expr, ($($a:ident: $t:ty),*) => $body:expr;)*) => {
+    ($($(#[$doc:meta])* $name:ident, $mpi:ident / $pmpi:ident, $large:expr, ($($a:ident: $t:ty),*) => |$c:ident| $body:expr;)*) => {
         mpi_fn! { $(
             $(#[$doc])*
             fn $name = $mpi / $pmpi($($a: $t,)* out: *mut Handle) on CommHandle::WORLD => {
-                let call = stringify!($name);
-                let t: Result<Type> = (|| -> Result<Type> { $body(call) })();
-                new_type(call, out, t, $large)
+                let $c = stringify!($name);
+                // Argument errors (`?` inside) return at once; the constructor's own result
+                // goes through `new_type`.
+                let t: Result<Type> = $body;
+                new_type($c, out, t, $large)
             }
         )* }
     };
