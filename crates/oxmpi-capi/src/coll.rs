@@ -384,8 +384,9 @@ fn reduction_base(name: &str, dt: Handle) -> Result<Option<&'static Predef>> {
 }
 
 /// A reduction (`kind`: 0 allreduce, 1 scan, 2 exscan, 3 reduce at `root`) over a derived
-/// datatype of one predefined base: both sides packed into arrays of the base type, reduced
-/// with the base's kernel, the result unpacked.
+/// datatype of one predefined base: both sides packed into arrays of the base type (pairs
+/// of MINLOC/MAXLOC spread to their C struct layout), reduced with the base's kernel, the
+/// result unpacked.
 ///
 /// # Safety
 /// Buffers as the standard's contract for the call.
@@ -405,39 +406,94 @@ unsafe fn reduce_derived(
     let (_, op) = op(o)?;
     let comm = typed(c)?;
     let at_root = kind != 3 || comm.rank() == root;
+    let (ty, k, len) = derived(name, n, dt, 1)?;
+    let pair = oxmpi::datatype::Predefined::from_handle(d.handle as u32).and_then(|p| {
+        let i = p.info();
+        i.pair_index.map(|ix| PairLayout {
+            value: i.repr.size(),
+            index: p.pair_index_repr().size(),
+            at: ix,
+            extent: d.size,
+        })
+    });
     // SAFETY: the caller's buffers, per the standard's contract.
     unsafe {
         let send = if in_place(sbuf) {
             None
         } else {
-            Some(input(name, sbuf, n, dt, 1)?)
+            Some(PairLayout::widen(
+                pair,
+                Staged::send(ty.clone(), sbuf, k, len, false).into_bytes(),
+            ))
         };
         let mut recv = if at_root {
-            Some(output(name, rbuf, n, dt, 1)?)
+            Some(Staged::send(ty, rbuf, k, len, false))
         } else {
             None
         };
-        let len = match (&send, &recv) {
-            (Some(s), _) => s.len(),
-            (None, Some(Output::Staged(s))) => s.buf_ref().len(),
-            _ => 0,
-        };
+        let mut wide = recv
+            .as_mut()
+            .map(|r| PairLayout::widen(pair, r.bytes().to_vec()))
+            .unwrap_or_default();
+        let wlen = send.as_ref().map_or(wide.len(), |s| s.len());
         let sp = send
             .as_ref()
             .map_or(IN_PLACE as *const c_void, |s| s.as_ptr().cast());
-        let rp = recv
-            .as_mut()
-            .map_or(std::ptr::null_mut(), |r| r.bytes().as_mut_ptr().cast());
-        if kind == 3 {
-            reduce_as!(name, d, op, T => typed_ops::reduce::<T>(&comm, sp, rp, len, op, root))?;
+        let rp = if at_root {
+            wide.as_mut_ptr().cast()
         } else {
-            reduce_as!(name, d, op, T => typed_ops::all::<T>(name, kind, &comm, sp, rp, len, op))?;
+            std::ptr::null_mut()
+        };
+        if kind == 3 {
+            reduce_as!(name, d, op, T => typed_ops::reduce::<T>(&comm, sp, rp, wlen, op, root))?;
+        } else {
+            reduce_as!(name, d, op, T => typed_ops::all::<T>(name, kind, &comm, sp, rp, wlen, op))?;
         }
-        if let Some(r) = recv {
-            r.finish();
+        if let Some(mut r) = recv {
+            PairLayout::narrow(pair, &wide, r.bytes());
+            r.unpack(u64::MAX);
         }
     }
     Ok(())
+}
+
+/// Where a MINLOC/MAXLOC pair's value and index lie: packed (value then index) and in its
+/// C struct (index at `at`, `extent` bytes each).
+#[derive(Clone, Copy)]
+struct PairLayout {
+    value: usize,
+    index: usize,
+    at: usize,
+    extent: usize,
+}
+
+impl PairLayout {
+    /// Packed pairs to C structs (padding zeroed); other data unchanged.
+    fn widen(p: Option<PairLayout>, packed: Vec<u8>) -> Vec<u8> {
+        let Some(p) = p else { return packed };
+        let step = p.value + p.index;
+        let n = packed.len() / step;
+        let mut out = vec![0u8; n * p.extent];
+        for (src, dst) in packed.chunks_exact(step).zip(out.chunks_exact_mut(p.extent)) {
+            dst[..p.value].copy_from_slice(&src[..p.value]);
+            dst[p.at..p.at + p.index].copy_from_slice(&src[p.value..]);
+        }
+        out
+    }
+
+    /// C structs back to packed pairs in `packed`; other data copied as it is.
+    fn narrow(p: Option<PairLayout>, wide: &[u8], packed: &mut [u8]) {
+        let Some(p) = p else {
+            let n = wide.len().min(packed.len());
+            packed[..n].copy_from_slice(&wide[..n]);
+            return;
+        };
+        let step = p.value + p.index;
+        for (src, dst) in wide.chunks_exact(p.extent).zip(packed.chunks_exact_mut(step)) {
+            dst[..p.value].copy_from_slice(&src[..p.value]);
+            dst[p.value..].copy_from_slice(&src[p.at..p.at + p.index]);
+        }
+    }
 }
 
 fn no_in_place(name: &str, p: *const c_void) -> Result<()> {
@@ -772,5 +828,35 @@ mpi_fn! {
     fn Op_commutative = MPI_Op_commutative / PMPI_Op_commutative(o: Handle, flag: *mut c_int) on CommHandle::WORLD => {
         let (id, _) = op(o)?;
         put("Op_commutative", flag, hop::op_commutative(id)? as c_int)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PairLayout;
+
+    #[test]
+    fn pairs_widen_to_their_struct_and_narrow_back() {
+        // MPI_DOUBLE_INT: 8-byte value, 4-byte index at offset 8, 16-byte struct.
+        let p = Some(PairLayout {
+            value: 8,
+            index: 4,
+            at: 8,
+            extent: 16,
+        });
+        let packed: Vec<u8> = (0..24).collect();
+        let wide = PairLayout::widen(p, packed.clone());
+        assert_eq!(wide.len(), 32);
+        assert_eq!(&wide[..12], &packed[..12]);
+        assert_eq!(&wide[12..16], &[0; 4]);
+        assert_eq!(&wide[16..28], &packed[12..24]);
+        let mut back = vec![0u8; 24];
+        PairLayout::narrow(p, &wide, &mut back);
+        assert_eq!(back, packed);
+        // Not a pair: unchanged both ways.
+        assert_eq!(PairLayout::widen(None, packed.clone()), packed);
+        let mut same = vec![0u8; 24];
+        PairLayout::narrow(None, &packed, &mut same);
+        assert_eq!(same, packed);
     }
 }

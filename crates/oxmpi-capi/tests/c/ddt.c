@@ -494,6 +494,33 @@ static void collectives(void) {
     if (rank == root)
         for (i = 0; i < 8; i++) CHECK(b[i] == (i % 2 == 0 ? size : -5), "reduce b[%d]", i);
 
+    /* MINLOC over a vector of MPI_DOUBLE_INT pairs */
+    {
+        struct {
+            double v;
+            int i;
+        } x[4], y[4];
+        MPI_Datatype pv;
+        MUST(MPI_Type_vector(2, 1, 2, MPI_DOUBLE_INT, &pv));
+        MUST(MPI_Type_commit(&pv));
+        for (i = 0; i < 4; i++) {
+            x[i].v = -7;
+            x[i].i = -7;
+            y[i].v = 99;
+            y[i].i = 99;
+        }
+        x[0].v = rank == 1 ? -1 : rank;
+        x[0].i = rank;
+        x[2].v = 10 - rank;
+        x[2].i = rank;
+        MUST(MPI_Allreduce(x, y, 1, pv, MPI_MINLOC, MPI_COMM_WORLD));
+        CHECK(y[0].v == (size > 1 ? -1 : 0) && y[0].i == (size > 1 ? 1 : 0), "minloc 0: %g %d",
+              y[0].v, y[0].i);
+        CHECK(y[2].v == 10 - (size - 1) && y[2].i == size - 1, "minloc 2: %g %d", y[2].v, y[2].i);
+        CHECK(y[1].v == 99 && y[1].i == 99 && y[3].v == 99 && y[3].i == 99, "minloc gaps");
+        MUST(MPI_Type_free(&pv));
+    }
+
     /* gather: each rank sends 2 contiguous doubles, the root receives them as columns of a
      * size x 2 matrix stored column-major (a resized vector) */
     all = malloc(sizeof(double) * 2 * size);
