@@ -474,7 +474,10 @@ impl PairLayout {
         let step = p.value + p.index;
         let n = packed.len() / step;
         let mut out = vec![0u8; n * p.extent];
-        for (src, dst) in packed.chunks_exact(step).zip(out.chunks_exact_mut(p.extent)) {
+        for (src, dst) in packed
+            .chunks_exact(step)
+            .zip(out.chunks_exact_mut(p.extent))
+        {
             dst[..p.value].copy_from_slice(&src[..p.value]);
             dst[p.at..p.at + p.index].copy_from_slice(&src[p.value..]);
         }
@@ -489,7 +492,10 @@ impl PairLayout {
             return;
         };
         let step = p.value + p.index;
-        for (src, dst) in wide.chunks_exact(p.extent).zip(packed.chunks_exact_mut(step)) {
+        for (src, dst) in wide
+            .chunks_exact(p.extent)
+            .zip(packed.chunks_exact_mut(step))
+        {
             dst[..p.value].copy_from_slice(&src[..p.value]);
             dst[p.value..].copy_from_slice(&src[p.at..p.at + p.index]);
         }

@@ -49,3 +49,4 @@ pub mod name;
 pub mod op;
 pub mod request;
 pub(crate) mod table;
+pub mod typed;
