@@ -438,6 +438,21 @@ static void p2p(void) {
         (void)b;
     }
 
+    /* matched probe, then a receive through the vector type */
+    {
+        double a[4], b[8];
+        MPI_Message m;
+        MPI_Request r;
+        for (i = 0; i < 4; i++) a[i] = 3 * rank + i;
+        for (i = 0; i < 8; i++) b[i] = -1;
+        MUST(MPI_Isend(a, 4, MPI_DOUBLE, next, 10, MPI_COMM_WORLD, &r));
+        MUST(MPI_Mprobe(prev, 10, MPI_COMM_WORLD, &m, &status));
+        MUST(MPI_Mrecv(b, 1, vec, &m, &status));
+        MUST(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        for (i = 0; i < 8; i++)
+            CHECK(b[i] == (i % 2 == 0 ? 3 * prev + i / 2 : -1), "mrecv b[%d] = %g", i, b[i]);
+    }
+
     /* truncation: 8 doubles into a vector of 4 */
     {
         double a[8] = {0}, b[8];
