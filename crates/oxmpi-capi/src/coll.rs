@@ -502,6 +502,102 @@ impl PairLayout {
     }
 }
 
+/// The blocks of a v-collective through a derived datatype: element counts and
+/// displacements (in extents of `ty`) as the packed byte counts and offsets the byte
+/// collectives move, and the packed total.
+struct Blocks {
+    ty: oxmpi::datatype::Type,
+    counts: Vec<u64>,
+    displs: Vec<isize>,
+    bc: Vec<usize>,
+    bd: Vec<usize>,
+    total: usize,
+}
+
+impl Blocks {
+    /// `None` for a predefined datatype (the byte path).
+    ///
+    /// # Safety
+    /// `counts` and `displs` valid for `p` reads.
+    unsafe fn new(
+        name: &str,
+        p: usize,
+        counts: *const c_int,
+        displs: *const c_int,
+        dt: Handle,
+    ) -> Result<Option<Blocks>> {
+        if crate::datatypes::lookup(name, dt as usize).is_ok() {
+            return Ok(None);
+        }
+        let ty = oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(dt as usize))?;
+        // SAFETY: forwarded.
+        let (c, d) = unsafe { (slice(name, counts, p)?, slice(name, displs, p)?) };
+        let size = ty.size() as usize;
+        let mut b = Blocks {
+            counts: Vec::with_capacity(p),
+            displs: Vec::with_capacity(p),
+            bc: Vec::with_capacity(p),
+            bd: Vec::with_capacity(p),
+            total: 0,
+            ty,
+        };
+        for (&n, &o) in c.iter().zip(d) {
+            let n = count(name, n)?;
+            let len = n
+                .checked_mul(size)
+                .ok_or_else(|| err(ErrorClass::Count, name, "count × datatype size overflows"))?;
+            b.counts.push(n as u64);
+            b.displs.push((o as isize).wrapping_mul(b.ty.extent() as isize));
+            b.bd.push(b.total);
+            b.bc.push(len);
+            b.total += len;
+        }
+        Ok(Some(b))
+    }
+
+    /// Packs every block of the user's buffer at `base`.
+    ///
+    /// # Safety
+    /// The blocks' data bytes must be readable.
+    unsafe fn pack(&self, base: *const c_void) -> Vec<u8> {
+        let mut out = vec![0u8; self.total];
+        for i in 0..self.counts.len() {
+            let at = base.cast::<u8>().wrapping_offset(self.displs[i]);
+            // SAFETY: forwarded; `out` is ours.
+            unsafe {
+                oxmpi::datatype::pack::pack_raw(
+                    &self.ty,
+                    at,
+                    self.counts[i],
+                    0,
+                    &mut out[self.bd[i]..self.bd[i] + self.bc[i]],
+                )
+            };
+        }
+        out
+    }
+
+    /// Unpacks every block into the user's buffer at `base`.
+    ///
+    /// # Safety
+    /// The blocks' data bytes must be writable.
+    unsafe fn unpack(&self, base: *mut c_void, packed: &[u8]) {
+        for i in 0..self.counts.len() {
+            let at = base.cast::<u8>().wrapping_offset(self.displs[i]);
+            // SAFETY: forwarded; `packed` is ours.
+            unsafe {
+                oxmpi::datatype::pack::unpack_raw(
+                    &self.ty,
+                    at,
+                    self.counts[i],
+                    0,
+                    &packed[self.bd[i]..self.bd[i] + self.bc[i]],
+                )
+            };
+        }
+    }
+}
+
 fn no_in_place(name: &str, p: *const c_void) -> Result<()> {
     if in_place(p) {
         return Err(err(
@@ -594,15 +690,20 @@ mpi_fn! {
         let name = "Gatherv";
         no_in_place(name, sbuf)?;
         let comm = typed(c)?;
-        let (slen, _) = span(name, sn, sdt)?;
-        let send = bytes(name, sbuf, slen)?;
-        if comm.rank() == root {
-            let d = crate::datatypes::lookup(name, rdt as usize)?;
-            let (bc, bd, extent) = layout(name, comm.size() as usize, rcounts, displs, d.size)?;
-            comm.gather_varcount_into(root, send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
-        } else {
-            comm.gather_varcount_into(root, send, &mut [], &[], &[])
+        let send = input(name, sbuf, sn.into(), sdt, 1)?;
+        if comm.rank() != root {
+            return comm.gather_varcount_into(root, &send, &mut [], &[], &[]);
         }
+        let p = comm.size() as usize;
+        if let Some(b) = Blocks::new(name, p, rcounts, displs, rdt)? {
+            let mut tmp = vec![0u8; b.total];
+            comm.gather_varcount_into(root, &send, &mut tmp, &b.bc, &b.bd)?;
+            b.unpack(rbuf, &tmp);
+            return Ok(());
+        }
+        let d = crate::datatypes::lookup(name, rdt as usize)?;
+        let (bc, bd, extent) = layout(name, p, rcounts, displs, d.size)?;
+        comm.gather_varcount_into(root, &send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
     }
 
     /// `MPI_Scatter`.
@@ -638,15 +739,22 @@ mpi_fn! {
         let name = "Scatterv";
         no_in_place(name, rbuf)?;
         let comm = typed(c)?;
-        let (rlen, _) = span(name, rn, rdt)?;
-        let recv = bytes_mut(name, rbuf, rlen)?;
+        let mut recv = output(name, rbuf, rn.into(), rdt, 1)?;
         if comm.rank() == root {
-            let d = crate::datatypes::lookup(name, sdt as usize)?;
-            let (bc, bd, extent) = layout(name, comm.size() as usize, scounts, displs, d.size)?;
-            comm.scatter_varcount_into(root, bytes(name, sbuf, extent)?, &bc, &bd, recv)
+            let p = comm.size() as usize;
+            if let Some(b) = Blocks::new(name, p, scounts, displs, sdt)? {
+                let packed = b.pack(sbuf);
+                comm.scatter_varcount_into(root, &packed, &b.bc, &b.bd, recv.bytes())?;
+            } else {
+                let d = crate::datatypes::lookup(name, sdt as usize)?;
+                let (bc, bd, extent) = layout(name, p, scounts, displs, d.size)?;
+                comm.scatter_varcount_into(root, bytes(name, sbuf, extent)?, &bc, &bd, recv.bytes())?;
+            }
         } else {
-            comm.scatter_varcount_into(root, &[], &[], &[], recv)
+            comm.scatter_varcount_into(root, &[], &[], &[], recv.bytes())?;
         }
+        recv.finish();
+        Ok(())
     }
 
     /// `MPI_Allgather`.
@@ -675,10 +783,17 @@ mpi_fn! {
         let name = "Allgatherv";
         no_in_place(name, sbuf)?;
         let comm = typed(c)?;
-        let (slen, _) = span(name, sn, sdt)?;
+        let p = comm.size() as usize;
+        let send = input(name, sbuf, sn.into(), sdt, 1)?;
+        if let Some(b) = Blocks::new(name, p, rcounts, displs, rdt)? {
+            let mut tmp = vec![0u8; b.total];
+            comm.all_gather_varcount_into(&send, &mut tmp, &b.bc, &b.bd)?;
+            b.unpack(rbuf, &tmp);
+            return Ok(());
+        }
         let d = crate::datatypes::lookup(name, rdt as usize)?;
-        let (bc, bd, extent) = layout(name, comm.size() as usize, rcounts, displs, d.size)?;
-        comm.all_gather_varcount_into(bytes(name, sbuf, slen)?, bytes_mut(name, rbuf, extent)?, &bc, &bd)
+        let (bc, bd, extent) = layout(name, p, rcounts, displs, d.size)?;
+        comm.all_gather_varcount_into(&send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
     }
 
     /// `MPI_Alltoall`.
@@ -709,11 +824,35 @@ mpi_fn! {
         no_in_place(name, sbuf)?;
         let comm = typed(c)?;
         let p = comm.size() as usize;
-        let sd = crate::datatypes::lookup(name, sdt as usize)?;
-        let rd = crate::datatypes::lookup(name, rdt as usize)?;
-        let (sc, sdi, sext) = layout(name, p, scounts, sdispls, sd.size)?;
-        let (rc, rdi, rext) = layout(name, p, rcounts, rdispls, rd.size)?;
-        comm.all_to_all_varcount_into(bytes(name, sbuf, sext)?, &sc, &sdi, bytes_mut(name, rbuf, rext)?, &rc, &rdi)
+        let sb = Blocks::new(name, p, scounts, sdispls, sdt)?;
+        let rb = Blocks::new(name, p, rcounts, rdispls, rdt)?;
+        let (packed, sc, sdi);
+        let send: &[u8] = match &sb {
+            Some(b) => {
+                packed = b.pack(sbuf);
+                (sc, sdi) = (b.bc.clone(), b.bd.clone());
+                &packed
+            }
+            None => {
+                let sd = crate::datatypes::lookup(name, sdt as usize)?;
+                let (c, d, sext) = layout(name, p, scounts, sdispls, sd.size)?;
+                (sc, sdi) = (c, d);
+                bytes(name, sbuf, sext)?
+            }
+        };
+        match &rb {
+            Some(b) => {
+                let mut tmp = vec![0u8; b.total];
+                comm.all_to_all_varcount_into(send, &sc, &sdi, &mut tmp, &b.bc, &b.bd)?;
+                b.unpack(rbuf, &tmp);
+                Ok(())
+            }
+            None => {
+                let rd = crate::datatypes::lookup(name, rdt as usize)?;
+                let (rc, rdi, rext) = layout(name, p, rcounts, rdispls, rd.size)?;
+                comm.all_to_all_varcount_into(send, &sc, &sdi, bytes_mut(name, rbuf, rext)?, &rc, &rdi)
+            }
+        }
     }
 
     /// `MPI_Reduce`.

@@ -564,6 +564,48 @@ static void collectives(void) {
         for (i = 0; i < 2 * size; i++) s[i] = i % 2 == 0 ? 100 * rank + i / 2 : -9;
         MUST(MPI_Alltoall(s, 1, one, d, 1, MPI_DOUBLE, MPI_COMM_WORLD));
         for (r = 0; r < size; r++) CHECK(d[r] == 100 * r + rank, "alltoall from %d: %g", r, d[r]);
+        /* the v forms: rank r sends r + 1 doubles, gathered into every other slot */
+        {
+            int total = size * (size + 1) / 2, *counts = malloc(sizeof(int) * size),
+                *displs = malloc(sizeof(int) * size), *ones = malloc(sizeof(int) * size),
+                *idx = malloc(sizeof(int) * size);
+            double *mine = malloc(sizeof(double) * size), *g = malloc(sizeof(double) * 2 * total);
+            for (r = 0; r < size; r++) {
+                counts[r] = r + 1;
+                displs[r] = r * (r + 1) / 2;
+                ones[r] = 1;
+                idx[r] = r;
+            }
+            for (i = 0; i <= rank; i++) mine[i] = 1000 * rank + i;
+            for (i = 0; i < 2 * total; i++) g[i] = -4;
+            MUST(MPI_Gatherv(mine, rank + 1, MPI_DOUBLE, g, counts, displs, one, root,
+                             MPI_COMM_WORLD));
+            if (rank == root)
+                for (r = 0; r < size; r++)
+                    for (i = 0; i <= r; i++) {
+                        int at = 2 * (displs[r] + i);
+                        CHECK(g[at] == 1000 * r + i && g[at + 1] == -4, "gatherv %d.%d", r, i);
+                    }
+            for (i = 0; i < 2 * total; i++) g[i] = -4;
+            MUST(MPI_Allgatherv(mine, rank + 1, MPI_DOUBLE, g, counts, displs, one,
+                                MPI_COMM_WORLD));
+            for (r = 0; r < size; r++)
+                for (i = 0; i <= r; i++)
+                    CHECK(g[2 * (displs[r] + i)] == 1000 * r + i, "allgatherv %d.%d", r, i);
+            for (i = 0; i < size; i++) d[i] = -1;
+            MUST(MPI_Alltoallv(s, ones, idx, one, d, ones, idx, MPI_DOUBLE, MPI_COMM_WORLD));
+            for (r = 0; r < size; r++) CHECK(d[r] == 100 * r + rank, "alltoallv from %d", r);
+            for (i = 0; i < 2 * size; i++) s[i] = -2;
+            MUST(MPI_Alltoallv(d, ones, idx, MPI_DOUBLE, s, ones, idx, one, MPI_COMM_WORLD));
+            for (r = 0; r < size; r++)
+                CHECK(s[2 * r] == 100 * rank + r && s[2 * r + 1] == -2, "alltoallv back %d", r);
+            free(counts);
+            free(displs);
+            free(ones);
+            free(idx);
+            free(mine);
+            free(g);
+        }
         MUST(MPI_Type_free(&one));
         free(s);
         free(d);
