@@ -547,7 +547,8 @@ impl Blocks {
                 .checked_mul(size)
                 .ok_or_else(|| err(ErrorClass::Count, name, "count × datatype size overflows"))?;
             b.counts.push(n as u64);
-            b.displs.push((o as isize).wrapping_mul(b.ty.extent() as isize));
+            b.displs
+                .push((o as isize).wrapping_mul(b.ty.extent() as isize));
             b.bd.push(b.total);
             b.bc.push(len);
             b.total += len;
