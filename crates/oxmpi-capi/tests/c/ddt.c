@@ -438,6 +438,57 @@ static void p2p(void) {
         (void)b;
     }
 
+    /* sendrecv_replace through the vector: gaps untouched */
+    {
+        double a[8];
+        for (i = 0; i < 8; i++) a[i] = i % 2 == 0 ? 20 * rank + i : -6;
+        MUST(MPI_Sendrecv_replace(a, 1, vec, next, 11, prev, 11, MPI_COMM_WORLD, &status));
+        for (i = 0; i < 8; i++)
+            CHECK(a[i] == (i % 2 == 0 ? 20 * prev + i : -6), "sendrecv_replace a[%d] = %g", i,
+                  a[i]);
+    }
+
+    /* MPI_BOTTOM with absolute addresses: an int and a double in separate variables */
+    {
+        int x = 7 * rank, y = -1;
+        double u = rank + 0.25, w = -1;
+        int bl[2] = {1, 1};
+        MPI_Aint d[2];
+        MPI_Datatype ts[2] = {MPI_INT, MPI_DOUBLE}, abs_send, abs_recv;
+        MPI_Get_address(&x, &d[0]);
+        MPI_Get_address(&u, &d[1]);
+        MUST(MPI_Type_create_struct(2, bl, d, ts, &abs_send));
+        MUST(MPI_Type_commit(&abs_send));
+        MPI_Get_address(&y, &d[0]);
+        MPI_Get_address(&w, &d[1]);
+        MUST(MPI_Type_create_struct(2, bl, d, ts, &abs_recv));
+        MUST(MPI_Type_commit(&abs_recv));
+        MUST(MPI_Sendrecv(MPI_BOTTOM, 1, abs_send, next, 12, MPI_BOTTOM, 1, abs_recv, prev, 12,
+                          MPI_COMM_WORLD, &status));
+        CHECK(y == 7 * prev && w == prev + 0.25, "MPI_BOTTOM: %d %g", y, w);
+        MUST(MPI_Type_free(&abs_send));
+        MUST(MPI_Type_free(&abs_recv));
+    }
+
+    /* testsome over derived receives */
+    {
+        double a[8], b[8];
+        MPI_Request r[2];
+        int outcount, idx3[2], done = 0;
+        for (i = 0; i < 8; i++) {
+            a[i] = 5 * rank + i;
+            b[i] = -1;
+        }
+        MUST(MPI_Irecv(b, 1, vec, prev, 13, MPI_COMM_WORLD, &r[0]));
+        MUST(MPI_Isend(a, 1, vec, next, 13, MPI_COMM_WORLD, &r[1]));
+        while (done < 2) {
+            MUST(MPI_Testsome(2, r, &outcount, idx3, MPI_STATUSES_IGNORE));
+            if (outcount != MPI_UNDEFINED) done += outcount;
+        }
+        for (i = 0; i < 8; i++)
+            CHECK(b[i] == (i % 2 == 0 ? 5 * prev + i : -1), "testsome b[%d] = %g", i, b[i]);
+    }
+
     /* matched probe, then a receive through the vector type */
     {
         double a[4], b[8];
