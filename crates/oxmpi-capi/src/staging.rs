@@ -1,34 +1,46 @@
 //! Operations through a non-contiguous datatype at the C boundary: the core's staging
-//! ([`oxmpi::handle::typed`]) kept per thread, beside this thread's request table (see
-//! `p2p.rs`). Sends are packed into a buffer the operation owns before they start; receives
-//! land in one and are unpacked when the request completes (every wait/test call, every
-//! completion of a persistent request, `MPI_Request_get_status`). Contiguous datatypes never
-//! come here: each hook returns after one thread-local `is_empty` check.
+//! ([`oxmpi::handle::typed`]) for every request of the process. Sends are packed into a
+//! buffer the operation owns before they start; receives land in one and are unpacked when
+//! the request completes (every wait/test call, every completion of a persistent request,
+//! `MPI_Request_get_status`), on whichever thread completes it.
+//!
+//! Contiguous datatypes never come here: while nothing is staged each hook returns after
+//! one relaxed atomic load, so the byte path takes no lock.
 
-use std::cell::RefCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use oxmpi::handle::request::RequestId;
 pub use oxmpi::handle::typed::Staged;
 use oxmpi::handle::typed::StagedOps;
 use oxmpi::Status;
 
-thread_local! {
-    static OPS: RefCell<StagedOps> = RefCell::new(StagedOps::new());
-}
+/// The staged operations (`None` until the first).
+static OPS: Mutex<Option<StagedOps>> = Mutex::new(None);
+/// How many operations are staged: the lock-free fast-path check.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
 
 fn with<R>(f: impl FnOnce(&mut StagedOps) -> R) -> R {
-    OPS.with(|o| f(&mut o.borrow_mut()))
+    let mut g: MutexGuard<'_, Option<StagedOps>> = OPS.lock().unwrap_or_else(|p| p.into_inner());
+    let ops = g.get_or_insert_with(StagedOps::new);
+    let r = f(ops);
+    LIVE.store(ops.len(), Ordering::Relaxed);
+    r
 }
 
-/// Whether no operation of this thread is staged.
+/// Whether no operation is staged.
 #[inline]
 pub fn is_empty() -> bool {
-    OPS.with(|o| o.borrow().is_empty())
+    LIVE.load(Ordering::Relaxed) == 0
 }
 
 /// The ids of a request array before a completion call (empty when nothing is staged).
 pub fn snapshot(ids: &[RequestId]) -> Vec<RequestId> {
-    OPS.with(|o| o.borrow().snapshot(ids))
+    if is_empty() {
+        Vec::new()
+    } else {
+        ids.to_vec()
+    }
 }
 
 /// Keeps `s` with request `id` until it completes (is freed, if persistent).

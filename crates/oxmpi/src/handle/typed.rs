@@ -127,6 +127,11 @@ impl StagedOps {
         StagedOps::default()
     }
 
+    /// How many operations are staged.
+    pub fn len(&self) -> usize {
+        self.live.len()
+    }
+
     /// Whether no operation is staged (the fast path's one check).
     #[inline]
     pub fn is_empty(&self) -> bool {
