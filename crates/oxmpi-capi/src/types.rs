@@ -241,6 +241,83 @@ unsafe fn position<T: Copy + Into<i64>>(call: &str, p: *const T) -> Result<usize
     usize::try_from(v).map_err(|_| err(ErrorClass::Arg, call, format!("position {v} is negative")))
 }
 
+/// `MPI_Pack_external` in any width.
+///
+/// # Safety
+/// Buffers as the standard's contract.
+#[allow(clippy::too_many_arguments)]
+unsafe fn pack_external_any(
+    call: &str,
+    rep: *const c_char,
+    inbuf: *const c_void,
+    incount: i64,
+    dt: Handle,
+    outbuf: *mut c_void,
+    outsize: i64,
+    p: &mut usize,
+) -> Result<()> {
+    // SAFETY: forwarded.
+    let rep = unsafe { str_arg(call, rep)? };
+    let t = hd::type_committed(call, id(dt as usize))?;
+    let n = count(call, incount)? as u64;
+    let size = count(call, outsize)?;
+    // SAFETY: forwarded: `outbuf` valid for `outsize` bytes, the elements' bytes readable.
+    let (out, (buf, origin)) = unsafe {
+        (
+            crate::boundary::recv_buf(call, outbuf, size)?,
+            region(call, &t, inbuf.cast(), n)?,
+        )
+    };
+    external32::pack_external(rep, &t, buf, origin, n, out, p)
+}
+
+/// `MPI_Unpack_external` in any width.
+///
+/// # Safety
+/// Buffers as the standard's contract.
+#[allow(clippy::too_many_arguments)]
+unsafe fn unpack_external_any(
+    call: &str,
+    rep: *const c_char,
+    inbuf: *const c_void,
+    insize: i64,
+    p: &mut usize,
+    outbuf: *mut c_void,
+    outcount: i64,
+    dt: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded.
+    let rep = unsafe { str_arg(call, rep)? };
+    let t = hd::type_committed(call, id(dt as usize))?;
+    let n = count(call, outcount)? as u64;
+    let size = count(call, insize)?;
+    // SAFETY: forwarded: `inbuf` valid for `insize` bytes, the elements' bytes writable.
+    let (input, (buf, origin)) = unsafe {
+        (
+            crate::boundary::send_buf(call, inbuf, size)?,
+            region(call, &t, outbuf.cast_const().cast(), n)?,
+        )
+    };
+    external32::unpack_external(rep, input, p, &t, buf, origin, n)
+}
+
+/// `MPI_Pack_external_size` in any width.
+///
+/// # Safety
+/// `rep` a NUL-terminated string.
+unsafe fn pack_external_size_any(
+    call: &str,
+    rep: *const c_char,
+    incount: i64,
+    dt: Handle,
+) -> Result<u64> {
+    // SAFETY: forwarded.
+    let rep = unsafe { str_arg(call, rep)? };
+    let t = hd::type_committed(call, id(dt as usize))?;
+    let n = count(call, incount)? as u64;
+    external32::pack_external_size(rep, &t, n)
+}
+
 /// `MPI_Type_get_envelope` in any width: (integers, addresses, large counts, datatypes,
 /// combiner).
 fn envelope_of(call: &str, dt: Handle) -> Result<(usize, usize, usize, usize, c_int)> {
@@ -769,37 +846,42 @@ mpi_fn! {
 
     /// `MPI_Pack_external` ("external32": big-endian, fixed sizes).
     fn Pack_external = MPI_Pack_external / PMPI_Pack_external(rep: *const c_char, inbuf: *const c_void, incount: c_int, dt: Handle, outbuf: *mut c_void, outsize: isize, pos: *mut isize) on CommHandle::WORLD => {
-        let rep = str_arg("Pack_external", rep)?;
-        let t = hd::type_committed("Pack_external", id(dt as usize))?;
-        let n = count("Pack_external", incount)? as u64;
-        let size = count("Pack_external", outsize as i64)?;
         let mut p = position("Pack_external", pos.cast_const().cast::<i64>())?;
-        let out = crate::boundary::recv_buf("Pack_external", outbuf, size)?;
-        let (buf, origin) = region("Pack_external", &t, inbuf.cast(), n)?;
-        external32::pack_external(rep, &t, buf, origin, n, out, &mut p)?;
+        pack_external_any("Pack_external", rep, inbuf, incount.into(), dt, outbuf, outsize as i64, &mut p)?;
         put("Pack_external", pos, p as isize)
+    }
+
+    /// `MPI_Pack_external_c`.
+    fn Pack_external_c = MPI_Pack_external_c / PMPI_Pack_external_c(rep: *const c_char, inbuf: *const c_void, incount: i64, dt: Handle, outbuf: *mut c_void, outsize: i64, pos: *mut i64) on CommHandle::WORLD => {
+        let mut p = position("Pack_external_c", pos)?;
+        pack_external_any("Pack_external_c", rep, inbuf, incount, dt, outbuf, outsize, &mut p)?;
+        put("Pack_external_c", pos, p as i64)
     }
 
     /// `MPI_Unpack_external`.
     fn Unpack_external = MPI_Unpack_external / PMPI_Unpack_external(rep: *const c_char, inbuf: *const c_void, insize: isize, pos: *mut isize, outbuf: *mut c_void, outcount: c_int, dt: Handle) on CommHandle::WORLD => {
-        let rep = str_arg("Unpack_external", rep)?;
-        let t = hd::type_committed("Unpack_external", id(dt as usize))?;
-        let n = count("Unpack_external", outcount)? as u64;
-        let size = count("Unpack_external", insize as i64)?;
         let mut p = position("Unpack_external", pos.cast_const().cast::<i64>())?;
-        let input = crate::boundary::send_buf("Unpack_external", inbuf, size)?;
-        let (buf, origin) = region("Unpack_external", &t, outbuf.cast_const().cast(), n)?;
-        external32::unpack_external(rep, input, &mut p, &t, buf, origin, n)?;
+        unpack_external_any("Unpack_external", rep, inbuf, insize as i64, &mut p, outbuf, outcount.into(), dt)?;
         put("Unpack_external", pos, p as isize)
+    }
+
+    /// `MPI_Unpack_external_c`.
+    fn Unpack_external_c = MPI_Unpack_external_c / PMPI_Unpack_external_c(rep: *const c_char, inbuf: *const c_void, insize: i64, pos: *mut i64, outbuf: *mut c_void, outcount: i64, dt: Handle) on CommHandle::WORLD => {
+        let mut p = position("Unpack_external_c", pos)?;
+        unpack_external_any("Unpack_external_c", rep, inbuf, insize, &mut p, outbuf, outcount, dt)?;
+        put("Unpack_external_c", pos, p as i64)
     }
 
     /// `MPI_Pack_external_size`.
     fn Pack_external_size = MPI_Pack_external_size / PMPI_Pack_external_size(rep: *const c_char, incount: c_int, dt: Handle, size: *mut isize) on CommHandle::WORLD => {
-        let rep = str_arg("Pack_external_size", rep)?;
-        let t = hd::type_committed("Pack_external_size", id(dt as usize))?;
-        let n = count("Pack_external_size", incount)? as u64;
-        let s = external32::pack_external_size(rep, &t, n)?;
+        let s = pack_external_size_any("Pack_external_size", rep, incount.into(), dt)?;
         put("Pack_external_size", size, s as isize)
+    }
+
+    /// `MPI_Pack_external_size_c`.
+    fn Pack_external_size_c = MPI_Pack_external_size_c / PMPI_Pack_external_size_c(rep: *const c_char, incount: i64, dt: Handle, size: *mut i64) on CommHandle::WORLD => {
+        let s = pack_external_size_any("Pack_external_size_c", rep, incount, dt)?;
+        put("Pack_external_size_c", size, s as i64)
     }
 }
 

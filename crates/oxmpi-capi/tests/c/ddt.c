@@ -262,6 +262,20 @@ static void packing(void) {
         MUST(MPI_Unpack_external("external32", e, 16, &p, y, 2, MPI_INT));
         MUST(MPI_Unpack_external("external32", e, 16, &p, &d2, 1, MPI_DOUBLE));
         CHECK(y[0] == x[0] && y[1] == x[1] && d2 == 1.0 && p == 16, "external32 round trip");
+        {
+            MPI_Count pc = 0, sc;
+            short z = 0;
+            const unsigned char want_s[2] = {0x12, 0x34};
+            MUST(MPI_Pack_external_size_c("external32", 1, MPI_SHORT, &sc));
+            CHECK(sc == 2, "external32 short size");
+            z = 0x1234;
+            MUST(MPI_Pack_external_c("external32", &z, 1, MPI_SHORT, e, 2, &pc));
+            CHECK(pc == 2 && memcmp(e, want_s, 2) == 0, "external32 short bytes");
+            z = 0;
+            pc = 0;
+            MUST(MPI_Unpack_external_c("external32", e, 2, &pc, &z, 1, MPI_SHORT));
+            CHECK(z == 0x1234, "external32 short back");
+        }
     }
 }
 
