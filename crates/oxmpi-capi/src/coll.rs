@@ -285,7 +285,7 @@ unsafe fn input<'a>(
         // SAFETY: forwarded.
         return Ok(std::borrow::Cow::Borrowed(unsafe { bytes(name, p, len)? }));
     }
-    let (ty, k, len) = derived(name, n, dt, blocks)?;
+    let (ty, k, len) = derived(name, n, dt, blocks, p)?;
     // SAFETY: forwarded: the elements' bytes are readable.
     Ok(std::borrow::Cow::Owned(
         unsafe { Staged::send(ty, p, k, len, false) }.into_bytes(),
@@ -339,7 +339,7 @@ unsafe fn output<'a>(
         // SAFETY: forwarded.
         return Ok(Output::Raw(unsafe { bytes_mut(name, p, len)? }));
     }
-    let (ty, k, len) = derived(name, n, dt, blocks)?;
+    let (ty, k, len) = derived(name, n, dt, blocks, p.cast_const())?;
     // SAFETY: forwarded: the elements' bytes are readable (they are writable).
     Ok(Output::Staged(unsafe {
         Staged::send(ty, p, k, len, false)
@@ -352,11 +352,12 @@ fn derived(
     n: i64,
     dt: Handle,
     blocks: usize,
+    buf: *const c_void,
 ) -> Result<(oxmpi::datatype::Type, u64, usize)> {
     let n = count(name, n)?
         .checked_mul(blocks)
         .ok_or_else(|| err(ErrorClass::Count, name, "count overflows"))?;
-    match crate::datatypes::data(name, n as i64, dt as usize)? {
+    match crate::datatypes::data(name, n as i64, dt as usize, buf)? {
         crate::datatypes::Data::Typed { ty, count, len } => Ok((ty, count, len)),
         crate::datatypes::Data::Bytes { len, .. } => {
             let ty =
@@ -406,7 +407,7 @@ unsafe fn reduce_derived(
     let (_, op) = op(o)?;
     let comm = typed(c)?;
     let at_root = kind != 3 || comm.rank() == root;
-    let (ty, k, len) = derived(name, n, dt, 1)?;
+    let (ty, k, len) = derived(name, n, dt, 1, rbuf.cast_const())?;
     let pair = oxmpi::datatype::Predefined::from_handle(d.handle as u32).and_then(|p| {
         let i = p.info();
         i.pair_index.map(|ix| PairLayout {

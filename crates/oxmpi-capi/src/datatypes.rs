@@ -152,6 +152,25 @@ pub fn handle(t: TypeHandle) -> *mut std::ffi::c_void {
     t.to_int() as u32 as usize as *mut std::ffi::c_void
 }
 
+/// Lowest address a datatype may reach from `MPI_BOTTOM`: page 0 is never mapped, so data
+/// below it means displacements that are not absolute addresses.
+const LOWEST_ADDRESS: i64 = 4096;
+
+/// A NULL buffer (`MPI_BOTTOM`) is only valid when the data lies at absolute addresses;
+/// anything else is [`ErrorClass::Buffer`] (instead of a crash).
+pub fn check_bottom(call: &str, buf: *const std::ffi::c_void, ty: &Type, count: u64) -> Result<()> {
+    if !buf.is_null() {
+        return Ok(());
+    }
+    match oxmpi::datatype::pack::span(ty, count) {
+        Some((lo, _)) if lo < LOWEST_ADDRESS => Err(Error::new(
+            ErrorClass::Buffer,
+            format!("{call}: the buffer is NULL with a non-zero count"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// How `n` elements of a datatype lie in a user buffer.
 pub enum Data {
     /// `len` contiguous bytes starting `offset` bytes from the buffer address (predefined
@@ -173,9 +192,11 @@ pub enum Data {
     },
 }
 
-/// How `n` elements of datatype `dt` lie in memory, for communication: an unknown, freed or
-/// uncommitted datatype is [`ErrorClass::Type`], a negative count [`ErrorClass::Count`].
-pub fn data(call: &str, n: i64, dt: usize) -> Result<Data> {
+/// How `n` elements of datatype `dt` at `buf` lie in memory, for communication: an unknown,
+/// freed or uncommitted datatype is [`ErrorClass::Type`], a negative count
+/// [`ErrorClass::Count`], a NULL buffer (`MPI_BOTTOM`) under data that is not at absolute
+/// addresses [`ErrorClass::Buffer`].
+pub fn data(call: &str, n: i64, dt: usize, buf: *const std::ffi::c_void) -> Result<Data> {
     let count = crate::boundary::count(call, n)?;
     let overflow = || {
         Error::new(
@@ -196,6 +217,7 @@ pub fn data(call: &str, n: i64, dt: usize) -> Result<Data> {
         .ok()
         .and_then(|s| s.checked_mul(count))
         .ok_or_else(overflow)?;
+    check_bottom(call, buf, &ty, count as u64)?;
     if ty.is_contiguous() || count == 0 {
         return Ok(Data::Bytes {
             offset: ty.lb() as isize,

@@ -126,7 +126,7 @@ mpi_fn! {
     /// `MPI_Mrecv`: receives a matched message; `*message` becomes `MPI_MESSAGE_NULL`.
     fn Mrecv = MPI_Mrecv / PMPI_Mrecv(buf: *mut c_void, n: c_int, dt: Handle, message: *mut Handle, status: *mut MpiStatus) on oxmpi::handle::comm::CommHandle::WORLD => {
         // The buffer is checked before the message is taken, so a bad buffer loses nothing.
-        let mut into = match crate::datatypes::data("Mrecv", n.into(), dt as usize)? {
+        let mut into = match crate::datatypes::data("Mrecv", n.into(), dt as usize, buf.cast_const())? {
             Data::Bytes { offset, len } => {
                 let at = buf.cast::<u8>().wrapping_offset(offset).cast::<c_void>();
                 Ok(recv_buf("Mrecv", at, len)?)

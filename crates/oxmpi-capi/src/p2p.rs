@@ -130,7 +130,7 @@ unsafe fn send(
     t: c_int,
     c: Handle,
 ) -> Result<()> {
-    let d = data(name, n, dt as usize)?;
+    let d = data(name, n, dt as usize, buf)?;
     check_send_tag(name, t)?;
     let packed;
     let data: &[u8] = match d {
@@ -169,7 +169,7 @@ unsafe fn isend(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let d = data(name, n, dt as usize)?;
+    let d = data(name, n, dt as usize, buf)?;
     check_send_tag(name, t)?;
     if out.is_null() {
         return Err(err(ErrorClass::Arg, name, "request is NULL"));
@@ -221,7 +221,7 @@ unsafe fn irecv(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let d = data(name, n, dt as usize)?;
+    let d = data(name, n, dt as usize, buf.cast_const())?;
     check_recv_tag(name, t)?;
     if out.is_null() {
         return Err(err(ErrorClass::Arg, name, "request is NULL"));
@@ -407,8 +407,8 @@ mpi_fn! {
     ) on comm(c) => {
         check_send_tag("Sendrecv", stag)?;
         check_recv_tag("Sendrecv", rtag)?;
-        let sd = data("Sendrecv", sn.into(), sdt as usize)?;
-        let rd = data("Sendrecv", rn.into(), rdt as usize)?;
+        let sd = data("Sendrecv", sn.into(), sdt as usize, sbuf)?;
+        let rd = data("Sendrecv", rn.into(), rdt as usize, rbuf.cast_const())?;
         let packed;
         let sdata: &[u8] = match sd {
             Data::Bytes { offset, len } => send_buf("Sendrecv", at(sbuf, offset), len)?,
@@ -442,7 +442,7 @@ mpi_fn! {
         check_send_tag("Sendrecv_replace", stag)?;
         check_recv_tag("Sendrecv_replace", rtag)?;
         let comm = typed(c)?;
-        let st = match data("Sendrecv_replace", n.into(), dt as usize)? {
+        let st = match data("Sendrecv_replace", n.into(), dt as usize, buf.cast_const())? {
             Data::Bytes { offset, len } => {
                 let data = recv_buf("Sendrecv_replace", at_mut(buf, offset), len)?;
                 comm.send_receive_replace_into(data, dest, stag, source(src), tag(rtag))?
@@ -715,7 +715,7 @@ unsafe fn recv(
     c: Handle,
     status: *mut MpiStatus,
 ) -> Result<()> {
-    let d = data(name, n, dt as usize)?;
+    let d = data(name, n, dt as usize, buf.cast_const())?;
     check_recv_tag(name, t)?;
     let comm = typed(c)?;
     let st = match d {

@@ -163,6 +163,7 @@ unsafe fn region<'a>(
     base: *const u8,
     count: u64,
 ) -> Result<(&'a mut [u8], usize)> {
+    crate::datatypes::check_bottom(call, base.cast(), t, count)?;
     match pack::span(t, count) {
         None => Ok((&mut [], 0)),
         Some((lo, hi)) => {
@@ -204,6 +205,10 @@ unsafe fn pack_any(
     let size = count(call, outsize)?;
     // SAFETY: `outbuf` valid for `outsize` bytes by contract.
     let out = unsafe { crate::boundary::recv_buf(call, outbuf, size)? };
+    if inbuf.is_null() {
+        let t = hd::type_committed(call, id(dt as usize))?;
+        crate::datatypes::check_bottom(call, inbuf, &t, n as u64)?;
+    }
     // SAFETY: the caller guarantees the elements' bytes, which do not overlap `outbuf`.
     unsafe { hd::pack_raw(inbuf.cast(), n as u64, id(dt as usize), out, position) }
         .map_err(|e| err(e.class(), call, e.message()))
@@ -226,6 +231,10 @@ unsafe fn unpack_any(
     let size = count(call, insize)?;
     // SAFETY: `inbuf` valid for `insize` bytes by contract.
     let input = unsafe { crate::boundary::send_buf(call, inbuf, size)? };
+    if outbuf.is_null() {
+        let t = hd::type_committed(call, id(dt as usize))?;
+        crate::datatypes::check_bottom(call, outbuf.cast_const(), &t, n as u64)?;
+    }
     // SAFETY: the caller guarantees the elements' bytes, which do not overlap `inbuf`.
     unsafe { hd::unpack_raw(input, position, outbuf.cast(), n as u64, id(dt as usize)) }
         .map_err(|e| err(e.class(), call, e.message()))

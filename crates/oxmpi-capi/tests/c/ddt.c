@@ -704,6 +704,27 @@ static void bad_inputs(void) {
         MPI_Datatype d = MPI_DOUBLE;
         expect(MPI_Type_free(&d), MPI_ERR_TYPE, "free of a predefined type");
     }
+    /* a NULL buffer is MPI_BOTTOM: only valid with absolute addresses */
+    expect(MPI_Send(NULL, 1, t, rank, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER, "NULL buffer, vector");
+    {
+        unsigned char out[64];
+        int pos = 0;
+        expect(MPI_Pack(NULL, 1, t, out, sizeof out, &pos, MPI_COMM_WORLD), MPI_ERR_BUFFER,
+               "pack from NULL");
+        expect(MPI_Pack(NULL, 1, MPI_INT, out, sizeof out, &pos, MPI_COMM_WORLD),
+               MPI_ERR_BUFFER, "pack an int from NULL");
+        pos = -1;
+        expect(MPI_Pack(a, 1, t, out, sizeof out, &pos, MPI_COMM_WORLD), MPI_ERR_ARG,
+               "negative position");
+        pos = 0;
+        expect(MPI_Pack(a, -1, t, out, sizeof out, &pos, MPI_COMM_WORLD), MPI_ERR_COUNT,
+               "negative pack count");
+        {
+            MPI_Aint apos = 0;
+            expect(MPI_Pack_external("native", a, 1, t, out, sizeof out, &apos), MPI_ERR_ARG,
+                   "unknown data representation");
+        }
+    }
     expect(MPI_Type_free(&t), MPI_SUCCESS, "free");
     {
         int sz;
