@@ -16,6 +16,7 @@ use oxmpi::{Communicator, ErrorClass, Op, Reducible, Result, Single};
 
 use crate::boundary::{comm, count, err, get, handle_of, int_of, mpi_fn, put, slice, span, Handle};
 use crate::datatypes::{with_elem_type, Predef};
+use crate::staging::Staged;
 
 /// `MPI_IN_PLACE`.
 const IN_PLACE: usize = 1;
@@ -264,6 +265,341 @@ unsafe fn layout(
     Ok((bc, bd, extent))
 }
 
+/// The send side of a collective: `blocks × n` elements of `dt` at `p` as bytes (the
+/// user's memory for predefined types, a packed copy for derived ones).
+///
+/// # Safety
+/// `p` valid for reads of those elements.
+unsafe fn input<'a>(
+    name: &str,
+    p: *const c_void,
+    n: i64,
+    dt: Handle,
+    blocks: usize,
+) -> Result<std::borrow::Cow<'a, [u8]>> {
+    if let Ok(d) = crate::datatypes::lookup(name, dt as usize) {
+        let len = count(name, n)?
+            .checked_mul(d.size)
+            .and_then(|x| x.checked_mul(blocks))
+            .ok_or_else(|| err(ErrorClass::Count, name, "count × datatype size overflows"))?;
+        // SAFETY: forwarded.
+        return Ok(std::borrow::Cow::Borrowed(unsafe { bytes(name, p, len)? }));
+    }
+    let (ty, k, len) = derived(name, n, dt, blocks, p)?;
+    // SAFETY: forwarded: the elements' bytes are readable.
+    Ok(std::borrow::Cow::Owned(
+        unsafe { Staged::send(ty, p, k, len, false) }.into_bytes(),
+    ))
+}
+
+/// The receive side of a collective: the user's bytes, or a staged copy unpacked by
+/// [`Output::finish`].
+enum Output<'a> {
+    Raw(&'a mut [u8]),
+    Staged(Staged),
+}
+
+impl Output<'_> {
+    fn bytes(&mut self) -> &mut [u8] {
+        match self {
+            Output::Raw(b) => b,
+            Output::Staged(s) => s.bytes(),
+        }
+    }
+
+    /// Unpacks a staged receive into the user's memory.
+    ///
+    /// # Safety
+    /// The user's elements must still be writable.
+    unsafe fn finish(self) {
+        if let Output::Staged(s) = self {
+            // SAFETY: forwarded.
+            unsafe { s.unpack(u64::MAX) };
+        }
+    }
+}
+
+/// The receive side for `blocks × n` elements of `dt` at `p`. A staged copy starts as the
+/// packed current contents (what `MPI_IN_PLACE` and a broadcast root send).
+///
+/// # Safety
+/// `p` valid for reads and writes of those elements until [`Output::finish`].
+unsafe fn output<'a>(
+    name: &str,
+    p: *mut c_void,
+    n: i64,
+    dt: Handle,
+    blocks: usize,
+) -> Result<Output<'a>> {
+    if let Ok(d) = crate::datatypes::lookup(name, dt as usize) {
+        let len = count(name, n)?
+            .checked_mul(d.size)
+            .and_then(|x| x.checked_mul(blocks))
+            .ok_or_else(|| err(ErrorClass::Count, name, "count × datatype size overflows"))?;
+        // SAFETY: forwarded.
+        return Ok(Output::Raw(unsafe { bytes_mut(name, p, len)? }));
+    }
+    let (ty, k, len) = derived(name, n, dt, blocks, p.cast_const())?;
+    // SAFETY: forwarded: the elements' bytes are readable (they are writable).
+    Ok(Output::Staged(unsafe {
+        Staged::send(ty, p, k, len, false)
+    }))
+}
+
+/// A committed derived type, its element count for `blocks × n` and their packed length.
+fn derived(
+    name: &str,
+    n: i64,
+    dt: Handle,
+    blocks: usize,
+    buf: *const c_void,
+) -> Result<(oxmpi::datatype::Type, u64, usize)> {
+    let n = count(name, n)?
+        .checked_mul(blocks)
+        .ok_or_else(|| err(ErrorClass::Count, name, "count overflows"))?;
+    match crate::datatypes::data(name, n as i64, dt as usize, buf)? {
+        crate::datatypes::Data::Typed { ty, count, len } => Ok((ty, count, len)),
+        crate::datatypes::Data::Bytes { len, .. } => {
+            let ty =
+                oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(dt as usize))?;
+            Ok((ty, n as u64, len))
+        }
+    }
+}
+
+/// A reduction over a derived datatype made of one predefined type: the base's table entry
+/// and the element count, or `None` for a predefined datatype.
+fn reduction_base(name: &str, dt: Handle) -> Result<Option<&'static Predef>> {
+    if crate::datatypes::lookup(name, dt as usize).is_ok() {
+        return Ok(None);
+    }
+    let ty = oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(dt as usize))?;
+    let base = ty.base().ok_or_else(|| {
+        err(
+            ErrorClass::Type,
+            name,
+            "a reduction needs a datatype made of one predefined type",
+        )
+    })?;
+    crate::datatypes::lookup(name, base.handle() as usize).map(Some)
+}
+
+/// A reduction (`kind`: 0 allreduce, 1 scan, 2 exscan, 3 reduce at `root`) over a derived
+/// datatype of one predefined base: both sides packed into arrays of the base type (pairs
+/// of MINLOC/MAXLOC spread to their C struct layout), reduced with the base's kernel, the
+/// result unpacked.
+///
+/// # Safety
+/// Buffers as the standard's contract for the call.
+#[allow(clippy::too_many_arguments)]
+unsafe fn reduce_derived(
+    name: &str,
+    kind: u8,
+    d: &'static Predef,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: i64,
+    dt: Handle,
+    o: Handle,
+    root: c_int,
+    c: Handle,
+) -> Result<()> {
+    let (_, op) = op(o)?;
+    let comm = typed(c)?;
+    let at_root = kind != 3 || comm.rank() == root;
+    let (ty, k, len) = derived(name, n, dt, 1, rbuf.cast_const())?;
+    let pair = oxmpi::datatype::Predefined::from_handle(d.handle as u32).and_then(|p| {
+        let i = p.info();
+        i.pair_index.map(|ix| PairLayout {
+            value: i.repr.size(),
+            index: p.pair_index_repr().size(),
+            at: ix,
+            extent: d.size,
+        })
+    });
+    // SAFETY: the caller's buffers, per the standard's contract.
+    unsafe {
+        let send = if in_place(sbuf) {
+            None
+        } else {
+            Some(PairLayout::widen(
+                pair,
+                Staged::send(ty.clone(), sbuf, k, len, false).into_bytes(),
+            ))
+        };
+        let mut recv = if at_root {
+            Some(Staged::send(ty, rbuf, k, len, false))
+        } else {
+            None
+        };
+        let mut wide = recv
+            .as_mut()
+            .map(|r| PairLayout::widen(pair, r.bytes().to_vec()))
+            .unwrap_or_default();
+        let wlen = send.as_ref().map_or(wide.len(), |s| s.len());
+        let sp = send
+            .as_ref()
+            .map_or(IN_PLACE as *const c_void, |s| s.as_ptr().cast());
+        let rp = if at_root {
+            wide.as_mut_ptr().cast()
+        } else {
+            std::ptr::null_mut()
+        };
+        if kind == 3 {
+            reduce_as!(name, d, op, T => typed_ops::reduce::<T>(&comm, sp, rp, wlen, op, root))?;
+        } else {
+            reduce_as!(name, d, op, T => typed_ops::all::<T>(name, kind, &comm, sp, rp, wlen, op))?;
+        }
+        if let Some(mut r) = recv {
+            PairLayout::narrow(pair, &wide, r.bytes());
+            r.unpack(u64::MAX);
+        }
+    }
+    Ok(())
+}
+
+/// Where a MINLOC/MAXLOC pair's value and index lie: packed (value then index) and in its
+/// C struct (index at `at`, `extent` bytes each).
+#[derive(Clone, Copy)]
+struct PairLayout {
+    value: usize,
+    index: usize,
+    at: usize,
+    extent: usize,
+}
+
+impl PairLayout {
+    /// Packed pairs to C structs (padding zeroed); other data unchanged.
+    fn widen(p: Option<PairLayout>, packed: Vec<u8>) -> Vec<u8> {
+        let Some(p) = p else { return packed };
+        let step = p.value + p.index;
+        let n = packed.len() / step;
+        let mut out = vec![0u8; n * p.extent];
+        for (src, dst) in packed
+            .chunks_exact(step)
+            .zip(out.chunks_exact_mut(p.extent))
+        {
+            dst[..p.value].copy_from_slice(&src[..p.value]);
+            dst[p.at..p.at + p.index].copy_from_slice(&src[p.value..]);
+        }
+        out
+    }
+
+    /// C structs back to packed pairs in `packed`; other data copied as it is.
+    fn narrow(p: Option<PairLayout>, wide: &[u8], packed: &mut [u8]) {
+        let Some(p) = p else {
+            let n = wide.len().min(packed.len());
+            packed[..n].copy_from_slice(&wide[..n]);
+            return;
+        };
+        let step = p.value + p.index;
+        for (src, dst) in wide
+            .chunks_exact(p.extent)
+            .zip(packed.chunks_exact_mut(step))
+        {
+            dst[..p.value].copy_from_slice(&src[..p.value]);
+            dst[p.value..].copy_from_slice(&src[p.at..p.at + p.index]);
+        }
+    }
+}
+
+/// The blocks of a v-collective through a derived datatype: element counts and
+/// displacements (in extents of `ty`) as the packed byte counts and offsets the byte
+/// collectives move, and the packed total.
+struct Blocks {
+    ty: oxmpi::datatype::Type,
+    counts: Vec<u64>,
+    displs: Vec<isize>,
+    bc: Vec<usize>,
+    bd: Vec<usize>,
+    total: usize,
+}
+
+impl Blocks {
+    /// `None` for a predefined datatype (the byte path).
+    ///
+    /// # Safety
+    /// `counts` and `displs` valid for `p` reads.
+    unsafe fn new(
+        name: &str,
+        p: usize,
+        counts: *const c_int,
+        displs: *const c_int,
+        dt: Handle,
+    ) -> Result<Option<Blocks>> {
+        if crate::datatypes::lookup(name, dt as usize).is_ok() {
+            return Ok(None);
+        }
+        let ty = oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(dt as usize))?;
+        // SAFETY: forwarded.
+        let (c, d) = unsafe { (slice(name, counts, p)?, slice(name, displs, p)?) };
+        let size = ty.size() as usize;
+        let mut b = Blocks {
+            counts: Vec::with_capacity(p),
+            displs: Vec::with_capacity(p),
+            bc: Vec::with_capacity(p),
+            bd: Vec::with_capacity(p),
+            total: 0,
+            ty,
+        };
+        for (&n, &o) in c.iter().zip(d) {
+            let n = count(name, n)?;
+            let len = n
+                .checked_mul(size)
+                .ok_or_else(|| err(ErrorClass::Count, name, "count × datatype size overflows"))?;
+            b.counts.push(n as u64);
+            b.displs
+                .push((o as isize).wrapping_mul(b.ty.extent() as isize));
+            b.bd.push(b.total);
+            b.bc.push(len);
+            b.total += len;
+        }
+        Ok(Some(b))
+    }
+
+    /// Packs every block of the user's buffer at `base`.
+    ///
+    /// # Safety
+    /// The blocks' data bytes must be readable.
+    unsafe fn pack(&self, base: *const c_void) -> Vec<u8> {
+        let mut out = vec![0u8; self.total];
+        for i in 0..self.counts.len() {
+            let at = base.cast::<u8>().wrapping_offset(self.displs[i]);
+            // SAFETY: forwarded; `out` is ours.
+            unsafe {
+                oxmpi::datatype::pack::pack_raw(
+                    &self.ty,
+                    at,
+                    self.counts[i],
+                    0,
+                    &mut out[self.bd[i]..self.bd[i] + self.bc[i]],
+                )
+            };
+        }
+        out
+    }
+
+    /// Unpacks every block into the user's buffer at `base`.
+    ///
+    /// # Safety
+    /// The blocks' data bytes must be writable.
+    unsafe fn unpack(&self, base: *mut c_void, packed: &[u8]) {
+        for i in 0..self.counts.len() {
+            let at = base.cast::<u8>().wrapping_offset(self.displs[i]);
+            // SAFETY: forwarded; `packed` is ours.
+            unsafe {
+                oxmpi::datatype::pack::unpack_raw(
+                    &self.ty,
+                    at,
+                    self.counts[i],
+                    0,
+                    &packed[self.bd[i]..self.bd[i] + self.bc[i]],
+                )
+            };
+        }
+    }
+}
+
 fn no_in_place(name: &str, p: *const c_void) -> Result<()> {
     if in_place(p) {
         return Err(err(
@@ -283,20 +619,27 @@ mpi_fn! {
 
     /// `MPI_Bcast`.
     fn Bcast = MPI_Bcast / PMPI_Bcast(buf: *mut c_void, n: c_int, dt: Handle, root: c_int, c: Handle) on comm(c) => {
-        let (len, _) = span("Bcast", n, dt)?;
-        typed(c)?.broadcast_into(root, bytes_mut("Bcast", buf, len)?)
+        let mut out = output("Bcast", buf, n.into(), dt, 1)?;
+        typed(c)?.broadcast_into(root, out.bytes())?;
+        out.finish();
+        Ok(())
     }
 
     /// `MPI_Bcast_c`.
     fn Bcast_c = MPI_Bcast_c / PMPI_Bcast_c(buf: *mut c_void, n: i64, dt: Handle, root: c_int, c: Handle) on comm(c) => {
-        let (len, _) = span("Bcast_c", n, dt)?;
-        typed(c)?.broadcast_into(root, bytes_mut("Bcast_c", buf, len)?)
+        let mut out = output("Bcast_c", buf, n, dt, 1)?;
+        typed(c)?.broadcast_into(root, out.bytes())?;
+        out.finish();
+        Ok(())
     }
 
     /// `MPI_Allreduce_c`.
     fn Allreduce_c = MPI_Allreduce_c / PMPI_Allreduce_c(
         sbuf: *const c_void, rbuf: *mut c_void, n: i64, dt: Handle, o: Handle, c: Handle,
     ) on comm(c) => {
+        if let Some(b) = reduction_base("Allreduce_c", dt)? {
+            return reduce_derived("Allreduce_c", 0, b, sbuf, rbuf, n, dt, o, 0, c);
+        }
         let (len, d) = span("Allreduce_c", n, dt)?;
         let (_, op) = op(o)?;
         let comm = typed(c)?;
@@ -307,6 +650,9 @@ mpi_fn! {
     fn Reduce_c = MPI_Reduce_c / PMPI_Reduce_c(
         sbuf: *const c_void, rbuf: *mut c_void, n: i64, dt: Handle, o: Handle, root: c_int, c: Handle,
     ) on comm(c) => {
+        if let Some(b) = reduction_base("Reduce_c", dt)? {
+            return reduce_derived("Reduce_c", 3, b, sbuf, rbuf, n, dt, o, root, c);
+        }
         let (len, d) = span("Reduce_c", n, dt)?;
         let (_, op) = op(o)?;
         let comm = typed(c)?;
@@ -323,16 +669,18 @@ mpi_fn! {
         let me = comm.rank() == root;
         let p = comm.size() as usize;
         if me {
-            let (rlen, _) = span(name, rn, rdt)?;
-            let recv = bytes_mut(name, rbuf, rlen * p)?;
+            let mut recv = output(name, rbuf, rn.into(), rdt, p)?;
             if in_place(sbuf) {
-                return comm.gather_in_place(root, recv);
+                comm.gather_in_place(root, recv.bytes())?;
+            } else {
+                let send = input(name, sbuf, sn.into(), sdt, 1)?;
+                comm.gather_into(root, &send, recv.bytes())?;
             }
-            let (slen, _) = span(name, sn, sdt)?;
-            comm.gather_into(root, bytes(name, sbuf, slen)?, recv)
+            recv.finish();
+            Ok(())
         } else {
-            let (slen, _) = span(name, sn, sdt)?;
-            comm.gather_into(root, bytes(name, sbuf, slen)?, &mut [])
+            let send = input(name, sbuf, sn.into(), sdt, 1)?;
+            comm.gather_into(root, &send, &mut [])
         }
     }
 
@@ -344,15 +692,20 @@ mpi_fn! {
         let name = "Gatherv";
         no_in_place(name, sbuf)?;
         let comm = typed(c)?;
-        let (slen, _) = span(name, sn, sdt)?;
-        let send = bytes(name, sbuf, slen)?;
-        if comm.rank() == root {
-            let d = crate::datatypes::lookup(name, rdt as usize)?;
-            let (bc, bd, extent) = layout(name, comm.size() as usize, rcounts, displs, d.size)?;
-            comm.gather_varcount_into(root, send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
-        } else {
-            comm.gather_varcount_into(root, send, &mut [], &[], &[])
+        let send = input(name, sbuf, sn.into(), sdt, 1)?;
+        if comm.rank() != root {
+            return comm.gather_varcount_into(root, &send, &mut [], &[], &[]);
         }
+        let p = comm.size() as usize;
+        if let Some(b) = Blocks::new(name, p, rcounts, displs, rdt)? {
+            let mut tmp = vec![0u8; b.total];
+            comm.gather_varcount_into(root, &send, &mut tmp, &b.bc, &b.bd)?;
+            b.unpack(rbuf, &tmp);
+            return Ok(());
+        }
+        let d = crate::datatypes::lookup(name, rdt as usize)?;
+        let (bc, bd, extent) = layout(name, p, rcounts, displs, d.size)?;
+        comm.gather_varcount_into(root, &send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
     }
 
     /// `MPI_Scatter`.
@@ -364,16 +717,19 @@ mpi_fn! {
         let comm = typed(c)?;
         let p = comm.size() as usize;
         if comm.rank() == root {
-            let (slen, _) = span(name, sn, sdt)?;
-            let send = bytes(name, sbuf, slen * p)?;
+            let send = input(name, sbuf, sn.into(), sdt, p)?;
             if in_place(rbuf) {
-                return comm.scatter_in_place(root, send);
+                return comm.scatter_in_place(root, &send);
             }
-            let (rlen, _) = span(name, rn, rdt)?;
-            comm.scatter_into(root, send, bytes_mut(name, rbuf, rlen)?)
+            let mut recv = output(name, rbuf, rn.into(), rdt, 1)?;
+            comm.scatter_into(root, &send, recv.bytes())?;
+            recv.finish();
+            Ok(())
         } else {
-            let (rlen, _) = span(name, rn, rdt)?;
-            comm.scatter_into(root, &[], bytes_mut(name, rbuf, rlen)?)
+            let mut recv = output(name, rbuf, rn.into(), rdt, 1)?;
+            comm.scatter_into(root, &[], recv.bytes())?;
+            recv.finish();
+            Ok(())
         }
     }
 
@@ -385,15 +741,22 @@ mpi_fn! {
         let name = "Scatterv";
         no_in_place(name, rbuf)?;
         let comm = typed(c)?;
-        let (rlen, _) = span(name, rn, rdt)?;
-        let recv = bytes_mut(name, rbuf, rlen)?;
+        let mut recv = output(name, rbuf, rn.into(), rdt, 1)?;
         if comm.rank() == root {
-            let d = crate::datatypes::lookup(name, sdt as usize)?;
-            let (bc, bd, extent) = layout(name, comm.size() as usize, scounts, displs, d.size)?;
-            comm.scatter_varcount_into(root, bytes(name, sbuf, extent)?, &bc, &bd, recv)
+            let p = comm.size() as usize;
+            if let Some(b) = Blocks::new(name, p, scounts, displs, sdt)? {
+                let packed = b.pack(sbuf);
+                comm.scatter_varcount_into(root, &packed, &b.bc, &b.bd, recv.bytes())?;
+            } else {
+                let d = crate::datatypes::lookup(name, sdt as usize)?;
+                let (bc, bd, extent) = layout(name, p, scounts, displs, d.size)?;
+                comm.scatter_varcount_into(root, bytes(name, sbuf, extent)?, &bc, &bd, recv.bytes())?;
+            }
         } else {
-            comm.scatter_varcount_into(root, &[], &[], &[], recv)
+            comm.scatter_varcount_into(root, &[], &[], &[], recv.bytes())?;
         }
+        recv.finish();
+        Ok(())
     }
 
     /// `MPI_Allgather`.
@@ -403,13 +766,15 @@ mpi_fn! {
     ) on comm(c) => {
         let name = "Allgather";
         let comm = typed(c)?;
-        let (rlen, _) = span(name, rn, rdt)?;
-        let recv = bytes_mut(name, rbuf, rlen * comm.size() as usize)?;
+        let mut recv = output(name, rbuf, rn.into(), rdt, comm.size() as usize)?;
         if in_place(sbuf) {
-            return comm.all_gather_in_place(recv);
+            comm.all_gather_in_place(recv.bytes())?;
+        } else {
+            let send = input(name, sbuf, sn.into(), sdt, 1)?;
+            comm.all_gather_into(&send, recv.bytes())?;
         }
-        let (slen, _) = span(name, sn, sdt)?;
-        comm.all_gather_into(bytes(name, sbuf, slen)?, recv)
+        recv.finish();
+        Ok(())
     }
 
     /// `MPI_Allgatherv`.
@@ -420,10 +785,17 @@ mpi_fn! {
         let name = "Allgatherv";
         no_in_place(name, sbuf)?;
         let comm = typed(c)?;
-        let (slen, _) = span(name, sn, sdt)?;
+        let p = comm.size() as usize;
+        let send = input(name, sbuf, sn.into(), sdt, 1)?;
+        if let Some(b) = Blocks::new(name, p, rcounts, displs, rdt)? {
+            let mut tmp = vec![0u8; b.total];
+            comm.all_gather_varcount_into(&send, &mut tmp, &b.bc, &b.bd)?;
+            b.unpack(rbuf, &tmp);
+            return Ok(());
+        }
         let d = crate::datatypes::lookup(name, rdt as usize)?;
-        let (bc, bd, extent) = layout(name, comm.size() as usize, rcounts, displs, d.size)?;
-        comm.all_gather_varcount_into(bytes(name, sbuf, slen)?, bytes_mut(name, rbuf, extent)?, &bc, &bd)
+        let (bc, bd, extent) = layout(name, p, rcounts, displs, d.size)?;
+        comm.all_gather_varcount_into(&send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
     }
 
     /// `MPI_Alltoall`.
@@ -434,13 +806,15 @@ mpi_fn! {
         let name = "Alltoall";
         let comm = typed(c)?;
         let p = comm.size() as usize;
-        let (rlen, _) = span(name, rn, rdt)?;
-        let recv = bytes_mut(name, rbuf, rlen * p)?;
+        let mut recv = output(name, rbuf, rn.into(), rdt, p)?;
         if in_place(sbuf) {
-            return comm.all_to_all_in_place(recv);
+            comm.all_to_all_in_place(recv.bytes())?;
+        } else {
+            let send = input(name, sbuf, sn.into(), sdt, p)?;
+            comm.all_to_all_into(&send, recv.bytes())?;
         }
-        let (slen, _) = span(name, sn, sdt)?;
-        comm.all_to_all_into(bytes(name, sbuf, slen * p)?, recv)
+        recv.finish();
+        Ok(())
     }
 
     /// `MPI_Alltoallv`.
@@ -452,17 +826,44 @@ mpi_fn! {
         no_in_place(name, sbuf)?;
         let comm = typed(c)?;
         let p = comm.size() as usize;
-        let sd = crate::datatypes::lookup(name, sdt as usize)?;
-        let rd = crate::datatypes::lookup(name, rdt as usize)?;
-        let (sc, sdi, sext) = layout(name, p, scounts, sdispls, sd.size)?;
-        let (rc, rdi, rext) = layout(name, p, rcounts, rdispls, rd.size)?;
-        comm.all_to_all_varcount_into(bytes(name, sbuf, sext)?, &sc, &sdi, bytes_mut(name, rbuf, rext)?, &rc, &rdi)
+        let sb = Blocks::new(name, p, scounts, sdispls, sdt)?;
+        let rb = Blocks::new(name, p, rcounts, rdispls, rdt)?;
+        let (packed, sc, sdi);
+        let send: &[u8] = match &sb {
+            Some(b) => {
+                packed = b.pack(sbuf);
+                (sc, sdi) = (b.bc.clone(), b.bd.clone());
+                &packed
+            }
+            None => {
+                let sd = crate::datatypes::lookup(name, sdt as usize)?;
+                let (c, d, sext) = layout(name, p, scounts, sdispls, sd.size)?;
+                (sc, sdi) = (c, d);
+                bytes(name, sbuf, sext)?
+            }
+        };
+        match &rb {
+            Some(b) => {
+                let mut tmp = vec![0u8; b.total];
+                comm.all_to_all_varcount_into(send, &sc, &sdi, &mut tmp, &b.bc, &b.bd)?;
+                b.unpack(rbuf, &tmp);
+                Ok(())
+            }
+            None => {
+                let rd = crate::datatypes::lookup(name, rdt as usize)?;
+                let (rc, rdi, rext) = layout(name, p, rcounts, rdispls, rd.size)?;
+                comm.all_to_all_varcount_into(send, &sc, &sdi, bytes_mut(name, rbuf, rext)?, &rc, &rdi)
+            }
+        }
     }
 
     /// `MPI_Reduce`.
     fn Reduce = MPI_Reduce / PMPI_Reduce(
         sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, root: c_int, c: Handle,
     ) on comm(c) => {
+        if let Some(b) = reduction_base("Reduce", dt)? {
+            return reduce_derived("Reduce", 3, b, sbuf, rbuf, n.into(), dt, o, root, c);
+        }
         let (len, d) = span("Reduce", n, dt)?;
         let (_, op) = op(o)?;
         let comm = typed(c)?;
@@ -473,6 +874,9 @@ mpi_fn! {
     fn Allreduce = MPI_Allreduce / PMPI_Allreduce(
         sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
     ) on comm(c) => {
+        if let Some(b) = reduction_base("Allreduce", dt)? {
+            return reduce_derived("Allreduce", 0, b, sbuf, rbuf, n.into(), dt, o, 0, c);
+        }
         let (len, d) = span("Allreduce", n, dt)?;
         let (_, op) = op(o)?;
         let comm = typed(c)?;
@@ -483,6 +887,9 @@ mpi_fn! {
     fn Scan = MPI_Scan / PMPI_Scan(
         sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
     ) on comm(c) => {
+        if let Some(b) = reduction_base("Scan", dt)? {
+            return reduce_derived("Scan", 1, b, sbuf, rbuf, n.into(), dt, o, 0, c);
+        }
         let (len, d) = span("Scan", n, dt)?;
         let (_, op) = op(o)?;
         let comm = typed(c)?;
@@ -493,6 +900,9 @@ mpi_fn! {
     fn Exscan = MPI_Exscan / PMPI_Exscan(
         sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
     ) on comm(c) => {
+        if let Some(b) = reduction_base("Exscan", dt)? {
+            return reduce_derived("Exscan", 2, b, sbuf, rbuf, n.into(), dt, o, 0, c);
+        }
         let (len, d) = span("Exscan", n, dt)?;
         let (_, op) = op(o)?;
         let comm = typed(c)?;
@@ -565,5 +975,35 @@ mpi_fn! {
     fn Op_commutative = MPI_Op_commutative / PMPI_Op_commutative(o: Handle, flag: *mut c_int) on CommHandle::WORLD => {
         let (id, _) = op(o)?;
         put("Op_commutative", flag, hop::op_commutative(id)? as c_int)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PairLayout;
+
+    #[test]
+    fn pairs_widen_to_their_struct_and_narrow_back() {
+        // MPI_DOUBLE_INT: 8-byte value, 4-byte index at offset 8, 16-byte struct.
+        let p = Some(PairLayout {
+            value: 8,
+            index: 4,
+            at: 8,
+            extent: 16,
+        });
+        let packed: Vec<u8> = (0..24).collect();
+        let wide = PairLayout::widen(p, packed.clone());
+        assert_eq!(wide.len(), 32);
+        assert_eq!(&wide[..12], &packed[..12]);
+        assert_eq!(&wide[12..16], &[0; 4]);
+        assert_eq!(&wide[16..28], &packed[12..24]);
+        let mut back = vec![0u8; 24];
+        PairLayout::narrow(p, &wide, &mut back);
+        assert_eq!(back, packed);
+        // Not a pair: unchanged both ways.
+        assert_eq!(PairLayout::widen(None, packed.clone()), packed);
+        let mut same = vec![0u8; 24];
+        PairLayout::narrow(None, &packed, &mut same);
+        assert_eq!(same, packed);
     }
 }

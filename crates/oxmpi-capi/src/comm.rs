@@ -16,7 +16,7 @@ use crate::boundary::{
 /// `MPI_UNDEFINED`.
 pub const UNDEFINED: c_int = -32766;
 /// `MPI_MAX_OBJECT_NAME`.
-const MAX_OBJECT_NAME: usize = 128;
+pub(crate) const MAX_OBJECT_NAME: usize = 128;
 /// `MPI_COMM_TYPE_SHARED`.
 const COMM_TYPE_SHARED: c_int = 221;
 

@@ -1,6 +1,5 @@
 //! Handle conversions: the standard ABI's `*_toint`/`*_fromint`, the Fortran `*_c2f`/`*_f2c`
-//! that real code (rsmpi, mpi4py) still calls, `MPI_Status_c2f`/`f2c`, and the sizes of the
-//! predefined datatypes (`MPI_Type_size`, `MPI_Type_get_extent`).
+//! that real code (rsmpi, mpi4py) still calls, and `MPI_Status_c2f`/`f2c`.
 //!
 //! Handles of communicators, groups, operations, error handlers, info objects, datatypes,
 //! messages, files, windows and sessions are small positive integers already (predefined
@@ -97,22 +96,5 @@ mpi_fn! {
     /// `MPI_Status_f2c`.
     fn Status_f2c = MPI_Status_f2c / PMPI_Status_f2c(f: *const MpiStatus, c: *mut MpiStatus) on CommHandle::WORLD => {
         put("Status_f2c", c, get("Status_f2c", f)?)
-    }
-
-    /// `MPI_Type_size` of a predefined datatype.
-    fn Type_size = MPI_Type_size / PMPI_Type_size(dt: Handle, size: *mut c_int) on CommHandle::WORLD => {
-        put("Type_size", size, crate::datatypes::lookup("Type_size", dt as usize)?.size as c_int)
-    }
-
-    /// `MPI_Type_size_c` of a predefined datatype.
-    fn Type_size_c = MPI_Type_size_c / PMPI_Type_size_c(dt: Handle, size: *mut i64) on CommHandle::WORLD => {
-        put("Type_size_c", size, crate::datatypes::lookup("Type_size_c", dt as usize)?.size as i64)
-    }
-
-    /// `MPI_Type_get_extent` of a predefined datatype: lower bound 0, extent its size.
-    fn Type_get_extent = MPI_Type_get_extent / PMPI_Type_get_extent(dt: Handle, lb: *mut isize, extent: *mut isize) on CommHandle::WORLD => {
-        let d = crate::datatypes::lookup("Type_get_extent", dt as usize)?;
-        put("Type_get_extent", lb, 0)?;
-        put("Type_get_extent", extent, d.size as isize)
     }
 }

@@ -1,9 +1,14 @@
-//! The predefined datatypes: each handle's name, size in bytes and kind of element.
-//!
-//! A stand-in until the core's datatype engine lands: it is kept to name → (size, kind) so
-//! that swapping it for the engine's lookup is mechanical. Sizes are those of the LP64 Linux
-//! C ABI the library is built for.
+//! Datatypes at the C boundary: the predefined ones read from the core's table (their ABI
+//! handle values, names, extents and element kinds, for the typed reductions), and any
+//! datatype handle, predefined or derived, resolved through the core's handle layer
+//! (`oxmpi::handle::datatype`) into what communication needs: plain bytes for contiguous
+//! types, the type itself for the others.
 
+use std::sync::OnceLock;
+
+use oxmpi::datatype::predefined::{Info, OpClass, Repr, ALL};
+use oxmpi::datatype::Type;
+use oxmpi::handle::datatype::{type_committed, TypeHandle};
 use oxmpi::{Error, ErrorClass, Result};
 
 /// What an element is, for the reductions the predefined operations define on it.
@@ -41,121 +46,85 @@ pub enum Pair {
     ShortInt,
 }
 
-/// A predefined datatype.
+/// A predefined datatype as the C layer's reductions see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Predef {
     /// The handle's ABI value.
     pub handle: usize,
     /// Its C name.
     pub name: &'static str,
-    /// Bytes per element.
+    /// Bytes per element in memory (the extent: a pair's C struct, padding included).
     pub size: usize,
     /// What the bytes mean.
     pub kind: Kind,
 }
 
-macro_rules! table {
-    ($($h:literal $name:literal $size:literal $kind:expr;)*) => {
-        /// Every predefined datatype of the header, by handle value.
-        pub const PREDEFINED: &[Predef] = &[
-            $(Predef { handle: $h, name: $name, size: $size, kind: $kind },)*
-        ];
-    };
-}
-
-use Kind::{Bool, Byte, Float, Opaque, Signed, Unsigned};
-
-table! {
-    0x201 "MPI_AINT" 8 Signed;
-    0x202 "MPI_COUNT" 8 Signed;
-    0x203 "MPI_OFFSET" 8 Signed;
-    0x207 "MPI_PACKED" 1 Byte;
-    0x208 "MPI_SHORT" 2 Signed;
-    0x209 "MPI_INT" 4 Signed;
-    0x20a "MPI_LONG" 8 Signed;
-    0x20b "MPI_LONG_LONG" 8 Signed;
-    0x20c "MPI_UNSIGNED_SHORT" 2 Unsigned;
-    0x20d "MPI_UNSIGNED" 4 Unsigned;
-    0x20e "MPI_UNSIGNED_LONG" 8 Unsigned;
-    0x20f "MPI_UNSIGNED_LONG_LONG" 8 Unsigned;
-    0x210 "MPI_FLOAT" 4 Float;
-    0x212 "MPI_C_FLOAT_COMPLEX" 8 Opaque;
-    0x213 "MPI_CXX_FLOAT_COMPLEX" 8 Opaque;
-    0x214 "MPI_DOUBLE" 8 Float;
-    0x216 "MPI_C_DOUBLE_COMPLEX" 16 Opaque;
-    0x217 "MPI_CXX_DOUBLE_COMPLEX" 16 Opaque;
-    0x218 "MPI_LOGICAL" 4 Bool;
-    0x219 "MPI_INTEGER" 4 Signed;
-    0x21a "MPI_REAL" 4 Float;
-    0x21b "MPI_COMPLEX" 8 Opaque;
-    0x21c "MPI_DOUBLE_PRECISION" 8 Float;
-    0x21d "MPI_DOUBLE_COMPLEX" 16 Opaque;
-    0x21e "MPI_CHARACTER" 1 Opaque;
-    0x220 "MPI_LONG_DOUBLE" 16 Opaque;
-    0x224 "MPI_C_LONG_DOUBLE_COMPLEX" 32 Opaque;
-    0x225 "MPI_CXX_LONG_DOUBLE_COMPLEX" 32 Opaque;
-    0x228 "MPI_FLOAT_INT" 8 Kind::Pair(Pair::FloatInt);
-    0x229 "MPI_DOUBLE_INT" 16 Kind::Pair(Pair::DoubleInt);
-    0x22a "MPI_LONG_INT" 16 Kind::Pair(Pair::LongInt);
-    0x22b "MPI_2INT" 8 Kind::Pair(Pair::TwoInt);
-    0x22c "MPI_SHORT_INT" 8 Kind::Pair(Pair::ShortInt);
-    0x22d "MPI_LONG_DOUBLE_INT" 32 Opaque;
-    0x230 "MPI_2REAL" 8 Opaque;
-    0x231 "MPI_2DOUBLE_PRECISION" 16 Opaque;
-    0x232 "MPI_2INTEGER" 8 Kind::Pair(Pair::TwoInt);
-    0x238 "MPI_C_BOOL" 1 Bool;
-    0x239 "MPI_CXX_BOOL" 1 Bool;
-    0x23c "MPI_WCHAR" 4 Signed;
-    0x240 "MPI_INT8_T" 1 Signed;
-    0x241 "MPI_UINT8_T" 1 Unsigned;
-    0x243 "MPI_CHAR" 1 Signed;
-    0x244 "MPI_SIGNED_CHAR" 1 Signed;
-    0x245 "MPI_UNSIGNED_CHAR" 1 Unsigned;
-    0x247 "MPI_BYTE" 1 Byte;
-    0x248 "MPI_INT16_T" 2 Signed;
-    0x249 "MPI_UINT16_T" 2 Unsigned;
-    0x250 "MPI_INT32_T" 4 Signed;
-    0x251 "MPI_UINT32_T" 4 Unsigned;
-    0x258 "MPI_INT64_T" 8 Signed;
-    0x259 "MPI_UINT64_T" 8 Unsigned;
-    0x2c0 "MPI_LOGICAL1" 1 Bool;
-    0x2c1 "MPI_INTEGER1" 1 Signed;
-    0x2c8 "MPI_LOGICAL2" 2 Bool;
-    0x2c9 "MPI_INTEGER2" 2 Signed;
-    0x2d0 "MPI_LOGICAL4" 4 Bool;
-    0x2d1 "MPI_INTEGER4" 4 Signed;
-    0x2d2 "MPI_REAL4" 4 Float;
-    0x2d3 "MPI_COMPLEX4" 8 Opaque;
-    0x2d8 "MPI_LOGICAL8" 8 Bool;
-    0x2d9 "MPI_INTEGER8" 8 Signed;
-    0x2da "MPI_REAL8" 8 Float;
-    0x2db "MPI_COMPLEX8" 16 Opaque;
-    0x2e1 "MPI_INTEGER16" 16 Signed;
-    0x2e3 "MPI_COMPLEX16" 32 Opaque;
-}
-
 /// `MPI_DATATYPE_NULL`.
 pub const NULL: usize = 0x200;
 
-/// Position in [`PREDEFINED`] of each handle value `0x200 + i`, plus one (0: none), so that
-/// a lookup is one index instead of a search (it is on every call's path).
-const INDEX: [u8; 256] = {
-    let mut index = [0u8; 256];
-    let mut i = 0;
-    while i < PREDEFINED.len() {
-        index[PREDEFINED[i].handle - 0x200] = (i + 1) as u8;
-        i += 1;
+fn kind_of(i: &Info) -> Kind {
+    use Repr::*;
+    if i.pair_index.is_some() {
+        return match i.name {
+            "MPI_FLOAT_INT" => Kind::Pair(Pair::FloatInt),
+            "MPI_DOUBLE_INT" => Kind::Pair(Pair::DoubleInt),
+            "MPI_LONG_INT" => Kind::Pair(Pair::LongInt),
+            "MPI_2INT" | "MPI_2INTEGER" => Kind::Pair(Pair::TwoInt),
+            "MPI_SHORT_INT" => Kind::Pair(Pair::ShortInt),
+            _ => Kind::Opaque,
+        };
     }
-    index
-};
+    match (i.repr, i.class) {
+        (Byte | Packed, _) => Kind::Byte,
+        (_, OpClass::Logical) => Kind::Bool,
+        (F32 | F64, _) => Kind::Float,
+        (I8 | I16 | I32 | I64 | Long | I128 | Char | WChar, _) => Kind::Signed,
+        (U8 | U16 | U32 | U64 | ULong, _) => Kind::Unsigned,
+        _ => Kind::Opaque,
+    }
+}
+
+struct Table {
+    types: Vec<Predef>,
+    /// Position in `types` of each handle value `0x200 + i`, plus one (0: none), so that a
+    /// lookup is one index instead of a search (it is on every call's path).
+    index: [u8; 256],
+}
+
+fn table() -> &'static Table {
+    static T: OnceLock<Table> = OnceLock::new();
+    T.get_or_init(|| {
+        let types: Vec<Predef> = ALL
+            .iter()
+            .map(|i| Predef {
+                handle: i.handle as usize,
+                name: i.name,
+                size: i.extent,
+                kind: kind_of(i),
+            })
+            .collect();
+        let mut index = [0u8; 256];
+        for (k, p) in types.iter().enumerate() {
+            index[p.handle - 0x200] = (k + 1) as u8;
+        }
+        Table { types, index }
+    })
+}
+
+/// Every predefined datatype, in handle order.
+#[cfg(test)]
+pub fn predefined() -> &'static [Predef] {
+    &table().types
+}
 
 /// The predefined datatype behind handle value `h`; [`ErrorClass::Type`] for anything else
-/// (null, a user datatype, garbage).
+/// (null, a derived datatype, garbage).
 #[inline]
 pub fn lookup(call: &str, h: usize) -> Result<&'static Predef> {
+    let t = table();
     // Predefined datatypes live in 0x200..0x300 (MPI-5.0 §21.5).
-    match h.checked_sub(0x200).and_then(|i| INDEX.get(i)) {
-        Some(&k) if k > 0 => Ok(&PREDEFINED[k as usize - 1]),
+    match h.checked_sub(0x200).and_then(|i| t.index.get(i)) {
+        Some(&k) if k > 0 => Ok(&t.types[k as usize - 1]),
         _ => Err(bad(call, h)),
     }
 }
@@ -169,8 +138,97 @@ fn bad(call: &str, h: usize) -> Error {
     };
     Error::new(
         ErrorClass::Type,
-        format!("{call}: {what} is not a datatype this library knows (predefined datatypes only)"),
+        format!("{call}: {what} is not a predefined datatype"),
     )
+}
+
+/// The core id of C datatype handle `h` (values beyond `u32` are no id: the core rejects them).
+pub fn id(h: usize) -> TypeHandle {
+    TypeHandle::from_int(u32::try_from(h).unwrap_or(u32::MAX) as i32)
+}
+
+/// The C handle of a core datatype id.
+pub fn handle(t: TypeHandle) -> *mut std::ffi::c_void {
+    t.to_int() as u32 as usize as *mut std::ffi::c_void
+}
+
+/// Lowest address a datatype may reach from `MPI_BOTTOM`: page 0 is never mapped, so data
+/// below it means displacements that are not absolute addresses.
+const LOWEST_ADDRESS: i64 = 4096;
+
+/// A NULL buffer (`MPI_BOTTOM`) is only valid when the data lies at absolute addresses;
+/// anything else is [`ErrorClass::Buffer`] (instead of a crash).
+pub fn check_bottom(call: &str, buf: *const std::ffi::c_void, ty: &Type, count: u64) -> Result<()> {
+    if !buf.is_null() {
+        return Ok(());
+    }
+    match oxmpi::datatype::pack::span(ty, count) {
+        Some((lo, _)) if lo < LOWEST_ADDRESS => Err(Error::new(
+            ErrorClass::Buffer,
+            format!("{call}: the buffer is NULL with a non-zero count"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// How `n` elements of a datatype lie in a user buffer.
+pub enum Data {
+    /// `len` contiguous bytes starting `offset` bytes from the buffer address (predefined
+    /// types, and derived ones whose compiled layout is one run).
+    Bytes {
+        /// Byte offset of the data from the buffer address (the type's lower bound).
+        offset: isize,
+        /// Byte length.
+        len: usize,
+    },
+    /// Anything else: moved through the datatype engine (packed or unpacked).
+    Typed {
+        /// The committed type, held for as long as the operation runs.
+        ty: Type,
+        /// The element count.
+        count: u64,
+        /// Bytes of data (`count * size`).
+        len: usize,
+    },
+}
+
+/// How `n` elements of datatype `dt` at `buf` lie in memory, for communication: an unknown,
+/// freed or uncommitted datatype is [`ErrorClass::Type`], a negative count
+/// [`ErrorClass::Count`], a NULL buffer (`MPI_BOTTOM`) under data that is not at absolute
+/// addresses [`ErrorClass::Buffer`].
+pub fn data(call: &str, n: i64, dt: usize, buf: *const std::ffi::c_void) -> Result<Data> {
+    let count = crate::boundary::count(call, n)?;
+    let overflow = || {
+        Error::new(
+            ErrorClass::Count,
+            format!("{call}: count × datatype size overflows"),
+        )
+    };
+    // The common case, a predefined type, is one table index.
+    if let Ok(p) = lookup(call, dt) {
+        let len = count.checked_mul(p.size).ok_or_else(overflow)?;
+        return Ok(Data::Bytes { offset: 0, len });
+    }
+    if dt == NULL {
+        return Err(bad(call, dt));
+    }
+    let ty = type_committed(call, id(dt))?;
+    let len = usize::try_from(ty.size())
+        .ok()
+        .and_then(|s| s.checked_mul(count))
+        .ok_or_else(overflow)?;
+    check_bottom(call, buf, &ty, count as u64)?;
+    if ty.is_contiguous() || count == 0 {
+        return Ok(Data::Bytes {
+            offset: ty.lb() as isize,
+            len,
+        });
+    }
+    Ok(Data::Typed {
+        ty,
+        count: count as u64,
+        len,
+    })
 }
 
 /// Calls `$body` with `$T` bound to the Rust element type of `$dt` (a [`Predef`]) for the
@@ -267,13 +325,8 @@ mod tests {
     #[test]
     fn fixed_size_types_carry_their_size_in_the_handle() {
         // MPI-5.0 §21.5: bit 6 set means bits 5:3 hold log2 of the size.
-        for p in PREDEFINED.iter().filter(|p| p.handle & 0x40 != 0) {
-            let log2 = (p.handle >> 3) & 0x7;
-            let size = if p.name.contains("COMPLEX") && p.handle & 0x80 != 0 {
-                2 << log2
-            } else {
-                1 << log2
-            };
+        for p in predefined().iter().filter(|p| p.handle & 0x40 != 0) {
+            let size = 1 << ((p.handle >> 3) & 0x7);
             assert_eq!(p.size, size, "{}", p.name);
         }
     }
@@ -292,7 +345,7 @@ mod tests {
             .filter(|(_, v)| *v != NULL)
             .collect();
         declared.sort();
-        let mut table: Vec<(String, usize)> = PREDEFINED
+        let mut table: Vec<(String, usize)> = predefined()
             .iter()
             .map(|p| (p.name.to_string(), p.handle))
             .collect();
@@ -302,7 +355,7 @@ mod tests {
 
     #[test]
     fn every_predefined_handle_is_found_by_its_value() {
-        for p in PREDEFINED {
+        for p in predefined() {
             assert_eq!(lookup("t", p.handle).unwrap(), p);
         }
     }

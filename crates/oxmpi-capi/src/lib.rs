@@ -14,6 +14,7 @@
 
 mod boundary;
 mod datatypes;
+mod staging;
 
 pub mod attrs;
 pub mod coll;
@@ -24,3 +25,4 @@ pub mod errors;
 pub mod info;
 pub mod message;
 pub mod p2p;
+pub mod types;

@@ -12,7 +12,9 @@ use std::ffi::{c_int, c_void};
 use oxmpi::handle::comm::comm_typed;
 use oxmpi::{ErrorClass, Message, Result, Single, Source, Tag};
 
-use crate::boundary::{comm, err, get, mpi_fn, put, put_status, recv_buf, span, Handle, MpiStatus};
+use crate::boundary::{comm, err, get, mpi_fn, put, put_status, recv_buf, Handle, MpiStatus};
+use crate::datatypes::Data;
+use crate::staging::Staged;
 
 /// `MPI_MESSAGE_NULL`, `MPI_MESSAGE_NO_PROC`.
 const MESSAGE_NULL: usize = 0x128;
@@ -123,13 +125,24 @@ mpi_fn! {
 
     /// `MPI_Mrecv`: receives a matched message; `*message` becomes `MPI_MESSAGE_NULL`.
     fn Mrecv = MPI_Mrecv / PMPI_Mrecv(buf: *mut c_void, n: c_int, dt: Handle, message: *mut Handle, status: *mut MpiStatus) on oxmpi::handle::comm::CommHandle::WORLD => {
-        let (len, _) = span("Mrecv", n, dt)?;
-        let data = recv_buf("Mrecv", buf, len)?;
+        // The buffer is checked before the message is taken, so a bad buffer loses nothing.
+        let mut into = match crate::datatypes::data("Mrecv", n.into(), dt as usize, buf.cast_const())? {
+            Data::Bytes { offset, len } => {
+                let at = buf.cast::<u8>().wrapping_offset(offset).cast::<c_void>();
+                Ok(recv_buf("Mrecv", at, len)?)
+            }
+            Data::Typed { ty, count, len } => Err(Staged::recv(ty, buf, count, len, false)),
+        };
         let m = take("Mrecv", get("Mrecv", message)?)?;
         put("Mrecv", message, MESSAGE_NULL as Handle)?;
-        let st = match m {
-            Some(m) => m.matched_receive_into(data)?,
-            None => oxmpi::Status::proc_null(),
+        let st = match (m, &mut into) {
+            (None, _) => oxmpi::Status::proc_null(),
+            (Some(m), Ok(data)) => m.matched_receive_into(&mut **data)?,
+            (Some(m), Err(s)) => {
+                let st = m.matched_receive_into(s.bytes())?;
+                s.unpack(st.bytes());
+                st
+            }
         };
         put_status(status, &st);
         Ok(())

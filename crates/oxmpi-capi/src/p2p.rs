@@ -16,10 +16,12 @@ use oxmpi::handle::request::{AnyDone, RequestId, Requests, SendMode};
 use oxmpi::{Communicator, ErrorClass, Result, Single, Source, Status, Tag};
 
 use crate::boundary::{
-    comm, count, err, get, mpi_fn, put, put_status, recv_buf, send_buf, slice_mut, span, Handle,
+    comm, count, err, get, mpi_fn, put, put_status, recv_buf, send_buf, slice_mut, Handle,
     MpiStatus,
 };
 use crate::comm::UNDEFINED;
+use crate::datatypes::{data, Data};
+use crate::staging::{self, Staged};
 
 /// `MPI_REQUEST_NULL`.
 const REQUEST_NULL: usize = 0x180;
@@ -128,10 +130,18 @@ unsafe fn send(
     t: c_int,
     c: Handle,
 ) -> Result<()> {
-    let (len, _) = span(name, n, dt)?;
+    let d = data(name, n, dt as usize, buf)?;
     check_send_tag(name, t)?;
-    // SAFETY: forwarded from our caller.
-    let data = unsafe { send_buf(name, buf, len)? };
+    let packed;
+    let data: &[u8] = match d {
+        // SAFETY: forwarded from our caller (the data starts at the type's lower bound).
+        Data::Bytes { offset, len } => unsafe { send_buf(name, at(buf, offset), len)? },
+        Data::Typed { ty, count, len } => {
+            // SAFETY: forwarded from our caller; the packed copy is sent before we return.
+            packed = unsafe { Staged::send(ty, buf, count, len, false) };
+            packed.buf_ref()
+        }
+    };
     let comm = typed(c)?;
     match mode {
         SendMode::Standard => comm.send(data, dest, t),
@@ -159,24 +169,38 @@ unsafe fn isend(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let (len, _) = span(name, n, dt)?;
+    let d = data(name, n, dt as usize, buf)?;
     check_send_tag(name, t)?;
     if out.is_null() {
         return Err(err(ErrorClass::Arg, name, "request is NULL"));
     }
-    // SAFETY: forwarded from our caller.
-    let data = unsafe { send_buf(name, buf, len)? };
     let comm = typed(c)?;
+    let (ptr, len, mut staged) = match d {
+        Data::Bytes { offset, len } => {
+            // SAFETY: forwarded from our caller.
+            let data = unsafe { send_buf(name, at(buf, offset), len)? };
+            (data.as_ptr(), len, None)
+        }
+        Data::Typed { ty, count, len } => {
+            // SAFETY: forwarded from our caller.
+            let mut s = unsafe { Staged::send(ty, buf, count, len, persistent) };
+            (s.bytes().as_ptr(), len, Some(s))
+        }
+    };
     let id = with_requests(name, |r| {
-        // SAFETY: the caller keeps the buffer valid while the request is active.
+        // SAFETY: the caller keeps the buffer valid while the request is active; a staged
+        // buffer is held with the request until it completes.
         unsafe {
             if persistent {
-                r.send_init(&comm, mode, data.as_ptr(), len, dest, t)
+                r.send_init(&comm, mode, ptr, len, dest, t)
             } else {
-                r.isend(&comm, mode, data.as_ptr(), len, dest, t)
+                r.isend(&comm, mode, ptr, len, dest, t)
             }
         }
     })?;
+    if let Some(s) = staged.take() {
+        staging::hold(id, s);
+    }
     // SAFETY: `out` is non-null and valid by contract.
     unsafe { put(name, out, req_handle(id)) }
 }
@@ -197,24 +221,37 @@ unsafe fn irecv(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let (len, _) = span(name, n, dt)?;
+    let d = data(name, n, dt as usize, buf.cast_const())?;
     check_recv_tag(name, t)?;
     if out.is_null() {
         return Err(err(ErrorClass::Arg, name, "request is NULL"));
     }
-    // SAFETY: forwarded from our caller.
-    let data = unsafe { recv_buf(name, buf, len)? };
     let comm = typed(c)?;
+    let (ptr, len, mut staged) = match d {
+        Data::Bytes { offset, len } => {
+            // SAFETY: forwarded from our caller.
+            let data = unsafe { recv_buf(name, at_mut(buf, offset), len)? };
+            (data.as_mut_ptr(), len, None)
+        }
+        Data::Typed { ty, count, len } => {
+            let mut s = Staged::recv(ty, buf, count, len, persistent);
+            (s.bytes().as_mut_ptr(), len, Some(s))
+        }
+    };
     let id = with_requests(name, |r| {
-        // SAFETY: the caller keeps the buffer valid and unused while the request is active.
+        // SAFETY: the caller keeps the buffer valid and unused while the request is active;
+        // a staged buffer is held with the request until it completes.
         unsafe {
             if persistent {
-                r.recv_init(&comm, data.as_mut_ptr(), len, source(src), tag(t))
+                r.recv_init(&comm, ptr, len, source(src), tag(t))
             } else {
-                r.irecv(&comm, data.as_mut_ptr(), len, source(src), tag(t))
+                r.irecv(&comm, ptr, len, source(src), tag(t))
             }
         }
     })?;
+    if let Some(s) = staged.take() {
+        staging::hold(id, s);
+    }
     // SAFETY: `out` is non-null and valid by contract.
     unsafe { put(name, out, req_handle(id)) }
 }
@@ -344,42 +381,12 @@ mpi_fn! {
 
     /// `MPI_Recv_c`.
     fn Recv_c = MPI_Recv_c / PMPI_Recv_c(buf: *mut c_void, n: i64, dt: Handle, src: c_int, t: c_int, c: Handle, status: *mut MpiStatus) on comm(c) => {
-        let (len, _) = span("Recv_c", n, dt)?;
-        check_recv_tag("Recv_c", t)?;
-        let data = recv_buf("Recv_c", buf, len)?;
-        let st = typed(c)?.receive_into(data, source(src), tag(t))?;
-        put_status(status, &st);
-        Ok(())
-    }
-
-    /// `MPI_Get_count_c`.
-    fn Get_count_c = MPI_Get_count_c / PMPI_Get_count_c(status: *const MpiStatus, dt: Handle, n: *mut i64) on CommHandle::WORLD => {
-        let st = get("Get_count_c", status)?;
-        let d = crate::datatypes::lookup("Get_count_c", dt as usize)?;
-        let bytes = st.bytes();
-        let v = if bytes % d.size as u64 == 0 { (bytes / d.size as u64) as i64 } else { UNDEFINED as i64 };
-        put("Get_count_c", n, v)
+        recv("Recv_c", buf, n, dt, src, t, c, status)
     }
 
     /// `MPI_Recv`.
     fn Recv = MPI_Recv / PMPI_Recv(buf: *mut c_void, n: c_int, dt: Handle, src: c_int, t: c_int, c: Handle, status: *mut MpiStatus) on comm(c) => {
-        let (len, _) = span("Recv", n, dt)?;
-        check_recv_tag("Recv", t)?;
-        let data = recv_buf("Recv", buf, len)?;
-        let st = typed(c)?.receive_into(data, source(src), tag(t));
-        match st {
-            Ok(st) => {
-                put_status(status, &st);
-                Ok(())
-            }
-            Err(e) => {
-                // A truncated message still reports who sent it.
-                if !status.is_null() {
-                    (*status).error = e.class() as c_int;
-                }
-                Err(e)
-            }
-        }
+        recv("Recv", buf, n.into(), dt, src, t, c, status)
     }
 
     /// `MPI_Irecv`.
@@ -398,13 +405,31 @@ mpi_fn! {
         rbuf: *mut c_void, rn: c_int, rdt: Handle, src: c_int, rtag: c_int,
         c: Handle, status: *mut MpiStatus,
     ) on comm(c) => {
-        let (slen, _) = span("Sendrecv", sn, sdt)?;
-        let (rlen, _) = span("Sendrecv", rn, rdt)?;
         check_send_tag("Sendrecv", stag)?;
         check_recv_tag("Sendrecv", rtag)?;
-        let sdata = send_buf("Sendrecv", sbuf, slen)?;
-        let rdata = recv_buf("Sendrecv", rbuf, rlen)?;
-        let st = typed(c)?.send_receive_into(sdata, dest, stag, rdata, source(src), tag(rtag))?;
+        let sd = data("Sendrecv", sn.into(), sdt as usize, sbuf)?;
+        let rd = data("Sendrecv", rn.into(), rdt as usize, rbuf.cast_const())?;
+        let packed;
+        let sdata: &[u8] = match sd {
+            Data::Bytes { offset, len } => send_buf("Sendrecv", at(sbuf, offset), len)?,
+            Data::Typed { ty, count, len } => {
+                packed = Staged::send(ty, sbuf, count, len, false);
+                packed.buf_ref()
+            }
+        };
+        let comm = typed(c)?;
+        let st = match rd {
+            Data::Bytes { offset, len } => {
+                let rdata = recv_buf("Sendrecv", at_mut(rbuf, offset), len)?;
+                comm.send_receive_into(sdata, dest, stag, rdata, source(src), tag(rtag))?
+            }
+            Data::Typed { ty, count, len } => {
+                let mut s = Staged::recv(ty, rbuf, count, len, false);
+                let st = comm.send_receive_into(sdata, dest, stag, s.bytes(), source(src), tag(rtag))?;
+                s.unpack(st.bytes());
+                st
+            }
+        };
         put_status(status, &st);
         Ok(())
     }
@@ -414,11 +439,22 @@ mpi_fn! {
         buf: *mut c_void, n: c_int, dt: Handle, dest: c_int, stag: c_int, src: c_int, rtag: c_int,
         c: Handle, status: *mut MpiStatus,
     ) on comm(c) => {
-        let (len, _) = span("Sendrecv_replace", n, dt)?;
         check_send_tag("Sendrecv_replace", stag)?;
         check_recv_tag("Sendrecv_replace", rtag)?;
-        let data = recv_buf("Sendrecv_replace", buf, len)?;
-        let st = typed(c)?.send_receive_replace_into(data, dest, stag, source(src), tag(rtag))?;
+        let comm = typed(c)?;
+        let st = match data("Sendrecv_replace", n.into(), dt as usize, buf.cast_const())? {
+            Data::Bytes { offset, len } => {
+                let data = recv_buf("Sendrecv_replace", at_mut(buf, offset), len)?;
+                comm.send_receive_replace_into(data, dest, stag, source(src), tag(rtag))?
+            }
+            Data::Typed { ty, count, len } => {
+                let mut s = Staged::send(ty, buf, count, len, false);
+                let st = comm.send_receive_replace_into(s.bytes(), dest, stag, source(src), tag(rtag))?;
+                // The staged bytes now hold the message; `s` unpacks into `buf`.
+                s.unpack(st.bytes());
+                st
+            }
+        };
         put_status(status, &st);
         Ok(())
     }
@@ -447,19 +483,25 @@ mpi_fn! {
     /// `MPI_Start`.
     fn Start = MPI_Start / PMPI_Start(r: *mut Handle) on CommHandle::WORLD => {
         let id = req(get("Start", r)?)?;
+        staging::starting(id);
         with_requests("Start", |t| t.start(id))
     }
 
     /// `MPI_Startall`.
     fn Startall = MPI_Startall / PMPI_Startall(n: c_int, r: *mut Handle) on CommHandle::WORLD => {
         let (_, ids) = requests("Startall", n, r)?;
+        for &id in &ids {
+            staging::starting(id);
+        }
         with_requests("Startall", |t| t.start_all(&ids))
     }
 
     /// `MPI_Wait`.
     fn Wait = MPI_Wait / PMPI_Wait(r: *mut Handle, status: *mut MpiStatus) on CommHandle::WORLD => {
         let mut id = req(get("Wait", r)?)?;
+        let was = id;
         let st = with_requests("Wait", |t| t.wait(&mut id))?;
+        staging::completed(was, &st, false);
         put("Wait", r, req_handle(id))?;
         put_status(status, &st);
         status_error("Wait", &st)
@@ -471,7 +513,11 @@ mpi_fn! {
         if flag.is_null() {
             return Err(err(ErrorClass::Arg, "Test", "flag is NULL"));
         }
+        let was = id;
         let st = with_requests("Test", |t| t.test(&mut id))?;
+        if let Some(st) = &st {
+            staging::completed(was, st, false);
+        }
         put("Test", r, req_handle(id))?;
         put("Test", flag, st.is_some() as c_int)?;
         match st {
@@ -490,6 +536,9 @@ mpi_fn! {
             return Err(err(ErrorClass::Arg, "Request_get_status", "flag is NULL"));
         }
         let st = with_requests("Request_get_status", |t| t.get_status(id))?;
+        if let Some(st) = &st {
+            staging::completed(id, st, true);
+        }
         put("Request_get_status", flag, st.is_some() as c_int)?;
         if let Some(st) = st {
             put_status(status, &st);
@@ -501,7 +550,13 @@ mpi_fn! {
     fn Waitall = MPI_Waitall / PMPI_Waitall(n: c_int, r: *mut Handle, out: *mut MpiStatus) on CommHandle::WORLD => {
         let (hs, mut ids) = requests("Waitall", n, r)?;
         let mut st = statuses(ids.len());
+        let was = staging::snapshot(&ids);
         let res = with_requests("Waitall", |t| t.wait_all(&mut ids, &mut st));
+        if !staging::is_empty() {
+            for (id, s) in was.iter().zip(&st) {
+                staging::completed(*id, s, false);
+            }
+        }
         write_back(hs, &ids);
         put_statuses("Waitall", out, &st)?;
         res
@@ -514,9 +569,15 @@ mpi_fn! {
             return Err(err(ErrorClass::Arg, "Testall", "flag is NULL"));
         }
         let mut st = statuses(ids.len());
+        let was = staging::snapshot(&ids);
         let res = with_requests("Testall", |t| t.test_all(&mut ids, &mut st));
         write_back(hs, &ids);
         let done = matches!(res, Ok(true) | Err(_));
+        if done && !staging::is_empty() {
+            for (id, s) in was.iter().zip(&st) {
+                staging::completed(*id, s, false);
+            }
+        }
         put("Testall", flag, done as c_int)?;
         if done {
             put_statuses("Testall", out, &st)?;
@@ -527,7 +588,11 @@ mpi_fn! {
     /// `MPI_Waitany`: `MPI_UNDEFINED` if every request is null or inactive.
     fn Waitany = MPI_Waitany / PMPI_Waitany(n: c_int, r: *mut Handle, index: *mut c_int, status: *mut MpiStatus) on CommHandle::WORLD => {
         let (hs, mut ids) = requests("Waitany", n, r)?;
+        let was = staging::snapshot(&ids);
         let got = with_requests("Waitany", |t| Ok(t.wait_any(&mut ids)))?;
+        if let Some((i, st)) = &got {
+            staging::completed(was.get(*i).copied().unwrap_or(RequestId::NULL), st, false);
+        }
         write_back(hs, &ids);
         match got {
             Some((i, st)) => {
@@ -548,7 +613,11 @@ mpi_fn! {
         if flag.is_null() || index.is_null() {
             return Err(err(ErrorClass::Arg, "Testany", "flag or index is NULL"));
         }
+        let was = staging::snapshot(&ids);
         let got = with_requests("Testany", |t| Ok(t.test_any(&mut ids)))?;
+        if let AnyDone::Done(i, st) = &got {
+            staging::completed(was.get(*i).copied().unwrap_or(RequestId::NULL), st, false);
+        }
         write_back(hs, &ids);
         match got {
             AnyDone::Done(i, st) => {
@@ -588,7 +657,12 @@ mpi_fn! {
     /// `MPI_Request_free`.
     fn Request_free = MPI_Request_free / PMPI_Request_free(r: *mut Handle) on CommHandle::WORLD => {
         let mut id = req(get("Request_free", r)?)?;
+        let was = id;
+        // A completed (or inactive persistent) request's staged buffer can go with it.
+        let done = !staging::is_empty()
+            && with_requests("Request_free", |t| t.get_status(id)).ok().flatten().is_some();
         with_requests("Request_free", |t| t.free(&mut id))?;
+        staging::freed(was, done);
         put("Request_free", r, req_handle(id))
     }
 
@@ -596,16 +670,6 @@ mpi_fn! {
     fn Test_cancelled = MPI_Test_cancelled / PMPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) on CommHandle::WORLD => {
         let st = get("Test_cancelled", status)?;
         put("Test_cancelled", flag, st.internal[2])
-    }
-
-    /// `MPI_Get_count`: `MPI_UNDEFINED` if the bytes are not a whole number of elements.
-    fn Get_count = MPI_Get_count / PMPI_Get_count(status: *const MpiStatus, dt: Handle, n: *mut c_int) on CommHandle::WORLD => {
-        get_count("Get_count", status, dt, n)
-    }
-
-    /// `MPI_Get_elements`: for predefined datatypes the same as `MPI_Get_count`.
-    fn Get_elements = MPI_Get_elements / PMPI_Get_elements(status: *const MpiStatus, dt: Handle, n: *mut c_int) on CommHandle::WORLD => {
-        get_count("Get_elements", status, dt, n)
     }
 
     /// `MPI_Buffer_attach`.
@@ -626,30 +690,73 @@ mpi_fn! {
     }
 }
 
+/// `p` moved by a datatype's lower bound (wrapping: with `MPI_BOTTOM` the bound is an address).
+fn at(p: *const c_void, offset: isize) -> *const c_void {
+    p.cast::<u8>().wrapping_offset(offset).cast()
+}
+
+/// As [`at`], mutable.
+fn at_mut(p: *mut c_void, offset: isize) -> *mut c_void {
+    p.cast::<u8>().wrapping_offset(offset).cast()
+}
+
+/// A blocking receive of `n` elements of `dt` into `buf` (`MPI_Recv`, `MPI_Recv_c`).
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Recv`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn recv(
+    name: &str,
+    buf: *mut c_void,
+    n: i64,
+    dt: Handle,
+    src: c_int,
+    t: c_int,
+    c: Handle,
+    status: *mut MpiStatus,
+) -> Result<()> {
+    let d = data(name, n, dt as usize, buf.cast_const())?;
+    check_recv_tag(name, t)?;
+    let comm = typed(c)?;
+    let st = match d {
+        Data::Bytes { offset, len } => {
+            // SAFETY: forwarded from our caller.
+            let data = unsafe { recv_buf(name, at_mut(buf, offset), len)? };
+            comm.receive_into(data, source(src), tag(t))
+        }
+        Data::Typed { ty, count, len } => {
+            let mut s = Staged::recv(ty, buf, count, len, false);
+            let st = comm.receive_into(s.bytes(), source(src), tag(t));
+            if let Ok(st) = &st {
+                // SAFETY: `buf` holds the elements, writable by the caller's contract.
+                unsafe { s.unpack(st.bytes()) };
+            }
+            st
+        }
+    };
+    match st {
+        Ok(st) => {
+            // SAFETY: forwarded from our caller.
+            unsafe { put_status(status, &st) };
+            Ok(())
+        }
+        Err(e) => {
+            // A truncated message still reports who sent it.
+            if !status.is_null() {
+                // SAFETY: non-null, valid by the caller's contract.
+                unsafe { (*status).error = e.class() as c_int };
+            }
+            Err(e)
+        }
+    }
+}
+
 /// The error a completed operation's status carries, as the call's result.
 fn status_error(name: &str, st: &Status) -> Result<()> {
     match st.error() {
         None => Ok(()),
         Some(c) => Err(err(c, name, format!("the operation failed ({c:?})"))),
     }
-}
-
-/// `MPI_Get_count`/`MPI_Get_elements`.
-///
-/// # Safety
-/// `status` valid for a read, `n` for a write.
-unsafe fn get_count(name: &str, status: *const MpiStatus, dt: Handle, n: *mut c_int) -> Result<()> {
-    // SAFETY: forwarded from our caller.
-    let st = unsafe { get(name, status)? };
-    let d = crate::datatypes::lookup(name, dt as usize)?;
-    let bytes = st.bytes();
-    let v = if bytes % d.size as u64 == 0 {
-        c_int::try_from(bytes / d.size as u64).unwrap_or(UNDEFINED)
-    } else {
-        UNDEFINED
-    };
-    // SAFETY: forwarded from our caller.
-    unsafe { put(name, n, v) }
 }
 
 /// `MPI_Waitsome`/`MPI_Testsome`.
@@ -668,6 +775,7 @@ unsafe fn some(
     // SAFETY: forwarded from our caller.
     let (hs, mut ids) = unsafe { requests(name, n, r)? };
     let mut done = Vec::new();
+    let was = staging::snapshot(&ids);
     let res = with_requests(name, |t| {
         if wait {
             t.wait_some(&mut ids, &mut done)
@@ -676,6 +784,9 @@ unsafe fn some(
         }
     });
     write_back(hs, &ids);
+    for (i, st) in &done {
+        staging::completed(was.get(*i).copied().unwrap_or(RequestId::NULL), st, false);
+    }
     let active = match &res {
         Ok(a) => *a,
         Err(e) if e.class() == ErrorClass::InStatus => true,

@@ -25,6 +25,14 @@ fn prefix() -> &'static Path {
     PREFIX.get_or_init(|| {
         let dir = target_dir().join("capi-test-install");
         let _ = std::fs::remove_dir_all(&dir);
+        // `cargo test` compiles the library for these tests but does not refresh
+        // target/release/libmpi_abi.so, which the installation copies; a build does (and is
+        // quick: the compiled library is already there).
+        let build = Command::new(env!("CARGO"))
+            .args(["build", "--release", "-p", "oxmpi-capi", "--lib"])
+            .output()
+            .expect("run cargo build");
+        assert!(build.status.success(), "cargo build failed: {:?}", text(&build));
         let xtask = target_dir().join("xtask");
         assert!(
             xtask.exists(),
@@ -124,6 +132,11 @@ fn point_to_point() {
 #[test]
 fn requests() {
     corpus("requests", &[1, 2, 3, 4]);
+}
+
+#[test]
+fn derived_datatypes() {
+    corpus("ddt", &[1, 2, 3, 4]);
 }
 
 #[test]

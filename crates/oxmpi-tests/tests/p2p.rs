@@ -182,3 +182,11 @@ fn alloc_mem_buffers_are_read_straight_from_the_senders_arena() {
     let so = run_ok(1, prog, &[], &[]);
     assert!(so.contains("heap fallback OK"), "{so}");
 }
+
+#[test]
+fn sends_and_receives_through_datatype_views_and_derived_structs() {
+    for np in [2, 3, 4] {
+        let so = run_ok(np, env!("CARGO_BIN_EXE_ddt_views"), &[], &[]);
+        assert_eq!(so.matches("views OK").count(), np, "{so}");
+    }
+}

@@ -703,3 +703,151 @@ fn bad_rank(call: &str, rank: i32, size: i32) -> Error {
         format!("{call}: rank {rank} is not in the communicator (size {size})"),
     )
 }
+
+/// `count` elements of a datatype in a borrowed buffer, checked to lie inside it: what
+/// [`Communicator::send_view`] sends. Non-contiguous data is packed through the datatype
+/// engine; padding and gaps are never read.
+pub struct View<'a> {
+    ptr: *const u8,
+    ty: crate::datatype::Type,
+    count: u64,
+    _buf: std::marker::PhantomData<&'a [u8]>,
+}
+
+/// `count` elements of a datatype in a mutably borrowed buffer, checked to lie inside it:
+/// what [`Communicator::receive_view`] fills. Bytes outside the type map are left untouched.
+pub struct ViewMut<'a> {
+    ptr: *mut u8,
+    ty: crate::datatype::Type,
+    count: u64,
+    _buf: std::marker::PhantomData<&'a mut [u8]>,
+}
+
+/// Checks that `count` elements of `ty` with origin at the start of a `len`-byte buffer
+/// stay inside it ([`ErrorClass::Buffer`] otherwise: never undefined behaviour).
+fn check_view(call: &str, ty: &crate::datatype::Type, count: u64, len: usize) -> Result<()> {
+    crate::datatype::pack::pack_size(ty, count)?;
+    if let Some((lo, hi)) = crate::datatype::pack::span(ty, count) {
+        if lo < 0 || hi > len as i64 {
+            return Err(Error::new(
+                ErrorClass::Buffer,
+                format!("{call}: {count} elements touch bytes {lo}..{hi} of a {len}-byte buffer"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl<'a> View<'a> {
+    /// `count` elements of `ty` whose origin is the start of `buf`.
+    pub fn new<T: Equivalence>(
+        buf: &'a [T],
+        ty: &crate::datatype::Type,
+        count: u64,
+    ) -> Result<View<'a>> {
+        let bytes: &[u8] = bytemuck::cast_slice(buf);
+        check_view("View::new", ty, count, bytes.len())?;
+        Ok(View {
+            ptr: bytes.as_ptr(),
+            ty: ty.clone(),
+            count,
+            _buf: std::marker::PhantomData,
+        })
+    }
+
+    /// `values` through their own datatype (structs with `#[derive(Equivalence)]`: the
+    /// padding between fields is never read).
+    pub fn of<T: crate::datatype::Datatyped>(values: &'a [T]) -> View<'a> {
+        View {
+            ptr: values.as_ptr().cast(),
+            ty: T::datatype(),
+            count: values.len() as u64,
+            _buf: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<'a> ViewMut<'a> {
+    /// `count` elements of `ty` whose origin is the start of `buf`.
+    pub fn new<T: Equivalence>(
+        buf: &'a mut [T],
+        ty: &crate::datatype::Type,
+        count: u64,
+    ) -> Result<ViewMut<'a>> {
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(buf);
+        check_view("ViewMut::new", ty, count, bytes.len())?;
+        Ok(ViewMut {
+            ptr: bytes.as_mut_ptr(),
+            ty: ty.clone(),
+            count,
+            _buf: std::marker::PhantomData,
+        })
+    }
+
+    /// `values` through their own datatype: the padding of each value is left untouched.
+    pub fn of<T: crate::datatype::Datatyped>(values: &'a mut [T]) -> ViewMut<'a> {
+        ViewMut {
+            ptr: values.as_mut_ptr().cast(),
+            ty: T::datatype(),
+            count: values.len() as u64,
+            _buf: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<L: ThreadLevel> Communicator<L> {
+    /// Sends the elements `view` shows (`MPI_Send` with a derived datatype): contiguous
+    /// data goes as it is, anything else packed first.
+    pub fn send_view(&self, view: &View<'_>, dest: i32, tag: i32) -> Result<()> {
+        let len = (view.ty.size() * view.count) as usize;
+        if view.ty.is_contiguous() {
+            // SAFETY: `check_view` (or `Datatyped`'s contract) proved the `len` data bytes
+            // from origin + lb lie in the borrowed buffer.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(view.ptr.wrapping_offset(view.ty.lb() as isize), len)
+            };
+            return self.send(bytes, dest, tag);
+        }
+        // SAFETY: the elements' data bytes lie in the borrowed buffer (checked, or the
+        // `Datatyped` contract), readable for this call.
+        let s = unsafe {
+            crate::handle::typed::Staged::send(
+                view.ty.clone(),
+                view.ptr.cast(),
+                view.count,
+                len,
+                false,
+            )
+        };
+        self.send(s.buf_ref(), dest, tag)
+    }
+
+    /// Receives into the elements `view` shows (`MPI_Recv` with a derived datatype); the
+    /// status counts bytes. A longer message is [`ErrorClass::Truncate`].
+    pub fn receive_view(
+        &self,
+        view: &mut ViewMut<'_>,
+        source: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<Status> {
+        let len = (view.ty.size() * view.count) as usize;
+        if view.ty.is_contiguous() {
+            // SAFETY: as in `send_view`, and the buffer is exclusively borrowed.
+            let bytes = unsafe {
+                std::slice::from_raw_parts_mut(view.ptr.wrapping_offset(view.ty.lb() as isize), len)
+            };
+            return self.receive_into(bytes, source, tag);
+        }
+        let mut s = crate::handle::typed::Staged::recv(
+            view.ty.clone(),
+            view.ptr.cast(),
+            view.count,
+            len,
+            false,
+        );
+        let st = self.receive_into(s.bytes(), source, tag)?;
+        // SAFETY: the elements' data bytes lie in the exclusively borrowed buffer.
+        unsafe { s.unpack(st.bytes()) };
+        Ok(st)
+    }
+}

@@ -50,3 +50,4 @@ pub mod op;
 pub mod request;
 pub(crate) mod table;
 pub mod topo;
+pub mod typed;
