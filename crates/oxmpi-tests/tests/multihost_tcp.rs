@@ -21,9 +21,20 @@ const LAUNCHER: &str = "ip netns exec {host}";
 /// Every veth subnet of the rig, so no rail leaves through another interface.
 const TCP_IF: &str = "10.77.0.0/16";
 
-/// Fresh hosts, or `None` after printing once why the tests are skipped.
+/// The shared hosts (`OXMPI_NETNS_HOSTS`) or fresh ones, or `None` after printing once why
+/// the tests are skipped.
 fn hosts() -> Option<TestHosts> {
-    match TestHosts::get() {
+    skip_unless(TestHosts::get())
+}
+
+/// Hosts of this test's own, for tests that take links down (other tests may share the set
+/// `OXMPI_NETNS_HOSTS` names).
+fn own_hosts() -> Option<TestHosts> {
+    skip_unless(TestHosts::create())
+}
+
+fn skip_unless(made: Result<TestHosts, String>) -> Option<TestHosts> {
+    match made {
         Ok(h) => Some(h),
         Err(why) => {
             static ONCE: std::sync::Once = std::sync::Once::new();
@@ -285,7 +296,7 @@ impl Live {
 
 #[test]
 fn taking_one_rail_down_mid_stream_loses_nothing() {
-    let Some(h) = hosts() else { return };
+    let Some(h) = own_hosts() else { return };
     let spec = format!("{}:1,{}:1", h.name(1), h.name(2));
     let big = (4 << 20).to_string();
     let mut live = Live::start(job(
@@ -316,7 +327,7 @@ fn taking_one_rail_down_mid_stream_loses_nothing() {
 
 #[test]
 fn taking_the_last_rail_down_ends_the_job_naming_the_peer() {
-    let Some(h) = hosts() else { return };
+    let Some(h) = own_hosts() else { return };
     // h1 and h3 share one link only.
     let spec = format!("{}:1,{}:1", h.name(1), h.name(3));
     let big = (4 << 20).to_string();
