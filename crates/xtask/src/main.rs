@@ -16,7 +16,7 @@ use xtask::netns::{self, TestHosts, HOSTS_ENV, LINKS};
 mod install;
 
 /// The cross-host suites: (package, integration test).
-const SUITES: [(&str, &str); 1] = [("oxrun", "multihost")];
+const SUITES: [(&str, &str); 2] = [("oxrun", "multihost"), ("oxmpi-tests", "multihost_tcp")];
 
 /// The last of SIGINT/SIGTERM received, or 0.
 static STOP: AtomicI32 = AtomicI32::new(0);

@@ -23,6 +23,33 @@ pub enum Fill {
     Closed,
 }
 
+/// How long sent data may stay unacknowledged before the kernel fails the connection
+/// (`TCP_USER_TIMEOUT`). Without it a rail whose link goes down (cable, `ip link set down`)
+/// retransmits for about 15 minutes before any error, and its fragments never move to the
+/// other rails.
+pub const STALL_TIMEOUT_MS: u32 = 5_000;
+
+/// Sets `TCP_USER_TIMEOUT` on `sock` (at connection setup only).
+fn set_user_timeout(sock: &TcpStream, ms: u32) -> io::Result<()> {
+    let v: libc::c_uint = ms;
+    // SAFETY: the descriptor is owned by `sock`, open for this call; the option value is a
+    // c_uint that lives across the call and whose size is passed with it.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_USER_TIMEOUT,
+            (&v as *const libc::c_uint).cast(),
+            std::mem::size_of::<libc::c_uint>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// A connection's socket and buffers.
 #[derive(Debug)]
 pub struct Conn {
@@ -46,6 +73,7 @@ impl Conn {
     pub fn new(sock: TcpStream, rx_bytes: usize) -> io::Result<Conn> {
         sock.set_nonblocking(true)?;
         sock.set_nodelay(true)?;
+        set_user_timeout(&sock, STALL_TIMEOUT_MS)?;
         Ok(Conn {
             sock,
             tx: Vec::new(),

@@ -15,6 +15,7 @@
 //!   a rail that dies has its unacknowledged fragments sent again over the others.
 //! - Limits of its own: no one-copy `get`/`put`, so messages above the eager limit use the
 //!   rendezvous with pushed chunks of `OXMPI_TCP_FRAG_SIZE`.
+//! - `OXMPI_TCP_LOG_ROUTES=1` prints each rail's local and remote address when it connects.
 
 pub mod conn;
 pub mod frame;
@@ -372,6 +373,8 @@ impl TcpLink {
         while peer.rails.len() < n {
             peer.rails.push(Rail::new());
         }
+        // Tests read the routes to see which peers TCP carries (the others use shared memory).
+        let log_routes = std::env::var_os("OXMPI_TCP_LOG_ROUTES").is_some_and(|v| v != "0");
         let mut last_err = None;
         for r in 0..n {
             if self.peers[idx].rails[r].state != State::Idle {
@@ -385,7 +388,16 @@ impl TcpLink {
                 rail: r as u32,
             };
             let opened = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
-                .and_then(|s| Conn::new(s, self.cfg.rx_bytes()))
+                .and_then(|s| {
+                    if log_routes {
+                        let from = s.local_addr()?;
+                        eprintln!(
+                            "oxmpi: rank {}: TCP route to rank {rank} rail {r}: {from} -> {addr}",
+                            self.me
+                        );
+                    }
+                    Conn::new(s, self.cfg.rx_bytes())
+                })
                 .and_then(|mut c| {
                     c.send(&[&hello.encode()])?;
                     self.poller.add(c.fd(), token_of(idx, r), false)?;
