@@ -58,7 +58,20 @@ fn job(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Command {
-    let mut cmd = h.command_in(3, oxrun());
+    job_from(3, h, spec, np, prog, args, env)
+}
+
+/// [`job`] with oxrun itself (the head the agents connect to) in host `head`.
+fn job_from(
+    head: usize,
+    h: &TestHosts,
+    spec: &str,
+    np: usize,
+    prog: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Command {
+    let mut cmd = h.command_in(head, oxrun());
     cmd.args(["--launcher", LAUNCHER, "--timeout", "100", "--host", spec])
         .args(["-n", &np.to_string(), prog])
         .args(args)
@@ -328,10 +341,12 @@ fn taking_one_rail_down_mid_stream_loses_nothing() {
 #[test]
 fn taking_the_last_rail_down_ends_the_job_naming_the_peer() {
     let Some(h) = own_hosts() else { return };
-    // h1 and h3 share one link only.
+    // h1 and h3 share one link only. oxrun runs in h2, so that cutting that link leaves the
+    // agents' connections to it alone and only the ranks' TCP rail breaks.
     let spec = format!("{}:1,{}:1", h.name(1), h.name(3));
     let big = (4 << 20).to_string();
-    let mut live = Live::start(job(
+    let mut live = Live::start(job_from(
+        2,
         &h,
         &spec,
         2,

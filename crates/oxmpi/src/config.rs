@@ -95,6 +95,8 @@ tunables! {
         "progress calls per TCP socket poll in a rank that also has shared-memory peers";
     tcp_handshake_ms: u32 = 5000 => "5000", "OXMPI_TCP_HANDSHAKE_MS",
         "milliseconds an incoming TCP connection has to prove it belongs to the job";
+    tcp_log_routes: bool = false => "false", "OXMPI_TCP_LOG_ROUTES",
+        "print each TCP rail's local and remote address as it connects (tests read it)";
     tcp_cut_rail: String = String::new() => "(unset)", "OXMPI_TCP_CUT_RAIL",
         "testing: RAIL:N makes rank 0 shut TCP rail RAIL to every peer down after N fragments";
     host_override: String = String::new() => "(unset)", "OXMPI_HOST_OVERRIDE",

@@ -15,7 +15,8 @@
 //!   a rail that dies has its unacknowledged fragments sent again over the others.
 //! - Limits of its own: no one-copy `get`/`put`, so messages above the eager limit use the
 //!   rendezvous with pushed chunks of `OXMPI_TCP_FRAG_SIZE`.
-//! - `OXMPI_TCP_LOG_ROUTES=1` prints each rail's local and remote address when it connects.
+//! - `OXMPI_TCP_LOG_ROUTES=1` (config.rs) prints each rail's local and remote address when it
+//!   connects.
 
 pub mod conn;
 pub mod frame;
@@ -69,6 +70,8 @@ pub struct TcpConfig {
     pub handshake: Duration,
     /// Testing: after this many fragments, rank 0 shuts rail `.0` down.
     pub cut_rail: Option<(usize, u64)>,
+    /// Print each rail's addresses as it connects (`OXMPI_TCP_LOG_ROUTES`).
+    pub log_routes: bool,
 }
 
 impl TcpConfig {
@@ -123,6 +126,7 @@ impl TcpConfig {
             poll_every: c.tcp_poll_every.max(1),
             handshake: Duration::from_millis(c.tcp_handshake_ms as u64),
             cut_rail,
+            log_routes: c.tcp_log_routes,
         })
     }
 
@@ -374,7 +378,7 @@ impl TcpLink {
             peer.rails.push(Rail::new());
         }
         // Tests read the routes to see which peers TCP carries (the others use shared memory).
-        let log_routes = std::env::var_os("OXMPI_TCP_LOG_ROUTES").is_some_and(|v| v != "0");
+        let log_routes = self.cfg.log_routes;
         let mut last_err = None;
         for r in 0..n {
             if self.peers[idx].rails[r].state != State::Idle {
@@ -1171,6 +1175,7 @@ mod tests {
             poll_every: 1,
             handshake: Duration::from_millis(100),
             cut_rail,
+            log_routes: false,
         }
     }
 
