@@ -103,25 +103,26 @@ def parse_header(path):
 
 
 def constants(path):
-    """(name, integer value) for every integer or handle constant of mpi.h, in order."""
+    """(name, integer value, handle type or None) for every integer or handle constant of
+    mpi.h, in order."""
     text = open(path).read()
-    out, seen = [], {}
+    out, seen, kinds = [], {}, {}
     for m in re.finditer(r"^#define\s+(MPI_[A-Z0-9_]+)\s+(.+?)\s*$", text, flags=re.M):
         name, val = m.group(1), m.group(2)
-        v = None
+        v, kind = None, None
         m2 = re.match(r"^\(\((MPI_[A-Za-z_]+)\)\s*(0x[0-9a-fA-F]+|[0-9]+)\)$", val)
         if m2 and m2.group(1) in HANDLES:
-            v = int(m2.group(2), 0)
+            v, kind = int(m2.group(2), 0), m2.group(1)
         elif re.match(r"^\(?-?(0x[0-9a-fA-F]+|[0-9]+)\)?$", val):
             v = int(val.strip("()"), 0)
         elif val in seen:
-            v = seen[val]
+            v, kind = seen[val], kinds[val]
         if v is None:
             continue
         if name in ("MPI_F_STATUS_SIZE", "MPI_F_SOURCE", "MPI_F_TAG", "MPI_F_ERROR"):
             continue
-        seen[name] = v
-        out.append((name, v))
+        seen[name], kinds[name] = v, kind
+        out.append((name, v, kind))
     return out
 
 
@@ -242,7 +243,8 @@ def c_wrapper(f):
     if f.ret == "MPI_Aint":
         sig = ", ".join(args) or "void"
         return f"OXF_EXPORT MPI_Aint {f.fname}({sig}) {{ return {f.name}({', '.join(call)}); }}\n"
-    sig = ", ".join(args + ["MPI_Fint *ierr"] + strlens)
+    f.sig = args + ["MPI_Fint *ierr"] + strlens
+    sig = ", ".join(f.sig)
     body = [f"    {s}" for s in pre]
     body.append(f"    *ierr = {f.name}({', '.join(call)});")
     body += [f"    {s}" for s in post]
@@ -272,7 +274,7 @@ def mpif_h(consts):
     decl("MPI_OFFSET_KIND", 8)
     decl("MPI_COUNT_KIND", 8)
     decl("MPI_INTEGER_KIND", 4)
-    for name, v in consts:
+    for name, v, _ in consts:
         decl(name, v)
     L.append("      logical MPI_SUBARRAYS_SUPPORTED")
     L.append("      parameter (MPI_SUBARRAYS_SUPPORTED=.false.)")
@@ -306,6 +308,7 @@ def mpif_h(consts):
 
 def main():
     header, out = sys.argv[1], sys.argv[2]
+    sys.path.insert(0, __import__("os").path.dirname(__file__))
     funcs, skipped = parse_header(header)
     c = ['/* Written by gen.py from mpi.h at install time: the F77-style Fortran bindings. */',
          '#include "runtime.h"', '#include <stdlib.h>', '']
@@ -322,7 +325,7 @@ def main():
     open(f"{out}/mpifort_gen.c", "w").write("\n".join(c))
     open(f"{out}/mpif.h", "w").write(mpif_h(constants(header)))
     import mpif08
-    names08 = mpif08.write(funcs, out)
+    names08, skipped08 = mpif08.write([f for f in funcs if hasattr(f, "sig") or f.name in HANDWRITTEN], constants(header), out)
     with open(f"{out}/bindings.txt", "w") as r:
         r.write(f"# F77 / mpi bindings ({len(done)}):\n")
         r.writelines(f"{n}\n" for n in sorted(done))
@@ -330,6 +333,8 @@ def main():
         r.writelines(f"{n}\n" for n in sorted(names08))
         r.write(f"# skipped ({len(skipped)}):\n")
         r.writelines(f"{n}: {why}\n" for n, why in skipped)
+        r.write(f"# not in mpi_f08 ({len(skipped08)}):\n")
+        r.writelines(f"{n}: {why}\n" for n, why in skipped08)
     for n, why in skipped:
         print(f"gen.py: no Fortran binding for {n}: {why}", file=sys.stderr)
 
