@@ -43,8 +43,13 @@ fn apt_install(pkg: &str) -> bool {
     install()
 }
 
+/// Whether `prog` runs, after installing Debian package `pkg` if it does not.
+fn have(prog: &str, pkg: &str) -> bool {
+    runs(prog) || (apt_install(pkg) && runs(prog))
+}
+
 /// Whether a Fortran compiler (and python3, which generates the bindings) is there, after
-/// installing gfortran if needed. `None` with the reason when it cannot be had.
+/// installing gfortran if needed; the reason when it cannot be had.
 fn toolchain() -> Result<(), String> {
     static READY: OnceLock<Result<(), String>> = OnceLock::new();
     READY
@@ -53,12 +58,14 @@ fn toolchain() -> Result<(), String> {
                 if !runs(&fc) {
                     return Err(format!("OXMPI_FC={fc} does not run"));
                 }
-            } else if !runs("gfortran") && !(apt_install("gfortran") && runs("gfortran")) {
-                return Err("gfortran is not installed and apt-get install gfortran failed \
+            } else if !have("gfortran", "gfortran") {
+                return Err(
+                    "gfortran is not installed and apt-get install gfortran failed \
                             (needs root and the Debian mirror)"
-                    .to_string());
+                        .to_string(),
+                );
             }
-            if !runs("python3") && !(apt_install("python3") && runs("python3")) {
+            if !have("python3", "python3") {
                 return Err("python3 is not installed and apt-get install python3 failed".into());
             }
             Ok(())
@@ -103,12 +110,28 @@ fn prefix() -> &'static Path {
         let _ = std::fs::remove_dir_all(&dir);
         // As in tests/capi.rs: refresh target/release/libmpi_abi.so and the installer.
         let build = Command::new(env!("CARGO"))
-            .args(["build", "--release", "-p", "oxmpi-capi", "--lib", "-p", "xtask"])
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "oxmpi-capi",
+                "--lib",
+                "-p",
+                "xtask",
+            ])
             .output()
             .expect("run cargo build");
-        assert!(build.status.success(), "cargo build failed: {:?}", text(&build));
+        assert!(
+            build.status.success(),
+            "cargo build failed: {:?}",
+            text(&build)
+        );
         let out = xtask_install(&dir, &[]);
-        assert!(out.status.success(), "xtask install failed: {:?}", text(&out));
+        assert!(
+            out.status.success(),
+            "xtask install failed: {:?}",
+            text(&out)
+        );
         assert!(
             dir.join("lib/libmpifort.so").exists(),
             "the installation has no Fortran bindings: {:?}",
@@ -138,7 +161,11 @@ fn program(file: &str, wrapper: &str, flags: &[&str]) -> PathBuf {
         .current_dir(&out_dir)
         .output()
         .expect("run the wrapper");
-    assert!(out.status.success(), "{wrapper} {file} failed: {:?}", text(&out));
+    assert!(
+        out.status.success(),
+        "{wrapper} {file} failed: {:?}",
+        text(&out)
+    );
     built.insert(file.to_string(), exe.clone());
     exe
 }
@@ -182,7 +209,11 @@ fn f77_collectives_reductions_and_user_ops() {
 #[test]
 fn use_mpi_free_form() {
     need_fortran!();
-    let exe = program("use_mpi.f90", "mpif90", &["-fallow-argument-mismatch", "-w"]);
+    let exe = program(
+        "use_mpi.f90",
+        "mpif90",
+        &["-fallow-argument-mismatch", "-w"],
+    );
     corpus(&exe, &[1, 2, 3, 4]);
 }
 
@@ -226,7 +257,9 @@ fn every_declared_c_function_has_a_fortran_symbol() {
         .split(';')
         .filter_map(|d| {
             let d = d.trim_start();
-            let d = d.rsplit('\n').find(|l| l.contains("MPI_") && l.contains('('))?;
+            let d = d
+                .rsplit('\n')
+                .find(|l| l.contains("MPI_") && l.contains('('))?;
             let name = d.split('(').next()?.split_whitespace().last()?;
             (name.starts_with("MPI_") && !d.trim_start().starts_with("typedef"))
                 .then(|| name.to_string())
@@ -289,7 +322,10 @@ fn install_fails_on_a_fortran_compiler_that_does_not_run() {
     // prefix() has built what the installer copies.
     prefix();
     let out = xtask_install(&dir, &[("OXMPI_FC", "/nonexistent/fortran-compiler")]);
-    assert!(!out.status.success(), "install succeeded with a missing OXMPI_FC");
+    assert!(
+        !out.status.success(),
+        "install succeeded with a missing OXMPI_FC"
+    );
     let (o, e) = text(&out);
     assert!(
         format!("{o}{e}").contains("OXMPI_FC=/nonexistent/fortran-compiler does not run"),

@@ -147,10 +147,17 @@ fn install(bin_dir: &Path, capi: &Path, prefix: &Path) -> Result<(), String> {
     match fortran_compiler()? {
         Some(fc) => install_fortran(&fc, capi, prefix),
         None => {
-            println!("install: no Fortran compiler (gfortran, or OXMPI_FC): Fortran bindings left out");
+            println!(
+                "install: no Fortran compiler (gfortran, or OXMPI_FC): Fortran bindings left out"
+            );
             Ok(())
         }
     }
+}
+
+/// The Python that runs the bindings generator (`OXMPI_PYTHON`, default `python3`).
+fn python() -> String {
+    std::env::var("OXMPI_PYTHON").unwrap_or_else(|_| "python3".to_string())
 }
 
 /// The Fortran compiler to build with: `OXMPI_FC` (which must work), else `gfortran` if it
@@ -169,6 +176,12 @@ fn fortran_compiler() -> Result<Option<String>, String> {
             } else {
                 Err(format!("OXMPI_FC={fc} does not run"))
             }
+        }
+        _ if !works(&python()) => {
+            if works("gfortran") {
+                println!("install: {} does not run, so the Fortran bindings cannot be generated; set OXMPI_PYTHON", python());
+            }
+            Ok(None)
         }
         _ => Ok(works("gfortran").then(|| "gfortran".to_string())),
     }
@@ -207,10 +220,9 @@ fn install_fortran(fc: &str, capi: &Path, prefix: &Path) -> Result<(), String> {
     for f in ["runtime.c", "runtime.h", "mpi.f90"] {
         copy(&src.join(f), &build.join(f), 0o644)?;
     }
-    let python = std::env::var("OXMPI_PYTHON").unwrap_or_else(|_| "python3".to_string());
     run(
         "gen.py",
-        Command::new(&python)
+        Command::new(python())
             .arg(src.join("gen.py"))
             .arg(inc.join("mpi.h"))
             .arg(&build),

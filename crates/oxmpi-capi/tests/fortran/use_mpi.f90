@@ -26,6 +26,18 @@ subroutine via_mpif_h(rank)
     if (r /= rank .or. ierr /= MPI_SUCCESS) stop 2
 end subroutine via_mpif_h
 
+subroutine copy_plus_one(oldcomm, keyval, extra, valin, valout, flag, ierr)
+    use mpi
+    implicit none
+    integer :: oldcomm, keyval, ierr
+    integer(kind=MPI_ADDRESS_KIND) :: extra, valin, valout
+    logical :: flag
+    if (oldcomm == MPI_COMM_NULL .or. keyval == MPI_KEYVAL_INVALID) stop 4
+    valout = valin + extra
+    flag = .true.
+    ierr = MPI_SUCCESS
+end subroutine copy_plus_one
+
 subroutine on_error(comm, code)
     use mpi
     implicit none
@@ -56,7 +68,9 @@ program use_mpi_test
     end type rec
     type(rec) :: rin, rout
     common /handler/ seen
-    external on_error
+    integer :: keyval
+    integer(kind=MPI_ADDRESS_KIND) :: val, extra
+    external on_error, copy_plus_one
 
     call MPI_INIT(ierr)
     call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
@@ -84,6 +98,21 @@ program use_mpi_test
     ! Attribute MPI_TAG_UB, as an integer.
     call MPI_COMM_GET_ATTR(MPI_COMM_WORLD, MPI_TAG_UB, tagub, flag, ierr)
     call check(flag .and. tagub >= 32767, 'tag ub')
+
+    ! A keyval with a Fortran copy function: the dup gets the value plus the extra state.
+    extra = 5
+    call MPI_COMM_CREATE_KEYVAL(copy_plus_one, MPI_COMM_NULL_DELETE_FN, keyval, extra, ierr)
+    call check(ierr == MPI_SUCCESS, 'create keyval')
+    val = 37
+    call MPI_COMM_SET_ATTR(MPI_COMM_WORLD, keyval, val, ierr)
+    call MPI_COMM_DUP(MPI_COMM_WORLD, dup, ierr)
+    val = 0
+    call MPI_COMM_GET_ATTR(dup, keyval, val, flag, ierr)
+    call check(flag .and. val == 42, 'attribute copied by the Fortran function')
+    call MPI_COMM_FREE(dup, ierr)
+    call MPI_COMM_DELETE_ATTR(MPI_COMM_WORLD, keyval, ierr)
+    call MPI_COMM_FREE_KEYVAL(keyval, ierr)
+    call check(keyval == MPI_KEYVAL_INVALID, 'free keyval')
 
     ! A column of a 4x3 INTEGER grid as a vector type, to the next rank.
     grid = reshape([(i, i = 1, 12)], [4, 3]) + 100 * rank
