@@ -1,5 +1,6 @@
 C     Collectives in fixed-form Fortran 77 through mpif.h: bcast, reduce and allreduce with
-C     MPI_SUM/MAX/MIN on INTEGER, REAL, DOUBLE PRECISION and COMPLEX, MPI_IN_PLACE, gather,
+C     MPI_SUM/MAX/MIN on INTEGER, REAL and DOUBLE PRECISION, MPI_SUM/PROD on COMPLEX and
+C     DOUBLE COMPLEX (MPI_MAX there is an error), MPI_IN_PLACE, gather,
 C     scatter, allgather, alltoall, gatherv, scan, MAXLOC on MPI_2INTEGER, a Fortran user
 C     operation, and MPI_BOTTOM with absolute addresses. Built with -fallow-argument-mismatch
 C     (buffers of several types go to the same routines).
@@ -11,6 +12,7 @@ C     (buffers of several types go to the same routines).
       real ra(4), rb(4)
       double precision da(4), db(4)
       complex ca(2), cb(2)
+      double complex za(2), zb(2)
       integer pair(2), pout(2), myop
       integer(kind=MPI_ADDRESS_KIND) addr
       external addmod, csum
@@ -61,8 +63,8 @@ C     Reductions: INTEGER, REAL, DOUBLE PRECISION; SUM, MAX, MIN.
       call MPI_REDUCE(ia, ib, 4, MPI_INTEGER, MPI_MIN, size - 1,
      &                MPI_COMM_WORLD, ierr)
       if (rank .eq. size - 1) call check(ib(1) .eq. 1, 'reduce min')
-C     COMPLEX sum, through a Fortran operation on MPI_COMPLEX (the C library has no
-C     predefined complex kernel in its blocking reductions yet).
+C     COMPLEX sum through a Fortran operation on MPI_COMPLEX, then MPI_SUM and MPI_PROD
+C     on COMPLEX and DOUBLE COMPLEX; MPI_MAX is not defined on complex numbers.
       call MPI_OP_CREATE(csum, .true., myop, ierr)
       ca(1) = cmplx(real(rank), 1.0)
       ca(2) = cmplx(1.0, real(-rank))
@@ -73,6 +75,34 @@ C     predefined complex kernel in its blocking reductions yet).
      &           real(size)), 'complex sum 1')
       call check(cb(2) .eq. cmplx(real(size),
      &           real(-size * (size - 1) / 2)), 'complex sum 2')
+      ca(1) = cmplx(real(rank), 1.0)
+      ca(2) = cmplx(1.0, real(-rank))
+      call MPI_ALLREDUCE(ca, cb, 2, MPI_COMPLEX, MPI_SUM,
+     &                   MPI_COMM_WORLD, ierr)
+      call check(cb(1) .eq. cmplx(real(size * (size - 1) / 2),
+     &           real(size)), 'MPI_SUM on COMPLEX')
+      call check(cb(2) .eq. cmplx(real(size),
+     &           real(-size * (size - 1) / 2)), 'MPI_SUM on COMPLEX 2')
+      za(1) = (0d0, 1d0)
+      za(2) = dcmplx(dble(rank + 1), 0d0)
+      call MPI_REDUCE(za, zb, 2, MPI_DOUBLE_COMPLEX, MPI_PROD, 0,
+     &                MPI_COMM_WORLD, ierr)
+      if (rank .eq. 0) then
+         call check(zb(1) .eq. (0d0, 1d0) ** size, 'MPI_PROD i**n')
+         j = 1
+         do i = 2, size
+            j = j * i
+         end do
+         call check(zb(2) .eq. dcmplx(dble(j), 0d0), 'MPI_PROD n!')
+      end if
+      call MPI_COMM_SET_ERRHANDLER(MPI_COMM_WORLD, MPI_ERRORS_RETURN,
+     &                             ierr)
+      call MPI_ALLREDUCE(ca, cb, 2, MPI_COMPLEX, MPI_MAX,
+     &                   MPI_COMM_WORLD, ierr)
+      call MPI_ERROR_CLASS(ierr, i, ierr)
+      call check(i .eq. MPI_ERR_OP, 'MPI_MAX on COMPLEX is an error')
+      call MPI_COMM_SET_ERRHANDLER(MPI_COMM_WORLD,
+     &                             MPI_ERRORS_ARE_FATAL, ierr)
 C     MPI_IN_PLACE.
       do i = 1, 4
          ib(i) = rank * i
