@@ -39,11 +39,8 @@ C_ONLY = re.compile(r"_(c2f|f2c|toint|fromint|c2f08|f082c|f2f08|f082f)$")
 
 # Arrays of handles: which argument gives their length.
 ARRAY_LEN = ("count", "incount", "max_datatypes", "n")
-# The 1-based index outputs of Fortran.
-INDEX_OUT = {
-    "MPI_Waitany": "index", "MPI_Testany": "index",
-    "MPI_Waitsome": "array_of_indices", "MPI_Testsome": "array_of_indices",
-}
+# Attribute values are integers in Fortran, pointers in C: bound by hand (runtime.c) or not.
+ATTR_VALUE = re.compile(r"_(get|set)_attr$|^MPI_Attr_(get|put)$")
 
 
 class Skip(Exception):
@@ -139,14 +136,18 @@ def array_len(f, p):
 
 
 def request_out_only(f):
-    short = f.name[4:]
-    return short.startswith("I") and short[1:2].isupper() or short.endswith("_init")
+    """Whether the function's MPI_Request * only receives a new request. Only the calls that
+    complete, start or free a request read it; reading a Fortran integer that is not yet a
+    request could name another live one."""
+    return not re.match(r"^(Wait|Test|Start|Cancel|Request_free)", f.name[4:])
 
 
 def c_wrapper(f):
     """The C text of one F77 wrapper, or raises Skip."""
     if f.name in HANDWRITTEN:
         raise Skip("handwritten")
+    if ATTR_VALUE.search(f.name):
+        raise Skip("attribute values are integers in Fortran (needs a hand-written binding)")
     args, pre, call, post, strlens, cleanup = [], [], [], [], [], []
     for p in f.params:
         b, n = p.base, p.name
@@ -213,14 +214,14 @@ def c_wrapper(f):
         elif b == "void" and p.ptr == 1 and p.array == 0:
             args.append(f"{'const ' if p.const else ''}void *{n}")
             call.append(f"oxf_buf({n})")
-        elif b == "char" and p.const and (p.ptr == 1 or p.array == 1):
+        elif b == "char" and p.const and p.ptr + p.array == 1:
             args.append(f"const char *{n}")
             strlens.append(f"size_t {n}_len")
             pre.append(f"char *s_{n} = oxf_str_in({n}, {n}_len);")
             pre.append(f"if (!s_{n}) {{ *ierr = MPI_ERR_NO_MEM; return; }}")
             cleanup.append(f"free(s_{n});")
             call.append(f"s_{n}")
-        elif b == "char" and p.ptr == 1 and not p.const:
+        elif b == "char" and p.ptr == 1 and p.array == 0 and not p.const:
             args.append(f"char *{n}")
             strlens.append(f"size_t {n}_len")
             pre.append(f"char *s_{n} = calloc(1, {n}_len + OXF_STR_MAX);")
@@ -230,12 +231,12 @@ def c_wrapper(f):
             call.append(f"s_{n}")
         else:
             raise Skip(f"parameter {p.text!r}")
-    if f.name in INDEX_OUT:
-        n = INDEX_OUT[f.name]
-        if n == "index":
-            post.append("if (*ierr == MPI_SUCCESS && *index >= 0) *index += 1;")
-        else:
-            post.append(f"if (*ierr == MPI_SUCCESS && *outcount != MPI_UNDEFINED) for (int i = 0; i < *outcount; i++) {n}[i] += 1;")
+    # Fortran indices start at 1 (MPI_UNDEFINED stays).
+    names = {p.name for p in f.params}
+    if "index" in names:
+        post.append("if (*ierr == MPI_SUCCESS && *index >= 0) *index += 1;")
+    if "array_of_indices" in names and "outcount" in names:
+        post.append("if (*ierr == MPI_SUCCESS && *outcount != MPI_UNDEFINED) for (int i = 0; i < *outcount; i++) array_of_indices[i] += 1;")
     if f.ret == "double":
         if f.params:
             raise Skip("double function with arguments")
