@@ -54,17 +54,30 @@ def wrap(line, indent):
     return "\n".join(out)
 
 
+def distinguish(decl):
+    """What tells a dummy argument apart in a generic: its type and kind, and whether it is
+    an array (every integer kind but the default is 8 bytes here)."""
+    ty, name = (x.strip() for x in decl.split("::"))
+    ty = ty.split(",")[0].strip()
+    for k in KINDS.values():
+        ty = ty.replace(k, "8")
+    return ty, "(" in name
+
+
 def proc(f):
-    """(Fortran module procedure, bind(C) interface, C glue or None, specific name)."""
+    """(Fortran module procedure, bind(C) interface, C glue or None, specific name, generic
+    name, dummy argument types)."""
     if f.name in NOT_GENERATED:
         raise Skip(NOT_GENERATED[f.name])
-    if f.name.endswith("_c") or f.name.endswith("_x"):
-        raise Skip("large-count variant (kinds coincide with MPI_ADDRESS_KIND here)")
     if f.ret != "int":
         raise Skip("function result")
     short = f.name[4:]
     has_buf = any(p.base == "void" and p.ptr == 1 for p in f.params)
-    spec = f"{f.name}_f08ts" if has_buf else f"{f.name}_f08"
+    if f.name.endswith("_c"):
+        # Large-count procedures join the generic of the same name without _c.
+        spec = f"{f.name}_f08ts" if has_buf else f"{f.name}_f08"
+    else:
+        spec = f"{f.name}_f08ts" if has_buf else f"{f.name}_f08"
     target = f"oxf08_{short.lower()}" if has_buf else f"mpi_{short.lower()}_"
     iface_name = f"oxf77_{short.lower()}"
     dummies, decls, idecls, actuals, pre, post, lens, ilens = [], [], [], [], [], [], [], []
@@ -170,7 +183,9 @@ def proc(f):
                 f"OXF_EXPORT void {target}({', '.join(cargs)}) {{\n"
                 + "".join(f"    {c}\n" for c in checks)
                 + f"    mpi_{short.lower()}_({', '.join(calls)});\n}}\n")
-    return "\n".join(body), "\n".join(iface), glue, spec
+    generic = f.name[:-2] if f.name.endswith("_c") else f.name
+    types = tuple(distinguish(decls[i]) for i in range(len(decls)) if decls[i].split("::")[1].strip().split("(")[0] in dummies)
+    return "\n".join(body), "\n".join(iface), glue, spec, generic, types
 
 
 HEAD = """! The mpi_f08 module of oxmpi, written by gen.py at install time from the installed mpi.h.
@@ -184,19 +199,25 @@ module mpi_f08
 
 def write(funcs, consts, out):
     F, I, G, generics, done, skipped = [], [], [], {}, [], []
+    made = {}
     for f in funcs:
         try:
-            body, iface, glue, spec = proc(f)
+            made[f.name] = proc(f)
         except Skip as e:
             if str(e) != "hand-written":
                 skipped.append((f.name, str(e)))
+    for name, (body, iface, glue, spec, generic, types) in made.items():
+        base = made.get(generic) if generic != name else None
+        if base is not None and base[5] == types:
+            # MPI_COUNT_KIND is MPI_ADDRESS_KIND here: Fortran could not tell them apart.
+            skipped.append((name, "large-count variant with the same argument kinds as " + generic))
             continue
         F.append(body)
         I.append(iface)
         if glue:
             G.append(glue)
-        generics.setdefault(f.name, []).append(spec)
-        done.append(f.name)
+        generics.setdefault(generic, []).append(spec)
+        done.append(name)
     done += ["MPI_Init", "MPI_Init_thread", "MPI_Wtime", "MPI_Wtick", "MPI_Comm_get_attr",
              "MPI_Comm_set_attr", "MPI_Op_create", "MPI_Op_free"]
     L = [HEAD]

@@ -48,6 +48,7 @@ program f08
     logical :: flag
     character(len=MPI_MAX_OBJECT_NAME) :: name
     integer(kind=MPI_ADDRESS_KIND) :: tagub
+    integer(kind=MPI_COUNT_KIND) :: big
 
     call MPI_Init()
     call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -77,6 +78,12 @@ program f08
     call MPI_Send(rank, 1, MPI_INTEGER, next, 5, MPI_COMM_WORLD)
     call MPI_Recv(n, 1, MPI_INTEGER, prev, 5, MPI_COMM_WORLD, st)
     call check(n == prev .and. st%MPI_SOURCE == prev, 'scalar buffers')
+    ! Large counts: an INTEGER(KIND=MPI_COUNT_KIND) count selects MPI_Send_c.
+    big = 10
+    call MPI_Send(iv, big, MPI_INTEGER, next, 9, MPI_COMM_WORLD)
+    call MPI_Recv(gall, 10, MPI_INTEGER, prev, 9, MPI_COMM_WORLD, st)
+    call MPI_Get_count(st, MPI_INTEGER, big)
+    call check(big == 10 .and. all(gall(1:10) == [(prev * 10 + i, i = 1, 10)]), 'large-count send')
 
     ! Iprobe with a LOGICAL flag.
     call MPI_Send(iv, 1, MPI_INTEGER, next, 6, MPI_COMM_WORLD)

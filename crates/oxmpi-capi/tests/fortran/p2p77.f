@@ -8,7 +8,7 @@ C     same routines, so gfortran builds it with -fallow-argument-mismatch.
       include 'mpif.h'
       integer ierr, rank, size, next, prev, i, n, cls, slen
       integer status(MPI_STATUS_SIZE), stats(MPI_STATUS_SIZE, 4)
-      integer reqs(4), ibuf(100), jbuf(100), flag
+      integer reqs(4), ibuf(100), jbuf(100), flag, first
       double precision dbuf(50), t0, t1
       logical done
       character*(MPI_MAX_PROCESSOR_NAME) pname
@@ -54,6 +54,7 @@ C     Nonblocking: two receives and two sends, waitall with statuses.
       call MPI_ISEND(ibuf, 100, MPI_INTEGER, next, 11,
      &               MPI_COMM_WORLD, reqs(3), ierr)
       call check(reqs(3) .ne. MPI_REQUEST_NULL, 'isend request')
+      first = reqs(3)
       call MPI_WAIT(reqs(3), MPI_STATUS_IGNORE, ierr)
       call check(reqs(3) .eq. MPI_REQUEST_NULL, 'wait frees')
       call MPI_ISEND(dbuf, 0, MPI_DOUBLE_PRECISION, next, 12,
@@ -78,6 +79,13 @@ C     Many requests in a row reuse request numbers (MPI_STATUSES_IGNORE).
          call MPI_WAITALL(2, reqs, MPI_STATUSES_IGNORE, ierr)
          call check(n .eq. i, 'loop data')
       end do
+C     Completed requests gave their numbers back: the next one is among the first few.
+      call MPI_IRECV(n, 1, MPI_INTEGER, prev, 13, MPI_COMM_WORLD,
+     &               reqs(1), ierr)
+      call check(reqs(1) .ne. MPI_REQUEST_NULL .and.
+     &           reqs(1) .lt. first + 64, 'request numbers reused')
+      call MPI_SEND(i, 1, MPI_INTEGER, next, 13, MPI_COMM_WORLD, ierr)
+      call MPI_WAIT(reqs(1), status, ierr)
 C     Test until done, with a LOGICAL flag.
       call MPI_IRECV(n, 1, MPI_INTEGER, prev, 14, MPI_COMM_WORLD,
      &               reqs(1), ierr)
