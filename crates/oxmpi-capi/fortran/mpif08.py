@@ -22,15 +22,15 @@ NOT_GENERATED = {
     "MPI_Wtick": "hand-written", "MPI_Aint_add": "hand-written", "MPI_Aint_diff": "hand-written",
     "MPI_Comm_get_attr": "hand-written", "MPI_Comm_set_attr": "hand-written",
     "MPI_Op_create": "hand-written", "MPI_Op_free": "hand-written",
-    "MPI_Comm_create_errhandler": "Fortran callback not bound in mpi_f08 yet",
-    "MPI_Comm_create_keyval": "Fortran callback not bound in mpi_f08 yet",
-    "MPI_Type_create_keyval": "Fortran callback not bound in mpi_f08 yet",
+    "MPI_Comm_create_errhandler": "hand-written",
+    "MPI_Comm_create_keyval": "hand-written",
+    "MPI_Type_create_keyval": "hand-written",
     "MPI_Keyval_create": "deprecated, not in mpi_f08",
     "MPI_Attr_put": "deprecated, not in mpi_f08", "MPI_Attr_get": "deprecated, not in mpi_f08",
     "MPI_Attr_delete": "deprecated, not in mpi_f08", "MPI_Keyval_free": "deprecated, not in mpi_f08",
-    "MPI_Type_set_attr": "attribute values not bound in mpi_f08 yet",
-    "MPI_Type_get_attr": "attribute values not bound in mpi_f08 yet",
-    "MPI_Alloc_mem": "TYPE(C_PTR) baseptr not bound in mpi_f08 yet",
+    "MPI_Type_set_attr": "hand-written",
+    "MPI_Type_get_attr": "hand-written",
+    "MPI_Alloc_mem": "hand-written",
     "MPI_Buffer_detach": "TYPE(C_PTR) buffer_addr not bound in mpi_f08 yet",
     "MPI_Pcontrol": "hand-written",
 }
@@ -218,8 +218,7 @@ def write(funcs, consts, out):
             G.append(glue)
         generics.setdefault(generic, []).append(spec)
         done.append(name)
-    done += ["MPI_Init", "MPI_Init_thread", "MPI_Wtime", "MPI_Wtick", "MPI_Comm_get_attr",
-             "MPI_Comm_set_attr", "MPI_Op_create", "MPI_Op_free"]
+    done += HAND_NAMES + ["MPI_Wtime", "MPI_Wtick"]
     L = [HEAD]
     L.append("    integer, parameter :: MPI_ADDRESS_KIND = 8, MPI_OFFSET_KIND = 8, MPI_COUNT_KIND = 8")
     L.append("    integer, parameter :: MPI_INTEGER_KIND = 4, MPI_STATUS_SIZE = 8")
@@ -257,8 +256,7 @@ def write(funcs, consts, out):
     L.append("    interface operator(/=)\n" + wrap(f"        module procedure {', '.join(nes)}", "        ") + "\n    end interface")
     for name, specs in sorted(generics.items()):
         L.append(f"    interface {name}\n        module procedure {', '.join(specs)}\n    end interface {name}")
-    for name in ["MPI_Init", "MPI_Init_thread", "MPI_Comm_get_attr", "MPI_Comm_set_attr",
-                 "MPI_Op_create", "MPI_Op_free"]:
+    for name in HAND_NAMES:
         L.append(f"    interface {name}\n        module procedure {name}_f08\n    end interface {name}")
     L.append("    abstract interface")
     L.append("        subroutine MPI_User_function(invec, inoutvec, len, datatype)")
@@ -267,6 +265,7 @@ def write(funcs, consts, out):
     L.append("            integer :: len")
     L.append("            type(MPI_Datatype) :: datatype")
     L.append("        end subroutine MPI_User_function")
+    L.append(HAND_ABSTRACT)
     L.append("    end interface")
     L.append("    interface")
     L += I
@@ -289,6 +288,45 @@ def write(funcs, consts, out):
     open(f"{out}/mpif08_gen.c", "w").write("\n".join(glue))
     return done, skipped
 
+
+HAND_NAMES = ["MPI_Init", "MPI_Init_thread", "MPI_Comm_get_attr", "MPI_Comm_set_attr",
+              "MPI_Op_create", "MPI_Op_free", "MPI_Comm_create_errhandler",
+              "MPI_Comm_create_keyval", "MPI_Type_create_keyval", "MPI_Type_set_attr",
+              "MPI_Type_get_attr", "MPI_Alloc_mem"]
+
+HAND_ABSTRACT = """        subroutine MPI_Comm_errhandler_function(comm, error_code)
+            import
+            type(MPI_Comm) :: comm
+            integer :: error_code
+        end subroutine MPI_Comm_errhandler_function
+        subroutine MPI_Comm_copy_attr_function(oldcomm, comm_keyval, extra_state, &
+                attribute_val_in, attribute_val_out, flag, ierror)
+            import
+            type(MPI_Comm) :: oldcomm
+            integer :: comm_keyval, ierror
+            integer(kind=MPI_ADDRESS_KIND) :: extra_state, attribute_val_in, attribute_val_out
+            logical :: flag
+        end subroutine MPI_Comm_copy_attr_function
+        subroutine MPI_Comm_delete_attr_function(comm, comm_keyval, attribute_val, extra_state, ierror)
+            import
+            type(MPI_Comm) :: comm
+            integer :: comm_keyval, ierror
+            integer(kind=MPI_ADDRESS_KIND) :: attribute_val, extra_state
+        end subroutine MPI_Comm_delete_attr_function
+        subroutine MPI_Type_copy_attr_function(oldtype, type_keyval, extra_state, &
+                attribute_val_in, attribute_val_out, flag, ierror)
+            import
+            type(MPI_Datatype) :: oldtype
+            integer :: type_keyval, ierror
+            integer(kind=MPI_ADDRESS_KIND) :: extra_state, attribute_val_in, attribute_val_out
+            logical :: flag
+        end subroutine MPI_Type_copy_attr_function
+        subroutine MPI_Type_delete_attr_function(datatype, type_keyval, attribute_val, extra_state, ierror)
+            import
+            type(MPI_Datatype) :: datatype
+            integer :: type_keyval, ierror
+            integer(kind=MPI_ADDRESS_KIND) :: attribute_val, extra_state
+        end subroutine MPI_Type_delete_attr_function"""
 
 HAND_IFACES = """        subroutine oxf77_init(ierr) bind(C, name="mpi_init_")
             import
@@ -326,7 +364,44 @@ HAND_IFACES = """        subroutine oxf77_init(ierr) bind(C, name="mpi_init_")
             import
             type(MPI_Op) :: op
             integer(c_int) :: ierr
-        end subroutine oxf77_op_free"""
+        end subroutine oxf77_op_free
+        subroutine oxf77_comm_create_errhandler(fn, errhandler, ierr) bind(C, name="mpi_comm_create_errhandler_")
+            import
+            type(c_funptr), value :: fn
+            type(MPI_Errhandler) :: errhandler
+            integer(c_int) :: ierr
+        end subroutine oxf77_comm_create_errhandler
+        subroutine oxf77_comm_create_keyval(copy, del, keyval, extra, ierr) bind(C, name="mpi_comm_create_keyval_")
+            import
+            type(c_funptr), value :: copy, del
+            integer(c_int) :: keyval, ierr
+            integer(c_int64_t) :: extra
+        end subroutine oxf77_comm_create_keyval
+        subroutine oxf77_type_create_keyval(copy, del, keyval, extra, ierr) bind(C, name="mpi_type_create_keyval_")
+            import
+            type(c_funptr), value :: copy, del
+            integer(c_int) :: keyval, ierr
+            integer(c_int64_t) :: extra
+        end subroutine oxf77_type_create_keyval
+        subroutine oxf77_type_set_attr(t, keyval, val, ierr) bind(C, name="mpi_type_set_attr_")
+            import
+            type(MPI_Datatype) :: t
+            integer(c_int) :: keyval, ierr
+            integer(c_int64_t) :: val
+        end subroutine oxf77_type_set_attr
+        subroutine oxf77_type_get_attr(t, keyval, val, flag, ierr) bind(C, name="mpi_type_get_attr_")
+            import
+            type(MPI_Datatype) :: t
+            integer(c_int) :: keyval, flag, ierr
+            integer(c_int64_t) :: val
+        end subroutine oxf77_type_get_attr
+        subroutine oxf77_alloc_mem(size, info, baseptr, ierr) bind(C, name="mpi_alloc_mem_")
+            import
+            integer(c_int64_t) :: size
+            type(MPI_Info) :: info
+            type(c_ptr) :: baseptr
+            integer(c_int) :: ierr
+        end subroutine oxf77_alloc_mem"""
 
 HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
         integer, optional, intent(out) :: ierror
@@ -383,7 +458,134 @@ HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
         integer :: ierr
         call oxf77_op_free(op, ierr)
         if (present(ierror)) ierror = ierr
-    end subroutine MPI_Op_free_f08"""
+    end subroutine MPI_Op_free_f08
+    subroutine MPI_Comm_create_errhandler_f08(comm_errhandler_fn, errhandler, ierror)
+        procedure(MPI_Comm_errhandler_function) :: comm_errhandler_fn
+        type(MPI_Errhandler), intent(out) :: errhandler
+        integer, optional, intent(out) :: ierror
+        integer :: ierr
+        ! The F77 trampolines pass the communicator and the code by reference, as here.
+        call oxf77_comm_create_errhandler(c_funloc(comm_errhandler_fn), errhandler, ierr)
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Comm_create_errhandler_f08
+    subroutine MPI_Comm_create_keyval_f08(comm_copy_attr_fn, comm_delete_attr_fn, comm_keyval, &
+            extra_state, ierror)
+        procedure(MPI_Comm_copy_attr_function) :: comm_copy_attr_fn
+        procedure(MPI_Comm_delete_attr_function) :: comm_delete_attr_fn
+        integer, intent(out) :: comm_keyval
+        integer(kind=MPI_ADDRESS_KIND), intent(in) :: extra_state
+        integer, optional, intent(out) :: ierror
+        integer :: ierr
+        integer(kind=MPI_ADDRESS_KIND) :: extra
+        extra = extra_state
+        call oxf77_comm_create_keyval(c_funloc(comm_copy_attr_fn), c_funloc(comm_delete_attr_fn), &
+            comm_keyval, extra, ierr)
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Comm_create_keyval_f08
+    subroutine MPI_Type_create_keyval_f08(type_copy_attr_fn, type_delete_attr_fn, type_keyval, &
+            extra_state, ierror)
+        procedure(MPI_Type_copy_attr_function) :: type_copy_attr_fn
+        procedure(MPI_Type_delete_attr_function) :: type_delete_attr_fn
+        integer, intent(out) :: type_keyval
+        integer(kind=MPI_ADDRESS_KIND), intent(in) :: extra_state
+        integer, optional, intent(out) :: ierror
+        integer :: ierr
+        integer(kind=MPI_ADDRESS_KIND) :: extra
+        extra = extra_state
+        call oxf77_type_create_keyval(c_funloc(type_copy_attr_fn), c_funloc(type_delete_attr_fn), &
+            type_keyval, extra, ierr)
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Type_create_keyval_f08
+    subroutine MPI_Type_set_attr_f08(datatype, type_keyval, attribute_val, ierror)
+        type(MPI_Datatype), intent(in) :: datatype
+        integer, intent(in) :: type_keyval
+        integer(kind=MPI_ADDRESS_KIND), intent(in) :: attribute_val
+        integer, optional, intent(out) :: ierror
+        integer :: ierr
+        type(MPI_Datatype) :: t
+        integer(kind=MPI_ADDRESS_KIND) :: val
+        t = datatype
+        val = attribute_val
+        call oxf77_type_set_attr(t, type_keyval, val, ierr)
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Type_set_attr_f08
+    subroutine MPI_Type_get_attr_f08(datatype, type_keyval, attribute_val, flag, ierror)
+        type(MPI_Datatype), intent(in) :: datatype
+        integer, intent(in) :: type_keyval
+        integer(kind=MPI_ADDRESS_KIND), intent(out) :: attribute_val
+        logical, intent(out) :: flag
+        integer, optional, intent(out) :: ierror
+        integer :: ierr, iflag
+        type(MPI_Datatype) :: t
+        t = datatype
+        call oxf77_type_get_attr(t, type_keyval, attribute_val, iflag, ierr)
+        flag = iflag /= 0
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Type_get_attr_f08
+    subroutine MPI_Alloc_mem_f08(size, info, baseptr, ierror)
+        integer(kind=MPI_ADDRESS_KIND), intent(in) :: size
+        type(MPI_Info), intent(in) :: info
+        type(c_ptr), intent(out) :: baseptr
+        integer, optional, intent(out) :: ierror
+        integer :: ierr
+        integer(kind=MPI_ADDRESS_KIND) :: n
+        type(MPI_Info) :: i
+        n = size
+        i = info
+        call oxf77_alloc_mem(n, i, baseptr, ierr)
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Alloc_mem_f08
+    ! The predefined callbacks, as Fortran procedures of the abstract interfaces.
+    subroutine MPI_COMM_NULL_COPY_FN(oldcomm, comm_keyval, extra_state, attribute_val_in, &
+            attribute_val_out, flag, ierror)
+        type(MPI_Comm) :: oldcomm
+        integer :: comm_keyval, ierror
+        integer(kind=MPI_ADDRESS_KIND) :: extra_state, attribute_val_in, attribute_val_out
+        logical :: flag
+        flag = .false.
+        ierror = MPI_SUCCESS
+    end subroutine MPI_COMM_NULL_COPY_FN
+    subroutine MPI_COMM_DUP_FN(oldcomm, comm_keyval, extra_state, attribute_val_in, &
+            attribute_val_out, flag, ierror)
+        type(MPI_Comm) :: oldcomm
+        integer :: comm_keyval, ierror
+        integer(kind=MPI_ADDRESS_KIND) :: extra_state, attribute_val_in, attribute_val_out
+        logical :: flag
+        attribute_val_out = attribute_val_in
+        flag = .true.
+        ierror = MPI_SUCCESS
+    end subroutine MPI_COMM_DUP_FN
+    subroutine MPI_COMM_NULL_DELETE_FN(comm, comm_keyval, attribute_val, extra_state, ierror)
+        type(MPI_Comm) :: comm
+        integer :: comm_keyval, ierror
+        integer(kind=MPI_ADDRESS_KIND) :: attribute_val, extra_state
+        ierror = MPI_SUCCESS
+    end subroutine MPI_COMM_NULL_DELETE_FN
+    subroutine MPI_TYPE_NULL_COPY_FN(oldtype, type_keyval, extra_state, attribute_val_in, &
+            attribute_val_out, flag, ierror)
+        type(MPI_Datatype) :: oldtype
+        integer :: type_keyval, ierror
+        integer(kind=MPI_ADDRESS_KIND) :: extra_state, attribute_val_in, attribute_val_out
+        logical :: flag
+        flag = .false.
+        ierror = MPI_SUCCESS
+    end subroutine MPI_TYPE_NULL_COPY_FN
+    subroutine MPI_TYPE_DUP_FN(oldtype, type_keyval, extra_state, attribute_val_in, &
+            attribute_val_out, flag, ierror)
+        type(MPI_Datatype) :: oldtype
+        integer :: type_keyval, ierror
+        integer(kind=MPI_ADDRESS_KIND) :: extra_state, attribute_val_in, attribute_val_out
+        logical :: flag
+        attribute_val_out = attribute_val_in
+        flag = .true.
+        ierror = MPI_SUCCESS
+    end subroutine MPI_TYPE_DUP_FN
+    subroutine MPI_TYPE_NULL_DELETE_FN(datatype, type_keyval, attribute_val, extra_state, ierror)
+        type(MPI_Datatype) :: datatype
+        integer :: type_keyval, ierror
+        integer(kind=MPI_ADDRESS_KIND) :: attribute_val, extra_state
+        ierror = MPI_SUCCESS
+    end subroutine MPI_TYPE_NULL_DELETE_FN"""
 
 HAND_GLUE = """/* mpi_f08's MPI_User_function takes the buffers as TYPE(C_PTR) by value and the datatype as
  * TYPE(MPI_Datatype): the F77 slot's calling convention except for the two buffers, which

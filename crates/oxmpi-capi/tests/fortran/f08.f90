@@ -6,6 +6,7 @@
 module f08_checks
     use mpi_f08
     implicit none
+    integer :: last_error = 0
 contains
     subroutine check(ok, what)
         logical, intent(in) :: ok
@@ -30,6 +31,24 @@ contains
             b(i) = max(abs(a(i)), abs(b(i)))
         end do
     end subroutine maxabs
+
+    subroutine on_error(comm, error_code)
+        type(MPI_Comm) :: comm
+        integer :: error_code
+        if (comm == MPI_COMM_WORLD) last_error = error_code
+    end subroutine on_error
+
+    subroutine copy_twice(oldcomm, comm_keyval, extra_state, attribute_val_in, &
+            attribute_val_out, flag, ierror)
+        type(MPI_Comm) :: oldcomm
+        integer :: comm_keyval, ierror
+        integer(kind=MPI_ADDRESS_KIND) :: extra_state, attribute_val_in, attribute_val_out
+        logical :: flag
+        if (oldcomm == MPI_COMM_NULL .or. comm_keyval == MPI_KEYVAL_INVALID) stop 5
+        attribute_val_out = attribute_val_in * extra_state
+        flag = .true.
+        ierror = MPI_SUCCESS
+    end subroutine copy_twice
 end module f08_checks
 
 program f08
@@ -49,6 +68,8 @@ program f08
     character(len=MPI_MAX_OBJECT_NAME) :: name
     integer(kind=MPI_ADDRESS_KIND) :: tagub
     integer(kind=MPI_COUNT_KIND) :: big
+    integer :: kv1, kv2
+    type(MPI_Errhandler) :: eh
 
     call MPI_Init()
     call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -134,6 +155,22 @@ program f08
     call MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, tagub, flag)
     call check(flag .and. tagub >= 32767, 'tag ub')
 
+    ! Keyvals: a Fortran copy function (value times the extra state) and MPI_COMM_DUP_FN.
+    call MPI_Comm_create_keyval(copy_twice, MPI_COMM_NULL_DELETE_FN, kv1, 2_MPI_ADDRESS_KIND)
+    call MPI_Comm_create_keyval(MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN, kv2, 0_MPI_ADDRESS_KIND)
+    call MPI_Comm_set_attr(MPI_COMM_WORLD, kv1, 21_MPI_ADDRESS_KIND)
+    call MPI_Comm_set_attr(MPI_COMM_WORLD, kv2, 99_MPI_ADDRESS_KIND)
+    call MPI_Comm_dup(MPI_COMM_WORLD, dup)
+    call MPI_Comm_get_attr(dup, kv1, tagub, flag)
+    call check(flag .and. tagub == 42, 'Fortran copy function')
+    call MPI_Comm_get_attr(dup, kv2, tagub, flag)
+    call check(flag .and. tagub == 99, 'MPI_COMM_DUP_FN')
+    call MPI_Comm_free(dup)
+    call MPI_Comm_delete_attr(MPI_COMM_WORLD, kv1)
+    call MPI_Comm_delete_attr(MPI_COMM_WORLD, kv2)
+    call MPI_Comm_free_keyval(kv1)
+    call MPI_Comm_free_keyval(kv2)
+
     ! A derived type: two INTEGERs with a stride.
     call MPI_Type_vector(2, 1, 3, MPI_INTEGER, pair)
     call MPI_Type_commit(pair)
@@ -142,7 +179,12 @@ program f08
     call check(iv(1) == 4 .and. iv(2) == 7, 'vector type')
     call MPI_Type_free(pair)
 
-    ! Error returns.
+    ! Error returns, first through a Fortran error handler.
+    call MPI_Comm_create_errhandler(on_error, eh)
+    call MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh)
+    call MPI_Send(rank, 1, MPI_INTEGER, size, 0, MPI_COMM_WORLD, ierr)
+    call check(ierr /= MPI_SUCCESS .and. last_error == ierr, 'Fortran error handler')
+    call MPI_Errhandler_free(eh)
     call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN)
     call MPI_Send(rank, 1, MPI_INTEGER, size, 0, MPI_COMM_WORLD, ierr)
     call check(ierr /= MPI_SUCCESS, 'bad rank')
