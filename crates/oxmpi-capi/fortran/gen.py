@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Writes oxmpi's Fortran bindings from the mpi.h being installed.
 
-    gen.py MPI_H OUT_DIR
+    gen.py MPI_H OUT_DIR [FORTRAN_COMPILER]
 
 OUT_DIR receives:
   mpifort_gen.c  the F77-style wrappers (mpi_send_ ...) over the C ABI, one per C function
                  mpi.h declares, except those runtime.c writes by hand
   mpif.h         constants, sentinels and function types for `include 'mpif.h'` (fixed and
-                 free form) and for the `mpi` module
+                 free form)
+  mpi.f90        the `mpi` module: mpif.h and, for gfortran, explicit interfaces
   mpi_f08.f90    the mpi_f08 module (derived-type handles, optional ierror, assumed-rank
                  choice buffers) over the same wrappers
   mpif08_gen.c   the choice-buffer glue mpi_f08 needs (CFI descriptors to addresses)
@@ -307,8 +308,71 @@ def mpif_h(consts):
     return "\n".join(L) + "\n"
 
 
+# int arguments that are LOGICAL in Fortran.
+LOGICAL = {"flag", "commute", "high", "reorder"}
+
+
+def mpi_interface(f):
+    """The explicit interface of one F77 routine for the `mpi` module (None: leave it
+    implicit). Choice buffers take anything through gfortran's NO_ARG_CHECK."""
+    if f.ret != "int" or f.name in HANDWRITTEN or not hasattr(f, "sig"):
+        return None
+    name = f.name.upper()
+    decls, gcc = [], []
+    for p in f.params:
+        b, n = p.base, p.name
+        if b == "int":
+            ty = "logical" if n in LOGICAL and p.array == 0 else "integer"
+            dim = "(3, *)" if p.array == 2 else "(*)" if p.array else ""
+        elif b in INTS:
+            ty, dim = "integer(kind=MPI_ADDRESS_KIND)", "(*)" if p.array else ""
+        elif b in HANDLES:
+            ty, dim = "integer", "(*)" if p.array else ""
+        elif b == "MPI_Status":
+            ty, dim = "integer", "(MPI_STATUS_SIZE, *)" if p.array else "(MPI_STATUS_SIZE)"
+        elif b == "void":
+            gcc.append(n)
+            ty, dim = "type(*)", ", dimension(*)"
+        elif b == "char":
+            ty, dim = "character(len=*)", ""
+        else:
+            return None
+        if dim.startswith(","):
+            decls.append(f"{ty}{dim} :: {n}")
+        else:
+            decls.append(f"{ty} :: {n}{dim}")
+    args = [p.name for p in f.params] + ["ierror"]
+    L = ["        subroutine " + name + "(" + ", ".join(args) + ")"]
+    if len(L[0]) > 120:
+        L = ["        subroutine " + name + "(" + ", &\n                ".join(args) + ")"]
+    L.append("            import :: MPI_ADDRESS_KIND, MPI_STATUS_SIZE")
+    L += [f"            !GCC$ ATTRIBUTES NO_ARG_CHECK :: {n}" for n in gcc]
+    L += [f"            {d}" for d in decls]
+    L.append("            integer :: ierror")
+    L.append(f"        end subroutine {name}")
+    return "\n".join(L)
+
+
+def mpi_module(funcs, fc_is_gfortran):
+    L = ["! The `mpi` module of oxmpi, written by gen.py at install time: mpif.h's constants and",
+         "! sentinels, and explicit interfaces for the routines. Built by the Fortran compiler",
+         "! found at install time: module files are compiler-specific.",
+         "module mpi",
+         "    implicit none",
+         "    include 'mpif.h'"]
+    if fc_is_gfortran:
+        ifaces = [i for i in (mpi_interface(f) for f in funcs) if i]
+        L.append("    interface")
+        L += ifaces
+        L.append("    end interface")
+    L.append("end module mpi")
+    return "\n".join(L) + "\n"
+
+
 def main():
     header, out = sys.argv[1], sys.argv[2]
+    # Choice buffers need NO_ARG_CHECK (gfortran); other compilers get implicit interfaces.
+    gfortran = len(sys.argv) > 3 and "gfortran" in sys.argv[3]
     sys.path.insert(0, __import__("os").path.dirname(__file__))
     funcs, skipped = parse_header(header)
     c = ['/* Written by gen.py from mpi.h at install time: the F77-style Fortran bindings. */',
@@ -325,6 +389,7 @@ def main():
                 skipped.append((f.name, str(e)))
     open(f"{out}/mpifort_gen.c", "w").write("\n".join(c))
     open(f"{out}/mpif.h", "w").write(mpif_h(constants(header)))
+    open(f"{out}/mpi.f90", "w").write(mpi_module(funcs, gfortran))
     import mpif08
     names08, skipped08 = mpif08.write([f for f in funcs if hasattr(f, "sig") or f.name in HANDWRITTEN], constants(header), out)
     with open(f"{out}/bindings.txt", "w") as r:

@@ -227,7 +227,7 @@ fn use_mpi_f08() {
 #[test]
 fn mixed_job_of_c_and_fortran_ranks() {
     need_fortran!();
-    let f = program("mixed.f90", "mpifort", &["-fallow-argument-mismatch", "-w"]);
+    let f = program("mixed.f90", "mpifort", &[]);
     let c_src = crate_dir().join("tests/fortran/mixed.c");
     let c = prefix().join("tests/mixed_c");
     let out = Command::new(prefix().join("bin/mpicc"))
@@ -246,6 +246,45 @@ fn mixed_job_of_c_and_fortran_ranks() {
             "{nc} C + {nf} Fortran ranks: {:?}\n{o}\n{e}",
             out.status
         );
+    }
+}
+
+#[test]
+fn use_mpi_checks_the_arguments_it_can() {
+    need_fortran!();
+    // A REAL count and a missing ierror are compile errors with the module's interfaces.
+    let dir = prefix().join("tests");
+    std::fs::create_dir_all(&dir).expect("mkdir tests");
+    // gfortran's messages name the argument; LC_ALL=C keeps them in plain quotes.
+    for (name, body, want) in [
+        (
+            "badcount.f90",
+            "call MPI_SEND(x, 1.0, MPI_REAL, 0, 0, MPI_COMM_WORLD, ierr)",
+            "argument 'count'",
+        ),
+        (
+            "noierr.f90",
+            "call MPI_BARRIER(MPI_COMM_WORLD)",
+            "argument 'ierror'",
+        ),
+    ] {
+        let src = dir.join(name);
+        std::fs::write(
+            &src,
+            format!("program p\n use mpi\n real :: x\n integer :: ierr\n {body}\nend program p\n"),
+        )
+        .expect("write source");
+        let out = Command::new(prefix().join("bin/mpif90"))
+            .args(["-c", "-o"])
+            .arg(dir.join(name.replace(".f90", ".o")))
+            .arg(&src)
+            .current_dir(&dir)
+            .env("LC_ALL", "C")
+            .output()
+            .expect("run mpif90");
+        let (_, e) = text(&out);
+        assert!(!out.status.success(), "{name} compiled");
+        assert!(e.contains(want), "{name}: {e}");
     }
 }
 

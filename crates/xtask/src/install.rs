@@ -217,7 +217,7 @@ fn install_fortran(fc: &str, capi: &Path, prefix: &Path) -> Result<(), String> {
     let src = capi.join("fortran");
     let build = prefix.join("share/oxmpi/fortran");
     fs::create_dir_all(&build).map_err(|e| format!("mkdir {}: {e}", build.display()))?;
-    for f in ["runtime.c", "runtime.h", "mpi.f90"] {
+    for f in ["runtime.c", "runtime.h"] {
         copy(&src.join(f), &build.join(f), 0o644)?;
     }
     run(
@@ -225,7 +225,8 @@ fn install_fortran(fc: &str, capi: &Path, prefix: &Path) -> Result<(), String> {
         Command::new(python())
             .arg(src.join("gen.py"))
             .arg(inc.join("mpi.h"))
-            .arg(&build),
+            .arg(&build)
+            .arg(fc),
         &build,
     )?;
     copy(&build.join("mpif.h"), &inc.join("mpif.h"), 0o644)?;
