@@ -68,7 +68,7 @@ program use_mpi_test
     end type rec
     type(rec) :: rin, rout
     common /handler/ seen
-    integer :: keyval
+    integer :: keyval, many(40), many_in(20), many_out(20)
     integer(kind=MPI_ADDRESS_KIND) :: val, extra
     external on_error, copy_plus_one
 
@@ -163,6 +163,23 @@ program use_mpi_test
     call MPI_WAITSOME(3, reqs, outcount, indices, statuses, ierr)
     call check(outcount == MPI_UNDEFINED, 'waitsome on nulls')
     call check(col(2) == mod(rank + size - 1, size), 'waitany data')
+
+    ! More requests than the wrappers keep on the stack (16): waitall and testall.
+    do i = 1, 20
+        call MPI_IRECV(many_in(i), 1, MPI_INTEGER, mod(rank + size - 1, size), 100 + i, &
+                       MPI_COMM_WORLD, many(i), ierr)
+    end do
+    many_out = [(rank * 100 + i, i = 1, 20)]
+    do i = 1, 20
+        call MPI_ISEND(many_out(i), 1, MPI_INTEGER, mod(rank + 1, size), 100 + i, &
+                       MPI_COMM_WORLD, many(20 + i), ierr)
+    end do
+    flag = .false.
+    do while (.not. flag)
+        call MPI_TESTALL(40, many, flag, MPI_STATUSES_IGNORE, ierr)
+    end do
+    call check(all(many == MPI_REQUEST_NULL), 'testall frees')
+    call check(all(many_in == [(mod(rank + size - 1, size) * 100 + i, i = 1, 20)]), 'many requests')
 
     ! Reductions on REAL, MPI_IN_PLACE at the root.
     r = [real(rank), 1.0, -real(rank)]
