@@ -22,6 +22,9 @@ saying why it has none.
 import re
 import sys
 
+# The generator runs from the source tree: leave no __pycache__ there.
+sys.dont_write_bytecode = True
+
 HANDLES = {
     "MPI_Comm", "MPI_Datatype", "MPI_Errhandler", "MPI_File", "MPI_Group", "MPI_Info",
     "MPI_Message", "MPI_Op", "MPI_Request", "MPI_Session", "MPI_Win",

@@ -289,6 +289,20 @@ fn use_mpi_checks_the_arguments_it_can() {
 }
 
 #[test]
+fn generator_unit_tests() {
+    need_fortran!();
+    let out = Command::new("python3")
+        .args(["-B", "-m", "unittest", "discover", "-s"])
+        .arg(crate_dir().join("fortran"))
+        .args(["-p", "test_*.py"])
+        .output()
+        .expect("run python3");
+    let (o, e) = text(&out);
+    assert!(out.status.success(), "gen.py unit tests failed:\n{o}\n{e}");
+    assert!(e.contains("OK"), "{e}");
+}
+
+#[test]
 fn every_declared_c_function_has_a_fortran_symbol() {
     need_fortran!();
     let header = std::fs::read_to_string(prefix().join("include/mpi.h")).expect("read mpi.h");
