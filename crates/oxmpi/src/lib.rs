@@ -36,6 +36,7 @@ pub mod config;
 pub mod datatype;
 pub mod environment;
 pub mod error;
+pub mod future;
 pub mod group;
 pub mod handle;
 pub mod info;

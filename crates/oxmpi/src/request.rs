@@ -58,7 +58,7 @@ impl Scope<'_> {
             // Entries of requests already collected (their slot may serve another request
             // now) are skipped: only live ones can still touch a buffer.
             if rt.engine.with(|e| e.is_live(id)) {
-                if let Some(c) = h::wait_id(rt, id, "scope end").error {
+                if let Some(c) = drop_wait(rt, id, "scope end").error {
                     eprintln!(
                         "oxmpi: rank {}: a request left at scope end failed ({c:?})",
                         rt.rank
@@ -102,6 +102,10 @@ pub struct Request<'a, 's> {
     rt: &'s Runtime,
     state: ReqState,
     elem: usize,
+    /// Polled as a future: dropped early, it cancels a receive that has not matched.
+    polled: bool,
+    /// Its entry in the async progress source's waiter list, while it has one.
+    waker: Option<u64>,
     /// Ties the request (and the buffer borrow `'a`) to its scope.
     _scope: &'s Scope<'a>,
 }
@@ -133,8 +137,23 @@ impl<'a, 's> Request<'a, 's> {
             rt,
             state,
             elem,
+            polled: false,
+            waker: None,
             _scope: scope,
         }
+    }
+
+    /// Drops the async waiter entry once the request is collected.
+    fn unregister(&mut self) {
+        if let Some(token) = self.waker.take() {
+            crate::future::unregister(token);
+        }
+    }
+
+    /// A guard that cancels the operation when dropped, then waits for it: a receive that
+    /// never matches does not hold up the end of a scope (rsmpi's `CancelGuard`).
+    pub fn cancel_guard(self) -> CancelGuard<'a, 's> {
+        CancelGuard(Some(self))
     }
 
     /// Blocks until the operation completes (`MPI_Wait`).
@@ -143,6 +162,7 @@ impl<'a, 's> Request<'a, 's> {
     }
 
     fn wait_in(&mut self, call: &'static str) -> Result<Status> {
+        self.unregister();
         let st = match std::mem::replace(&mut self.state, ReqState::Collected) {
             ReqState::Pending(id) => h::wait_id(self.rt, id, call),
             ReqState::Done(st) => st,
@@ -160,6 +180,7 @@ impl<'a, 's> Request<'a, 's> {
             ReqState::Done(st) => st,
             ReqState::Collected => return Some(Err(collected("test"))),
         };
+        self.unregister();
         self.state = ReqState::Collected;
         Some(check("test", st.with_elem(self.elem)))
     }
@@ -190,9 +211,111 @@ impl<'a, 's> Request<'a, 's> {
 
 impl Drop for Request<'_, '_> {
     fn drop(&mut self) {
+        if let Some(token) = self.waker.take() {
+            crate::future::unregister(token);
+        }
         if let ReqState::Pending(id) = self.state {
+            if self.polled {
+                // A future dropped before it finished (a lost `select!` branch): a receive that
+                // has not matched is cancelled rather than waited for.
+                self.rt.engine.with(|e| e.cancel(id));
+            }
             // Completing here keeps the borrowed buffer valid for as long as the engine uses it.
-            h::wait_id(self.rt, id, "request drop");
+            drop_wait(self.rt, id, "request drop");
+        }
+    }
+}
+
+/// How long a thread that panics waits for its outstanding operations (after cancelling the
+/// receives among them) before it ends the job: the launcher's grace time.
+const PANIC_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Completes engine request `id` for a drop or a scope end. While the thread panics, an
+/// operation that never completes (a receive nobody sends to) would hang the unwinding, and
+/// returning early would free a buffer the engine may still write: so the request is
+/// cancelled if it can be, given [`PANIC_GRACE`], and otherwise the job ends, as it does for a
+/// rank that dies of its panic.
+pub(crate) fn drop_wait(rt: &Runtime, id: ReqId, call: &'static str) -> Status {
+    if !std::thread::panicking() {
+        return h::wait_id(rt, id, call);
+    }
+    rt.engine.with(|e| e.cancel(id));
+    let deadline = std::time::Instant::now() + PANIC_GRACE;
+    let st = h::wait_engine_until(rt, |e| match e.test(id) {
+        Some(st) => Some(Some(st)),
+        None if std::time::Instant::now() >= deadline => Some(None),
+        None => None,
+    });
+    match st {
+        Some(st) => st,
+        None => rt.abort(
+            1,
+            &format!(
+                "rank {}: panicked with an operation still in flight ({call}); ending the job \
+                 rather than waiting for it forever",
+                rt.rank
+            ),
+        ),
+    }
+}
+
+/// Awaiting a request completes it: the output is what [`Request::wait`] returns. Progress
+/// happens without the task spinning (see [`crate::future`]). A request dropped before it
+/// completes cancels a receive that has not matched and waits for anything else, so its
+/// buffer stays borrowed until the engine is done with it.
+impl std::future::Future for Request<'_, '_> {
+    type Output = Result<Status>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<Status>> {
+        use std::task::Poll;
+        // `Request` is `Unpin`: it holds references and plain data.
+        let this = self.get_mut();
+        this.polled = true;
+        let id = match this.state {
+            ReqState::Pending(id) => id,
+            ReqState::Done(_) | ReqState::Collected => return Poll::Ready(this.wait_in("await")),
+        };
+        let rt = this
+            ._scope
+            .rt
+            .get()
+            .expect("a pending request's scope holds the runtime");
+        match crate::future::poll_request(rt, id, &mut this.waker, cx) {
+            Some(st) => {
+                this.unregister();
+                this.state = ReqState::Collected;
+                Poll::Ready(check("await", st.with_elem(this.elem)))
+            }
+            None => Poll::Pending,
+        }
+    }
+}
+
+/// Cancels its request when dropped, then waits for it (made by [`Request::cancel_guard`]).
+#[must_use = "dropping the guard cancels the operation at once"]
+pub struct CancelGuard<'a, 's>(Option<Request<'a, 's>>);
+
+impl<'a, 's> CancelGuard<'a, 's> {
+    /// Waits for the operation instead of cancelling it.
+    pub fn wait(mut self) -> Result<Status> {
+        self.0.take().map_or_else(|| Err(collected("wait")), Request::wait)
+    }
+
+    /// The guarded request (to test it, or to put it back into a collection).
+    pub fn into_inner(mut self) -> Request<'a, 's> {
+        self.0.take().expect("the guard holds its request until dropped")
+    }
+}
+
+impl Drop for CancelGuard<'_, '_> {
+    fn drop(&mut self) {
+        if let Some(r) = self.0.take() {
+            r.cancel();
+            // The request's own drop waits for what could not be cancelled.
+            drop(r);
         }
     }
 }
@@ -447,12 +570,60 @@ impl<'a, 's> Persistent<'a, 's> {
     pub fn is_active(&self) -> bool {
         self.active.is_some()
     }
+
+    /// A future that completes the started operation, as [`wait`](Self::wait) does; the
+    /// request is inactive afterwards. Dropped early, it leaves the operation active (the
+    /// request's own drop or the scope completes it).
+    pub fn completion(&mut self) -> Completion<'_, 'a, 's> {
+        Completion {
+            req: self,
+            waker: None,
+        }
+    }
+}
+
+/// Awaits a started [`Persistent`] request (made by [`Persistent::completion`]).
+pub struct Completion<'p, 'a, 's> {
+    req: &'p mut Persistent<'a, 's>,
+    waker: Option<u64>,
+}
+
+impl std::future::Future for Completion<'_, '_, '_> {
+    type Output = Result<Status>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<Status>> {
+        let this = self.get_mut();
+        let Some(ReqState::Pending(id)) = this.req.active else {
+            return std::task::Poll::Ready(this.req.wait());
+        };
+        match crate::future::poll_request(&this.req.rt, id, &mut this.waker, cx) {
+            Some(st) => {
+                this.req.active = None;
+                if let Some(t) = this.waker.take() {
+                    crate::future::unregister(t);
+                }
+                std::task::Poll::Ready(check("await", st.with_elem(this.req.elem)))
+            }
+            None => std::task::Poll::Pending,
+        }
+    }
+}
+
+impl Drop for Completion<'_, '_, '_> {
+    fn drop(&mut self) {
+        if let Some(t) = self.waker.take() {
+            crate::future::unregister(t);
+        }
+    }
 }
 
 impl Drop for Persistent<'_, '_> {
     fn drop(&mut self) {
         if let Some(ReqState::Pending(id)) = self.active {
-            h::wait_id(&self.rt, id, "request drop");
+            drop_wait(&self.rt, id, "request drop");
         }
     }
 }
