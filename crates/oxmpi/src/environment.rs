@@ -217,3 +217,18 @@ mod tests {
         assert!(!processor_name().is_empty());
     }
 }
+
+/// The MPI standard version implemented (`MPI_Get_version`): `(5, 0)`.
+pub fn version() -> (i32, i32) {
+    (5, 0)
+}
+
+/// The library's version string (`MPI_Get_library_version`).
+pub fn library_version() -> String {
+    concat!(
+        "oxmpi ",
+        env!("CARGO_PKG_VERSION"),
+        " (MPI-5.0 standard ABI 1.0)"
+    )
+    .to_string()
+}
