@@ -71,7 +71,10 @@ pub use p2p::proto::Stats as ProtocolStats;
 pub use p2p::request::Status;
 pub use point_to_point::{Message, Source, Tag, TAG_UB};
 pub use process::{AnyProcess, Process};
-pub use request::{scope, CancelGuard, Completion, InStatus, Persistent, Request, Scope};
+pub use request::{
+    scope, static_scope, CancelGuard, Completion, Finished, InStatus, Persistent, Request,
+    RequestCollection, Scope,
+};
 pub use runtime::{is_finalized, is_initialized};
 pub use threading::{Funneled, Multiple, Serialized, Single, ThreadLevel, Threading};
 pub use topology::{

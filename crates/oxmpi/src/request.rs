@@ -96,6 +96,32 @@ pub fn scope<'a, R>(f: impl FnOnce(&Scope<'a>) -> R) -> R {
     r
 }
 
+/// The calling thread's scope for operations whose buffers are `'static` (rsmpi's
+/// `StaticScope`): such a request needs no [`scope`] block, since even a leaked one cannot
+/// outlive its buffer. The scope itself lives as long as the thread's first call made it
+/// (it is never ended).
+///
+/// ```no_run
+/// let universe = oxmpi::init()?;
+/// let world = universe.world();
+/// world.immediate_barrier(oxmpi::static_scope())?.wait()?;
+/// static PING: [u8; 4] = [1, 2, 3, 4];
+/// let r = world.immediate_send(oxmpi::static_scope(), &PING, 0, 0)?;
+/// # drop(r);
+/// # Ok::<(), oxmpi::Error>(())
+/// ```
+pub fn static_scope() -> &'static Scope<'static> {
+    thread_local! {
+        static STATIC: &'static Scope<'static> = Box::leak(Box::new(Scope {
+            rt: std::cell::OnceCell::new(),
+            outstanding: RefCell::new(Vec::new()),
+            prune_at: std::cell::Cell::new(1024),
+            _buffers: PhantomData,
+        }));
+    }
+    STATIC.with(|s| *s)
+}
+
 /// A nonblocking operation in flight, borrowing its buffer for `'a`.
 #[must_use = "a request must be waited for or tested"]
 pub struct Request<'a, 's> {
@@ -479,6 +505,147 @@ fn collect_done(
     }
     *requests = kept;
     out
+}
+
+/// One request of a [`RequestCollection`] that finished.
+#[derive(Debug)]
+pub struct Finished<D> {
+    /// Its index in the collection (the value [`RequestCollection::add`] returned).
+    pub index: usize,
+    /// Its status, or its own error.
+    pub result: Result<Status>,
+    /// What was attached to it ([`RequestCollection::add_with`]).
+    pub data: D,
+}
+
+/// Requests with stable indices (rsmpi's `RequestCollection`): completing one leaves the
+/// others' indices as they were, and each completion says which request finished and hands
+/// back what was attached to it (a buffer index, a peer, a tag). Dropping the collection
+/// waits for what is left, as dropping each request would.
+pub struct RequestCollection<'a, 's, D = ()> {
+    slots: Vec<Option<(Request<'a, 's>, D)>>,
+}
+
+impl<D> Default for RequestCollection<'_, '_, D> {
+    fn default() -> Self {
+        RequestCollection { slots: Vec::new() }
+    }
+}
+
+impl<'a, 's, D> RequestCollection<'a, 's, D> {
+    /// An empty collection.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `req` with `data` attached; returns its index.
+    pub fn add_with(&mut self, req: Request<'a, 's>, data: D) -> usize {
+        self.slots.push(Some((req, data)));
+        self.slots.len() - 1
+    }
+
+    /// Adds `req`; returns its index.
+    pub fn add(&mut self, req: Request<'a, 's>) -> usize
+    where
+        D: Default,
+    {
+        self.add_with(req, D::default())
+    }
+
+    /// Number of requests added so far (completed ones included).
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether no request was ever added.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Number of requests not yet completed.
+    pub fn outstanding(&self) -> usize {
+        self.slots.iter().filter(|s| s.is_some()).count()
+    }
+
+    fn runtime(&self) -> Option<&'s Runtime> {
+        self.slots.iter().flatten().map(|(r, _)| r.rt).next()
+    }
+
+    fn finish(&mut self, index: usize, call: &'static str) -> Finished<D> {
+        let (mut r, data) = self.slots[index].take().expect("a live slot");
+        Finished {
+            index,
+            result: r.wait_in(call),
+            data,
+        }
+    }
+
+    /// Waits until one request finishes and completes it (`MPI_Waitany`); `None` once none
+    /// is left.
+    pub fn wait_any(&mut self) -> Option<Finished<D>> {
+        let rt = self.runtime()?;
+        let i = h::wait_engine_until(rt, |e| {
+            self.slots
+                .iter()
+                .position(|s| s.as_ref().is_some_and(|(r, _)| r.done_in(e)))
+        });
+        Some(self.finish(i, "wait_any"))
+    }
+
+    /// Completes one finished request if there is one (`MPI_Testany`).
+    pub fn test_any(&mut self) -> Option<Finished<D>> {
+        let rt = self.runtime()?;
+        let i = h::progress_then(rt, |e| {
+            self.slots
+                .iter()
+                .position(|s| s.as_ref().is_some_and(|(r, _)| r.done_in(e)))
+        })?;
+        Some(self.finish(i, "test_any"))
+    }
+
+    /// Waits until at least one request finishes, then completes every finished one
+    /// (`MPI_Waitsome`); empty once none is left.
+    pub fn wait_some(&mut self) -> Vec<Finished<D>> {
+        let Some(rt) = self.runtime() else {
+            return Vec::new();
+        };
+        h::wait_engine_until(rt, |e| {
+            self.slots
+                .iter()
+                .any(|s| s.as_ref().is_some_and(|(r, _)| r.done_in(e)))
+                .then_some(())
+        });
+        self.collect("wait_some")
+    }
+
+    /// Completes every finished request (`MPI_Testsome`).
+    pub fn test_some(&mut self) -> Vec<Finished<D>> {
+        let Some(rt) = self.runtime() else {
+            return Vec::new();
+        };
+        h::progress_then(rt, |_| ());
+        self.collect("test_some")
+    }
+
+    /// Completes every request, in index order (`MPI_Waitall`).
+    pub fn wait_all(&mut self) -> Vec<Finished<D>> {
+        let live: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| self.slots[i].is_some())
+            .collect();
+        live.into_iter().map(|i| self.finish(i, "wait_all")).collect()
+    }
+
+    fn collect(&mut self, call: &'static str) -> Vec<Finished<D>> {
+        let Some(rt) = self.runtime() else {
+            return Vec::new();
+        };
+        let done: Vec<usize> = rt.engine.with(|e| {
+            (0..self.slots.len())
+                .filter(|&i| self.slots[i].as_ref().is_some_and(|(r, _)| r.done_in(e)))
+                .collect()
+        });
+        done.into_iter().map(|i| self.finish(i, call)).collect()
+    }
 }
 
 /// A persistent request (`MPI_Send_init` and its modes, `MPI_Recv_init`, and the persistent
