@@ -29,9 +29,10 @@ pub fn init() -> Result<Universe<Single>> {
 /// [`Funneled`](crate::Funneled), [`Serialized`](crate::Serialized),
 /// [`Multiple`](crate::Multiple)); the handles it returns are `Send`/`Sync` accordingly.
 pub fn init_with<L: ThreadLevel>() -> Result<Universe<L>> {
-    let rt = Runtime::init(L::LEVEL)?;
+    let rt = Arc::new(Runtime::init(L::LEVEL)?);
+    crate::handle::env::adopt(&rt);
     Ok(Universe {
-        rt: Arc::new(rt),
+        rt,
         finalized: false,
         _level: L::Marker::default(),
     })
