@@ -84,3 +84,32 @@ fn awaited_latency_benchmark_reports_both_paths() {
         "{so}\n{se}"
     );
 }
+
+/// The examples, one per topic, each checking its own results and printing `NAME OK` per
+/// rank.
+const EXAMPLES: &[&str] = &[
+    "send_receive",
+    "immediate",
+    "probes",
+    "collectives",
+    "user_ops",
+    "structs_views",
+    "cartesian",
+    "groups",
+    "attributes",
+    "buffered_ready",
+    "async_ring",
+];
+
+#[test]
+fn every_topic_example_passes_its_checks_np2_np3() {
+    for name in EXAMPLES {
+        for np in [2, 3] {
+            let out = oxrun_job(np, &example(name), &[], &[]);
+            let (so, se) = text(&out);
+            assert!(out.status.success(), "{name} np {np}:\n{so}\n{se}");
+            let want = format!("{name} OK");
+            assert_eq!(so.matches(&want).count(), np, "{name} np {np}:\n{so}\n{se}");
+        }
+    }
+}
