@@ -44,14 +44,20 @@ fn a_panic_with_a_pending_receive_ends_the_job() {
     // The receive is cancelled, the panic goes on, and the dead rank ends the job (rank 0
     // waits in a receive that never matches, so only that ends it).
     let (code, so, se) = fixes(2, "panic_recv");
-    assert!(code != Some(0) && code != TIMED_OUT, "exit {code:?}:\n{so}\n{se}");
+    assert!(
+        code != Some(0) && code != TIMED_OUT,
+        "exit {code:?}:\n{so}\n{se}"
+    );
     assert!(se.contains("rank 1 gives up"), "{so}\n{se}");
 }
 
 #[test]
 fn a_panic_with_a_send_that_cannot_complete_aborts_the_job() {
     let (code, so, se) = fixes(2, "panic_send");
-    assert!(code != Some(0) && code != TIMED_OUT, "exit {code:?}:\n{so}\n{se}");
+    assert!(
+        code != Some(0) && code != TIMED_OUT,
+        "exit {code:?}:\n{so}\n{se}"
+    );
     assert!(
         se.contains("panicked with an operation still in flight"),
         "{so}\n{se}"

@@ -24,7 +24,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .enable_time()
         .build()?;
 
-    let sent: Vec<u64> = (0..LAPS).map(|lap| (rank as u64) * 1000 + lap as u64).collect();
+    let sent: Vec<u64> = (0..LAPS)
+        .map(|lap| (rank as u64) * 1000 + lap as u64)
+        .collect();
     let mut got = vec![0u64; LAPS];
     let mine = [rank as u64 + 1];
     let mut sum = [0u64];
@@ -61,7 +63,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
     })?;
 
-    let want: Vec<u64> = (0..LAPS).map(|lap| (prev as u64) * 1000 + lap as u64).collect();
+    let want: Vec<u64> = (0..LAPS)
+        .map(|lap| (prev as u64) * 1000 + lap as u64)
+        .collect();
     let total: u64 = (1..=size as u64).sum();
     let ok = got == want && sum[0] == total;
     println!(

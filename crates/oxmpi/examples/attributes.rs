@@ -40,7 +40,10 @@ fn main() -> Result<(), oxmpi::Error> {
 
     ok &= oxmpi::version() == (5, 0) && oxmpi::library_version().starts_with("oxmpi ");
 
-    println!("rank {rank}: attributes {}", if ok { "OK" } else { "WRONG" });
+    println!(
+        "rank {rank}: attributes {}",
+        if ok { "OK" } else { "WRONG" }
+    );
     if !ok {
         universe.abort(1);
     }

@@ -20,7 +20,10 @@ fn main() -> Result<(), oxmpi::Error> {
     world.buffered_send(&data[..], next, 1)?;
     world.process_at_rank(next).buffered_send(&data[..4])?;
     let too_big = vec![0u8; 1 << 20];
-    ok &= world.buffered_send(&too_big[..], next, 2).map_err(|e| e.class()) == Err(ErrorClass::Buffer);
+    ok &= world
+        .buffered_send(&too_big[..], next, 2)
+        .map_err(|e| e.class())
+        == Err(ErrorClass::Buffer);
     let mut got = [0u64; 128];
     world.receive_into(&mut got[..], prev, 1)?;
     ok &= got == [prev as u64; 128];
@@ -40,7 +43,10 @@ fn main() -> Result<(), oxmpi::Error> {
     })?;
     ok &= r == [prev as u32, 9];
 
-    println!("rank {rank}: buffered_ready {}", if ok { "OK" } else { "WRONG" });
+    println!(
+        "rank {rank}: buffered_ready {}",
+        if ok { "OK" } else { "WRONG" }
+    );
     if !ok {
         universe.abort(1);
     }

@@ -36,12 +36,19 @@ fn main() -> Result<(), oxmpi::Error> {
 
     // Gather with counts: rank i contributes i + 1 values.
     let counts: Vec<usize> = (1..=p).collect();
-    let displs: Vec<usize> = counts.iter().scan(0, |a, c| Some(std::mem::replace(a, *a + c))).collect();
+    let displs: Vec<usize> = counts
+        .iter()
+        .scan(0, |a, c| Some(std::mem::replace(a, *a + c)))
+        .collect();
     let part = vec![r; rank as usize + 1];
     let mut allv = vec![0u64; if at_root { counts.iter().sum() } else { 0 }];
     world.gather_varcount_into(size - 1, &part[..], &mut allv[..], &counts, &displs)?;
     if at_root {
-        ok &= (0..p).all(|i| allv[displs[i]..displs[i] + counts[i]].iter().all(|&v| v == i as u64));
+        ok &= (0..p).all(|i| {
+            allv[displs[i]..displs[i] + counts[i]]
+                .iter()
+                .all(|&v| v == i as u64)
+        });
     }
 
     // Scatter: rank i gets 10 * i.
@@ -108,7 +115,10 @@ fn main() -> Result<(), oxmpi::Error> {
     })?;
     ok &= b == 7 && sum[0] == p as u64;
 
-    println!("rank {rank}: collectives {}", if ok { "OK" } else { "WRONG" });
+    println!(
+        "rank {rank}: collectives {}",
+        if ok { "OK" } else { "WRONG" }
+    );
     if !ok {
         universe.abort(1);
     }

@@ -31,8 +31,18 @@ fn main() -> Result<(), oxmpi::Error> {
     ok &= t == vec![Some(0)];
 
     // Split by parity: ranks keep their order within each half.
-    let half = world.split(rank % 2, rank)?.expect("every rank has a colour");
-    ok &= describe(&half) == (rank / 2, if rank % 2 == 0 { evens.len() } else { odds.len() } as i32);
+    let half = world
+        .split(rank % 2, rank)?
+        .expect("every rank has a colour");
+    ok &= describe(&half)
+        == (
+            rank / 2,
+            if rank % 2 == 0 {
+                evens.len()
+            } else {
+                odds.len()
+            } as i32,
+        );
     let mut sum = [0i32];
     half.all_reduce_into(&[rank][..], &mut sum[..], oxmpi::Op::Sum)?;
     let mine: i32 = (0..size).filter(|r| r % 2 == rank % 2).sum();

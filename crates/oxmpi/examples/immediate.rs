@@ -53,7 +53,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut never = [0u8; 1];
     let mut got = [0u8; 5];
     oxmpi::scope(|s| -> oxmpi::Result<()> {
-        let g = world.immediate_receive_into(s, &mut never[..], prev, 99)?.cancel_guard();
+        let g = world
+            .immediate_receive_into(s, &mut never[..], prev, 99)?
+            .cancel_guard();
         let mut r = world.immediate_receive_into(s, &mut got[..], prev, 3)?;
         world.send(&GREETING[..], next, 3)?;
         let st = loop {

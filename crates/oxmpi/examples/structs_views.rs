@@ -50,11 +50,18 @@ fn main() -> Result<(), oxmpi::Error> {
     let mut sparse = [-1f64; 8];
     world.receive_view(&mut ViewMut::new(&mut sparse, &every_other, 1)?, next, 3)?;
     ok &= (0..8).all(|i| {
-        let want = if i % 2 == 0 { (100 * rank + i as i32) as f64 } else { -1.0 };
+        let want = if i % 2 == 0 {
+            (100 * rank + i as i32) as f64
+        } else {
+            -1.0
+        };
         sparse[i] == want
     });
 
-    println!("rank {rank}: structs_views {}", if ok { "OK" } else { "WRONG" });
+    println!(
+        "rank {rank}: structs_views {}",
+        if ok { "OK" } else { "WRONG" }
+    );
     if !ok {
         universe.abort(1);
     }

@@ -46,7 +46,10 @@ fn main() -> Result<(), oxmpi::Error> {
             *y = mul(x, y);
         }
     });
-    let want = (0..size as i64).map(mat).reduce(|acc, m| mul(&acc, &m)).unwrap();
+    let want = (0..size as i64)
+        .map(mat)
+        .reduce(|acc, m| mul(&acc, &m))
+        .unwrap();
     let mut prod = [[0i64; 4]];
     world.reduce_into(0, &[mat(rank as i64)][..], &mut prod[..], matprod.clone())?;
     if rank == 0 {

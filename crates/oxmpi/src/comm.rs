@@ -325,7 +325,11 @@ macro_rules! any_via_deref {
         }
     )*};
 }
-any_via_deref!(CartesianCommunicator, GraphCommunicator, DistGraphCommunicator);
+any_via_deref!(
+    CartesianCommunicator,
+    GraphCommunicator,
+    DistGraphCommunicator
+);
 
 /// Value of `color` that leaves a process out of [`split`](Communicator::split)
 /// (`MPI_UNDEFINED`).

@@ -327,12 +327,16 @@ pub struct CancelGuard<'a, 's>(Option<Request<'a, 's>>);
 impl<'a, 's> CancelGuard<'a, 's> {
     /// Waits for the operation instead of cancelling it.
     pub fn wait(mut self) -> Result<Status> {
-        self.0.take().map_or_else(|| Err(collected("wait")), Request::wait)
+        self.0
+            .take()
+            .map_or_else(|| Err(collected("wait")), Request::wait)
     }
 
     /// The guarded request (to test it, or to put it back into a collection).
     pub fn into_inner(mut self) -> Request<'a, 's> {
-        self.0.take().expect("the guard holds its request until dropped")
+        self.0
+            .take()
+            .expect("the guard holds its request until dropped")
     }
 }
 
@@ -632,7 +636,9 @@ impl<'a, 's, D> RequestCollection<'a, 's, D> {
         let live: Vec<usize> = (0..self.slots.len())
             .filter(|&i| self.slots[i].is_some())
             .collect();
-        live.into_iter().map(|i| self.finish(i, "wait_all")).collect()
+        live.into_iter()
+            .map(|i| self.finish(i, "wait_all"))
+            .collect()
     }
 
     fn collect(&mut self, call: &'static str) -> Vec<Finished<D>> {

@@ -82,7 +82,10 @@ fn receive_vec(world: &Communicator<Multiple>) {
             let mut want: Vec<usize> = (0..total).map(len).collect();
             lens.sort_unstable();
             want.sort_unstable();
-            check!(lens == want, "the threads did not receive each message once");
+            check!(
+                lens == want,
+                "the threads did not receive each message once"
+            );
         }
         _ => {}
     }
@@ -104,9 +107,15 @@ fn message_drop(world: &Communicator<Multiple>) {
             let (m, _) = must("mprobe sync", world.matched_probe::<u8>(0, 3));
             drop(m);
             let (v, st) = must("receive_vec", world.receive_vec::<u32>(0, 2));
-            check!(v == [9u32; 4] && st.tag() == 2, "after the drops: {v:?} {st:?}");
+            check!(
+                v == [9u32; 4] && st.tag() == 2,
+                "after the drops: {v:?} {st:?}"
+            );
             let left = must("iprobe", world.immediate_probe::<u8>(0, Tag::Any));
-            check!(left.is_none(), "a dropped message is still queued: {left:?}");
+            check!(
+                left.is_none(),
+                "a dropped message is still queued: {left:?}"
+            );
         }
         _ => {}
     }
@@ -128,7 +137,10 @@ fn cancel_guard(world: &Communicator<Multiple>) {
     if world.rank() == 0 {
         must("send", world.send(&[1u8; 8][..], 0, 4242));
         let st = must("recv", world.receive_into(&mut b[..], 0, 4242));
-        check!(b == [1u8; 8] && st.count() == Some(8), "after cancel {st:?}");
+        check!(
+            b == [1u8; 8] && st.count() == Some(8),
+            "after cancel {st:?}"
+        );
     }
     must("barrier", world.barrier());
 }
