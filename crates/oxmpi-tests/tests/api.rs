@@ -6,8 +6,12 @@ use oxmpi_tests::{example, oxrun_job, text};
 
 /// Runs the `api_fixes` program: (exit code, stdout, stderr).
 fn fixes(np: usize, mode: &str) -> (Option<i32>, String, String) {
+    fixes_env(np, mode, &[])
+}
+
+fn fixes_env(np: usize, mode: &str, env: &[(&str, &str)]) -> (Option<i32>, String, String) {
     let prog = env!("CARGO_BIN_EXE_api_fixes");
-    let out = oxrun_job(np, std::path::Path::new(prog), &[mode], &[]);
+    let out = oxrun_job(np, std::path::Path::new(prog), &[mode], env);
     let (so, se) = text(&out);
     (out.status.code(), so, se)
 }
@@ -62,6 +66,25 @@ fn a_panic_with_a_send_that_cannot_complete_aborts_the_job() {
         se.contains("panicked with an operation still in flight"),
         "{so}\n{se}"
     );
+}
+
+#[test]
+fn an_unfinished_future_is_woken_by_the_progress_thread() {
+    for spin in ["1", "1000"] {
+        let (code, so, se) = fixes_env(2, "future_wake", &[("OXMPI_ASYNC_SPIN", spin)]);
+        assert!(code == Some(0), "spin {spin}:\n{so}\n{se}");
+        assert_eq!(
+            so.matches("api_fixes future_wake OK").count(),
+            2,
+            "{so}\n{se}"
+        );
+    }
+}
+
+#[test]
+fn a_future_dropped_before_its_message_cancels_the_receive() {
+    fixes_ok(2, "future_drop");
+    fixes_ok(3, "future_drop");
 }
 
 fn async_ring(np: usize, env: &[(&str, &str)]) {

@@ -200,6 +200,21 @@ pub fn processor_name() -> String {
     crate::runtime::processor_name()
 }
 
+/// The MPI standard version implemented (`MPI_Get_version`): `(5, 0)`.
+pub fn version() -> (i32, i32) {
+    (5, 0)
+}
+
+/// The library's version string (`MPI_Get_library_version`).
+pub fn library_version() -> String {
+    concat!(
+        "oxmpi ",
+        env!("CARGO_PKG_VERSION"),
+        " (MPI-5.0 standard ABI 1.0)"
+    )
+    .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,19 +232,4 @@ mod tests {
     fn processor_name_is_not_empty() {
         assert!(!processor_name().is_empty());
     }
-}
-
-/// The MPI standard version implemented (`MPI_Get_version`): `(5, 0)`.
-pub fn version() -> (i32, i32) {
-    (5, 0)
-}
-
-/// The library's version string (`MPI_Get_library_version`).
-pub fn library_version() -> String {
-    concat!(
-        "oxmpi ",
-        env!("CARGO_PKG_VERSION"),
-        " (MPI-5.0 standard ABI 1.0)"
-    )
-    .to_string()
 }

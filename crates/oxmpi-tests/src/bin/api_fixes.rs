@@ -10,6 +10,10 @@
 //!   is cancelled and the panic ends the job (rank 0 waits forever otherwise).
 //! - `panic_send`: rank 1 panics with a large send pending that nobody will receive: the job
 //!   ends after the grace time instead of hanging.
+//! - `future_wake`: a receive future polled before its message exists is woken by the
+//!   progress thread once the message arrives (run with `OXMPI_ASYNC_SPIN=1`).
+//! - `future_drop`: a receive future dropped before its message exists is cancelled; the
+//!   message then goes to the next receive.
 //!
 //! Prints `api_fixes MODE OK` per rank; exits non-zero on a failure.
 
@@ -30,6 +34,8 @@ fn main() {
         "cancel_guard" => cancel_guard(&world),
         "panic_recv" => panic_with_pending(&world, false),
         "panic_send" => panic_with_pending(&world, true),
+        "future_wake" => future_wake(&world),
+        "future_drop" => future_drop(&world),
         m => {
             eprintln!("unknown mode {m:?}");
             std::process::exit(2);
@@ -161,5 +167,105 @@ fn panic_with_pending(world: &Communicator<Multiple>, send: bool) {
         // Waits for a message that never comes: only the end of the job stops this rank.
         let mut b = [0u8; 8];
         let _ = world.receive_into(&mut b[..], 1, 78);
+    }
+}
+
+/// A waker that counts its wakes and unparks the polling thread.
+struct Counting {
+    wakes: std::sync::atomic::AtomicUsize,
+    thread: std::thread::Thread,
+}
+
+impl std::task::Wake for Counting {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        self.wakes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.thread.unpark();
+    }
+}
+
+fn counting() -> (std::sync::Arc<Counting>, std::task::Waker) {
+    let c = std::sync::Arc::new(Counting {
+        wakes: Default::default(),
+        thread: std::thread::current(),
+    });
+    (c.clone(), std::task::Waker::from(c))
+}
+
+fn poll_once(
+    r: &mut oxmpi::Request<'_, '_>,
+    waker: &std::task::Waker,
+) -> std::task::Poll<oxmpi::Result<oxmpi::Status>> {
+    let mut cx = std::task::Context::from_waker(waker);
+    std::future::Future::poll(std::pin::Pin::new(r), &mut cx)
+}
+
+fn future_wake(world: &Communicator<Multiple>) {
+    match world.rank() {
+        0 => {
+            let (count, waker) = counting();
+            let mut b = [0u64; 2];
+            oxmpi::scope(|s| {
+                let mut r = must("irecv", world.immediate_receive_into(s, &mut b[..], 1, 5));
+                // Rank 1 sends only after "go": this poll cannot finish.
+                check!(
+                    poll_once(&mut r, &waker).is_pending(),
+                    "ready before the send"
+                );
+                must("go", world.send(&1u8, 1, 6));
+                let st = loop {
+                    if count.wakes.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                        std::thread::park();
+                        continue;
+                    }
+                    match poll_once(&mut r, &waker) {
+                        std::task::Poll::Ready(st) => break must("await", st),
+                        std::task::Poll::Pending => std::thread::park(),
+                    }
+                };
+                check!(st.count() == Some(2), "status {st:?}");
+            });
+            check!(b == [3, 4], "received {b:?}");
+        }
+        1 => {
+            let (_, _) = must("go", world.process_at_rank(0).receive_with_tag::<u8>(6));
+            must("send", world.send(&[3u64, 4][..], 0, 5));
+        }
+        _ => {}
+    }
+}
+
+fn future_drop(world: &Communicator<Multiple>) {
+    match world.rank() {
+        0 => {
+            let (_, waker) = counting();
+            let mut early = [0u32; 1];
+            oxmpi::scope(|s| {
+                let mut r = must(
+                    "irecv",
+                    world.immediate_receive_into(s, &mut early[..], 1, 7),
+                );
+                check!(
+                    poll_once(&mut r, &waker).is_pending(),
+                    "ready before the send"
+                );
+                // Dropped unfinished: cancelled, so the buffer is free once this returns.
+                drop(r);
+            });
+            early[0] = 1;
+            must("go", world.send(&1u8, 1, 8));
+            let (v, _) = must("recv", world.process_at_rank(1).receive_with_tag::<u32>(7));
+            check!(
+                v == 9 && early == [1],
+                "the later receive got {v}, early {early:?}"
+            );
+        }
+        1 => {
+            let (_, _) = must("go", world.process_at_rank(0).receive_with_tag::<u8>(8));
+            must("send", world.send(&9u32, 0, 7));
+        }
+        _ => {}
     }
 }
