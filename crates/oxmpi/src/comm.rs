@@ -203,6 +203,16 @@ pub struct Communicator<L: ThreadLevel = Single> {
 }
 
 impl Comm {
+    /// The handle-layer id if there is one already (predefined, or made by `raw`).
+    pub(crate) fn raw_existing(&self) -> Option<crate::handle::comm::CommHandle> {
+        use crate::handle::comm::CommHandle;
+        match self.state.context {
+            WORLD_CONTEXT if !self.is_inter() => Some(CommHandle::WORLD),
+            SELF_CONTEXT if !self.is_inter() => Some(CommHandle::SELF),
+            _ => self.state.raw.get().copied(),
+        }
+    }
+
     /// The handle-layer id of this communicator (`MPI_Comm`): the predefined ids for the
     /// world and self communicators, otherwise an id made on first use, which keeps the
     /// communicator alive until freed through [`crate::handle::comm::comm_free`].
@@ -241,13 +251,17 @@ pub trait AnyCommunicator {
     /// The communicator's handle-layer id, to hand it to C code built on oxmpi's `mpi.h`
     /// (`MPI_Comm`; see [`Communicator::as_raw`]).
     fn as_raw(&self) -> Result<crate::handle::comm::CommHandle>;
-    /// The communicator's name (`MPI_Comm_get_name`).
+    /// The handle-layer id if the communicator has one already (the predefined ones, or one
+    /// made by [`as_raw`](Self::as_raw) or [`set_name`](Self::set_name)); never makes one.
+    fn raw_if_made(&self) -> Option<crate::handle::comm::CommHandle>;
+    /// The communicator's name (`MPI_Comm_get_name`): empty if it was never named.
     fn name(&self) -> String {
-        self.as_raw()
-            .and_then(crate::handle::name::comm_get_name)
+        self.raw_if_made()
+            .and_then(|h| crate::handle::name::comm_get_name(h).ok())
             .unwrap_or_default()
     }
-    /// Names the communicator (`MPI_Comm_set_name`); up to 127 bytes.
+    /// Names the communicator (`MPI_Comm_set_name`); up to 127 bytes. Names live in the
+    /// handle layer, so this gives the communicator a handle id (see `as_raw`).
     fn set_name(&self, name: &str) -> Result<()> {
         crate::handle::name::comm_set_name(self.as_raw()?, name)
     }
@@ -270,6 +284,9 @@ impl<L: ThreadLevel> AnyCommunicator for Communicator<L> {
     }
     fn as_raw(&self) -> Result<crate::handle::comm::CommHandle> {
         Communicator::as_raw(self)
+    }
+    fn raw_if_made(&self) -> Option<crate::handle::comm::CommHandle> {
+        self.untyped().raw_existing()
     }
     fn abort(&self, code: i32) -> ! {
         Communicator::abort(self, code)
@@ -296,6 +313,13 @@ impl<L: ThreadLevel> AnyCommunicator for InterCommunicator<L> {
         }
         .raw()
     }
+    fn raw_if_made(&self) -> Option<crate::handle::comm::CommHandle> {
+        Comm {
+            rt: self.rt.clone(),
+            state: self.state.clone(),
+        }
+        .raw_existing()
+    }
     fn abort(&self, code: i32) -> ! {
         self.rt.abort(code, "")
     }
@@ -318,6 +342,9 @@ macro_rules! any_via_deref {
             }
             fn as_raw(&self) -> Result<crate::handle::comm::CommHandle> {
                 (**self).as_raw()
+            }
+            fn raw_if_made(&self) -> Option<crate::handle::comm::CommHandle> {
+                AnyCommunicator::raw_if_made(&**self)
             }
             fn abort(&self, code: i32) -> ! {
                 (**self).abort(code)
@@ -717,11 +744,14 @@ impl<L: ThreadLevel> Communicator<L> {
     /// first use (the same on every call) that keeps the communicator alive until freed
     /// with [`comm_free`](crate::handle::comm::comm_free).
     pub fn as_raw(&self) -> Result<crate::handle::comm::CommHandle> {
+        self.untyped().raw()
+    }
+
+    fn untyped(&self) -> Comm {
         Comm {
             rt: self.rt.clone(),
             state: self.state.clone(),
         }
-        .raw()
     }
 
     /// The communicator behind handle-layer id `raw` (from C code or [`as_raw`](Self::as_raw)).

@@ -252,24 +252,27 @@ impl Drop for Request<'_, '_> {
     }
 }
 
-/// How long a thread that panics waits for its outstanding operations (after cancelling the
-/// receives among them) before it ends the job: the launcher's grace time.
+/// How long a thread that panics waits for its outstanding operations before it cancels
+/// them or ends the job: the launcher's grace time.
 const PANIC_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Completes engine request `id` for a drop or a scope end. While the thread panics, an
 /// operation that never completes (a receive nobody sends to) would hang the unwinding, and
-/// returning early would free a buffer the engine may still write: so the request is
-/// cancelled if it can be, given [`PANIC_GRACE`], and otherwise the job ends, as it does for a
-/// rank that dies of its panic.
+/// returning early would free a buffer the engine may still write: so the request gets
+/// [`PANIC_GRACE`] to complete, then a receive that has not matched is cancelled (the panic
+/// goes on), and anything else ends the job, as it ends for a rank that dies of its panic.
 pub(crate) fn drop_wait(rt: &Runtime, id: ReqId, call: &'static str) -> Status {
     if !std::thread::panicking() {
         return h::wait_id(rt, id, call);
     }
-    rt.engine.with(|e| e.cancel(id));
     let deadline = std::time::Instant::now() + PANIC_GRACE;
     let st = h::wait_engine_until(rt, |e| match e.test(id) {
         Some(st) => Some(Some(st)),
-        None if std::time::Instant::now() >= deadline => Some(None),
+        None if std::time::Instant::now() >= deadline => {
+            // A cancelled receive completes at once; anything else stays pending.
+            e.cancel(id);
+            Some(e.test(id))
+        }
         None => None,
     });
     match st {
