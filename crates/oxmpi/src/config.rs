@@ -99,6 +99,10 @@ tunables! {
         "print each TCP rail's local and remote address as it connects (tests read it)";
     tcp_cut_rail: String = String::new() => "(unset)", "OXMPI_TCP_CUT_RAIL",
         "testing: RAIL:N makes rank 0 shut TCP rail RAIL to every peer down after N fragments";
+    async_thread: bool = true => "true", "OXMPI_ASYNC_THREAD",
+        "awaited requests are woken by a progress thread (at Serialized/Multiple); 0: an unfinished poll asks to be polled again";
+    async_spin: u32 = 1000 => "1000", "OXMPI_ASYNC_SPIN",
+        "progress passes a poll of an awaited request makes before it hands the request to the progress thread";
     host_override: String = String::new() => "(unset)", "OXMPI_HOST_OVERRIDE",
         "testing: comma-separated host index per rank, overriding the launcher's placement";
 }
