@@ -11,9 +11,7 @@ use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 
 use crate::server::{parse_process_mapping, PROCESS_MAPPING_KEY};
-use crate::wire::{
-    Command, LineBuffer, WireError, MAX_KEY, MAX_LINE, MAX_SERVER_LINE, MAX_VALUE,
-};
+use crate::wire::{Command, LineBuffer, WireError, MAX_KEY, MAX_LINE, MAX_SERVER_LINE, MAX_VALUE};
 
 /// Environment variable that carries the job secret from `oxrun` to its ranks.
 pub const SECRET_ENV: &str = "OXMPI_SECRET";
@@ -352,7 +350,10 @@ impl Client {
                 while !rest.is_char_boundary(end) {
                     end -= 1;
                 }
-                match self.put_command(&longest_key, &rest[..end]).encode(MAX_LINE) {
+                match self
+                    .put_command(&longest_key, &rest[..end])
+                    .encode(MAX_LINE)
+                {
                     Ok(_) => break,
                     Err(WireError::LineTooLong(_) | WireError::ValueTooLong(_)) => {}
                     Err(e) => return Err(e.into()),
@@ -436,8 +437,15 @@ impl Client {
         }
         if !self.under_oxrun {
             // Slurm and Hydra end the job without saying why: say it here, once.
-            let why = if msg.is_empty() { String::new() } else { format!(": {msg}") };
-            eprintln!("oxmpi: rank {} aborts the job with code {code}{why}", self.rank);
+            let why = if msg.is_empty() {
+                String::new()
+            } else {
+                format!(": {msg}")
+            };
+            eprintln!(
+                "oxmpi: rank {} aborts the job with code {code}{why}",
+                self.rank
+            );
         }
         self.send(
             &Command::new("abort")
@@ -621,7 +629,10 @@ mod tests {
         assert!(matches!(c.put("k", &huge), Err(PmiError::Wire(_))));
         // No room for the pieces' keys.
         let key62 = "k".repeat(62);
-        assert!(matches!(c.put(&key62, &"x".repeat(2000)), Err(PmiError::Wire(_))));
+        assert!(matches!(
+            c.put(&key62, &"x".repeat(2000)),
+            Err(PmiError::Wire(_))
+        ));
         assert!(matches!(c.put("k", "a\nb"), Err(PmiError::Wire(_))));
         let long_key = "k".repeat(100);
         assert!(matches!(c.put(&long_key, "v"), Err(PmiError::Wire(_))));

@@ -20,6 +20,7 @@ use clap::Parser;
 
 use crate::binding::BindTo;
 use crate::hosts::{self, Host, MapBy};
+use crate::slurm;
 
 const AFTER_HELP: &str = "\
 MPMD: separate application contexts with ':', e.g. `oxrun -n 1 server : -n 4 client`.
@@ -33,6 +34,10 @@ Hosts other than `localhost` and this machine's name each get one agent (this ox
 at the same path there), started through the --launcher template: split at whitespace,
 `{host}` replaced by the host's name, the agent's command appended. Map with --map-by.
 Standard input is forwarded only when rank 0 runs on this host.
+
+Inside a Slurm allocation (SLURM_JOB_ID set) without --host/--hostfile, the hosts are the
+allocation's nodes with their task counts as slots, and agents start through
+`srun --overlap --nodes=1 --ntasks=1 --nodelist={host} ...` (unless --launcher is given).
 
 Exit status: 0 if every rank exited 0; else the first failing rank's exit status (128+N if it
 was killed by signal N), the code given to abort (1 if that code is 0 modulo 256), 1 if a rank
@@ -392,7 +397,14 @@ pub fn parse_with_env(
         (None, Some(f)) => {
             Some(hosts::read_hostfile(std::path::Path::new(&f)).map_err(Stop::Usage)?)
         }
-        (None, None) => None,
+        (None, None) => {
+            let env = |k: &str| lookup(OsStr::new(k)).and_then(|v| v.into_string().ok());
+            let alloc = slurm::allocation(&env).map_err(Stop::Usage)?;
+            if alloc.is_some() && launcher.is_none() {
+                launcher = Some(slurm::SRUN_LAUNCHER.to_owned());
+            }
+            alloc
+        }
     };
     match hosts {
         Some(hosts) => {
@@ -413,7 +425,7 @@ pub fn parse_with_env(
         }
         None if map_by.is_some() || launcher.is_some() => {
             return Err(Stop::Usage(
-                "--map-by and --launcher need --host or --hostfile".into(),
+                "--map-by and --launcher need --host, --hostfile or a Slurm allocation".into(),
             ))
         }
         None => {}

@@ -152,7 +152,15 @@ fn slurm_test(harness_args: &[String]) -> i32 {
         .and_then(|s| {
             if s.success() {
                 Command::new(&cargo)
-                    .args(["test", "--release", "-p", "oxmpi-tests", "--test", "slurm", "--"])
+                    .args([
+                        "test",
+                        "--release",
+                        "-p",
+                        "oxmpi-tests",
+                        "--test",
+                        "slurm",
+                        "--",
+                    ])
                     .args(harness_args)
                     .env(xtask::slurm::CONF_ENV, &cluster.conf)
                     .status()

@@ -13,7 +13,8 @@
 //! Nodes are `NodeName=n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=P1` (and `n2`), each
 //! with this machine's CPUs; `slurmd -N n1` serves one. Tasks are bound by `task/affinity`
 //! (Slurm's own cpuset, which oxmpi must respect); processes are tracked by
-//! `proctrack/linuxproc`, which needs no cgroup setup.
+//! `proctrack/linuxproc`, which needs no cgroup setup. The nodes' epilog ([`EPILOG`]) removes
+//! what killed oxmpi ranks left in `/dev/shm`, as a site running oxmpi would.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -24,6 +25,11 @@ use std::time::{Duration, Instant};
 
 /// The node names of every test cluster.
 pub const NODES: [&str; 2] = ["n1", "n2"];
+
+/// The epilog every node runs when a job ends: removes the shared-memory files oxmpi ranks of
+/// that job left behind if they were killed (their names start with the job number in hex).
+pub const EPILOG: &str =
+    "#!/bin/sh\nrm -f /dev/shm/oxmpi.$(printf %016x \"$SLURM_JOB_ID\").*\nexit 0\n";
 
 /// One running single-machine Slurm cluster; stopped and removed on drop.
 #[derive(Debug)]
@@ -50,16 +56,31 @@ fn is_root() -> bool {
 }
 
 fn on_path(name: &str) -> bool {
-    ["/usr/sbin", "/usr/bin", "/sbin", "/bin", "/usr/local/bin", "/usr/local/sbin"]
-        .iter()
-        .any(|d| Path::new(d).join(name).exists())
+    [
+        "/usr/sbin",
+        "/usr/bin",
+        "/sbin",
+        "/bin",
+        "/usr/local/bin",
+        "/usr/local/sbin",
+    ]
+    .iter()
+    .any(|d| Path::new(d).join(name).exists())
 }
 
 /// Whether the Slurm and munge programs this module runs are installed.
 pub fn installed() -> bool {
-    ["munged", "slurmctld", "slurmd", "srun", "sbatch", "sinfo", "scancel"]
-        .iter()
-        .all(|p| on_path(p))
+    [
+        "munged",
+        "slurmctld",
+        "slurmd",
+        "srun",
+        "sbatch",
+        "sinfo",
+        "scancel",
+    ]
+    .iter()
+    .all(|p| on_path(p))
 }
 
 fn apt_get(args: &[&str]) -> Result<(), String> {
@@ -89,7 +110,13 @@ pub fn install() -> Result<(), String> {
     if !is_root() {
         return Err("Slurm is not installed and installing it needs root".into());
     }
-    let pkgs = ["install", "-y", "--no-install-recommends", "slurm-wlm", "munge"];
+    let pkgs = [
+        "install",
+        "-y",
+        "--no-install-recommends",
+        "slurm-wlm",
+        "munge",
+    ];
     if apt_get(&pkgs).is_err() {
         apt_get(&["update"])?;
         apt_get(&pkgs)?;
@@ -127,12 +154,16 @@ pub fn config(dir: &Path, ctld_port: u16, node_ports: &[u16], cpus: usize) -> St
     let _ = writeln!(c, "SlurmdLogFile={d}/log/slurmd-%n.log");
     let _ = writeln!(c, "ProctrackType=proctrack/linuxproc");
     let _ = writeln!(c, "TaskPlugin=task/affinity");
-    let _ = writeln!(c, "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core");
+    let _ = writeln!(
+        c,
+        "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core"
+    );
     let _ = writeln!(c, "MpiDefault=none\nReturnToService=2");
     let _ = writeln!(c, "SchedulerType=sched/builtin\nJobCompType=jobcomp/none");
     let _ = writeln!(c, "AccountingStorageType=accounting_storage/none");
     let _ = writeln!(c, "SlurmctldTimeout=30\nSlurmdTimeout=30\nInactiveLimit=0");
     let _ = writeln!(c, "KillWait=2\nMinJobAge=5\nMessageTimeout=20");
+    let _ = writeln!(c, "Epilog={d}/epilog");
     for (name, port) in NODES.iter().zip(node_ports) {
         let _ = writeln!(
             c,
@@ -226,6 +257,9 @@ impl TestCluster {
         let node_ports = [free_port()?, free_port()?];
         fs::write(&self.conf, config(&d, ctld_port, &node_ports, self.cpus))
             .map_err(|e| format!("{}: {e}", self.conf.display()))?;
+        let epilog = d.join("epilog");
+        fs::write(&epilog, EPILOG).map_err(|e| format!("{}: {e}", epilog.display()))?;
+        let _ = fs::set_permissions(&epilog, fs::Permissions::from_mode(0o755));
 
         let socket = d.join("munge/munge.socket");
         let munged = spawn(
@@ -235,14 +269,19 @@ impl TestCluster {
                 .arg("--force")
                 .arg(format!("--socket={}", socket.display()))
                 .arg(format!("--key-file={}", key.display()))
-                .arg(format!("--pid-file={}", d.join("munge/munged.pid").display()))
+                .arg(format!(
+                    "--pid-file={}",
+                    d.join("munge/munged.pid").display()
+                ))
                 .arg(format!("--seed-file={}", d.join("munge/seed").display()))
                 .arg(format!("--log-file={}", d.join("log/munged.log").display())),
             &d.join("log/munged.out"),
             &self.conf,
         )?;
         self.daemons.push(("munged".into(), munged));
-        self.wait_for("munged socket", Duration::from_secs(10), |_| socket.exists())?;
+        self.wait_for("munged socket", Duration::from_secs(10), |_| {
+            socket.exists()
+        })?;
 
         let ctld = spawn(
             "slurmctld",
@@ -289,10 +328,13 @@ impl TestCluster {
             if ready(self) {
                 return Ok(());
             }
-            let died = self.daemons.iter_mut().find_map(|(name, child)| match child.try_wait() {
-                Ok(Some(status)) => Some(format!("{name} exited ({status})")),
-                _ => None,
-            });
+            let died = self
+                .daemons
+                .iter_mut()
+                .find_map(|(name, child)| match child.try_wait() {
+                    Ok(Some(status)) => Some(format!("{name} exited ({status})")),
+                    _ => None,
+                });
             if let Some(died) = died {
                 return Err(format!(
                     "{died} while waiting for {what}; logs in {}:\n{}",
@@ -372,7 +414,8 @@ impl TestCluster {
             let cmd = String::from_utf8_lossy(&cmd);
             let environ = fs::read(e.path().join("environ")).unwrap_or_default();
             let environ = String::from_utf8_lossy(&environ);
-            if cmd.starts_with("slurmstepd") && (environ.contains(&conf) || environ.contains(&spool))
+            if cmd.starts_with("slurmstepd")
+                && (environ.contains(&conf) || environ.contains(&spool))
             {
                 pids.push(pid);
             }
@@ -422,8 +465,12 @@ mod tests {
     fn config_names_every_node_and_port() {
         let c = config(Path::new("/tmp/x"), 7000, &[7001, 7002], 4);
         assert!(c.contains("SlurmctldPort=7000"));
-        assert!(c.contains("NodeName=n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=7001 CPUs=4"));
-        assert!(c.contains("NodeName=n2 NodeHostname=localhost NodeAddr=127.0.0.1 Port=7002 CPUs=4"));
+        assert!(
+            c.contains("NodeName=n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=7001 CPUs=4")
+        );
+        assert!(
+            c.contains("NodeName=n2 NodeHostname=localhost NodeAddr=127.0.0.1 Port=7002 CPUs=4")
+        );
         assert!(c.contains("AuthInfo=socket=/tmp/x/munge/munge.socket"));
         assert!(c.contains("PartitionName=debug Nodes=n1,n2"));
     }
