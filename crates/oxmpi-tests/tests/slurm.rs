@@ -240,6 +240,48 @@ fn slurm_binding_is_kept(c: &TestCluster) -> Case {
     Ok(format!("tasks bound by Slurm: {}", lines.join(" / ")))
 }
 
+fn oxrun_in_a_step_keeps_slurm_cpuset(c: &TestCluster) -> Case {
+    // One CPU from Slurm: oxrun binds both ranks inside it, never outside.
+    let show = "echo $PMI_RANK $(grep Cpus_allowed_list /proc/self/status)";
+    let out = srun(
+        c,
+        &[
+            "-n1",
+            "-c1",
+            "--cpu-bind=cores",
+            &oxrun().display().to_string(),
+            "--timeout",
+            "30",
+            "--bind-to",
+            "core",
+            "--report-bindings",
+            "-n",
+            "2",
+            "sh",
+            "-c",
+            show,
+        ],
+        &[],
+    );
+    let (so, se) = expect_success("srun oxrun", &out)?;
+    let lists: Vec<&str> = so
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .collect();
+    if lists.len() != 2 || lists[0] != lists[1] || lists[0].contains(['-', ',']) {
+        return Err(format!("ranks not kept on Slurm's one CPU:\n{so}\n{se}"));
+    }
+    let reports: Vec<&str> = se.lines().filter(|l| l.contains("bound to cpu")).collect();
+    if reports.len() != 2 {
+        return Err(format!("expected two binding reports:\n{se}"));
+    }
+    Ok(format!(
+        "both ranks on cpu {} ({})",
+        lists[0],
+        reports.join("; ")
+    ))
+}
+
 fn sbatch_runs_oxrun(c: &TestCluster) -> Case {
     let dir = c.dir.join("batch");
     fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -288,13 +330,17 @@ fn slurm_matrix() {
             return;
         }
     };
-    let cases: [(&str, fn(&TestCluster) -> Case); 7] = [
+    let cases: [(&str, fn(&TestCluster) -> Case); 8] = [
         ("srun --mpi=pmi2 programs", programs_under_srun),
         ("srun hello on 2 nodes", hello_across_nodes),
         ("srun cards > 1 request", big_cards),
         ("srun -K killed rank", killed_rank_ends_the_step),
         ("srun abort", abort_ends_the_step),
         ("srun binding kept", slurm_binding_is_kept),
+        (
+            "srun oxrun in Slurm cpuset",
+            oxrun_in_a_step_keeps_slurm_cpuset,
+        ),
         ("sbatch oxrun", sbatch_runs_oxrun),
     ];
     let mut failures = Vec::new();

@@ -1,7 +1,8 @@
 //! Running inside a Slurm allocation: hosts and slots from Slurm's environment, agents through
 //! `srun`.
 //!
-//! When `SLURM_JOB_ID` is set and neither `--host` nor `--hostfile` is given, the job's hosts
+//! When `SLURM_JOB_ID` is set outside any step (a batch script or an `salloc` shell: no
+//! `SLURM_STEP_ID`) and neither `--host` nor `--hostfile` is given, the job's hosts
 //! are the allocation's nodes (`SLURM_JOB_NODELIST`, Slurm's compressed form such as
 //! `node[01-03,07],gpu5`) and each node's slots its task count (`SLURM_TASKS_PER_NODE`, or
 //! `SLURM_JOB_CPUS_PER_NODE` when the job gave no task count; both as `2(x3),1`). Agents then
@@ -18,7 +19,9 @@ pub const SRUN_LAUNCHER: &str = "srun --overlap --nodes=1 --ntasks=1 --nodelist=
 
 /// The allocation's hosts with their slots, if `lookup` shows a Slurm job with a node list.
 pub fn allocation(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Option<Vec<Host>>, String> {
-    if lookup("SLURM_JOB_ID").is_none_or(|v| v.is_empty()) {
+    // Inside a step (`srun oxrun ...`) the step's own node and cpuset are the job's: no
+    // allocation-wide placement, no nested srun.
+    if lookup("SLURM_JOB_ID").is_none_or(|v| v.is_empty()) || lookup("SLURM_STEP_ID").is_some() {
         return Ok(None);
     }
     let Some(list) = lookup("SLURM_JOB_NODELIST").or_else(|| lookup("SLURM_NODELIST")) else {
@@ -199,6 +202,13 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(hosts[0].slots, 8);
+        // Inside a step, oxrun runs on the step's node only.
+        let in_step = allocation(&env(&[
+            ("SLURM_JOB_ID", "7"),
+            ("SLURM_STEP_ID", "0"),
+            ("SLURM_JOB_NODELIST", "n[1-3]"),
+        ]));
+        assert_eq!(in_step.unwrap(), None);
         let err = allocation(&env(&[
             ("SLURM_JOB_ID", "7"),
             ("SLURM_JOB_NODELIST", "n[1-3]"),
