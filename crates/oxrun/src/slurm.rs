@@ -21,7 +21,8 @@ pub const SRUN_LAUNCHER: &str = "srun --overlap --nodes=1 --ntasks=1 --nodelist=
 pub fn allocation(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Option<Vec<Host>>, String> {
     // Inside a step (`srun oxrun ...`) the step's own node and cpuset are the job's: no
     // allocation-wide placement, no nested srun.
-    if lookup("SLURM_JOB_ID").is_none_or(|v| v.is_empty()) || lookup("SLURM_STEP_ID").is_some() {
+    let in_job = lookup("SLURM_JOB_ID").is_some_and(|v| !v.is_empty());
+    if !in_job || lookup("SLURM_STEP_ID").is_some() {
         return Ok(None);
     }
     let Some(list) = lookup("SLURM_JOB_NODELIST").or_else(|| lookup("SLURM_NODELIST")) else {
@@ -137,7 +138,7 @@ pub fn expand_counts(text: &str) -> Result<Vec<u32>, String> {
         if times > 1 << 20 {
             return Err(format!("repeat too large in {item:?}"));
         }
-        out.extend(std::iter::repeat_n(n, times));
+        out.extend(std::iter::repeat(n).take(times));
     }
     Ok(out)
 }
