@@ -36,6 +36,7 @@ fn main() {
     };
     println!("oxmpi {}", env!("CARGO_PKG_VERSION"));
     println!("transports: self, shm (same host), tcp (between hosts; OXMPI_TRANSPORT=tcp forces it); ofi is not built yet");
+    println!("Fortran: mpif.h, and the mpi and mpi_f08 modules built by `cargo xtask install` with one compiler (OXMPI_FC, default gfortran); module files are compiler-specific, so install again for another compiler");
     println!();
     if let Err(e) = Crossovers::from_lookup(|k| std::env::var(k).ok()) {
         eprintln!("oxmpi-info: {e}");
