@@ -39,6 +39,8 @@ fn srun(c: &TestCluster, args: &[&str], env: &[(&str, &str)]) -> Output {
 }
 
 type Case = Result<String, String>;
+/// One case of the matrix: its name and what runs it.
+type Entry = (&'static str, fn(&TestCluster) -> Case);
 
 fn expect_success(what: &str, out: &Output) -> Result<(String, String), String> {
     let (so, se) = text(out);
@@ -330,7 +332,7 @@ fn slurm_matrix() {
             return;
         }
     };
-    let cases: [(&str, fn(&TestCluster) -> Case); 8] = [
+    let cases: [Entry; 8] = [
         ("srun --mpi=pmi2 programs", programs_under_srun),
         ("srun hello on 2 nodes", hello_across_nodes),
         ("srun cards > 1 request", big_cards),
