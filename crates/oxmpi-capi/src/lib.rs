@@ -22,6 +22,7 @@ pub mod comm;
 pub mod convert;
 pub mod env;
 pub mod errors;
+pub mod icoll;
 pub mod info;
 pub mod message;
 pub mod p2p;

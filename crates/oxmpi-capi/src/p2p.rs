@@ -35,7 +35,10 @@ thread_local! {
 }
 
 /// Runs `f` on this thread's request table.
-fn with_requests<R>(name: &str, f: impl FnOnce(&mut Requests<Single>) -> Result<R>) -> Result<R> {
+pub(crate) fn with_requests<R>(
+    name: &str,
+    f: impl FnOnce(&mut Requests<Single>) -> Result<R>,
+) -> Result<R> {
     REQUESTS.with(|cell| {
         let mut slot = cell.try_borrow_mut().map_err(|_| {
             err(
@@ -70,7 +73,7 @@ fn req(h: Handle) -> Result<RequestId> {
 }
 
 /// The C handle of a request id.
-fn req_handle(r: RequestId) -> Handle {
+pub(crate) fn req_handle(r: RequestId) -> Handle {
     if r.is_null() {
         REQUEST_NULL as Handle
     } else {

@@ -145,6 +145,11 @@ fn collectives() {
 }
 
 #[test]
+fn nonblocking_and_persistent_collectives() {
+    corpus("icoll", &[1, 2, 3, 4]);
+}
+
+#[test]
 fn error_handlers_and_codes() {
     corpus("errors", &[1, 2]);
 }

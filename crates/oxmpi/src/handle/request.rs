@@ -387,6 +387,8 @@ pub struct Requests<L: ThreadLevel> {
     rt: Arc<Runtime>,
     persistent: Vec<PSlot>,
     free: Vec<u32>,
+    /// Inside [`immediately`](Self::immediately): collectives start now instead of persisting.
+    immediate: bool,
     _level: L::Marker,
 }
 
@@ -397,6 +399,7 @@ impl<L: ThreadLevel> Requests<L> {
             rt: comm.rt.clone(),
             persistent: Vec::new(),
             free: Vec::new(),
+            immediate: false,
             _level: L::Marker::default(),
         }
     }
@@ -807,9 +810,115 @@ impl<L: ThreadLevel> Requests<L> {
         p: crate::coll::Planned<'static>,
         comm: &Communicator<L>,
     ) -> Result<RequestId> {
+        if self.immediate {
+            // SAFETY: the caller of the `*_init` function (inside `immediately`) vouched
+            // for the buffers until the request completes.
+            let start = unsafe { p.start_unbound(&self.rt, &comm.state) }?;
+            return Ok(self.id_of(start));
+        }
         // SAFETY: the caller of the `*_init` function vouched for the buffers while active.
         let kept = unsafe { p.persist_unbound(&comm.state) }?;
         Ok(self.add_persistent(PersistentOp::Coll(kept)))
+    }
+
+    /// Runs `f` with every collective `*_init` function below starting its collective at
+    /// once as a nonblocking one (`MPI_Ibcast`, `MPI_Iallreduce`, …): the id returned is an
+    /// ordinary nonblocking request, freed when it completes, and the buffers need to stay
+    /// valid only until then.
+    ///
+    /// ```no_run
+    /// use oxmpi::handle::request::Requests;
+    /// let universe = oxmpi::init()?;
+    /// let world = universe.world();
+    /// let mut reqs = Requests::new(&world);
+    /// let mut x = [world.rank()];
+    /// // SAFETY: `x` outlives the request, which is waited for below.
+    /// let mut id = reqs.immediately(|r| unsafe { r.bcast_init(&world, x.as_mut_ptr(), 1, 0) })?;
+    /// reqs.wait(&mut id)?;
+    /// assert!(id.is_null() && x[0] == 0);
+    /// # Ok::<(), oxmpi::Error>(())
+    /// ```
+    pub fn immediately<R>(&mut self, f: impl FnOnce(&mut Self) -> Result<R>) -> Result<R> {
+        self.immediate = true;
+        // Reset on every path, a panic included, so no later `*_init` starts at once.
+        struct Reset<'r, L: ThreadLevel>(&'r mut Requests<L>);
+        impl<L: ThreadLevel> Drop for Reset<'_, L> {
+            fn drop(&mut self) {
+                self.0.immediate = false;
+            }
+        }
+        let r = Reset(self);
+        f(r.0)
+    }
+
+    /// `MPI_Neighbor_allgather_init` over bytes: `send_len` bytes to every out-neighbour,
+    /// in-neighbour i's block at `recv[i * send_len..]` (`recv_len` bytes in all).
+    ///
+    /// # Safety
+    /// See the block's contract.
+    pub unsafe fn neighbor_allgather_init(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const u8,
+        send_len: usize,
+        recv: *mut u8,
+        recv_len: usize,
+    ) -> Result<RequestId> {
+        let call = "neighbor_allgather_init";
+        let plan = comm.neighbor_allgather_plan(call, send_len, recv_len, 1)?;
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro(call, send, send_len)?, rw(call, recv, recv_len)?) };
+        self.add_collective(plan.over(s, r), comm)
+    }
+
+    /// `MPI_Neighbor_alltoall_init` over bytes: equal blocks, one per neighbour.
+    ///
+    /// # Safety
+    /// See the block's contract.
+    pub unsafe fn neighbor_alltoall_init(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const u8,
+        send_len: usize,
+        recv: *mut u8,
+        recv_len: usize,
+    ) -> Result<RequestId> {
+        let call = "neighbor_alltoall_init";
+        let plan = comm.neighbor_alltoall_plan(call, send_len, recv_len, 1)?;
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro(call, send, send_len)?, rw(call, recv, recv_len)?) };
+        self.add_collective(plan.over(s, r), comm)
+    }
+
+    /// `MPI_Neighbor_allgatherv_init` (`sblocks` `None`) and `MPI_Neighbor_alltoallv_init`
+    /// / `_alltoallw_init` over bytes: out-neighbour i gets `send[sdispls[i]..][..scounts[i]]`
+    /// (allgatherv: all `send_len` bytes), in-neighbour i's block lands at
+    /// `recv[rdispls[i]..][..rcounts[i]]`.
+    ///
+    /// # Safety
+    /// See the block's contract.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn neighbor_v_init(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const u8,
+        send_len: usize,
+        sblocks: Option<(&[usize], &[usize])>,
+        recv: *mut u8,
+        recv_len: usize,
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<RequestId> {
+        let call = if sblocks.is_some() {
+            "neighbor_alltoallv_init"
+        } else {
+            "neighbor_allgatherv_init"
+        };
+        let sb = sblocks.map(|(c, d)| (send_len, c, d));
+        let plan = comm.neighbor_v_plan(call, sb, send_len, recv_len, rcounts, rdispls, 1)?;
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro(call, send, send_len)?, rw(call, recv, recv_len)?) };
+        self.add_collective(plan.over(s, r), comm)
     }
 
     /// `MPI_Barrier_init`.
