@@ -573,6 +573,24 @@ int PMPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, 
 int PMPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
 int PMPI_Buffer_detach(void *buffer_addr, int *size);
 
+/* Nonblocking send-receive and matched receive */
+
+int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                  int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source,
+                  int recvtag, MPI_Comm comm, MPI_Request *request);
+int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
+                          int source, int recvtag, MPI_Comm comm, MPI_Request *request);
+int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+               MPI_Request *request);
+
+int PMPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                   int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source,
+                   int recvtag, MPI_Comm comm, MPI_Request *request);
+int PMPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
+                           int source, int recvtag, MPI_Comm comm, MPI_Request *request);
+int PMPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+                MPI_Request *request);
+
 /* ---- Collectives and operations ------------------------------------------------------ */
 
 int MPI_Barrier(MPI_Comm comm);

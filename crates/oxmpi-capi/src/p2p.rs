@@ -259,6 +259,98 @@ unsafe fn irecv(
     unsafe { put(name, out, req_handle(id)) }
 }
 
+/// `MPI_Isendrecv` (and, with a null `sbuf`, `MPI_Isendrecv_replace`: the send is a copy
+/// of `rbuf` taken now).
+///
+/// # Safety
+/// Buffers valid as the MPI call requires until the request completes.
+#[allow(clippy::too_many_arguments)]
+unsafe fn isendrecv(
+    name: &str,
+    sbuf: *const c_void,
+    sn: i64,
+    sdt: Handle,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rn: i64,
+    rdt: Handle,
+    src: c_int,
+    rtag: c_int,
+    c: Handle,
+    out: *mut Handle,
+) -> Result<()> {
+    check_send_tag(name, stag)?;
+    check_recv_tag(name, rtag)?;
+    if out.is_null() {
+        return Err(err(ErrorClass::Arg, name, "request is NULL"));
+    }
+    let replace = sbuf.is_null();
+    let (sfrom, sd) = if replace {
+        (
+            rbuf.cast_const(),
+            data(name, rn, rdt as usize, rbuf.cast_const())?,
+        )
+    } else {
+        (sbuf, data(name, sn, sdt as usize, sbuf)?)
+    };
+    let rd = data(name, rn, rdt as usize, rbuf.cast_const())?;
+    let mut kept = staging::Kept::default();
+    let (sp, slen) = match sd {
+        Data::Bytes { offset, len } => {
+            // SAFETY: forwarded from our caller.
+            let b = unsafe { send_buf(name, at(sfrom, offset), len)? };
+            if replace {
+                kept.sends.push(b.to_vec());
+                (kept.sends[0].as_ptr(), len)
+            } else {
+                (b.as_ptr(), len)
+            }
+        }
+        Data::Typed { ty, count, len } => {
+            // SAFETY: forwarded from our caller; the packed copy is ours.
+            let v = unsafe { Staged::send(ty, sfrom, count, len, false) }.into_bytes();
+            kept.sends.push(v);
+            (kept.sends[0].as_ptr(), len)
+        }
+    };
+    let (rp, rlen, staged) = match rd {
+        Data::Bytes { offset, len } => {
+            // SAFETY: forwarded from our caller.
+            let b = unsafe { recv_buf(name, at_mut(rbuf, offset), len)? };
+            (b.as_mut_ptr(), len, None)
+        }
+        Data::Typed { ty, count, len } => {
+            let mut s = Staged::recv(ty, rbuf, count, len, false);
+            (s.bytes().as_mut_ptr(), len, Some(s))
+        }
+    };
+    let comm = typed(c)?;
+    let id = with_requests(name, |r| {
+        // SAFETY: the caller keeps the buffers valid until the request completes; copies and
+        // staged buffers are held with the request.
+        unsafe {
+            r.isendrecv(
+                &comm,
+                sp,
+                slen,
+                dest,
+                stag,
+                rp,
+                rlen,
+                source(src),
+                tag(rtag),
+            )
+        }
+    })?;
+    staging::keep(id, kept);
+    if let Some(s) = staged {
+        staging::hold(id, s);
+    }
+    // SAFETY: `out` is non-null and valid by contract.
+    unsafe { put(name, out, req_handle(id)) }
+}
+
 /// Writes statuses of completed requests: `MPI_STATUSES_IGNORE` (null) skips them.
 ///
 /// # Safety
@@ -435,6 +527,24 @@ mpi_fn! {
         };
         put_status(status, &st);
         Ok(())
+    }
+
+    /// `MPI_Isendrecv`: one request for both; it completes with the receive's status.
+    fn Isendrecv = MPI_Isendrecv / PMPI_Isendrecv(
+        sbuf: *const c_void, sn: c_int, sdt: Handle, dest: c_int, stag: c_int,
+        rbuf: *mut c_void, rn: c_int, rdt: Handle, src: c_int, rtag: c_int,
+        c: Handle, r: *mut Handle,
+    ) on comm(c) => {
+        isendrecv("Isendrecv", sbuf, sn.into(), sdt, dest, stag, rbuf, rn.into(), rdt, src, rtag, c, r)
+    }
+
+    /// `MPI_Isendrecv_replace`: the message sent is a copy taken now, so the receive may
+    /// land in the same buffer.
+    fn Isendrecv_replace = MPI_Isendrecv_replace / PMPI_Isendrecv_replace(
+        buf: *mut c_void, n: c_int, dt: Handle, dest: c_int, stag: c_int, src: c_int, rtag: c_int,
+        c: Handle, r: *mut Handle,
+    ) on comm(c) => {
+        isendrecv("Isendrecv_replace", std::ptr::null(), n.into(), dt, dest, stag, buf, n.into(), dt, src, rtag, c, r)
     }
 
     /// `MPI_Sendrecv_replace`.

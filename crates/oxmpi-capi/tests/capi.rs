@@ -150,6 +150,11 @@ fn nonblocking_and_persistent_collectives() {
 }
 
 #[test]
+fn nonblocking_sendrecv_and_matched_receive() {
+    corpus("isendrecv", &[1, 2, 3, 4]);
+}
+
+#[test]
 fn error_handlers_and_codes() {
     corpus("errors", &[1, 2]);
 }

@@ -665,7 +665,7 @@ pub struct Message<L: ThreadLevel = crate::Single> {
 }
 
 impl<L: ThreadLevel> Message<L> {
-    fn start(self, bytes: &mut [u8]) -> (Arc<Runtime>, RecvStart) {
+    pub(crate) fn start(self, bytes: &mut [u8]) -> (Arc<Runtime>, RecvStart) {
         let start = match self.msg {
             None => RecvStart::Done(Status::proc_null()),
             // SAFETY: `bytes` is borrowed by the caller until the receive completes (blocking

@@ -443,6 +443,82 @@ impl<L: ThreadLevel> Requests<L> {
         Ok(self.id_of(start))
     }
 
+    /// A request already complete with `st` (an operation with nothing to do, such as the
+    /// receive of the message of a probe on `PROC_NULL`).
+    pub fn completed(&mut self, st: Status) -> RequestId {
+        self.id_of(RecvStart::Done(st))
+    }
+
+    /// Starts receiving matched message `m` into `cap` bytes at `buf` (`MPI_Imrecv`).
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `cap` bytes, and not otherwise used, until the
+    /// request completes.
+    pub unsafe fn imrecv(
+        &mut self,
+        m: crate::point_to_point::Message<L>,
+        buf: *mut u8,
+        cap: usize,
+    ) -> Result<RequestId> {
+        // SAFETY: forwarded from our caller.
+        let into = unsafe { rw("imrecv", buf, cap)? };
+        let (_, start) = m.start(into);
+        Ok(self.id_of(start))
+    }
+
+    /// Starts a send of `send_len` bytes to `dest` and a receive into `cap` bytes at `recv`
+    /// as one request (`MPI_Isendrecv`), which completes with the receive's status once
+    /// both have completed.
+    ///
+    /// # Safety
+    /// `send` must be valid for reads of `send_len` bytes, `recv` for writes of `cap` bytes
+    /// (and not otherwise used), until the request completes.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn isendrecv(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const u8,
+        send_len: usize,
+        dest: i32,
+        send_tag: i32,
+        recv: *mut u8,
+        cap: usize,
+        source: Source,
+        recv_tag: Tag,
+    ) -> Result<RequestId> {
+        const CALL: &str = "isendrecv";
+        let sop = send_op(
+            comm,
+            CALL,
+            SendMode::Standard,
+            send,
+            send_len,
+            dest,
+            send_tag,
+        )?;
+        let rop = recv_op(comm, CALL, recv, cap, source, recv_tag)?;
+        // SAFETY: forwarded from our caller.
+        let r = unsafe { start_op(&self.rt, &rop)? };
+        // SAFETY: forwarded from our caller.
+        let s = match unsafe { start_op(&self.rt, &sop) } {
+            Ok(s) => s,
+            Err(e) => {
+                // The receive must not outlive this call's failure: the buffer is the
+                // caller's again once we return.
+                if let RecvStart::Pending(id) = r {
+                    cancel_or_wait(&self.rt, id);
+                }
+                return Err(e);
+            }
+        };
+        let pair = SendRecv {
+            send: Part::of(s),
+            recv: Part::of(r),
+        };
+        let id = self.rt.engine.with(|e| e.start_schedule(Box::new(pair)))?;
+        Ok(RequestId::engine(id))
+    }
+
     /// A persistent send (`MPI_Send_init`, `MPI_Ssend_init`, `MPI_Rsend_init`,
     /// `MPI_Bsend_init`), inactive until [`start`](Self::start).
     ///
@@ -793,6 +869,68 @@ impl<L: ThreadLevel> Requests<L> {
             _ => *id = RequestId::NULL,
         }
         Ok(Some(st))
+    }
+}
+
+/// One half of a send-receive pair.
+#[derive(Debug, Clone, Copy)]
+enum Part {
+    Pending(ReqId),
+    Done(Status),
+}
+
+impl Part {
+    fn of(s: RecvStart) -> Part {
+        match s {
+            RecvStart::Pending(id) => Part::Pending(id),
+            RecvStart::Done(st) => Part::Done(st),
+        }
+    }
+
+    /// Collects the engine request once it completes.
+    fn poll(&mut self, e: &mut Engine) -> Option<Status> {
+        if let Part::Pending(id) = *self {
+            if let Some(st) = e.test(id) {
+                *self = Part::Done(st);
+            }
+        }
+        match *self {
+            Part::Done(st) => Some(st),
+            Part::Pending(_) => None,
+        }
+    }
+}
+
+/// `MPI_Isendrecv`: a send and a receive completing as one request, advanced by the engine
+/// like a collective's schedule. It runs no user code.
+#[derive(Debug)]
+struct SendRecv {
+    send: Part,
+    recv: Part,
+}
+
+impl crate::p2p::engine::Schedule for SendRecv {
+    fn advance(&mut self, e: &mut Engine) -> Result<crate::p2p::engine::Advance> {
+        use crate::p2p::engine::Advance;
+        let (s, r) = (self.send.poll(e), self.recv.poll(e));
+        match (s, r) {
+            (Some(s), Some(_)) => match s.error {
+                Some(c) => Err(Error::new(c, "isendrecv: the send failed")),
+                None => Ok(Advance::Done),
+            },
+            _ => Ok(Advance::Running),
+        }
+    }
+
+    fn run_unlocked(&mut self) -> std::thread::Result<()> {
+        Ok(())
+    }
+
+    fn status(&self) -> Status {
+        match self.recv {
+            Part::Done(st) => st,
+            Part::Pending(_) => Status::default(),
+        }
     }
 }
 
