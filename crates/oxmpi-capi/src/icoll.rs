@@ -1,4 +1,6 @@
-//! Nonblocking (`MPI_Ibcast`, …) and persistent (`MPI_Bcast_init`, …) collectives.
+//! Nonblocking (`MPI_Ibcast`, …) and persistent (`MPI_Bcast_init`, …) collectives, and the
+//! neighbourhood collectives in all three forms (`MPI_Neighbor_allgather`, its `I` and
+//! `_init` forms, …).
 //!
 //! Both forms go through the handle layer's collective `*_init` functions: a persistent
 //! request keeps the planned collective, a nonblocking one starts it at once
@@ -27,11 +29,13 @@ use crate::datatypes::{data, with_elem_type, Data, Predef};
 use crate::p2p::{req_handle, with_requests};
 use crate::staging::{self, Kept, Staged};
 
-/// Nonblocking (`Now`) or persistent (`Init`).
+/// Nonblocking (`Now`), persistent (`Init`), or blocking (`Block`: started, then waited
+/// for; the neighbourhood collectives).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum How {
     Now,
     Init,
+    Block,
 }
 
 /// Runs `f` (a `*_init` of the handle layer) started at once or kept, keeps `k` with the
@@ -46,15 +50,24 @@ unsafe fn launch(
     mut k: Kept,
     f: impl FnOnce(&mut Requests<Single>) -> Result<RequestId>,
 ) -> Result<()> {
-    if out.is_null() {
+    if out.is_null() && how != How::Block {
         return Err(err(ErrorClass::Arg, name, "request is NULL"));
     }
     let id = with_requests(name, |r| match how {
-        How::Now => r.immediately(f),
         How::Init => f(r),
+        How::Now | How::Block => r.immediately(f),
     })?;
     k.persistent = how == How::Init;
     staging::keep(id, k);
+    if how == How::Block {
+        let mut left = id;
+        let st = with_requests(name, |r| r.wait(&mut left))?;
+        staging::completed(id, &st, false);
+        return match st.error() {
+            Some(c) => Err(err(c, name, "the collective failed")),
+            None => Ok(()),
+        };
+    }
     // SAFETY: non-null, valid by contract.
     unsafe { put(name, out, req_handle(id)) }
 }
@@ -806,6 +819,291 @@ unsafe fn alltoallv(
         launch(name, how, out, k, |q| {
             q.alltoallv_init(&comm, s, sext, &sc, &sd, r, rext, &rc, &rd)
         })
+    }
+}
+
+/// `n` neighbours' blocks of an alltoallw: byte counts and displacements (predefined
+/// datatypes, displacements in bytes), and the extent they cover.
+///
+/// # Safety
+/// Arrays valid for `n` reads.
+unsafe fn wblocks(
+    name: &str,
+    n: usize,
+    counts: *const c_int,
+    displs: *const isize,
+    types: *const Handle,
+) -> Result<(Vec<usize>, Vec<usize>, usize)> {
+    // SAFETY: forwarded.
+    let (c, d, t) = unsafe {
+        (
+            slice(name, counts, n)?,
+            slice(name, displs, n)?,
+            slice(name, types, n)?,
+        )
+    };
+    let (mut bc, mut bd, mut extent) = (Vec::with_capacity(n), Vec::with_capacity(n), 0);
+    for i in 0..n {
+        let len = count(name, c[i])?
+            .checked_mul(predefined(name, t[i])?.size)
+            .ok_or_else(|| err(ErrorClass::Count, name, "count × datatype size overflows"))?;
+        let at = usize::try_from(d[i]).map_err(|_| {
+            err(
+                ErrorClass::Arg,
+                name,
+                format!("displacement {} is negative", d[i]),
+            )
+        })?;
+        extent = extent.max(at + len);
+        bc.push(len);
+        bd.push(at);
+    }
+    Ok((bc, bd, extent))
+}
+
+/// The caller's buffer of `extent` bytes at `p` (a non-null address when empty).
+fn whole<T>(name: &str, p: *const T, extent: usize) -> Result<*const u8> {
+    nonnull(name, p, extent)?;
+    Ok(if extent == 0 { empty() } else { p.cast() })
+}
+
+/// The neighbourhood collectives, `kind` 0 allgather, 1 alltoall.
+#[allow(clippy::too_many_arguments)]
+unsafe fn neighbor_regular(
+    name: &str,
+    how: How,
+    kind: u8,
+    sbuf: *const c_void,
+    sn: c_int,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rn: c_int,
+    rdt: Handle,
+    c: Handle,
+    out: *mut Handle,
+) -> Result<()> {
+    let comm = typed(c)?;
+    let (indeg, outdeg) = oxmpi::handle::topo::neighbor_degrees(crate::boundary::comm(c))?;
+    let mut k = Kept::default();
+    // SAFETY: the caller's buffers, valid until the request completes.
+    unsafe {
+        let (s, slen) = src(
+            name,
+            how,
+            sbuf,
+            sn.into(),
+            sdt,
+            if kind == 0 { 1 } else { outdeg },
+            &mut k,
+        )?;
+        let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, indeg, &mut k)?;
+        launch(name, how, out, k, |q| {
+            if kind == 0 {
+                q.neighbor_allgather_init(&comm, s, slen, r, rlen)
+            } else {
+                q.neighbor_alltoall_init(&comm, s, slen, r, rlen)
+            }
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn neighbor_allgatherv(
+    name: &str,
+    how: How,
+    sbuf: *const c_void,
+    sn: c_int,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    c: Handle,
+    out: *mut Handle,
+) -> Result<()> {
+    let comm = typed(c)?;
+    let (indeg, _) = oxmpi::handle::topo::neighbor_degrees(crate::boundary::comm(c))?;
+    let mut k = Kept::default();
+    // SAFETY: the caller's buffers and arrays, valid until the request completes.
+    unsafe {
+        let (s, slen) = src(name, how, sbuf, sn.into(), sdt, 1, &mut k)?;
+        let (bc, bd, extent) = blocks(name, indeg, rcounts, displs, rdt)?;
+        let r = whole(name, rbuf, extent)?.cast_mut();
+        launch(name, how, out, k, |q| {
+            q.neighbor_v_init(&comm, s, slen, None, r, extent, &bc, &bd)
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn neighbor_alltoallv(
+    name: &str,
+    how: How,
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rdt: Handle,
+    c: Handle,
+    out: *mut Handle,
+) -> Result<()> {
+    let comm = typed(c)?;
+    let (indeg, outdeg) = oxmpi::handle::topo::neighbor_degrees(crate::boundary::comm(c))?;
+    // SAFETY: the caller's buffers and arrays, valid until the request completes.
+    unsafe {
+        let (sc, sd, sext) = blocks(name, outdeg, scounts, sdispls, sdt)?;
+        let (rc, rd, rext) = blocks(name, indeg, rcounts, rdispls, rdt)?;
+        let s = whole(name, sbuf, sext)?;
+        let r = whole(name, rbuf, rext)?.cast_mut();
+        launch(name, how, out, Kept::default(), |q| {
+            q.neighbor_v_init(&comm, s, sext, Some((&sc, &sd)), r, rext, &rc, &rd)
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn neighbor_alltoallw(
+    name: &str,
+    how: How,
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const isize,
+    sdts: *const Handle,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const isize,
+    rdts: *const Handle,
+    c: Handle,
+    out: *mut Handle,
+) -> Result<()> {
+    let comm = typed(c)?;
+    let (indeg, outdeg) = oxmpi::handle::topo::neighbor_degrees(crate::boundary::comm(c))?;
+    // SAFETY: the caller's buffers and arrays, valid until the request completes.
+    unsafe {
+        let (sc, sd, sext) = wblocks(name, outdeg, scounts, sdispls, sdts)?;
+        let (rc, rd, rext) = wblocks(name, indeg, rcounts, rdispls, rdts)?;
+        let s = whole(name, sbuf, sext)?;
+        let r = whole(name, rbuf, rext)?.cast_mut();
+        launch(name, how, out, Kept::default(), |q| {
+            q.neighbor_v_init(&comm, s, sext, Some((&sc, &sd)), r, rext, &rc, &rd)
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Neighbor_allgather`.
+    fn Neighbor_allgather = MPI_Neighbor_allgather / PMPI_Neighbor_allgather(
+        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
+    ) on comm(c) => {
+        neighbor_regular("Neighbor_allgather", How::Block, 0, sbuf, sn, sdt, rbuf, rn, rdt, c, std::ptr::null_mut())
+    }
+    /// `MPI_Ineighbor_allgather`.
+    fn Ineighbor_allgather = MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather(
+        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
+        r: *mut Handle,
+    ) on comm(c) => {
+        neighbor_regular("Ineighbor_allgather", How::Now, 0, sbuf, sn, sdt, rbuf, rn, rdt, c, r)
+    }
+    /// `MPI_Neighbor_allgather_init`.
+    fn Neighbor_allgather_init = MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init(
+        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
+        _info: Handle, r: *mut Handle,
+    ) on comm(c) => {
+        neighbor_regular("Neighbor_allgather_init", How::Init, 0, sbuf, sn, sdt, rbuf, rn, rdt, c, r)
+    }
+
+    /// `MPI_Neighbor_alltoall`.
+    fn Neighbor_alltoall = MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall(
+        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
+    ) on comm(c) => {
+        neighbor_regular("Neighbor_alltoall", How::Block, 1, sbuf, sn, sdt, rbuf, rn, rdt, c, std::ptr::null_mut())
+    }
+    /// `MPI_Ineighbor_alltoall`.
+    fn Ineighbor_alltoall = MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall(
+        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
+        r: *mut Handle,
+    ) on comm(c) => {
+        neighbor_regular("Ineighbor_alltoall", How::Now, 1, sbuf, sn, sdt, rbuf, rn, rdt, c, r)
+    }
+    /// `MPI_Neighbor_alltoall_init`.
+    fn Neighbor_alltoall_init = MPI_Neighbor_alltoall_init / PMPI_Neighbor_alltoall_init(
+        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
+        _info: Handle, r: *mut Handle,
+    ) on comm(c) => {
+        neighbor_regular("Neighbor_alltoall_init", How::Init, 1, sbuf, sn, sdt, rbuf, rn, rdt, c, r)
+    }
+
+    /// `MPI_Neighbor_allgatherv`.
+    fn Neighbor_allgatherv = MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv(
+        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int,
+        displs: *const c_int, rdt: Handle, c: Handle,
+    ) on comm(c) => {
+        neighbor_allgatherv("Neighbor_allgatherv", How::Block, sbuf, sn, sdt, rbuf, rcounts, displs, rdt, c, std::ptr::null_mut())
+    }
+    /// `MPI_Ineighbor_allgatherv`.
+    fn Ineighbor_allgatherv = MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv(
+        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int,
+        displs: *const c_int, rdt: Handle, c: Handle, r: *mut Handle,
+    ) on comm(c) => {
+        neighbor_allgatherv("Ineighbor_allgatherv", How::Now, sbuf, sn, sdt, rbuf, rcounts, displs, rdt, c, r)
+    }
+    /// `MPI_Neighbor_allgatherv_init`.
+    fn Neighbor_allgatherv_init = MPI_Neighbor_allgatherv_init / PMPI_Neighbor_allgatherv_init(
+        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int,
+        displs: *const c_int, rdt: Handle, c: Handle, _info: Handle, r: *mut Handle,
+    ) on comm(c) => {
+        neighbor_allgatherv("Neighbor_allgatherv_init", How::Init, sbuf, sn, sdt, rbuf, rcounts, displs, rdt, c, r)
+    }
+
+    /// `MPI_Neighbor_alltoallv`.
+    fn Neighbor_alltoallv = MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv(
+        sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle,
+        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle, c: Handle,
+    ) on comm(c) => {
+        neighbor_alltoallv("Neighbor_alltoallv", How::Block, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, c, std::ptr::null_mut())
+    }
+    /// `MPI_Ineighbor_alltoallv`.
+    fn Ineighbor_alltoallv = MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv(
+        sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle,
+        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle, c: Handle,
+        r: *mut Handle,
+    ) on comm(c) => {
+        neighbor_alltoallv("Ineighbor_alltoallv", How::Now, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, c, r)
+    }
+    /// `MPI_Neighbor_alltoallv_init`.
+    fn Neighbor_alltoallv_init = MPI_Neighbor_alltoallv_init / PMPI_Neighbor_alltoallv_init(
+        sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle,
+        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle, c: Handle,
+        _info: Handle, r: *mut Handle,
+    ) on comm(c) => {
+        neighbor_alltoallv("Neighbor_alltoallv_init", How::Init, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, c, r)
+    }
+
+    /// `MPI_Neighbor_alltoallw` (predefined datatypes; displacements in bytes).
+    fn Neighbor_alltoallw = MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw(
+        sbuf: *const c_void, scounts: *const c_int, sdispls: *const isize, sdts: *const Handle,
+        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const isize, rdts: *const Handle, c: Handle,
+    ) on comm(c) => {
+        neighbor_alltoallw("Neighbor_alltoallw", How::Block, sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, c, std::ptr::null_mut())
+    }
+    /// `MPI_Ineighbor_alltoallw`.
+    fn Ineighbor_alltoallw = MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw(
+        sbuf: *const c_void, scounts: *const c_int, sdispls: *const isize, sdts: *const Handle,
+        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const isize, rdts: *const Handle, c: Handle,
+        r: *mut Handle,
+    ) on comm(c) => {
+        neighbor_alltoallw("Ineighbor_alltoallw", How::Now, sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, c, r)
+    }
+    /// `MPI_Neighbor_alltoallw_init`.
+    fn Neighbor_alltoallw_init = MPI_Neighbor_alltoallw_init / PMPI_Neighbor_alltoallw_init(
+        sbuf: *const c_void, scounts: *const c_int, sdispls: *const isize, sdts: *const Handle,
+        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const isize, rdts: *const Handle, c: Handle,
+        _info: Handle, r: *mut Handle,
+    ) on comm(c) => {
+        neighbor_alltoallw("Neighbor_alltoallw_init", How::Init, sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, c, r)
     }
 }
 

@@ -26,4 +26,5 @@ pub mod icoll;
 pub mod info;
 pub mod message;
 pub mod p2p;
+pub mod topo;
 pub mod types;

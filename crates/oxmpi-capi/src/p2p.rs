@@ -58,7 +58,7 @@ pub(crate) fn with_requests<R>(
 }
 
 /// The request id a C handle holds.
-fn req(h: Handle) -> Result<RequestId> {
+pub(crate) fn req(h: Handle) -> Result<RequestId> {
     match h as usize {
         REQUEST_NULL => Ok(RequestId::NULL),
         // No request id is below 2^32 (they carry a slot index above the generation), so

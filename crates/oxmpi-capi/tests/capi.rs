@@ -155,6 +155,11 @@ fn nonblocking_sendrecv_and_matched_receive() {
 }
 
 #[test]
+fn topologies_and_neighbourhood_collectives() {
+    corpus("topo", &[1, 2, 3, 4]);
+}
+
+#[test]
 fn error_handlers_and_codes() {
     corpus("errors", &[1, 2]);
 }
