@@ -24,7 +24,10 @@ use oxmpi::Status;
 static OPS: Mutex<Option<StagedOps>> = Mutex::new(None);
 /// The buffers of collectives by request id, and those of collectives freed while active
 /// (kept for good: the operation may still use them).
-static COLL: Mutex<Option<(HashMap<u64, Kept>, Vec<Kept>)>> = Mutex::new(None);
+static COLL: Mutex<Option<CollTable>> = Mutex::new(None);
+
+/// Live collectives' buffers by request id, and orphans.
+type CollTable = (HashMap<u64, Kept>, Vec<Kept>);
 /// How many operations are staged: the lock-free fast-path check.
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 
