@@ -827,11 +827,11 @@ unsafe fn alltoallv(
 ///
 /// # Safety
 /// Arrays valid for `n` reads.
-unsafe fn wblocks(
+unsafe fn wblocks<D: Disp>(
     name: &str,
     n: usize,
     counts: *const c_int,
-    displs: *const isize,
+    displs: *const D,
     types: *const Handle,
 ) -> Result<(Vec<usize>, Vec<usize>, usize)> {
     // SAFETY: forwarded.
@@ -847,11 +847,12 @@ unsafe fn wblocks(
         let len = count(name, c[i])?
             .checked_mul(predefined(name, t[i])?.size)
             .ok_or_else(|| err(ErrorClass::Count, name, "count × datatype size overflows"))?;
-        let at = usize::try_from(d[i]).map_err(|_| {
+        let di = d[i].wide();
+        let at = usize::try_from(di).map_err(|_| {
             err(
                 ErrorClass::Arg,
                 name,
-                format!("displacement {} is negative", d[i]),
+                format!("displacement {di} is negative"),
             )
         })?;
         extent = extent.max(at + len);
@@ -859,6 +860,23 @@ unsafe fn wblocks(
         bd.push(at);
     }
     Ok((bc, bd, extent))
+}
+
+/// A byte displacement: `int` (`MPI_Alltoallw`) or `MPI_Aint` (the neighbourhood form).
+trait Disp: Copy {
+    fn wide(self) -> i64;
+}
+
+impl Disp for c_int {
+    fn wide(self) -> i64 {
+        self.into()
+    }
+}
+
+impl Disp for isize {
+    fn wide(self) -> i64 {
+        self as i64
+    }
 }
 
 /// The caller's buffer of `extent` bytes at `p` (a non-null address when empty).
@@ -990,6 +1008,74 @@ unsafe fn neighbor_alltoallw(
         launch(name, how, out, Kept::default(), |q| {
             q.neighbor_v_init(&comm, s, sext, Some((&sc, &sd)), r, rext, &rc, &rd)
         })
+    }
+}
+
+/// `MPI_Alltoallw` in its three forms (predefined datatypes; displacements in bytes).
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoallw(
+    name: &str,
+    how: How,
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    sdts: *const Handle,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rdts: *const Handle,
+    c: Handle,
+    out: *mut Handle,
+) -> Result<()> {
+    let comm = typed(c)?;
+    let p = comm.size() as usize;
+    let mut k = Kept::default();
+    // SAFETY: the caller's buffers and arrays, valid until the request completes.
+    unsafe {
+        let (rc, rd, rext) = wblocks(name, p, rcounts, rdispls, rdts)?;
+        let r = whole(name, rbuf, rext)?.cast_mut();
+        let (s, sext, sc, sd) = if in_place(sbuf) {
+            // The input is the receive buffer as it is now, laid out like the output.
+            copy_in_place(name, how)?;
+            (
+                copy_block(rbuf, 0, rext, &mut k),
+                rext,
+                rc.clone(),
+                rd.clone(),
+            )
+        } else {
+            let (sc, sd, sext) = wblocks(name, p, scounts, sdispls, sdts)?;
+            (whole(name, sbuf, sext)?, sext, sc, sd)
+        };
+        launch(name, how, out, k, |q| {
+            q.alltoallv_init(&comm, s, sext, &sc, &sd, r, rext, &rc, &rd)
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Alltoallw` (predefined datatypes).
+    fn Alltoallw = MPI_Alltoallw / PMPI_Alltoallw(
+        sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdts: *const Handle,
+        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdts: *const Handle, c: Handle,
+    ) on comm(c) => {
+        alltoallw("Alltoallw", How::Block, sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, c, std::ptr::null_mut())
+    }
+    /// `MPI_Ialltoallw`.
+    fn Ialltoallw = MPI_Ialltoallw / PMPI_Ialltoallw(
+        sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdts: *const Handle,
+        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdts: *const Handle, c: Handle,
+        r: *mut Handle,
+    ) on comm(c) => {
+        alltoallw("Ialltoallw", How::Now, sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, c, r)
+    }
+    /// `MPI_Alltoallw_init`.
+    fn Alltoallw_init = MPI_Alltoallw_init / PMPI_Alltoallw_init(
+        sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdts: *const Handle,
+        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdts: *const Handle, c: Handle,
+        _info: Handle, r: *mut Handle,
+    ) on comm(c) => {
+        alltoallw("Alltoallw_init", How::Init, sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, c, r)
     }
 }
 

@@ -351,6 +351,46 @@ unsafe fn isendrecv(
     unsafe { put(name, out, req_handle(id)) }
 }
 
+/// `MPI_Status_set_elements(_x)`: the status then reports `n` elements of `dt` (a
+/// predefined datatype other than a pair, or a derived one made of one predefined type).
+///
+/// # Safety
+/// `status` null or valid for reads and writes.
+unsafe fn set_elements(name: &str, status: *mut MpiStatus, dt: Handle, n: i64) -> Result<()> {
+    let n = count(name, n)? as u64;
+    let elem = match crate::datatypes::lookup(name, dt as usize) {
+        Ok(p) if !matches!(p.kind, crate::datatypes::Kind::Pair(_)) => p.size as u64,
+        Ok(_) => {
+            return Err(err(
+                ErrorClass::Type,
+                name,
+                "a pair datatype's elements are not settable",
+            ))
+        }
+        Err(_) => {
+            let ty =
+                oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(dt as usize))?;
+            let base = ty.base().ok_or_else(|| {
+                err(
+                    ErrorClass::Type,
+                    name,
+                    "the datatype is not made of one predefined type",
+                )
+            })?;
+            crate::datatypes::lookup(name, base.handle() as usize)?.size as u64
+        }
+    };
+    let bytes = n
+        .checked_mul(elem)
+        .ok_or_else(|| err(ErrorClass::Count, name, "count × element size overflows"))?;
+    // SAFETY: forwarded.
+    let mut st = unsafe { get(name, status)? };
+    st.internal[0] = bytes as u32 as c_int;
+    st.internal[1] = (bytes >> 32) as u32 as c_int;
+    // SAFETY: forwarded.
+    unsafe { put(name, status, st) }
+}
+
 /// Writes statuses of completed requests: `MPI_STATUSES_IGNORE` (null) skips them.
 ///
 /// # Safety
@@ -783,6 +823,59 @@ mpi_fn! {
     fn Test_cancelled = MPI_Test_cancelled / PMPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) on CommHandle::WORLD => {
         let st = get("Test_cancelled", status)?;
         put("Test_cancelled", flag, st.internal[2])
+    }
+
+    /// `MPI_Status_set_cancelled`.
+    fn Status_set_cancelled = MPI_Status_set_cancelled / PMPI_Status_set_cancelled(status: *mut MpiStatus, flag: c_int) on CommHandle::WORLD => {
+        let mut st = get("Status_set_cancelled", status)?;
+        st.internal[2] = (flag != 0) as c_int;
+        put("Status_set_cancelled", status, st)
+    }
+
+    /// `MPI_Status_set_elements`.
+    fn Status_set_elements = MPI_Status_set_elements / PMPI_Status_set_elements(status: *mut MpiStatus, dt: Handle, n: c_int) on CommHandle::WORLD => {
+        set_elements("Status_set_elements", status, dt, n.into())
+    }
+
+    /// `MPI_Status_set_elements_x`.
+    fn Status_set_elements_x = MPI_Status_set_elements_x / PMPI_Status_set_elements_x(status: *mut MpiStatus, dt: Handle, n: i64) on CommHandle::WORLD => {
+        set_elements("Status_set_elements_x", status, dt, n)
+    }
+
+    /// `MPI_Status_get_source`.
+    fn Status_get_source = MPI_Status_get_source / PMPI_Status_get_source(status: *const MpiStatus, v: *mut c_int) on CommHandle::WORLD => {
+        put("Status_get_source", v, get("Status_get_source", status)?.source)
+    }
+
+    /// `MPI_Status_set_source`.
+    fn Status_set_source = MPI_Status_set_source / PMPI_Status_set_source(status: *mut MpiStatus, v: c_int) on CommHandle::WORLD => {
+        let mut st = get("Status_set_source", status)?;
+        st.source = v;
+        put("Status_set_source", status, st)
+    }
+
+    /// `MPI_Status_get_tag`.
+    fn Status_get_tag = MPI_Status_get_tag / PMPI_Status_get_tag(status: *const MpiStatus, v: *mut c_int) on CommHandle::WORLD => {
+        put("Status_get_tag", v, get("Status_get_tag", status)?.tag)
+    }
+
+    /// `MPI_Status_set_tag`.
+    fn Status_set_tag = MPI_Status_set_tag / PMPI_Status_set_tag(status: *mut MpiStatus, v: c_int) on CommHandle::WORLD => {
+        let mut st = get("Status_set_tag", status)?;
+        st.tag = v;
+        put("Status_set_tag", status, st)
+    }
+
+    /// `MPI_Status_get_error`.
+    fn Status_get_error = MPI_Status_get_error / PMPI_Status_get_error(status: *const MpiStatus, v: *mut c_int) on CommHandle::WORLD => {
+        put("Status_get_error", v, get("Status_get_error", status)?.error)
+    }
+
+    /// `MPI_Status_set_error`.
+    fn Status_set_error = MPI_Status_set_error / PMPI_Status_set_error(status: *mut MpiStatus, v: c_int) on CommHandle::WORLD => {
+        let mut st = get("Status_set_error", status)?;
+        st.error = v;
+        put("Status_set_error", status, st)
     }
 
     /// `MPI_Buffer_attach`.

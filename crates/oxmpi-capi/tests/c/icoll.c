@@ -138,6 +138,39 @@ static void nonblocking(int rank, int size) {
     for (int i = 0; i < size; i++)
         CHECK(recvv[size - 1 - i] == 100 * i + rank, "ialltoallv in place %d", i);
 
+    /* Alltoallw: to rank i an int (100*rank+i) and a double (rank+i/2), byte displacements. */
+    {
+        struct { int i; double d; } wout[16], win[16];
+        int wc[16], wsd[16];
+        MPI_Datatype wt[16];
+        for (int i = 0; i < size; i++) {
+            wout[i].i = 100 * rank + i;
+            wc[i] = 1;
+            wsd[i] = (int)(i * sizeof wout[0]);
+            wt[i] = MPI_INT;
+        }
+        for (int form = 0; form < 3; form++) {
+            memset(win, 0, sizeof win);
+            if (form == 0) {
+                MUST(MPI_Alltoallw(wout, wc, wsd, wt, win, wc, wsd, wt, MPI_COMM_WORLD));
+            } else if (form == 1) {
+                MUST(MPI_Ialltoallw(wout, wc, wsd, wt, win, wc, wsd, wt, MPI_COMM_WORLD, &r));
+                wait1(&r);
+            } else {
+                MUST(MPI_Alltoallw_init(wout, wc, wsd, wt, win, wc, wsd, wt, MPI_COMM_WORLD,
+                                        MPI_INFO_NULL, &r));
+                MUST(MPI_Start(&r));
+                MUST(MPI_Wait(&r, MPI_STATUS_IGNORE));
+                MUST(MPI_Request_free(&r));
+            }
+            for (int i = 0; i < size; i++)
+                CHECK(win[i].i == 100 * i + rank, "alltoallw form %d from %d: %d", form, i, win[i].i);
+        }
+        for (int i = 0; i < size; i++) { wout[i].d = rank + i / 2.0; wt[i] = MPI_DOUBLE; wsd[i] += (int)sizeof(double); }
+        MUST(MPI_Alltoallw(wout, wc, wsd, wt, win, wc, wsd, wt, MPI_COMM_WORLD));
+        for (int i = 0; i < size; i++) CHECK(win[i].d == i + rank / 2.0, "alltoallw double %d", i);
+    }
+
     /* Reductions, several outstanding at once. */
     int x[3] = {rank, 2 * rank, 1}, red[3] = {0}, ar[3], sc[3], ex[3] = {-7, -7, -7};
     double dx = rank + 0.5, dsum = 0;

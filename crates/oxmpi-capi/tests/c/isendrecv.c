@@ -79,6 +79,29 @@ int main(int argc, char **argv) {
     MUST(MPI_Wait(&r, &st));
     CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "imrecv no proc");
 
+    /* Status fields set and read back. */
+    MPI_Status made;
+    MUST(MPI_Status_set_source(&made, 3));
+    MUST(MPI_Status_set_tag(&made, 44));
+    MUST(MPI_Status_set_error(&made, MPI_ERR_TRUNCATE));
+    MUST(MPI_Status_set_elements(&made, MPI_DOUBLE, 5));
+    MUST(MPI_Status_set_cancelled(&made, 1));
+    int v1, v2, v3, flag;
+    MUST(MPI_Status_get_source(&made, &v1));
+    MUST(MPI_Status_get_tag(&made, &v2));
+    MUST(MPI_Status_get_error(&made, &v3));
+    CHECK(v1 == 3 && v2 == 44 && v3 == MPI_ERR_TRUNCATE, "status fields %d %d %d", v1, v2, v3);
+    CHECK(made.MPI_SOURCE == 3 && made.MPI_TAG == 44, "status public fields");
+    MUST(MPI_Get_count(&made, MPI_DOUBLE, &cnt));
+    CHECK(cnt == 5, "set_elements count %d", cnt);
+    MUST(MPI_Get_elements(&made, MPI_BYTE, &cnt));
+    CHECK(cnt == 40, "set_elements bytes %d", cnt);
+    MUST(MPI_Test_cancelled(&made, &flag));
+    CHECK(flag == 1, "set_cancelled");
+    MUST(MPI_Status_set_elements_x(&made, MPI_INT, 7));
+    MUST(MPI_Get_count(&made, MPI_INT, &cnt));
+    CHECK(cnt == 7, "set_elements_x %d", cnt);
+
     /* Errors. */
     MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     int cls;
@@ -91,6 +114,12 @@ int main(int argc, char **argv) {
     cls = MPI_Isendrecv_replace(NULL, 1, MPI_INT, right, 1, left, 1, MPI_COMM_WORLD, &r);
     MUST(MPI_Error_class(cls, &cls));
     CHECK(cls == MPI_ERR_BUFFER, "isendrecv_replace null buffer: %d", cls);
+    cls = MPI_Status_set_elements(&made, MPI_INT, -1);
+    MUST(MPI_Error_class(cls, &cls));
+    CHECK(cls == MPI_ERR_COUNT, "set_elements negative: %d", cls);
+    cls = MPI_Status_get_tag(NULL, &v1);
+    MUST(MPI_Error_class(cls, &cls));
+    CHECK(cls == MPI_ERR_ARG, "get_tag null status: %d", cls);
     MUST(MPI_Barrier(MPI_COMM_WORLD));
     MUST(MPI_Finalize());
     return 0;
