@@ -23,22 +23,22 @@ const IN_PLACE: usize = 1;
 
 thread_local! {
     /// The C datatype of the reduction running on this thread, handed to user operations.
-    static CALL_DATATYPE: Cell<usize> = const { Cell::new(0) };
+    pub(crate) static CALL_DATATYPE: Cell<usize> = const { Cell::new(0) };
 }
 
 /// `MPI_User_function`.
 pub type UserFunction = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut Handle);
 
-fn typed(c: Handle) -> Result<Communicator<Single>> {
+pub(crate) fn typed(c: Handle) -> Result<Communicator<Single>> {
     comm_typed::<Single>(comm(c))
 }
 
-fn op(h: Handle) -> Result<(OpHandle, Op)> {
+pub(crate) fn op(h: Handle) -> Result<(OpHandle, Op)> {
     let id = OpHandle::from_int(int_of(h));
     Ok((id, hop::op_get(id)?))
 }
 
-fn in_place(p: *const c_void) -> bool {
+pub(crate) fn in_place(p: *const c_void) -> bool {
     p as usize == IN_PLACE
 }
 
@@ -121,6 +121,8 @@ macro_rules! reduce_as {
         }
     }};
 }
+
+pub(crate) use reduce_as;
 
 /// Typed reduction helpers (generic over the element type chosen by [`reduce_as`]).
 mod typed_ops {
@@ -237,7 +239,7 @@ mod typed_ops {
 ///
 /// # Safety
 /// `counts` and `displs` valid for `p` reads.
-unsafe fn layout(
+pub(crate) unsafe fn layout(
     name: &str,
     p: usize,
     counts: *const c_int,

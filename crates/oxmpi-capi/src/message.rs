@@ -1,5 +1,5 @@
 //! Matched probes (`MPI_Mprobe`, `MPI_Improbe`) and the receive of a matched message
-//! (`MPI_Mrecv`).
+//! (`MPI_Mrecv`, `MPI_Imrecv`).
 //!
 //! The core's matched message is a value bound to the thread level as a type; the C layer
 //! uses it at `Single`, so messages live in a table per thread, like persistent requests: a
@@ -121,6 +121,37 @@ mpi_fn! {
             }
             None => put("Improbe", flag, 0),
         }
+    }
+
+    /// `MPI_Imrecv`: starts receiving a matched message; `*message` becomes
+    /// `MPI_MESSAGE_NULL`.
+    fn Imrecv = MPI_Imrecv / PMPI_Imrecv(buf: *mut c_void, n: c_int, dt: Handle, message: *mut Handle, r: *mut Handle) on oxmpi::handle::comm::CommHandle::WORLD => {
+        let name = "Imrecv";
+        if r.is_null() {
+            return Err(err(ErrorClass::Arg, name, "request is NULL"));
+        }
+        let (ptr, len, staged) = match crate::datatypes::data(name, n.into(), dt as usize, buf.cast_const())? {
+            Data::Bytes { offset, len } => {
+                let at = buf.cast::<u8>().wrapping_offset(offset).cast::<c_void>();
+                (recv_buf(name, at, len)?.as_mut_ptr(), len, None)
+            }
+            Data::Typed { ty, count, len } => {
+                let mut s = Staged::recv(ty, buf, count, len, false);
+                (s.bytes().as_mut_ptr(), len, Some(s))
+            }
+        };
+        let m = take(name, get(name, message)?)?;
+        put(name, message, MESSAGE_NULL as Handle)?;
+        let id = match m {
+            None => crate::p2p::with_requests(name, |q| Ok(q.completed(oxmpi::Status::proc_null())))?,
+            // SAFETY: the caller keeps the buffer valid until the request completes; a
+            // staged buffer is held with the request.
+            Some(m) => crate::p2p::with_requests(name, |q| q.imrecv(m, ptr, len))?,
+        };
+        if let Some(s) = staged {
+            crate::staging::hold(id, s);
+        }
+        put(name, r, crate::p2p::req_handle(id))
     }
 
     /// `MPI_Mrecv`: receives a matched message; `*message` becomes `MPI_MESSAGE_NULL`.

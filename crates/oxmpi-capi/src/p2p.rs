@@ -35,7 +35,10 @@ thread_local! {
 }
 
 /// Runs `f` on this thread's request table.
-fn with_requests<R>(name: &str, f: impl FnOnce(&mut Requests<Single>) -> Result<R>) -> Result<R> {
+pub(crate) fn with_requests<R>(
+    name: &str,
+    f: impl FnOnce(&mut Requests<Single>) -> Result<R>,
+) -> Result<R> {
     REQUESTS.with(|cell| {
         let mut slot = cell.try_borrow_mut().map_err(|_| {
             err(
@@ -55,7 +58,7 @@ fn with_requests<R>(name: &str, f: impl FnOnce(&mut Requests<Single>) -> Result<
 }
 
 /// The request id a C handle holds.
-fn req(h: Handle) -> Result<RequestId> {
+pub(crate) fn req(h: Handle) -> Result<RequestId> {
     match h as usize {
         REQUEST_NULL => Ok(RequestId::NULL),
         // No request id is below 2^32 (they carry a slot index above the generation), so
@@ -70,7 +73,7 @@ fn req(h: Handle) -> Result<RequestId> {
 }
 
 /// The C handle of a request id.
-fn req_handle(r: RequestId) -> Handle {
+pub(crate) fn req_handle(r: RequestId) -> Handle {
     if r.is_null() {
         REQUEST_NULL as Handle
     } else {
@@ -256,6 +259,138 @@ unsafe fn irecv(
     unsafe { put(name, out, req_handle(id)) }
 }
 
+/// `MPI_Isendrecv` (and, with a null `sbuf`, `MPI_Isendrecv_replace`: the send is a copy
+/// of `rbuf` taken now).
+///
+/// # Safety
+/// Buffers valid as the MPI call requires until the request completes.
+#[allow(clippy::too_many_arguments)]
+unsafe fn isendrecv(
+    name: &str,
+    sbuf: *const c_void,
+    sn: i64,
+    sdt: Handle,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rn: i64,
+    rdt: Handle,
+    src: c_int,
+    rtag: c_int,
+    c: Handle,
+    out: *mut Handle,
+) -> Result<()> {
+    check_send_tag(name, stag)?;
+    check_recv_tag(name, rtag)?;
+    if out.is_null() {
+        return Err(err(ErrorClass::Arg, name, "request is NULL"));
+    }
+    let replace = sbuf.is_null();
+    let (sfrom, sd) = if replace {
+        (
+            rbuf.cast_const(),
+            data(name, rn, rdt as usize, rbuf.cast_const())?,
+        )
+    } else {
+        (sbuf, data(name, sn, sdt as usize, sbuf)?)
+    };
+    let rd = data(name, rn, rdt as usize, rbuf.cast_const())?;
+    let mut kept = staging::Kept::default();
+    let (sp, slen) = match sd {
+        Data::Bytes { offset, len } => {
+            // SAFETY: forwarded from our caller.
+            let b = unsafe { send_buf(name, at(sfrom, offset), len)? };
+            if replace {
+                kept.sends.push(b.to_vec());
+                (kept.sends[0].as_ptr(), len)
+            } else {
+                (b.as_ptr(), len)
+            }
+        }
+        Data::Typed { ty, count, len } => {
+            // SAFETY: forwarded from our caller; the packed copy is ours.
+            let v = unsafe { Staged::send(ty, sfrom, count, len, false) }.into_bytes();
+            kept.sends.push(v);
+            (kept.sends[0].as_ptr(), len)
+        }
+    };
+    let (rp, rlen, staged) = match rd {
+        Data::Bytes { offset, len } => {
+            // SAFETY: forwarded from our caller.
+            let b = unsafe { recv_buf(name, at_mut(rbuf, offset), len)? };
+            (b.as_mut_ptr(), len, None)
+        }
+        Data::Typed { ty, count, len } => {
+            let mut s = Staged::recv(ty, rbuf, count, len, false);
+            (s.bytes().as_mut_ptr(), len, Some(s))
+        }
+    };
+    let comm = typed(c)?;
+    let id = with_requests(name, |r| {
+        // SAFETY: the caller keeps the buffers valid until the request completes; copies and
+        // staged buffers are held with the request.
+        unsafe {
+            r.isendrecv(
+                &comm,
+                sp,
+                slen,
+                dest,
+                stag,
+                rp,
+                rlen,
+                source(src),
+                tag(rtag),
+            )
+        }
+    })?;
+    staging::keep(id, kept);
+    if let Some(s) = staged {
+        staging::hold(id, s);
+    }
+    // SAFETY: `out` is non-null and valid by contract.
+    unsafe { put(name, out, req_handle(id)) }
+}
+
+/// `MPI_Status_set_elements(_x)`: the status then reports `n` elements of `dt` (a
+/// predefined datatype other than a pair, or a derived one made of one predefined type).
+///
+/// # Safety
+/// `status` null or valid for reads and writes.
+unsafe fn set_elements(name: &str, status: *mut MpiStatus, dt: Handle, n: i64) -> Result<()> {
+    let n = count(name, n)? as u64;
+    let elem = match crate::datatypes::lookup(name, dt as usize) {
+        Ok(p) if !matches!(p.kind, crate::datatypes::Kind::Pair(_)) => p.size as u64,
+        Ok(_) => {
+            return Err(err(
+                ErrorClass::Type,
+                name,
+                "a pair datatype's elements are not settable",
+            ))
+        }
+        Err(_) => {
+            let ty =
+                oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(dt as usize))?;
+            let base = ty.base().ok_or_else(|| {
+                err(
+                    ErrorClass::Type,
+                    name,
+                    "the datatype is not made of one predefined type",
+                )
+            })?;
+            crate::datatypes::lookup(name, base.handle() as usize)?.size as u64
+        }
+    };
+    let bytes = n
+        .checked_mul(elem)
+        .ok_or_else(|| err(ErrorClass::Count, name, "count × element size overflows"))?;
+    // SAFETY: forwarded.
+    let mut st = unsafe { get(name, status)? };
+    st.internal[0] = bytes as u32 as c_int;
+    st.internal[1] = (bytes >> 32) as u32 as c_int;
+    // SAFETY: forwarded.
+    unsafe { put(name, status, st) }
+}
+
 /// Writes statuses of completed requests: `MPI_STATUSES_IGNORE` (null) skips them.
 ///
 /// # Safety
@@ -432,6 +567,24 @@ mpi_fn! {
         };
         put_status(status, &st);
         Ok(())
+    }
+
+    /// `MPI_Isendrecv`: one request for both; it completes with the receive's status.
+    fn Isendrecv = MPI_Isendrecv / PMPI_Isendrecv(
+        sbuf: *const c_void, sn: c_int, sdt: Handle, dest: c_int, stag: c_int,
+        rbuf: *mut c_void, rn: c_int, rdt: Handle, src: c_int, rtag: c_int,
+        c: Handle, r: *mut Handle,
+    ) on comm(c) => {
+        isendrecv("Isendrecv", sbuf, sn.into(), sdt, dest, stag, rbuf, rn.into(), rdt, src, rtag, c, r)
+    }
+
+    /// `MPI_Isendrecv_replace`: the message sent is a copy taken now, so the receive may
+    /// land in the same buffer.
+    fn Isendrecv_replace = MPI_Isendrecv_replace / PMPI_Isendrecv_replace(
+        buf: *mut c_void, n: c_int, dt: Handle, dest: c_int, stag: c_int, src: c_int, rtag: c_int,
+        c: Handle, r: *mut Handle,
+    ) on comm(c) => {
+        isendrecv("Isendrecv_replace", std::ptr::null(), n.into(), dt, dest, stag, buf, n.into(), dt, src, rtag, c, r)
     }
 
     /// `MPI_Sendrecv_replace`.
@@ -670,6 +823,59 @@ mpi_fn! {
     fn Test_cancelled = MPI_Test_cancelled / PMPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) on CommHandle::WORLD => {
         let st = get("Test_cancelled", status)?;
         put("Test_cancelled", flag, st.internal[2])
+    }
+
+    /// `MPI_Status_set_cancelled`.
+    fn Status_set_cancelled = MPI_Status_set_cancelled / PMPI_Status_set_cancelled(status: *mut MpiStatus, flag: c_int) on CommHandle::WORLD => {
+        let mut st = get("Status_set_cancelled", status)?;
+        st.internal[2] = (flag != 0) as c_int;
+        put("Status_set_cancelled", status, st)
+    }
+
+    /// `MPI_Status_set_elements`.
+    fn Status_set_elements = MPI_Status_set_elements / PMPI_Status_set_elements(status: *mut MpiStatus, dt: Handle, n: c_int) on CommHandle::WORLD => {
+        set_elements("Status_set_elements", status, dt, n.into())
+    }
+
+    /// `MPI_Status_set_elements_x`.
+    fn Status_set_elements_x = MPI_Status_set_elements_x / PMPI_Status_set_elements_x(status: *mut MpiStatus, dt: Handle, n: i64) on CommHandle::WORLD => {
+        set_elements("Status_set_elements_x", status, dt, n)
+    }
+
+    /// `MPI_Status_get_source`.
+    fn Status_get_source = MPI_Status_get_source / PMPI_Status_get_source(status: *const MpiStatus, v: *mut c_int) on CommHandle::WORLD => {
+        put("Status_get_source", v, get("Status_get_source", status)?.source)
+    }
+
+    /// `MPI_Status_set_source`.
+    fn Status_set_source = MPI_Status_set_source / PMPI_Status_set_source(status: *mut MpiStatus, v: c_int) on CommHandle::WORLD => {
+        let mut st = get("Status_set_source", status)?;
+        st.source = v;
+        put("Status_set_source", status, st)
+    }
+
+    /// `MPI_Status_get_tag`.
+    fn Status_get_tag = MPI_Status_get_tag / PMPI_Status_get_tag(status: *const MpiStatus, v: *mut c_int) on CommHandle::WORLD => {
+        put("Status_get_tag", v, get("Status_get_tag", status)?.tag)
+    }
+
+    /// `MPI_Status_set_tag`.
+    fn Status_set_tag = MPI_Status_set_tag / PMPI_Status_set_tag(status: *mut MpiStatus, v: c_int) on CommHandle::WORLD => {
+        let mut st = get("Status_set_tag", status)?;
+        st.tag = v;
+        put("Status_set_tag", status, st)
+    }
+
+    /// `MPI_Status_get_error`.
+    fn Status_get_error = MPI_Status_get_error / PMPI_Status_get_error(status: *const MpiStatus, v: *mut c_int) on CommHandle::WORLD => {
+        put("Status_get_error", v, get("Status_get_error", status)?.error)
+    }
+
+    /// `MPI_Status_set_error`.
+    fn Status_set_error = MPI_Status_set_error / PMPI_Status_set_error(status: *mut MpiStatus, v: c_int) on CommHandle::WORLD => {
+        let mut st = get("Status_set_error", status)?;
+        st.error = v;
+        put("Status_set_error", status, st)
     }
 
     /// `MPI_Buffer_attach`.

@@ -667,7 +667,7 @@ pub struct Message<L: ThreadLevel = crate::Single> {
 }
 
 impl<L: ThreadLevel> Message<L> {
-    fn start(mut self, bytes: &mut [u8]) -> (Arc<Runtime>, RecvStart) {
+    pub(crate) fn start(mut self, bytes: &mut [u8]) -> (Arc<Runtime>, RecvStart) {
         let rt = self.rt.clone();
         let start = match self.msg.take() {
             None => RecvStart::Done(Status::proc_null()),

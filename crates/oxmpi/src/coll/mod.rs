@@ -222,6 +222,24 @@ impl<'b> Planned<'b> {
         Ok(persistent::Kept::new(self.exec(state, 0)?, state.clone()))
     }
 
+    /// As [`start`](Self::start), for the handle layer, which has no scope: the started
+    /// run, or its status if there was nothing to do.
+    ///
+    /// # Safety
+    /// The buffers must stay valid (and the receive buffer not otherwise accessed) until the
+    /// run completes; `'b` does not enforce it.
+    pub unsafe fn start_unbound(self, rt: &Runtime, state: &CommState) -> Result<RecvStart> {
+        if self.prog.is_none() {
+            return Ok(RecvStart::Done(RawStatus::default()));
+        }
+        match self.exec(state, state.next_tag())? {
+            Some(exec) => Ok(RecvStart::Pending(
+                rt.engine.with(|e| e.start_schedule(Box::new(exec)))?,
+            )),
+            None => Ok(RecvStart::Done(RawStatus::default())),
+        }
+    }
+
     /// Blocking (`scope == None`) or nonblocking form, for callers that share one function
     /// between both (intercommunicators).
     pub fn launch<'s>(

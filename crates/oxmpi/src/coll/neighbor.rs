@@ -67,6 +67,14 @@ impl NeighborPlan {
     }
 }
 
+impl NeighborPlan {
+    /// The plan over `send`/`recv` as a planned collective (the handle layer starts or
+    /// keeps it).
+    pub(crate) fn over<'b>(self, send: &'b [u8], recv: &'b mut [u8]) -> Planned<'b> {
+        Planned::new(self.name, self.prog, None, send, recv)
+    }
+}
+
 fn no_request(name: &str) -> Error {
     Error::new(
         ErrorClass::Intern,
@@ -115,7 +123,7 @@ impl<L: ThreadLevel> Communicator<L> {
         }
     }
 
-    fn neighbor_allgather_plan(
+    pub(crate) fn neighbor_allgather_plan(
         &self,
         name: &'static str,
         send_len: usize,
@@ -147,7 +155,7 @@ impl<L: ThreadLevel> Communicator<L> {
         NeighborPlan { name, prog }
     }
 
-    fn neighbor_alltoall_plan(
+    pub(crate) fn neighbor_alltoall_plan(
         &self,
         name: &'static str,
         send_len: usize,
@@ -174,7 +182,7 @@ impl<L: ThreadLevel> Communicator<L> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn neighbor_v_plan(
+    pub(crate) fn neighbor_v_plan(
         &self,
         name: &'static str,
         send: Option<(usize, &[usize], &[usize])>,

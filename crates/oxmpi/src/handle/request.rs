@@ -387,6 +387,8 @@ pub struct Requests<L: ThreadLevel> {
     rt: Arc<Runtime>,
     persistent: Vec<PSlot>,
     free: Vec<u32>,
+    /// Inside [`immediately`](Self::immediately): collectives start now instead of persisting.
+    immediate: bool,
     _level: L::Marker,
 }
 
@@ -397,6 +399,7 @@ impl<L: ThreadLevel> Requests<L> {
             rt: comm.rt.clone(),
             persistent: Vec::new(),
             free: Vec::new(),
+            immediate: false,
             _level: L::Marker::default(),
         }
     }
@@ -438,6 +441,82 @@ impl<L: ThreadLevel> Requests<L> {
         // SAFETY: forwarded from our caller.
         let start = unsafe { start_op(&self.rt, &op)? };
         Ok(self.id_of(start))
+    }
+
+    /// A request already complete with `st` (an operation with nothing to do, such as the
+    /// receive of the message of a probe on `PROC_NULL`).
+    pub fn completed(&mut self, st: Status) -> RequestId {
+        self.id_of(RecvStart::Done(st))
+    }
+
+    /// Starts receiving matched message `m` into `cap` bytes at `buf` (`MPI_Imrecv`).
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `cap` bytes, and not otherwise used, until the
+    /// request completes.
+    pub unsafe fn imrecv(
+        &mut self,
+        m: crate::point_to_point::Message<L>,
+        buf: *mut u8,
+        cap: usize,
+    ) -> Result<RequestId> {
+        // SAFETY: forwarded from our caller.
+        let into = unsafe { rw("imrecv", buf, cap)? };
+        let (_, start) = m.start(into);
+        Ok(self.id_of(start))
+    }
+
+    /// Starts a send of `send_len` bytes to `dest` and a receive into `cap` bytes at `recv`
+    /// as one request (`MPI_Isendrecv`), which completes with the receive's status once
+    /// both have completed.
+    ///
+    /// # Safety
+    /// `send` must be valid for reads of `send_len` bytes, `recv` for writes of `cap` bytes
+    /// (and not otherwise used), until the request completes.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn isendrecv(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const u8,
+        send_len: usize,
+        dest: i32,
+        send_tag: i32,
+        recv: *mut u8,
+        cap: usize,
+        source: Source,
+        recv_tag: Tag,
+    ) -> Result<RequestId> {
+        const CALL: &str = "isendrecv";
+        let sop = send_op(
+            comm,
+            CALL,
+            SendMode::Standard,
+            send,
+            send_len,
+            dest,
+            send_tag,
+        )?;
+        let rop = recv_op(comm, CALL, recv, cap, source, recv_tag)?;
+        // SAFETY: forwarded from our caller.
+        let r = unsafe { start_op(&self.rt, &rop)? };
+        // SAFETY: forwarded from our caller.
+        let s = match unsafe { start_op(&self.rt, &sop) } {
+            Ok(s) => s,
+            Err(e) => {
+                // The receive must not outlive this call's failure: the buffer is the
+                // caller's again once we return.
+                if let RecvStart::Pending(id) = r {
+                    cancel_or_wait(&self.rt, id);
+                }
+                return Err(e);
+            }
+        };
+        let pair = SendRecv {
+            send: Part::of(s),
+            recv: Part::of(r),
+        };
+        let id = self.rt.engine.with(|e| e.start_schedule(Box::new(pair)))?;
+        Ok(RequestId::engine(id))
     }
 
     /// A persistent send (`MPI_Send_init`, `MPI_Ssend_init`, `MPI_Rsend_init`,
@@ -793,6 +872,68 @@ impl<L: ThreadLevel> Requests<L> {
     }
 }
 
+/// One half of a send-receive pair.
+#[derive(Debug, Clone, Copy)]
+enum Part {
+    Pending(ReqId),
+    Done(Status),
+}
+
+impl Part {
+    fn of(s: RecvStart) -> Part {
+        match s {
+            RecvStart::Pending(id) => Part::Pending(id),
+            RecvStart::Done(st) => Part::Done(st),
+        }
+    }
+
+    /// Collects the engine request once it completes.
+    fn poll(&mut self, e: &mut Engine) -> Option<Status> {
+        if let Part::Pending(id) = *self {
+            if let Some(st) = e.test(id) {
+                *self = Part::Done(st);
+            }
+        }
+        match *self {
+            Part::Done(st) => Some(st),
+            Part::Pending(_) => None,
+        }
+    }
+}
+
+/// `MPI_Isendrecv`: a send and a receive completing as one request, advanced by the engine
+/// like a collective's schedule. It runs no user code.
+#[derive(Debug)]
+struct SendRecv {
+    send: Part,
+    recv: Part,
+}
+
+impl crate::p2p::engine::Schedule for SendRecv {
+    fn advance(&mut self, e: &mut Engine) -> Result<crate::p2p::engine::Advance> {
+        use crate::p2p::engine::Advance;
+        let (s, r) = (self.send.poll(e), self.recv.poll(e));
+        match (s, r) {
+            (Some(s), Some(_)) => match s.error {
+                Some(c) => Err(Error::new(c, "isendrecv: the send failed")),
+                None => Ok(Advance::Done),
+            },
+            _ => Ok(Advance::Running),
+        }
+    }
+
+    fn run_unlocked(&mut self) -> std::thread::Result<()> {
+        Ok(())
+    }
+
+    fn status(&self) -> Status {
+        match self.recv {
+            Part::Done(st) => st,
+            Part::Pending(_) => Status::default(),
+        }
+    }
+}
+
 /// Persistent collectives (`MPI_Barrier_init`, `MPI_Bcast_init`, …) on raw buffers, for the
 /// C layer. Counts are in elements of `T` (bytes for `u8`); a null `send` is `MPI_IN_PLACE`
 /// where the operation has an in-place form. Algorithm and scratch are fixed here; the
@@ -807,9 +948,115 @@ impl<L: ThreadLevel> Requests<L> {
         p: crate::coll::Planned<'static>,
         comm: &Communicator<L>,
     ) -> Result<RequestId> {
+        if self.immediate {
+            // SAFETY: the caller of the `*_init` function (inside `immediately`) vouched
+            // for the buffers until the request completes.
+            let start = unsafe { p.start_unbound(&self.rt, &comm.state) }?;
+            return Ok(self.id_of(start));
+        }
         // SAFETY: the caller of the `*_init` function vouched for the buffers while active.
         let kept = unsafe { p.persist_unbound(&comm.state) }?;
         Ok(self.add_persistent(PersistentOp::Coll(kept)))
+    }
+
+    /// Runs `f` with every collective `*_init` function below starting its collective at
+    /// once as a nonblocking one (`MPI_Ibcast`, `MPI_Iallreduce`, …): the id returned is an
+    /// ordinary nonblocking request, freed when it completes, and the buffers need to stay
+    /// valid only until then.
+    ///
+    /// ```no_run
+    /// use oxmpi::handle::request::Requests;
+    /// let universe = oxmpi::init()?;
+    /// let world = universe.world();
+    /// let mut reqs = Requests::new(&world);
+    /// let mut x = [world.rank()];
+    /// // SAFETY: `x` outlives the request, which is waited for below.
+    /// let mut id = reqs.immediately(|r| unsafe { r.bcast_init(&world, x.as_mut_ptr(), 1, 0) })?;
+    /// reqs.wait(&mut id)?;
+    /// assert!(id.is_null() && x[0] == 0);
+    /// # Ok::<(), oxmpi::Error>(())
+    /// ```
+    pub fn immediately<R>(&mut self, f: impl FnOnce(&mut Self) -> Result<R>) -> Result<R> {
+        self.immediate = true;
+        // Reset on every path, a panic included, so no later `*_init` starts at once.
+        struct Reset<'r, L: ThreadLevel>(&'r mut Requests<L>);
+        impl<L: ThreadLevel> Drop for Reset<'_, L> {
+            fn drop(&mut self) {
+                self.0.immediate = false;
+            }
+        }
+        let r = Reset(self);
+        f(r.0)
+    }
+
+    /// `MPI_Neighbor_allgather_init` over bytes: `send_len` bytes to every out-neighbour,
+    /// in-neighbour i's block at `recv[i * send_len..]` (`recv_len` bytes in all).
+    ///
+    /// # Safety
+    /// See the block's contract.
+    pub unsafe fn neighbor_allgather_init(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const u8,
+        send_len: usize,
+        recv: *mut u8,
+        recv_len: usize,
+    ) -> Result<RequestId> {
+        let call = "neighbor_allgather_init";
+        let plan = comm.neighbor_allgather_plan(call, send_len, recv_len, 1)?;
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro(call, send, send_len)?, rw(call, recv, recv_len)?) };
+        self.add_collective(plan.over(s, r), comm)
+    }
+
+    /// `MPI_Neighbor_alltoall_init` over bytes: equal blocks, one per neighbour.
+    ///
+    /// # Safety
+    /// See the block's contract.
+    pub unsafe fn neighbor_alltoall_init(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const u8,
+        send_len: usize,
+        recv: *mut u8,
+        recv_len: usize,
+    ) -> Result<RequestId> {
+        let call = "neighbor_alltoall_init";
+        let plan = comm.neighbor_alltoall_plan(call, send_len, recv_len, 1)?;
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro(call, send, send_len)?, rw(call, recv, recv_len)?) };
+        self.add_collective(plan.over(s, r), comm)
+    }
+
+    /// `MPI_Neighbor_allgatherv_init` (`sblocks` `None`) and `MPI_Neighbor_alltoallv_init`
+    /// / `_alltoallw_init` over bytes: out-neighbour i gets `send[sdispls[i]..][..scounts[i]]`
+    /// (allgatherv: all `send_len` bytes), in-neighbour i's block lands at
+    /// `recv[rdispls[i]..][..rcounts[i]]`.
+    ///
+    /// # Safety
+    /// See the block's contract.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn neighbor_v_init(
+        &mut self,
+        comm: &Communicator<L>,
+        send: *const u8,
+        send_len: usize,
+        sblocks: Option<(&[usize], &[usize])>,
+        recv: *mut u8,
+        recv_len: usize,
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<RequestId> {
+        let call = if sblocks.is_some() {
+            "neighbor_alltoallv_init"
+        } else {
+            "neighbor_allgatherv_init"
+        };
+        let sb = sblocks.map(|(c, d)| (send_len, c, d));
+        let plan = comm.neighbor_v_plan(call, sb, send_len, recv_len, rcounts, rdispls, 1)?;
+        // SAFETY: forwarded from our caller.
+        let (s, r) = unsafe { (ro(call, send, send_len)?, rw(call, recv, recv_len)?) };
+        self.add_collective(plan.over(s, r), comm)
     }
 
     /// `MPI_Barrier_init`.

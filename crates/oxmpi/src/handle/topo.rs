@@ -1038,6 +1038,23 @@ pub fn dist_graph_neighbors(c: CommHandle) -> Result<DistNeighbors> {
     Ok((g.sources, g.source_weights, g.dests, g.dest_weights))
 }
 
+/// (in-degree, out-degree) of this process in `c`'s topology of any kind: the block counts
+/// of the neighbourhood collectives. No topology is [`ErrorClass::Topology`].
+pub fn neighbor_degrees(c: CommHandle) -> Result<(usize, usize)> {
+    const CALL: &str = "neighbor_degrees";
+    let comm = get(CALL, c)?;
+    match topology_of(&comm) {
+        Some(t) => {
+            let nb = t.neighbors(comm.rank());
+            Ok((nb.sources.len(), nb.dests.len()))
+        }
+        None => Err(err(
+            ErrorClass::Topology,
+            format!("{CALL}: the communicator has no process topology"),
+        )),
+    }
+}
+
 /// `MPI_Topo_test`: the kind of topology of `c`; `None` is `MPI_UNDEFINED`.
 pub fn topo_test(c: CommHandle) -> Result<Option<TopoKind>> {
     Ok(topology_of(&get("topo_test", c)?).map(|t| t.kind()))

@@ -72,6 +72,11 @@ pub trait Schedule: std::fmt::Debug {
     fn drops_user_code(&self) -> bool {
         false
     }
+    /// The status its request completes with once done: empty for a collective, the
+    /// receive's for a send-receive pair (`MPI_Isendrecv`).
+    fn status(&self) -> Status {
+        Status::default()
+    }
 }
 
 /// Ends the job with a message; installed by the runtime.
@@ -570,7 +575,7 @@ impl Engine {
                     self.unlocked.park(id, s);
                     continue;
                 }
-                Ok(Advance::Done) => Status::default(),
+                Ok(Advance::Done) => list[i].1.status(),
                 Err(e) => Status {
                     error: Some(e.class()),
                     ..Status::default()
