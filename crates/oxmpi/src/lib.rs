@@ -44,10 +44,12 @@ pub mod op;
 pub(crate) mod p2p;
 pub mod point_to_point;
 pub mod request;
+pub(crate) mod rma;
 pub(crate) mod runtime;
 pub mod threading;
 pub mod topology;
 pub(crate) mod transport;
+pub mod window;
 
 pub use coll::InterRoot;
 pub use comm::{Communicator, InterCommunicator, Keyval, SplitType, UNDEFINED};
@@ -69,6 +71,7 @@ pub use point_to_point::{Message, Source, Tag, TAG_UB};
 pub use request::{scope, InStatus, Persistent, Request, Scope};
 pub use runtime::{is_finalized, is_initialized};
 pub use threading::{Funneled, Multiple, Serialized, Single, ThreadLevel, Threading};
+pub use window::{LockType, Window};
 pub use topology::{
     CartesianCommunicator, CartesianLayout, DistGraphCommunicator, GraphCommunicator, Shift,
     TopoKind,
