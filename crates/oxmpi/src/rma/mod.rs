@@ -218,12 +218,15 @@ impl WinCore {
         let view = Communicator::<Multiple>::from_comm(wcomm.clone());
         let n = wcomm.size() as usize;
         let me = wcomm.rank() as usize;
-        let loc = &wcomm.rt.locality;
         let members = &wcomm.state.members;
-        if members
-            .iter()
-            .any(|&w| loc.host_of(w) != loc.host_of(members[0]))
-        {
+        // The placement collectives use counts too: `OXMPI_HOST_OVERRIDE` pretends hosts
+        // apart, and a window must not reach across what the job treats as two hosts.
+        let spans = |loc: &crate::runtime::locality::Locality| {
+            members
+                .iter()
+                .any(|&w| loc.host_of(w) != loc.host_of(members[0]))
+        };
+        if spans(&wcomm.rt.locality) || spans(&wcomm.rt.coll_locality) {
             return Err(err(
                 ErrorClass::UnsupportedOperation,
                 format!(
