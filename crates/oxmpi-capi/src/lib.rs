@@ -25,4 +25,5 @@ pub mod errors;
 pub mod info;
 pub mod message;
 pub mod p2p;
+pub mod rma;
 pub mod types;

@@ -361,6 +361,11 @@ impl WinCore {
         }
     }
 
+    /// The window's private communicator.
+    pub(crate) fn comm(&self) -> &Comm {
+        &self.comm
+    }
+
     /// Number of members.
     pub(crate) fn size(&self) -> usize {
         self.targets.len()
