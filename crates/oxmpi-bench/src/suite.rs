@@ -273,10 +273,9 @@ impl Benchmark {
             Benchmark::Bw | Benchmark::Bibw | Benchmark::Msgrate | Benchmark::MultiBw => {
                 (1, 4 << 20)
             }
-            Benchmark::PutLatency
-            | Benchmark::GetLatency
-            | Benchmark::PutBw
-            | Benchmark::GetBw => (1, 4 << 20),
+            Benchmark::PutLatency | Benchmark::GetLatency | Benchmark::PutBw | Benchmark::GetBw => {
+                (1, 4 << 20)
+            }
             Benchmark::Barrier | Benchmark::FopCounter | Benchmark::Startup | Benchmark::Mem => {
                 (0, 0)
             }

@@ -71,8 +71,8 @@ pub use point_to_point::{Message, Source, Tag, TAG_UB};
 pub use request::{scope, InStatus, Persistent, Request, Scope};
 pub use runtime::{is_finalized, is_initialized};
 pub use threading::{Funneled, Multiple, Serialized, Single, ThreadLevel, Threading};
-pub use window::{LockType, Window};
 pub use topology::{
     CartesianCommunicator, CartesianLayout, DistGraphCommunicator, GraphCommunicator, Shift,
     TopoKind,
 };
+pub use window::{LockType, Window};

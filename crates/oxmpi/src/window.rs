@@ -96,7 +96,12 @@ impl<L: ThreadLevel> Communicator<L> {
     /// its own `len`); displacements count values of `T`. Collective.
     pub fn window_allocate<T: Equivalence>(&self, len: usize) -> Result<Window<'static, L>> {
         let size = bytes_for::<T>("win_allocate", len)?;
-        let core = self.window(Flavor::Allocate, size, std::mem::size_of::<T>(), std::ptr::null_mut())?;
+        let core = self.window(
+            Flavor::Allocate,
+            size,
+            std::mem::size_of::<T>(),
+            std::ptr::null_mut(),
+        )?;
         Ok(Window::wrap(core))
     }
 
@@ -105,7 +110,12 @@ impl<L: ThreadLevel> Communicator<L> {
     /// ([`shared_query`](Window::shared_query)). Collective.
     pub fn window_allocate_shared<T: Equivalence>(&self, len: usize) -> Result<Window<'static, L>> {
         let size = bytes_for::<T>("win_allocate_shared", len)?;
-        let core = self.window(Flavor::Shared, size, std::mem::size_of::<T>(), std::ptr::null_mut())?;
+        let core = self.window(
+            Flavor::Shared,
+            size,
+            std::mem::size_of::<T>(),
+            std::ptr::null_mut(),
+        )?;
         Ok(Window::wrap(core))
     }
 
@@ -244,7 +254,8 @@ impl<'a, L: ThreadLevel> Window<'a, L> {
 
     /// `MPI_Get`: fills `origin` from `target`'s window at displacement `disp`.
     pub fn get<T: Equivalence>(&self, origin: &mut [T], target: i32, disp: i64) -> Result<()> {
-        self.core.get(bytemuck::cast_slice_mut(origin), target, disp)
+        self.core
+            .get(bytemuck::cast_slice_mut(origin), target, disp)
     }
 
     /// `MPI_Accumulate`: `target[disp + i] = target[disp + i] ∘ origin[i]`, atomic per element.
@@ -257,8 +268,15 @@ impl<'a, L: ThreadLevel> Window<'a, L> {
         op: &Op,
     ) -> Result<()> {
         let base = base_of::<T>("accumulate")?;
-        self.core
-            .accumulate("accumulate", bytemuck::cast_slice(origin), None, target, disp, base, op)
+        self.core.accumulate(
+            "accumulate",
+            bytemuck::cast_slice(origin),
+            None,
+            target,
+            disp,
+            base,
+            op,
+        )
     }
 
     /// `MPI_Get_accumulate`: [`accumulate`](Self::accumulate), returning the old values in
@@ -284,7 +302,13 @@ impl<'a, L: ThreadLevel> Window<'a, L> {
     }
 
     /// `MPI_Fetch_and_op` on one value: returns the old value.
-    pub fn fetch_and_op<T: Reducible>(&self, origin: &T, target: i32, disp: i64, op: &Op) -> Result<T> {
+    pub fn fetch_and_op<T: Reducible>(
+        &self,
+        origin: &T,
+        target: i32,
+        disp: i64,
+        op: &Op,
+    ) -> Result<T> {
         let mut old = T::zeroed();
         let base = base_of::<T>("fetch_and_op")?;
         self.core.accumulate(

@@ -5,8 +5,8 @@
 mod coll;
 mod mem;
 mod p2p;
-mod rma;
 pub mod pattern;
+mod rma;
 
 use std::process::ExitCode;
 

@@ -65,7 +65,9 @@ pub fn transfer(ctx: &Ctx<'_>) -> oxmpi::Result<()> {
                 }
                 for _ in 0..w {
                     match b {
-                        Benchmark::PutLatency | Benchmark::PutBw => win.put(&local[..size], 1, 0)?,
+                        Benchmark::PutLatency | Benchmark::PutBw => {
+                            win.put(&local[..size], 1, 0)?
+                        }
                         Benchmark::GetLatency | Benchmark::GetBw => {
                             win.get(&mut local[..size], 1, 0)?
                         }
@@ -79,7 +81,9 @@ pub fn transfer(ctx: &Ctx<'_>) -> oxmpi::Result<()> {
         }
         ctx.world.barrier()?;
         match (ctx.rank, b) {
-            (0, Benchmark::GetLatency | Benchmark::GetBw) => check(ctx, &local[..size], seed, size, 1),
+            (0, Benchmark::GetLatency | Benchmark::GetBw) => {
+                check(ctx, &local[..size], seed, size, 1)
+            }
             (1, Benchmark::PutLatency | Benchmark::PutBw) => {
                 check(ctx, &win.local::<u8>()?[..size], seed, size, 0)
             }

@@ -56,7 +56,10 @@ fn entry(call: &str, w: WinHandle) -> Result<Arc<Entry>> {
     WINS.get(w.0).ok_or_else(|| {
         Error::new(
             ErrorClass::Win,
-            format!("{call}: {:#x} is not a live window (null, freed, or never created)", w.0),
+            format!(
+                "{call}: {:#x} is not a live window (null, freed, or never created)",
+                w.0
+            ),
         )
     })
 }
@@ -94,7 +97,12 @@ fn create(
     super::errhandler::inherit(comm, errs);
     WINS.insert(Arc::new(Entry { core, errs }))
         .map(WinHandle)
-        .ok_or_else(|| Error::new(ErrorClass::Other, format!("{call}: too many windows are live")))
+        .ok_or_else(|| {
+            Error::new(
+                ErrorClass::Other,
+                format!("{call}: too many windows are live"),
+            )
+        })
 }
 
 /// `MPI_Win_create` over `size` bytes at `base`, which the caller keeps valid until the
@@ -105,7 +113,14 @@ pub fn win_create(base: *mut u8, size: i64, disp_unit: i32, comm: CommHandle) ->
 
 /// `MPI_Win_allocate`: the window and the base of this process's `size` bytes. Collective.
 pub fn win_allocate(size: i64, disp_unit: i32, comm: CommHandle) -> Result<(WinHandle, *mut u8)> {
-    let w = create("win_allocate", comm, Flavor::Allocate, size, disp_unit, std::ptr::null_mut())?;
+    let w = create(
+        "win_allocate",
+        comm,
+        Flavor::Allocate,
+        size,
+        disp_unit,
+        std::ptr::null_mut(),
+    )?;
     Ok((w, entry("win_allocate", w)?.core.local().0))
 }
 
@@ -128,7 +143,14 @@ pub fn win_allocate_shared(
 
 /// `MPI_Win_create_dynamic`. Collective.
 pub fn win_create_dynamic(comm: CommHandle) -> Result<WinHandle> {
-    create("win_create_dynamic", comm, Flavor::Dynamic, 0, 1, std::ptr::null_mut())
+    create(
+        "win_create_dynamic",
+        comm,
+        Flavor::Dynamic,
+        0,
+        1,
+        std::ptr::null_mut(),
+    )
 }
 
 /// `MPI_Win_free`: sets `w` to [`WinHandle::NULL`]. Collective.
@@ -153,7 +175,10 @@ pub fn win_shared_query(w: WinHandle, rank: i32) -> Result<(i64, i32, *mut u8)> 
 /// `MPI_Win_attach`.
 pub fn win_attach(w: WinHandle, base: *mut u8, size: i64) -> Result<()> {
     let size = usize::try_from(size).map_err(|_| {
-        Error::new(ErrorClass::Size, format!("win_attach: size {size} is negative"))
+        Error::new(
+            ErrorClass::Size,
+            format!("win_attach: size {size} is negative"),
+        )
     })?;
     entry("win_attach", w)?.core.attach(base as u64, size)
 }
@@ -197,12 +222,18 @@ pub fn win_get_group(w: WinHandle) -> Result<super::group::GroupHandle> {
 /// The byte length of `count` elements of a contiguous datatype, and the type.
 fn contiguous(call: &str, count: i64, dt: TypeHandle) -> Result<(usize, Type)> {
     let ty = super::datatype::type_committed(call, dt)?;
-    let count = u64::try_from(count)
-        .map_err(|_| Error::new(ErrorClass::Count, format!("{call}: count {count} is negative")))?;
+    let count = u64::try_from(count).map_err(|_| {
+        Error::new(
+            ErrorClass::Count,
+            format!("{call}: count {count} is negative"),
+        )
+    })?;
     if count > 0 && (!ty.is_contiguous() || ty.lb() != 0) {
         return Err(Error::new(
             ErrorClass::UnsupportedOperation,
-            format!("{call}: non-contiguous datatypes in one-sided operations are not implemented yet"),
+            format!(
+                "{call}: non-contiguous datatypes in one-sided operations are not implemented yet"
+            ),
         ));
     }
     let len = count
@@ -249,7 +280,10 @@ unsafe fn src<'a>(call: &str, p: *const u8, len: usize) -> Result<&'a [u8]> {
         return Ok(&[]);
     }
     if p.is_null() {
-        return Err(Error::new(ErrorClass::Buffer, format!("{call}: the origin buffer is NULL")));
+        return Err(Error::new(
+            ErrorClass::Buffer,
+            format!("{call}: the origin buffer is NULL"),
+        ));
     }
     // SAFETY: non-null; valid for `len` reads by the caller's contract.
     Ok(unsafe { std::slice::from_raw_parts(p, len) })
@@ -264,7 +298,10 @@ unsafe fn dst<'a>(call: &str, p: *mut u8, len: usize) -> Result<&'a mut [u8]> {
         return Ok(&mut []);
     }
     if p.is_null() {
-        return Err(Error::new(ErrorClass::Buffer, format!("{call}: the result buffer is NULL")));
+        return Err(Error::new(
+            ErrorClass::Buffer,
+            format!("{call}: the result buffer is NULL"),
+        ));
     }
     // SAFETY: non-null; valid for `len` writes by the caller's contract.
     Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
@@ -288,7 +325,8 @@ pub unsafe fn put(
     let e = entry("put", w)?;
     let (len, _) = both("put", ocount, otype, tcount, ttype)?;
     // SAFETY: forwarded contract.
-    e.core.put(unsafe { src("put", origin, len)? }, target, disp)
+    e.core
+        .put(unsafe { src("put", origin, len)? }, target, disp)
 }
 
 /// `MPI_Get`.
@@ -309,7 +347,8 @@ pub unsafe fn get(
     let e = entry("get", w)?;
     let (len, _) = both("get", ocount, otype, tcount, ttype)?;
     // SAFETY: forwarded contract.
-    e.core.get(unsafe { dst("get", origin, len)? }, target, disp)
+    e.core
+        .get(unsafe { dst("get", origin, len)? }, target, disp)
 }
 
 /// `MPI_Accumulate`.
@@ -398,7 +437,13 @@ pub unsafe fn compare_and_swap(
     let (len, ty) = contiguous(call, 1, dt)?;
     let base = base_of(call, &ty)?;
     // SAFETY: forwarded contract.
-    let (o, c, r) = unsafe { (src(call, origin, len)?, src(call, compare, len)?, dst(call, result, len)?) };
+    let (o, c, r) = unsafe {
+        (
+            src(call, origin, len)?,
+            src(call, compare, len)?,
+            dst(call, result, len)?,
+        )
+    };
     e.core.compare_and_swap(o, c, r, target, disp, base)
 }
 

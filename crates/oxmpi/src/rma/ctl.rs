@@ -72,8 +72,7 @@ pub fn try_lock_exclusive(w: &AtomicU64) -> bool {
 pub fn try_lock_shared(w: &AtomicU64) -> bool {
     let v = w.load(Ordering::Relaxed);
     v & EXCLUSIVE == 0
-        && w
-            .compare_exchange(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
+        && w.compare_exchange(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
 }
 
@@ -87,15 +86,40 @@ pub fn unlock_shared(w: &AtomicU64) {
     w.fetch_sub(1, Ordering::Release);
 }
 
-/// Takes a plain mutex word (0 free, 1 held) if it is free.
-pub fn try_mutex(w: &AtomicU64) -> bool {
-    w.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-        .is_ok()
+/// Set in an accumulate lock word while a bulk accumulate waits: no new shared holder enters,
+/// so a stream of element-wise atomics cannot starve it.
+const WAITING: u64 = 1 << 62;
+
+/// Takes an accumulate lock word shared (element-wise atomics run side by side) unless a bulk
+/// accumulate holds it or waits for it.
+pub fn try_acc_shared(w: &AtomicU64) -> bool {
+    // An increment never fails because other shared holders come and go (a compare-exchange
+    // would, under contention); one that finds a writer is taken back.
+    if w.fetch_add(1, Ordering::Acquire) & (EXCLUSIVE | WAITING) == 0 {
+        return true;
+    }
+    w.fetch_sub(1, Ordering::Relaxed);
+    false
 }
 
-/// Releases a mutex word.
-pub fn unmutex(w: &AtomicU64) {
-    w.store(0, Ordering::Release);
+/// Takes an accumulate lock word exclusively if it is free, otherwise announces the wait.
+pub fn try_acc_exclusive(w: &AtomicU64) -> bool {
+    let v = w.load(Ordering::Relaxed);
+    if v & !WAITING == 0 {
+        return w
+            .compare_exchange(v, EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok();
+    }
+    if v & WAITING == 0 {
+        w.fetch_or(WAITING, Ordering::Relaxed);
+    }
+    false
+}
+
+/// Releases an exclusive accumulate lock (another waiter announces itself again). Shared
+/// increments that found the writer and are about to be taken back stay counted.
+pub fn unlock_acc_exclusive(w: &AtomicU64) {
+    w.fetch_and(!(EXCLUSIVE | WAITING), Ordering::Release);
 }
 
 #[cfg(test)]
@@ -144,12 +168,19 @@ mod tests {
     }
 
     #[test]
-    fn mutex_word_is_exclusive() {
+    fn a_waiting_bulk_accumulate_holds_off_new_shared_holders() {
         let w = AtomicU64::new(0);
-        assert!(try_mutex(&w));
-        assert!(!try_mutex(&w));
-        unmutex(&w);
-        assert!(try_mutex(&w));
+        assert!(try_acc_shared(&w));
+        assert!(!try_acc_exclusive(&w), "a shared holder is in");
+        assert!(!try_acc_shared(&w), "the waiting writer goes first");
+        unlock_shared(&w);
+        assert!(try_acc_exclusive(&w));
+        assert!(!try_acc_shared(&w));
+        assert!(!try_acc_exclusive(&w));
+        unlock_acc_exclusive(&w);
+        assert!(try_acc_shared(&w));
+        unlock_shared(&w);
+        assert_eq!(w.load(Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -181,12 +181,24 @@ fn aligned(len: usize) -> Vec<u128> {
     vec![0u128; len.div_ceil(16)]
 }
 
-/// Releases a control-block mutex when dropped, on every path.
-struct MutexWord<'a>(&'a AtomicU64);
+/// Elements up to which an accumulate on mapped memory runs as atomics per element; larger
+/// ones take the target's accumulate lock exclusively and combine in place, which is far
+/// cheaper per byte than one locked instruction per element.
+const ATOMIC_ELEMENTS: usize = 16;
 
-impl Drop for MutexWord<'_> {
+/// Holds a target's accumulate lock until dropped, on every path.
+struct AccGuard<'a> {
+    word: &'a AtomicU64,
+    exclusive: bool,
+}
+
+impl Drop for AccGuard<'_> {
     fn drop(&mut self) {
-        ctl::unmutex(self.0);
+        if self.exclusive {
+            ctl::unlock_acc_exclusive(self.word);
+        } else {
+            ctl::unlock_shared(self.word);
+        }
     }
 }
 
@@ -402,10 +414,7 @@ impl WinCore {
             ));
         }
         let r = if rank == PROC_NULL {
-            self.targets
-                .iter()
-                .position(|t| t.size > 0)
-                .unwrap_or(0)
+            self.targets.iter().position(|t| t.size > 0).unwrap_or(0)
         } else {
             self.check_rank("win_shared_query", rank)?
         };
@@ -550,10 +559,16 @@ impl WinCore {
         matches!(self.flavor, Flavor::Allocate | Flavor::Shared)
     }
 
-    fn acc_lock(&self, t: i32) -> MutexWord<'_> {
-        let w = self.word(self.layout.acc_mutex(t as usize));
-        self.wait_until(|| ctl::try_mutex(w));
-        MutexWord(w)
+    /// Takes target `t`'s accumulate lock: shared for element-wise atomics, exclusive for
+    /// read-combine-write.
+    fn acc_lock(&self, t: i32, exclusive: bool) -> AccGuard<'_> {
+        let word = self.word(self.layout.acc_mutex(t as usize));
+        if exclusive {
+            self.wait_until(|| ctl::try_acc_exclusive(word));
+        } else {
+            self.wait_until(|| ctl::try_acc_shared(word));
+        }
+        AccGuard { word, exclusive }
     }
 
     /// `MPI_Accumulate` (`result == None`) and `MPI_Get_accumulate`: element-wise `target =
@@ -595,7 +610,10 @@ impl WinCore {
         if elem == 0 || len % elem != 0 {
             return Err(err(
                 ErrorClass::Count,
-                format!("{call}: {len} bytes are not whole elements of {}", base.name()),
+                format!(
+                    "{call}: {len} bytes are not whole elements of {}",
+                    base.name()
+                ),
             ));
         }
         let Some(loc) = self.resolve(call, target, disp, len)? else {
@@ -615,7 +633,12 @@ impl WinCore {
             Repr::I32 | Repr::U32 | Repr::I64 | Repr::U64 | Repr::Long | Repr::ULong
         );
         if let Loc::Mapped(p) = loc {
-            if self.atomics() && (elem == 8 || elem == 4) && (p as usize).is_multiple_of(elem) {
+            if self.atomics()
+                && (elem == 8 || elem == 4)
+                && (p as usize).is_multiple_of(elem)
+                && len / elem <= ATOMIC_ELEMENTS
+            {
+                let _guard = self.acc_lock(target, false);
                 macro_rules! atomic_loop {
                     ($atomic:ty, $t:ty) => {
                         for i in 0..len / elem {
@@ -636,7 +659,10 @@ impl WinCore {
                                     let mut cur = a.load(Ordering::Relaxed);
                                     loop {
                                         let mut new = x;
-                                        k(bytemuck::bytes_of(&cur), bytemuck::bytes_of_mut(&mut new));
+                                        k(
+                                            bytemuck::bytes_of(&cur),
+                                            bytemuck::bytes_of_mut(&mut new),
+                                        );
                                         match a.compare_exchange_weak(
                                             cur,
                                             new,
@@ -663,7 +689,29 @@ impl WinCore {
                 return Ok(());
             }
         }
-        let _guard = self.acc_lock(target);
+        let _guard = self.acc_lock(target, true);
+        if let Loc::Mapped(p) = loc {
+            let align = base.info().align.max(1);
+            if (p as usize).is_multiple_of(align)
+                && (origin.as_ptr() as usize).is_multiple_of(align)
+            {
+                // SAFETY: `resolve` checked `len` bytes at `p` are window memory, aligned for
+                // the element type; the exclusive accumulate lock keeps every other
+                // accumulate off it meanwhile (plain puts racing with it are erroneous).
+                let target_mem = unsafe { std::slice::from_raw_parts_mut(p, len) };
+                if let Some(r) = result {
+                    r.copy_from_slice(target_mem);
+                }
+                match op {
+                    Op::NoOp => {}
+                    Op::Replace => target_mem.copy_from_slice(origin),
+                    // The remaining predefined operations are commutative:
+                    // target ∘ origin = origin ∘ target, so target can be the in-out side.
+                    _ => k(origin, target_mem),
+                }
+                return Ok(());
+            }
+        }
         let mut cur = aligned(len);
         let cur = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut cur)[..len];
         Self::read(call, loc, cur)?;
@@ -703,14 +751,20 @@ impl WinCore {
         ) {
             return Err(err(
                 ErrorClass::Type,
-                format!("{call}: {} is not an integer, logical or byte type", base.name()),
+                format!(
+                    "{call}: {} is not an integer, logical or byte type",
+                    base.name()
+                ),
             ));
         }
         let elem = info.extent;
         if origin.len() != elem || compare.len() != elem || result.len() != elem {
             return Err(err(
                 ErrorClass::Count,
-                format!("{call}: origin, compare and result must each be one {}", base.name()),
+                format!(
+                    "{call}: origin, compare and result must each be one {}",
+                    base.name()
+                ),
             ));
         }
         let Some(loc) = self.resolve(call, target, disp, elem)? else {
@@ -718,6 +772,7 @@ impl WinCore {
         };
         if let Loc::Mapped(p) = loc {
             if self.atomics() && (elem == 8 || elem == 4) && (p as usize).is_multiple_of(elem) {
+                let _guard = self.acc_lock(target, false);
                 let mut o = [0u8; 8];
                 let mut c = [0u8; 8];
                 o[..elem].copy_from_slice(origin);
@@ -742,7 +797,7 @@ impl WinCore {
                 return Ok(());
             }
         }
-        let _guard = self.acc_lock(target);
+        let _guard = self.acc_lock(target, true);
         Self::read(call, loc, result)?;
         if result == compare {
             Self::write(call, loc, origin)?;
@@ -780,7 +835,10 @@ impl WinCore {
         let g = self.ranks("win_post", group)?;
         let mut ep = self.epoch();
         if ep.exposure.is_some() {
-            return Err(err(ErrorClass::RmaSync, "win_post: an exposure epoch is already open"));
+            return Err(err(
+                ErrorClass::RmaSync,
+                "win_post: an exposure epoch is already open",
+            ));
         }
         for &o in &g {
             self.word(self.layout.post(self.me, o))
@@ -798,7 +856,10 @@ impl WinCore {
         let g = self.ranks("win_start", group)?;
         let mut ep = self.epoch();
         if ep.access.is_some() {
-            return Err(err(ErrorClass::RmaSync, "win_start: an access epoch is already open"));
+            return Err(err(
+                ErrorClass::RmaSync,
+                "win_start: an access epoch is already open",
+            ));
         }
         for &t in &g {
             let seen = ep.started[t];
@@ -813,11 +874,12 @@ impl WinCore {
 
     /// `MPI_Win_complete`: ends the access epoch `start` opened.
     pub(crate) fn complete(&self) -> Result<()> {
-        let g = self
-            .epoch()
-            .access
-            .take()
-            .ok_or_else(|| err(ErrorClass::RmaSync, "win_complete: no access epoch was started"))?;
+        let g = self.epoch().access.take().ok_or_else(|| {
+            err(
+                ErrorClass::RmaSync,
+                "win_complete: no access epoch was started",
+            )
+        })?;
         for t in g {
             self.word(self.layout.done(t, self.me))
                 .fetch_add(1, Ordering::Release);
@@ -836,10 +898,12 @@ impl WinCore {
     /// `MPI_Win_wait`: ends the exposure epoch once every origin completed.
     pub(crate) fn wait(&self) -> Result<()> {
         let mut ep = self.epoch();
-        let g = ep
-            .exposure
-            .take()
-            .ok_or_else(|| err(ErrorClass::RmaSync, "win_wait: no exposure epoch was posted"))?;
+        let g = ep.exposure.take().ok_or_else(|| {
+            err(
+                ErrorClass::RmaSync,
+                "win_wait: no exposure epoch was posted",
+            )
+        })?;
         self.wait_until(|| self.exposure_done(&ep, &g));
         for o in g {
             ep.waited[o] += 1;
@@ -850,10 +914,12 @@ impl WinCore {
     /// `MPI_Win_test`: `wait` if every origin completed, otherwise `false`.
     pub(crate) fn test(&self) -> Result<bool> {
         let mut ep = self.epoch();
-        let g = ep
-            .exposure
-            .clone()
-            .ok_or_else(|| err(ErrorClass::RmaSync, "win_test: no exposure epoch was posted"))?;
+        let g = ep.exposure.clone().ok_or_else(|| {
+            err(
+                ErrorClass::RmaSync,
+                "win_test: no exposure epoch was posted",
+            )
+        })?;
         if !self.exposure_done(&ep, &g) {
             drop(ep);
             self.comm.rt.engine.with(|e| {
