@@ -149,11 +149,11 @@ fn ops(world: &Communicator, flavor: Flavor, sync: Sync) {
         must("put", win.put(&mine, right, d(right, 0)))
     });
     let l = local(&win, flavor, addrs[me as usize]);
-    for i in 0..4 {
+    for (i, &v) in l[..4].iter().enumerate() {
         check!(
-            l[i] == left as u64 * 100 + i as u64,
+            v == left as u64 * 100 + i as u64,
             "{what} put: element {i} = {}",
-            l[i]
+            v
         );
     }
 
@@ -188,12 +188,8 @@ fn ops(world: &Communicator, flavor: Flavor, sync: Sync) {
     });
     let l = local(&win, flavor, addrs[me as usize]);
     let sum = (n * (n + 1) / 2) as u64;
-    for i in 4..8 {
-        check!(
-            l[i] == sum,
-            "{what} accumulate: element {i} = {} not {sum}",
-            l[i]
-        );
+    for (i, &v) in l.iter().enumerate().take(8).skip(4) {
+        check!(v == sum, "{what} accumulate: element {i} = {v} not {sum}");
     }
     let fsum: f64 = (0..n).map(|r| r as f64 + 0.5).sum();
     check!(

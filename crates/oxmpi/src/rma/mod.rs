@@ -275,7 +275,21 @@ impl WinCore {
         let mut seg = None;
         let mut failure = None;
         if me == 0 {
-            let path = format!("/dev/shm/oxmpi.win.{}.{}", std::process::id(), random_hex());
+            // Under the job's prefix when launched, so the launcher removes it should the
+            // job die between creation and the unlink below.
+            let prefix = std::env::var(oxmpi_pmi::launch::JOBKEY_ENV)
+                .ok()
+                .filter(|k| oxmpi_pmi::launch::valid_jobkey(k))
+                .map_or_else(
+                    || "oxmpi.".to_string(),
+                    |k| oxmpi_pmi::launch::shm_prefix(&k),
+                );
+            let path = format!(
+                "{}/{prefix}win.{}.{}",
+                oxmpi_pmi::launch::SHM_DIR,
+                std::process::id(),
+                random_hex()
+            );
             match Segment::create(&path, end.max(64)) {
                 Ok(s) => {
                     name[..path.len()].copy_from_slice(path.as_bytes());
@@ -574,6 +588,7 @@ impl WinCore {
     /// `MPI_Accumulate` (`result == None`) and `MPI_Get_accumulate`: element-wise `target =
     /// target ∘ origin` over elements of `base`, the old values into `result`. `origin` may
     /// be empty for `NoOp` (then `result` gives the length).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn accumulate(
         &self,
         call: &str,
