@@ -43,6 +43,9 @@ pub use crate::rma::{mode, Flavor, LockType};
 pub struct Window<'a, L: ThreadLevel = Single> {
     core: WinCore,
     freed: bool,
+    /// The predefined base type of each element type used in accumulates, so a counter's
+    /// `fetch_and_op` does not build a datatype per call.
+    bases: std::sync::Mutex<Vec<(std::any::TypeId, Predefined)>>,
     _mem: PhantomData<&'a mut [u8]>,
     _level: L::Marker,
 }
@@ -146,6 +149,7 @@ impl<'a, L: ThreadLevel> Window<'a, L> {
         Window {
             core,
             freed: false,
+            bases: std::sync::Mutex::new(Vec::new()),
             _mem: PhantomData,
             _level: L::Marker::default(),
         }
@@ -247,6 +251,17 @@ impl<'a, L: ThreadLevel> Window<'a, L> {
         value as *const T as i64
     }
 
+    fn elem_base<T: Equivalence>(&self, call: &str) -> Result<Predefined> {
+        let id = std::any::TypeId::of::<T>();
+        let mut bases = self.bases.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&(_, p)) = bases.iter().find(|(t, _)| *t == id) {
+            return Ok(p);
+        }
+        let p = base_of::<T>(call)?;
+        bases.push((id, p));
+        Ok(p)
+    }
+
     /// `MPI_Put`: `origin` to `target`'s window at displacement `disp` (in its units).
     pub fn put<T: Equivalence>(&self, origin: &[T], target: i32, disp: i64) -> Result<()> {
         self.core.put(bytemuck::cast_slice(origin), target, disp)
@@ -267,7 +282,7 @@ impl<'a, L: ThreadLevel> Window<'a, L> {
         disp: i64,
         op: &Op,
     ) -> Result<()> {
-        let base = base_of::<T>("accumulate")?;
+        let base = self.elem_base::<T>("accumulate")?;
         self.core.accumulate(
             "accumulate",
             bytemuck::cast_slice(origin),
@@ -289,7 +304,7 @@ impl<'a, L: ThreadLevel> Window<'a, L> {
         disp: i64,
         op: &Op,
     ) -> Result<()> {
-        let base = base_of::<T>("get_accumulate")?;
+        let base = self.elem_base::<T>("get_accumulate")?;
         self.core.accumulate(
             "get_accumulate",
             bytemuck::cast_slice(origin),
@@ -310,7 +325,7 @@ impl<'a, L: ThreadLevel> Window<'a, L> {
         op: &Op,
     ) -> Result<T> {
         let mut old = T::zeroed();
-        let base = base_of::<T>("fetch_and_op")?;
+        let base = self.elem_base::<T>("fetch_and_op")?;
         self.core.accumulate(
             "fetch_and_op",
             bytemuck::bytes_of(origin),
@@ -333,7 +348,7 @@ impl<'a, L: ThreadLevel> Window<'a, L> {
         disp: i64,
     ) -> Result<T> {
         let mut old = T::zeroed();
-        let base = base_of::<T>("compare_and_swap")?;
+        let base = self.elem_base::<T>("compare_and_swap")?;
         self.core.compare_and_swap(
             bytemuck::bytes_of(origin),
             bytemuck::bytes_of(compare),
