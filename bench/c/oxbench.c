@@ -238,7 +238,8 @@ static const char *const usage =
     "usage: oxbench BENCHMARK [--min SIZE] [--max SIZE] [--iters N] [--warmup N] [--window W]\n"
     "       oxbench init [--report-mem]\n"
     "benchmarks: latency bw bibw msgrate multi-bw multi-lat barrier bcast reduce allreduce\n"
-    "            gather scatter allgather alltoall allreduce-init init\n";
+    "            gather scatter allgather alltoall allreduce-init put_latency get_latency\n"
+    "            put_bw get_bw acc_latency fop_counter init\n";
 
 /* Returns NULL on success, or a message naming the bad argument. */
 static const char *parse_options(int argc, char **argv, struct options *o)
@@ -864,6 +865,134 @@ static void report_mem(const struct ctx *c)
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* One-sided                                                                                  */
+
+enum rma_kind { RMA_PUT, RMA_GET, RMA_ACC };
+
+/* Rank 0 puts to, gets from or accumulates into rank 1's window inside one lock_all epoch,
+ * flushing after every operation (latency) or every window of `w` operations (bandwidth). */
+static void bench_rma(const struct ctx *c, enum rma_kind kind, int bw)
+{
+    require_np(c, 2, 0);
+    size_t cap = c->opt.max < 8 ? 8 : c->opt.max;
+    uint8_t *local = xalloc(c, cap), *base = NULL;
+    int32_t *ones = xalloc(c, cap);
+    MPI_Win win;
+    MPI_Win_allocate((MPI_Aint)cap, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    for (size_t i = 0; i < cap / 4; i++)
+        ones[i] = 1;
+    int w = bw ? c->opt.window : 1;
+    enum iter_class k = bw ? ITERS_BW : ITERS_LAT;
+
+    header(c,
+           kind == RMA_PUT ? (bw ? "put bandwidth" : "put latency")
+           : kind == RMA_GET ? (bw ? "get bandwidth" : "get latency")
+                             : "accumulate latency (int32 sum)",
+           bw ? "MB/s" : "us");
+    size_t min = c->opt.min;
+    if (kind == RMA_ACC && min < sizeof(int32_t))
+        min = sizeof(int32_t); /* at least one int */
+    for (size_t size = min; size <= c->opt.max; size = next_size(size)) {
+        long iters = iters_for(c, k, size), warmup = warmup_for(c, k, size);
+        int n = mpi_count(c, size);
+        uint64_t seed = seed_of(size, 0, 1);
+        if (c->rank == 0) {
+            if (kind == RMA_GET)
+                poison(local, size, seed);
+            else
+                fill(local, size, seed);
+        } else if (kind == RMA_GET) {
+            fill(base, size, seed);
+        } else {
+            memset(base, 0, size);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t = 0.0;
+        if (c->rank == 0) {
+            double t0 = 0.0;
+            MPI_Win_lock_all(0, win);
+            for (long i = 0; i < warmup + iters; i++) {
+                if (i == warmup)
+                    t0 = MPI_Wtime();
+                for (int j = 0; j < w; j++) {
+                    if (kind == RMA_PUT)
+                        MPI_Put(local, n, MPI_BYTE, 1, 0, n, MPI_BYTE, win);
+                    else if (kind == RMA_GET)
+                        MPI_Get(local, n, MPI_BYTE, 1, 0, n, MPI_BYTE, win);
+                    else
+                        MPI_Accumulate(ones, n / 4, MPI_INT32_T, 1, 0, n / 4, MPI_INT32_T, MPI_SUM,
+                                       win);
+                }
+                MPI_Win_flush(1, win);
+            }
+            t = MPI_Wtime() - t0;
+            MPI_Win_unlock_all(win);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (c->rank == 0 && kind == RMA_GET)
+            check(c, local, size, seed, size, 1);
+        if (c->rank == 1 && kind == RMA_PUT)
+            check(c, base, size, seed, size, 0);
+        if (c->rank == 1 && kind == RMA_ACC) {
+            for (size_t i = 0; i < size / 4; i++) {
+                int32_t v;
+                memcpy(&v, base + 4 * i, 4);
+                if (v != (int32_t)(warmup + iters))
+                    fail(c, "verification failed: size %zu: accumulated element %zu is %d, not %ld",
+                         size, i, (int)v, warmup + iters);
+            }
+        }
+        row(c, size, bw ? (double)size * w * (double)iters / 1e6 / t : t * 1e6 / (double)iters);
+    }
+    MPI_Win_free(&win);
+    free(local);
+    free(ones);
+}
+
+/* Every rank increments one int64 counter on rank 0 with MPI_Fetch_and_op; the figure is the
+ * time per increment, mean over ranks. */
+static void bench_fop_counter(const struct ctx *c)
+{
+    int64_t *base = NULL;
+    MPI_Win win;
+    MPI_Win_allocate(sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    *base = 0;
+    long iters = iters_for(c, ITERS_LAT, 8), warmup = warmup_for(c, ITERS_LAT, 8);
+    header(c, "contended counter: MPI_Fetch_and_op on rank 0 from every rank, time per increment",
+           "us");
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock_all(0, win);
+    double t0 = 0.0;
+    int64_t last = -1, one = 1, old = 0;
+    for (long i = 0; i < warmup + iters; i++) {
+        if (i == warmup)
+            t0 = MPI_Wtime();
+        MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, 0, MPI_SUM, win);
+        MPI_Win_flush(0, win);
+        if (old <= last)
+            fail(c, "verification failed: the counter went from %lld back to %lld",
+                 (long long)last, (long long)old);
+        last = old;
+    }
+    double t = MPI_Wtime() - t0;
+    MPI_Win_unlock_all(win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (c->rank == 0) {
+        int64_t total = 0;
+        MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
+        MPI_Get(&total, 1, MPI_INT64_T, 0, 0, 1, MPI_INT64_T, win);
+        MPI_Win_unlock(0, win);
+        if (total != (int64_t)c->np * (warmup + iters))
+            fail(c, "verification failed: the counter is %lld, not %lld", (long long)total,
+                 (long long)c->np * (warmup + iters));
+    }
+    double mine = t * 1e6 / (double)iters, sum = 0.0;
+    MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    row(c, 0, sum / c->np);
+    MPI_Win_free(&win);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 struct bench_def {
     const char *name;
@@ -876,6 +1005,8 @@ static const struct bench_def benches[] = {
     {"barrier", 0, 0},          {"bcast", 4, 1u << 20},     {"reduce", 4, 1u << 20},
     {"allreduce", 4, 1u << 20}, {"gather", 4, 1u << 20},    {"scatter", 4, 1u << 20},
     {"allgather", 4, 1u << 20}, {"alltoall", 4, 1u << 20},  {"allreduce-init", 4, 1u << 20},
+    {"put_latency", 1, 4u << 20}, {"get_latency", 1, 4u << 20}, {"put_bw", 1, 4u << 20},
+    {"get_bw", 1, 4u << 20},    {"acc_latency", 4, 1u << 20}, {"fop_counter", 0, 0},
     {"init", 0, 0},
 };
 
@@ -929,6 +1060,18 @@ int main(int argc, char **argv)
         bench_bw(&c, BW_MULTI);
     } else if (strcmp(c.name, "barrier") == 0) {
         bench_barrier(&c);
+    } else if (strcmp(c.name, "put_latency") == 0) {
+        bench_rma(&c, RMA_PUT, 0);
+    } else if (strcmp(c.name, "get_latency") == 0) {
+        bench_rma(&c, RMA_GET, 0);
+    } else if (strcmp(c.name, "put_bw") == 0) {
+        bench_rma(&c, RMA_PUT, 1);
+    } else if (strcmp(c.name, "get_bw") == 0) {
+        bench_rma(&c, RMA_GET, 1);
+    } else if (strcmp(c.name, "acc_latency") == 0) {
+        bench_rma(&c, RMA_ACC, 0);
+    } else if (strcmp(c.name, "fop_counter") == 0) {
+        bench_fop_counter(&c);
     } else {
         static const char *const names[] = {"bcast",     "reduce",    "allreduce",
                                             "gather",    "scatter",   "allgather",

@@ -70,7 +70,7 @@ pub fn options_for(cfg: &Config, benchmark: Benchmark, oversubscribed: bool) -> 
     let max = cfg.max_size.or(max).map(|m| m.max(min_default));
     BenchOptions {
         min: None,
-        max: if benchmark == Benchmark::Barrier {
+        max: if matches!(benchmark, Benchmark::Barrier | Benchmark::FopCounter) {
             None
         } else {
             max

@@ -268,6 +268,12 @@ fn summary_rows() -> Vec<(Benchmark, u32, Key)> {
     for s in [8, 4096] {
         v.push((Benchmark::Allreduce, 2, Key::Size(s)));
     }
+    for b in [Benchmark::PutLatency, Benchmark::GetLatency] {
+        for s in [8, 1 << 20] {
+            v.push((b, 2, Key::Size(s)));
+        }
+    }
+    v.push((Benchmark::FopCounter, 2, Key::Size(0)));
     v
 }
 

@@ -80,6 +80,18 @@ pub enum Benchmark {
     /// `MPI_Allreduce_init` once per size, then `MPI_Start` + `MPI_Wait` per call (int32
     /// sum): what a persistent start saves against [`Allreduce`](Benchmark::Allreduce).
     AllreduceInit,
+    /// `MPI_Put` of a message to rank 1's window plus `MPI_Win_flush`, inside `lock_all`.
+    PutLatency,
+    /// `MPI_Get` from rank 1's window plus `MPI_Win_flush`.
+    GetLatency,
+    /// A window of `MPI_Put`s, then one flush.
+    PutBw,
+    /// A window of `MPI_Get`s, then one flush.
+    GetBw,
+    /// `MPI_Accumulate` (int32 sum) plus `MPI_Win_flush`.
+    AccLatency,
+    /// Every rank increments one counter on rank 0 with `MPI_Fetch_and_op` (int64 sum).
+    FopCounter,
     /// Launch-to-exit time of an init/finalize program.
     Startup,
     /// Peak RSS and shared memory per rank.
@@ -88,7 +100,7 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every benchmark, in report order.
-    pub const ALL: [Benchmark; 17] = [
+    pub const ALL: [Benchmark; 23] = [
         Benchmark::Latency,
         Benchmark::Bw,
         Benchmark::Bibw,
@@ -104,6 +116,12 @@ impl Benchmark {
         Benchmark::Allgather,
         Benchmark::Alltoall,
         Benchmark::AllreduceInit,
+        Benchmark::PutLatency,
+        Benchmark::GetLatency,
+        Benchmark::PutBw,
+        Benchmark::GetBw,
+        Benchmark::AccLatency,
+        Benchmark::FopCounter,
         Benchmark::Startup,
         Benchmark::Mem,
     ];
@@ -126,6 +144,12 @@ impl Benchmark {
             Benchmark::Allgather => "allgather",
             Benchmark::Alltoall => "alltoall",
             Benchmark::AllreduceInit => "allreduce-init",
+            Benchmark::PutLatency => "put_latency",
+            Benchmark::GetLatency => "get_latency",
+            Benchmark::PutBw => "put_bw",
+            Benchmark::GetBw => "get_bw",
+            Benchmark::AccLatency => "acc_latency",
+            Benchmark::FopCounter => "fop_counter",
             Benchmark::Startup => "startup",
             Benchmark::Mem => "mem",
         }
@@ -148,7 +172,11 @@ impl Benchmark {
     /// The unit of the figures.
     pub fn unit(self) -> &'static str {
         match self {
-            Benchmark::Bw | Benchmark::Bibw | Benchmark::MultiBw => "MB/s",
+            Benchmark::Bw
+            | Benchmark::Bibw
+            | Benchmark::MultiBw
+            | Benchmark::PutBw
+            | Benchmark::GetBw => "MB/s",
             Benchmark::Msgrate => "messages/s",
             Benchmark::Startup => "ms",
             Benchmark::Mem => "kB",
@@ -176,6 +204,14 @@ impl Benchmark {
             Benchmark::AllreduceInit => {
                 "persistent allreduce latency (int32 sum; MPI_Start + MPI_Wait)"
             }
+            Benchmark::PutLatency => "put latency (MPI_Put + MPI_Win_flush)",
+            Benchmark::GetLatency => "get latency (MPI_Get + MPI_Win_flush)",
+            Benchmark::PutBw => "put bandwidth (a window of MPI_Put, one flush)",
+            Benchmark::GetBw => "get bandwidth (a window of MPI_Get, one flush)",
+            Benchmark::AccLatency => "accumulate latency (int32 sum + MPI_Win_flush)",
+            Benchmark::FopCounter => {
+                "contended counter: MPI_Fetch_and_op on rank 0 from every rank, time per increment"
+            }
             Benchmark::Startup => "launch-to-exit wall time of MPI_Init + MPI_Finalize",
             Benchmark::Mem => "memory per rank",
         }
@@ -185,17 +221,30 @@ impl Benchmark {
     pub fn higher_is_better(self) -> bool {
         matches!(
             self,
-            Benchmark::Bw | Benchmark::Bibw | Benchmark::Msgrate | Benchmark::MultiBw
+            Benchmark::Bw
+                | Benchmark::Bibw
+                | Benchmark::Msgrate
+                | Benchmark::MultiBw
+                | Benchmark::PutBw
+                | Benchmark::GetBw
         )
     }
 
     /// The OSU iteration class of the benchmark.
     pub fn iter_class(self) -> IterClass {
         match self {
-            Benchmark::Latency | Benchmark::MultiLat => IterClass::Latency,
-            Benchmark::Bw | Benchmark::Bibw | Benchmark::Msgrate | Benchmark::MultiBw => {
-                IterClass::Bandwidth
-            }
+            Benchmark::Latency
+            | Benchmark::MultiLat
+            | Benchmark::PutLatency
+            | Benchmark::GetLatency
+            | Benchmark::AccLatency
+            | Benchmark::FopCounter => IterClass::Latency,
+            Benchmark::Bw
+            | Benchmark::Bibw
+            | Benchmark::Msgrate
+            | Benchmark::MultiBw
+            | Benchmark::PutBw
+            | Benchmark::GetBw => IterClass::Bandwidth,
             _ => IterClass::Collective,
         }
     }
@@ -203,7 +252,14 @@ impl Benchmark {
     /// How many ranks the benchmark runs on.
     pub fn rank_policy(self) -> RankPolicy {
         match self {
-            Benchmark::Latency | Benchmark::Bw | Benchmark::Bibw => RankPolicy::Two,
+            Benchmark::Latency
+            | Benchmark::Bw
+            | Benchmark::Bibw
+            | Benchmark::PutLatency
+            | Benchmark::GetLatency
+            | Benchmark::PutBw
+            | Benchmark::GetBw
+            | Benchmark::AccLatency => RankPolicy::Two,
             Benchmark::Msgrate | Benchmark::MultiBw | Benchmark::MultiLat => RankPolicy::Pairs,
             Benchmark::Startup | Benchmark::Mem => RankPolicy::Startup,
             _ => RankPolicy::Any,
@@ -217,14 +273,19 @@ impl Benchmark {
             Benchmark::Bw | Benchmark::Bibw | Benchmark::Msgrate | Benchmark::MultiBw => {
                 (1, 4 << 20)
             }
-            Benchmark::Barrier | Benchmark::Startup | Benchmark::Mem => (0, 0),
+            Benchmark::PutLatency | Benchmark::GetLatency | Benchmark::PutBw | Benchmark::GetBw => {
+                (1, 4 << 20)
+            }
+            Benchmark::Barrier | Benchmark::FopCounter | Benchmark::Startup | Benchmark::Mem => {
+                (0, 0)
+            }
             _ => (4, 1 << 20),
         }
     }
 
     /// True for benchmarks whose figures form a curve over message sizes (worth a plot).
     pub fn has_size_axis(self) -> bool {
-        self.kind() == Kind::Sized && self != Benchmark::Barrier
+        self.kind() == Kind::Sized && !matches!(self, Benchmark::Barrier | Benchmark::FopCounter)
     }
 
     /// The arguments after the program name: `[name, options...]` or `[init, ...]`.
@@ -341,14 +402,17 @@ impl BenchOptions {
     /// effective minimum to the effective maximum.
     pub fn sizes(&self, benchmark: Benchmark) -> Vec<u64> {
         let (dmin, dmax) = benchmark.default_sizes();
-        if benchmark == Benchmark::Barrier {
+        if matches!(benchmark, Benchmark::Barrier | Benchmark::FopCounter) {
             return vec![0];
         }
         let mut min = self.min.unwrap_or(dmin);
         let max = self.max.unwrap_or(dmax);
         if matches!(
             benchmark,
-            Benchmark::Reduce | Benchmark::Allreduce | Benchmark::AllreduceInit
+            Benchmark::Reduce
+                | Benchmark::Allreduce
+                | Benchmark::AllreduceInit
+                | Benchmark::AccLatency
         ) {
             min = min.max(4);
         }
@@ -418,7 +482,7 @@ mod tests {
             parse_benchmark_list("bw, latency,bw").unwrap(),
             vec![Benchmark::Latency, Benchmark::Bw]
         );
-        assert_eq!(parse_benchmark_list("all").unwrap().len(), 17);
+        assert_eq!(parse_benchmark_list("all").unwrap().len(), 23);
         let err = parse_benchmark_list("latency,nope").unwrap_err();
         assert!(err.contains("unknown benchmark 'nope'"), "{err}");
         assert!(parse_benchmark_list(" , ").is_err());

@@ -108,6 +108,23 @@ fn collective_benchmarks_run_and_verify() {
 }
 
 #[test]
+fn one_sided_benchmarks_run_and_verify() {
+    for b in [
+        Benchmark::PutLatency,
+        Benchmark::GetLatency,
+        Benchmark::PutBw,
+        Benchmark::GetBw,
+        Benchmark::AccLatency,
+        Benchmark::FopCounter,
+    ] {
+        check(b, 2, &[]);
+    }
+    check(Benchmark::FopCounter, 3, &[]);
+    let (ok, _, se) = run(3, &["put_latency", "--iters", "1"]);
+    assert!(!ok && se.contains("exactly 2 ranks"), "{se}");
+}
+
+#[test]
 fn init_reports_memory_per_rank() {
     let (ok, so, se) = run(2, &["init", "--report-mem"]);
     assert!(ok, "{so}\n{se}");

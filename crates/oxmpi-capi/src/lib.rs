@@ -26,5 +26,6 @@ pub mod icoll;
 pub mod info;
 pub mod message;
 pub mod p2p;
+pub mod rma;
 pub mod topo;
 pub mod types;

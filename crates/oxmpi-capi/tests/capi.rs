@@ -140,6 +140,11 @@ fn derived_datatypes() {
 }
 
 #[test]
+fn one_sided() {
+    corpus("rma", &[1, 2, 3, 4]);
+}
+
+#[test]
 fn collectives() {
     corpus("coll", &[1, 2, 3, 4]);
 }

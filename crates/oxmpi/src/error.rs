@@ -48,6 +48,12 @@ pub enum ErrorClass {
     InStatus = 19,
     /// `MPI_ERR_PENDING`: request still pending.
     Pending = 18,
+    /// `MPI_ERR_ASSERT`: invalid assertion argument (RMA synchronization).
+    Assert = 22,
+    /// `MPI_ERR_BASE`: invalid base pointer (window memory).
+    Base = 24,
+    /// `MPI_ERR_DISP`: invalid displacement unit or displacement.
+    Disp = 26,
     /// `MPI_ERR_INFO_KEY`: an info key is empty or too long.
     InfoKey = 31,
     /// `MPI_ERR_INFO_NOKEY`: the info object has no such key.
@@ -58,10 +64,28 @@ pub enum ErrorClass {
     Info = 34,
     /// `MPI_ERR_KEYVAL`: invalid attribute key.
     Keyval = 36,
+    /// `MPI_ERR_LOCKTYPE`: invalid lock type.
+    Locktype = 37,
     /// `MPI_ERR_NO_MEM`: out of memory.
     NoMem = 39,
+    /// `MPI_ERR_RMA_ATTACH`: memory cannot be attached to a dynamic window.
+    RmaAttach = 46,
+    /// `MPI_ERR_RMA_CONFLICT`: conflicting accesses to a window.
+    RmaConflict = 47,
+    /// `MPI_ERR_RMA_RANGE`: target memory outside the window.
+    RmaRange = 48,
+    /// `MPI_ERR_RMA_SHARED`: memory cannot be shared.
+    RmaShared = 49,
+    /// `MPI_ERR_RMA_SYNC`: an RMA call outside its synchronization epoch.
+    RmaSync = 50,
+    /// `MPI_ERR_SIZE`: invalid size.
+    Size = 52,
     /// The operation is not supported (ABI class 55).
     UnsupportedOperation = 55,
+    /// `MPI_ERR_WIN`: invalid window.
+    Win = 56,
+    /// `MPI_ERR_RMA_FLAVOR`: the window's flavor does not allow the call.
+    RmaFlavor = 57,
     /// `MPI_ERR_PROC_ABORTED`: a peer process aborted.
     ProcAborted = 58,
     /// `MPI_ERR_ERRHANDLER`: invalid error handler.
@@ -125,6 +149,11 @@ mod tests {
         assert_eq!(ErrorClass::NoMem as i32, 39);
         assert_eq!(ErrorClass::Info as i32, 34);
         assert_eq!(ErrorClass::Errhandler as i32, 61);
+        assert_eq!(ErrorClass::RmaSync as i32, 50);
+        assert_eq!(ErrorClass::RmaRange as i32, 48);
+        assert_eq!(ErrorClass::Win as i32, 56);
+        assert_eq!(ErrorClass::RmaFlavor as i32, 57);
+        assert_eq!(ErrorClass::Locktype as i32, 37);
         let e = Error::new(ErrorClass::Tag, "send: tag -5 is negative");
         assert_eq!(e.class(), ErrorClass::Tag);
         assert_eq!(e.to_string(), "send: tag -5 is negative (Tag)");

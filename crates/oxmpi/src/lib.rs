@@ -46,10 +46,12 @@ pub(crate) mod p2p;
 pub mod point_to_point;
 pub mod process;
 pub mod request;
+pub(crate) mod rma;
 pub(crate) mod runtime;
 pub mod threading;
 pub mod topology;
 pub(crate) mod transport;
+pub mod window;
 
 pub use coll::InterRoot;
 pub use comm::{AnyCommunicator, Communicator, InterCommunicator, Keyval, SplitType, UNDEFINED};
@@ -81,3 +83,4 @@ pub use topology::{
     CartesianCommunicator, CartesianLayout, DistGraphCommunicator, GraphCommunicator, Shift,
     TopoKind,
 };
+pub use window::{LockType, Window};

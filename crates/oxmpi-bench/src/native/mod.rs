@@ -6,6 +6,7 @@ mod coll;
 mod mem;
 mod p2p;
 pub mod pattern;
+mod rma;
 
 use std::process::ExitCode;
 
@@ -21,7 +22,8 @@ use crate::suite::{header_line, row_line, BenchOptions, Benchmark, IterClass};
 )]
 pub struct NativeArgs {
     /// Benchmark name (latency, bw, bibw, msgrate, multi-bw, multi-lat, barrier, bcast, reduce,
-    /// allreduce, gather, scatter, allgather, alltoall, init).
+    /// allreduce, gather, scatter, allgather, alltoall, put_latency, get_latency, put_bw,
+    /// get_bw, acc_latency, fop_counter, init).
     pub benchmark: String,
     /// Shared options.
     #[command(flatten)]
@@ -187,6 +189,12 @@ pub fn run(args: &[String]) -> ExitCode {
         Benchmark::Bw | Benchmark::Bibw | Benchmark::Msgrate | Benchmark::MultiBw => {
             p2p::bandwidth(&ctx)
         }
+        Benchmark::PutLatency
+        | Benchmark::GetLatency
+        | Benchmark::PutBw
+        | Benchmark::GetBw
+        | Benchmark::AccLatency => rma::transfer(&ctx),
+        Benchmark::FopCounter => rma::counter(&ctx),
         _ => coll::run(&ctx),
     };
     match result.and_then(|()| universe.finalize()) {

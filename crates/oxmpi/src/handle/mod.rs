@@ -51,3 +51,4 @@ pub mod request;
 pub(crate) mod table;
 pub mod topo;
 pub mod typed;
+pub mod win;

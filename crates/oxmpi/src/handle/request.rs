@@ -226,6 +226,11 @@ fn sent(len: usize) -> Status {
     }
 }
 
+/// A request that is already complete (one-sided operations finish as they start).
+pub(crate) fn completed(rt: &Runtime) -> RequestId {
+    RequestId::engine(rt.engine.with(|e| e.completed(sent(0))))
+}
+
 /// `len` bytes at `buf` (an empty slice for `len == 0`, whatever `buf` is).
 ///
 /// # Safety

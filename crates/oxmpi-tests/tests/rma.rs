@@ -1,0 +1,32 @@
+//! One-sided communication through oxrun: `rma_check` at np 1–4 (every window flavor ×
+//! synchronization mode × operation, contended counters, shared and dynamic windows, error
+//! classes), and window creation refused across hosts faked by `OXMPI_HOST_OVERRIDE`.
+
+use std::path::Path;
+
+use oxmpi_tests::{oxrun_job, text};
+
+const CHECK: &str = env!("CARGO_BIN_EXE_rma_check");
+
+fn run(np: usize, args: &[&str], env: &[(&str, &str)]) {
+    let out = oxrun_job(np, Path::new(CHECK), args, env);
+    let (so, se) = text(&out);
+    assert!(
+        out.status.success(),
+        "rma_check np {np} {args:?} {env:?} failed:\n{so}\n{se}"
+    );
+    let passed = so.lines().filter(|l| l.contains(" passed")).count();
+    assert_eq!(passed, np, "np {np}: {passed} ranks passed:\n{so}\n{se}");
+}
+
+#[test]
+fn windows_operations_and_epochs_np1_to_4() {
+    for np in 1..=4 {
+        run(np, &[], &[]);
+    }
+}
+
+#[test]
+fn windows_across_hosts_are_refused() {
+    run(4, &["multihost"], &[("OXMPI_HOST_OVERRIDE", "0,0,1,1")]);
+}

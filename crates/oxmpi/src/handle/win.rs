@@ -1,0 +1,549 @@
+//! Windows as ids (`MPI_Win`), for the C ABI: the window core ([`crate::rma`]) reached
+//! through an id, with MPI datatypes on both sides.
+//!
+//! Each window also registers its private communicator as a communicator id, which carries
+//! the window's error handler (inherited from the communicator it was made from), so the C
+//! layer dispatches a window's errors like a communicator's. Datatypes must be contiguous on
+//! both sides (predefined types and contiguous derived ones); others are
+//! [`ErrorClass::UnsupportedOperation`] for now. A freed or never-issued id is
+//! [`ErrorClass::Win`].
+//!
+//! # Standard sections
+//! MPI-5.0 chapter 12 (one-sided communications).
+
+use std::sync::Arc;
+
+use super::comm::CommHandle;
+use super::datatype::TypeHandle;
+use super::request::RequestId;
+use super::table::Table;
+use crate::datatype::build::Type;
+use crate::datatype::predefined::Predefined;
+use crate::error::{Error, ErrorClass, Result};
+use crate::op::Op;
+use crate::rma::{Flavor, LockType, WinCore};
+
+/// A window id (`MPI_Win`). `Copy`; valid from its creation until [`win_free`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct WinHandle(u32);
+
+impl WinHandle {
+    /// `MPI_WIN_NULL` (ABI value).
+    pub const NULL: WinHandle = WinHandle(0x110);
+
+    /// The id as an integer.
+    pub fn to_int(self) -> i32 {
+        self.0 as i32
+    }
+
+    /// The id with integer value `i` (whether it names a window is checked on use).
+    pub fn from_int(i: i32) -> WinHandle {
+        WinHandle(i as u32)
+    }
+}
+
+struct Entry {
+    core: WinCore,
+    /// The communicator id whose error handler is the window's.
+    errs: CommHandle,
+}
+
+static WINS: Table<Arc<Entry>> = Table::new();
+
+fn entry(call: &str, w: WinHandle) -> Result<Arc<Entry>> {
+    super::env::runtime(call)?;
+    WINS.get(w.0).ok_or_else(|| {
+        Error::new(
+            ErrorClass::Win,
+            format!(
+                "{call}: {:#x} is not a live window (null, freed, or never created)",
+                w.0
+            ),
+        )
+    })
+}
+
+/// The communicator id carrying `w`'s error handler (`MPI_COMM_WORLD`'s for an unknown `w`).
+pub fn error_comm(w: WinHandle) -> CommHandle {
+    WINS.get(w.0).map_or(CommHandle::WORLD, |e| e.errs)
+}
+
+fn create(
+    call: &str,
+    comm: CommHandle,
+    flavor: Flavor,
+    size: i64,
+    disp_unit: i32,
+    base: *mut u8,
+) -> Result<WinHandle> {
+    let c = super::comm::get(call, comm)?;
+    let size = usize::try_from(size)
+        .map_err(|_| Error::new(ErrorClass::Size, format!("{call}: size {size} is negative")))?;
+    if disp_unit <= 0 {
+        return Err(Error::new(
+            ErrorClass::Disp,
+            format!("{call}: displacement unit {disp_unit} is not positive"),
+        ));
+    }
+    if flavor == Flavor::Create && size > 0 && base.is_null() {
+        return Err(Error::new(
+            ErrorClass::Base,
+            format!("{call}: base is NULL with a size of {size}"),
+        ));
+    }
+    let core = WinCore::new(&c, flavor, size, disp_unit as usize, base)?;
+    let errs = super::comm::put_opt(call, Some(core.comm().clone()))?;
+    super::errhandler::inherit(comm, errs);
+    WINS.insert(Arc::new(Entry { core, errs }))
+        .map(WinHandle)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorClass::Other,
+                format!("{call}: too many windows are live"),
+            )
+        })
+}
+
+/// `MPI_Win_create` over `size` bytes at `base`, which the caller keeps valid until the
+/// window is freed. Collective.
+pub fn win_create(base: *mut u8, size: i64, disp_unit: i32, comm: CommHandle) -> Result<WinHandle> {
+    create("win_create", comm, Flavor::Create, size, disp_unit, base)
+}
+
+/// `MPI_Win_allocate`: the window and the base of this process's `size` bytes. Collective.
+pub fn win_allocate(size: i64, disp_unit: i32, comm: CommHandle) -> Result<(WinHandle, *mut u8)> {
+    let w = create(
+        "win_allocate",
+        comm,
+        Flavor::Allocate,
+        size,
+        disp_unit,
+        std::ptr::null_mut(),
+    )?;
+    Ok((w, entry("win_allocate", w)?.core.local().0))
+}
+
+/// `MPI_Win_allocate_shared`. Collective.
+pub fn win_allocate_shared(
+    size: i64,
+    disp_unit: i32,
+    comm: CommHandle,
+) -> Result<(WinHandle, *mut u8)> {
+    let w = create(
+        "win_allocate_shared",
+        comm,
+        Flavor::Shared,
+        size,
+        disp_unit,
+        std::ptr::null_mut(),
+    )?;
+    Ok((w, entry("win_allocate_shared", w)?.core.local().0))
+}
+
+/// `MPI_Win_create_dynamic`. Collective.
+pub fn win_create_dynamic(comm: CommHandle) -> Result<WinHandle> {
+    create(
+        "win_create_dynamic",
+        comm,
+        Flavor::Dynamic,
+        0,
+        1,
+        std::ptr::null_mut(),
+    )
+}
+
+/// `MPI_Win_free`: sets `w` to [`WinHandle::NULL`]. Collective.
+pub fn win_free(w: &mut WinHandle) -> Result<()> {
+    let e = entry("win_free", *w)?;
+    e.core.free()?;
+    WINS.remove(w.0);
+    super::errhandler::forget(e.errs);
+    let mut errs = e.errs;
+    // The private communicator goes with the window; it has no attributes of its own.
+    super::comm::comm_free(&mut errs)?;
+    *w = WinHandle::NULL;
+    Ok(())
+}
+
+/// `MPI_Win_shared_query`: size, displacement unit and local address of `rank`'s memory.
+pub fn win_shared_query(w: WinHandle, rank: i32) -> Result<(i64, i32, *mut u8)> {
+    let (p, size, unit) = entry("win_shared_query", w)?.core.shared_query(rank)?;
+    Ok((size as i64, unit as i32, p))
+}
+
+/// `MPI_Win_attach`.
+pub fn win_attach(w: WinHandle, base: *mut u8, size: i64) -> Result<()> {
+    let size = usize::try_from(size).map_err(|_| {
+        Error::new(
+            ErrorClass::Size,
+            format!("win_attach: size {size} is negative"),
+        )
+    })?;
+    entry("win_attach", w)?.core.attach(base as u64, size)
+}
+
+/// `MPI_Win_detach`.
+pub fn win_detach(w: WinHandle, base: *const u8) -> Result<()> {
+    entry("win_detach", w)?.core.detach(base as u64)
+}
+
+/// The predefined attributes: base, size, displacement unit, flavor (1–4 as the standard
+/// orders them: create, allocate, dynamic, shared) and memory model (unified).
+#[derive(Debug, Clone, Copy)]
+pub struct WinAttrs {
+    /// `MPI_WIN_BASE`.
+    pub base: *mut u8,
+    /// `MPI_WIN_SIZE`.
+    pub size: i64,
+    /// `MPI_WIN_DISP_UNIT`.
+    pub disp_unit: i32,
+    /// `MPI_WIN_CREATE_FLAVOR`.
+    pub flavor: Flavor,
+}
+
+/// `MPI_Win_get_attr` for the predefined keys.
+pub fn win_attrs(w: WinHandle) -> Result<WinAttrs> {
+    let e = entry("win_get_attr", w)?;
+    let (base, size, unit) = e.core.local();
+    Ok(WinAttrs {
+        base,
+        size: size as i64,
+        disp_unit: unit as i32,
+        flavor: e.core.flavor(),
+    })
+}
+
+/// `MPI_Win_get_group`.
+pub fn win_get_group(w: WinHandle) -> Result<super::group::GroupHandle> {
+    super::group::put("win_get_group", entry("win_get_group", w)?.core.group())
+}
+
+/// The byte length of `count` elements of a contiguous datatype, and the type.
+fn contiguous(call: &str, count: i64, dt: TypeHandle) -> Result<(usize, Type)> {
+    let ty = super::datatype::type_committed(call, dt)?;
+    let count = u64::try_from(count).map_err(|_| {
+        Error::new(
+            ErrorClass::Count,
+            format!("{call}: count {count} is negative"),
+        )
+    })?;
+    if count > 0 && (!ty.is_contiguous() || ty.lb() != 0) {
+        return Err(Error::new(
+            ErrorClass::UnsupportedOperation,
+            format!(
+                "{call}: non-contiguous datatypes in one-sided operations are not implemented yet"
+            ),
+        ));
+    }
+    let len = count
+        .checked_mul(ty.size())
+        .and_then(|l| usize::try_from(l).ok())
+        .ok_or_else(|| Error::new(ErrorClass::Count, format!("{call}: count × size overflows")))?;
+    Ok((len, ty))
+}
+
+/// Origin and target descriptions of one operation: byte lengths that must agree.
+fn both(
+    call: &str,
+    ocount: i64,
+    otype: TypeHandle,
+    tcount: i64,
+    ttype: TypeHandle,
+) -> Result<(usize, Type)> {
+    let (olen, _) = contiguous(call, ocount, otype)?;
+    let (tlen, tty) = contiguous(call, tcount, ttype)?;
+    if olen != tlen {
+        return Err(Error::new(
+            ErrorClass::Count,
+            format!("{call}: the origin describes {olen} bytes, the target {tlen}"),
+        ));
+    }
+    Ok((olen, tty))
+}
+
+fn base_of(call: &str, ty: &Type) -> Result<Predefined> {
+    ty.base().ok_or_else(|| {
+        Error::new(
+            ErrorClass::Type,
+            format!("{call}: accumulates need a datatype built from one predefined type"),
+        )
+    })
+}
+
+/// `len` bytes at `p` (empty for `len == 0`).
+///
+/// # Safety
+/// `p` valid for reads of `len` bytes for `'a`.
+unsafe fn src<'a>(call: &str, p: *const u8, len: usize) -> Result<&'a [u8]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Error::new(
+            ErrorClass::Buffer,
+            format!("{call}: the origin buffer is NULL"),
+        ));
+    }
+    // SAFETY: non-null; valid for `len` reads by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, len) })
+}
+
+/// As [`src`], for writes.
+///
+/// # Safety
+/// `p` valid for writes of `len` bytes for `'a` and not otherwise used.
+unsafe fn dst<'a>(call: &str, p: *mut u8, len: usize) -> Result<&'a mut [u8]> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(Error::new(
+            ErrorClass::Buffer,
+            format!("{call}: the result buffer is NULL"),
+        ));
+    }
+    // SAFETY: non-null; valid for `len` writes by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
+}
+
+/// `MPI_Put`.
+///
+/// # Safety
+/// `origin` valid for reads of `ocount` elements of `otype`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn put(
+    origin: *const u8,
+    ocount: i64,
+    otype: TypeHandle,
+    target: i32,
+    disp: i64,
+    tcount: i64,
+    ttype: TypeHandle,
+    w: WinHandle,
+) -> Result<()> {
+    let e = entry("put", w)?;
+    let (len, _) = both("put", ocount, otype, tcount, ttype)?;
+    // SAFETY: forwarded contract.
+    e.core
+        .put(unsafe { src("put", origin, len)? }, target, disp)
+}
+
+/// `MPI_Get`.
+///
+/// # Safety
+/// `origin` valid for writes of `ocount` elements of `otype`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn get(
+    origin: *mut u8,
+    ocount: i64,
+    otype: TypeHandle,
+    target: i32,
+    disp: i64,
+    tcount: i64,
+    ttype: TypeHandle,
+    w: WinHandle,
+) -> Result<()> {
+    let e = entry("get", w)?;
+    let (len, _) = both("get", ocount, otype, tcount, ttype)?;
+    // SAFETY: forwarded contract.
+    e.core
+        .get(unsafe { dst("get", origin, len)? }, target, disp)
+}
+
+/// `MPI_Accumulate`.
+///
+/// # Safety
+/// `origin` valid for reads of `ocount` elements of `otype`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn accumulate(
+    origin: *const u8,
+    ocount: i64,
+    otype: TypeHandle,
+    target: i32,
+    disp: i64,
+    tcount: i64,
+    ttype: TypeHandle,
+    op: &Op,
+    w: WinHandle,
+) -> Result<()> {
+    let call = "accumulate";
+    let e = entry(call, w)?;
+    let (len, tty) = both(call, ocount, otype, tcount, ttype)?;
+    let base = base_of(call, &tty)?;
+    // SAFETY: forwarded contract.
+    let o = unsafe { src(call, origin, len)? };
+    e.core.accumulate(call, o, None, target, disp, base, op)
+}
+
+/// `MPI_Get_accumulate` (and `MPI_Fetch_and_op` with counts of 1). With `MPI_NO_OP` the
+/// origin is not read and may be null.
+///
+/// # Safety
+/// `origin` valid for reads of `ocount` elements of `otype` (unless the op is `NO_OP`),
+/// `result` for writes of `rcount` elements of `rtype`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn get_accumulate(
+    call: &str,
+    origin: *const u8,
+    ocount: i64,
+    otype: TypeHandle,
+    result: *mut u8,
+    rcount: i64,
+    rtype: TypeHandle,
+    target: i32,
+    disp: i64,
+    tcount: i64,
+    ttype: TypeHandle,
+    op: &Op,
+    w: WinHandle,
+) -> Result<()> {
+    let e = entry(call, w)?;
+    let (rlen, tty) = both(call, rcount, rtype, tcount, ttype)?;
+    let base = base_of(call, &tty)?;
+    let o = if matches!(op, Op::NoOp) {
+        &[][..]
+    } else {
+        let (olen, _) = contiguous(call, ocount, otype)?;
+        if olen != rlen {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!("{call}: the origin describes {olen} bytes, the target {rlen}"),
+            ));
+        }
+        // SAFETY: forwarded contract.
+        unsafe { src(call, origin, olen)? }
+    };
+    // SAFETY: forwarded contract.
+    let r = unsafe { dst(call, result, rlen)? };
+    e.core.accumulate(call, o, Some(r), target, disp, base, op)
+}
+
+/// `MPI_Compare_and_swap` on one element of the predefined type `dt`.
+///
+/// # Safety
+/// `origin` and `compare` valid for reads of one element, `result` for a write of one.
+pub unsafe fn compare_and_swap(
+    origin: *const u8,
+    compare: *const u8,
+    result: *mut u8,
+    dt: TypeHandle,
+    target: i32,
+    disp: i64,
+    w: WinHandle,
+) -> Result<()> {
+    let call = "compare_and_swap";
+    let e = entry(call, w)?;
+    let (len, ty) = contiguous(call, 1, dt)?;
+    let base = base_of(call, &ty)?;
+    // SAFETY: forwarded contract.
+    let (o, c, r) = unsafe {
+        (
+            src(call, origin, len)?,
+            src(call, compare, len)?,
+            dst(call, result, len)?,
+        )
+    };
+    e.core.compare_and_swap(o, c, r, target, disp, base)
+}
+
+/// A request that is already complete, for `MPI_Rput` and friends: every operation is
+/// complete when its call returns.
+pub fn completed_request() -> Result<RequestId> {
+    let rt = super::env::runtime("rput")?;
+    Ok(super::request::completed(rt))
+}
+
+/// `MPI_Win_fence`.
+pub fn win_fence(assert: i32, w: WinHandle) -> Result<()> {
+    entry("win_fence", w)?.core.fence(assert)
+}
+
+fn group_ranks(call: &str, w: &Entry, g: super::group::GroupHandle) -> Result<Vec<i32>> {
+    let group = super::group::get(call, g)?;
+    let mine = w.core.group();
+    let all: Vec<i32> = (0..group.size()).collect();
+    group
+        .translate_ranks(&all, &mine)?
+        .into_iter()
+        .map(|r| {
+            r.ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Group,
+                    format!("{call}: the group has a process outside the window's group"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// `MPI_Win_post`.
+pub fn win_post(g: super::group::GroupHandle, assert: i32, w: WinHandle) -> Result<()> {
+    let e = entry("win_post", w)?;
+    let ranks = group_ranks("win_post", &e, g)?;
+    e.core.post(&ranks, assert)
+}
+
+/// `MPI_Win_start`.
+pub fn win_start(g: super::group::GroupHandle, assert: i32, w: WinHandle) -> Result<()> {
+    let e = entry("win_start", w)?;
+    let ranks = group_ranks("win_start", &e, g)?;
+    e.core.start(&ranks, assert)
+}
+
+/// `MPI_Win_complete`.
+pub fn win_complete(w: WinHandle) -> Result<()> {
+    entry("win_complete", w)?.core.complete()
+}
+
+/// `MPI_Win_wait`.
+pub fn win_wait(w: WinHandle) -> Result<()> {
+    entry("win_wait", w)?.core.wait()
+}
+
+/// `MPI_Win_test`.
+pub fn win_test(w: WinHandle) -> Result<bool> {
+    entry("win_test", w)?.core.test()
+}
+
+/// `MPI_Win_lock` with the standard's lock type values (`MPI_LOCK_EXCLUSIVE` 301,
+/// `MPI_LOCK_SHARED` 302).
+pub fn win_lock(lock_type: i32, rank: i32, assert: i32, w: WinHandle) -> Result<()> {
+    let kind = match lock_type {
+        301 => LockType::Exclusive,
+        302 => LockType::Shared,
+        other => {
+            return Err(Error::new(
+                ErrorClass::Locktype,
+                format!("win_lock: {other} is not MPI_LOCK_EXCLUSIVE or MPI_LOCK_SHARED"),
+            ))
+        }
+    };
+    entry("win_lock", w)?.core.lock(kind, rank, assert)
+}
+
+/// `MPI_Win_unlock`.
+pub fn win_unlock(rank: i32, w: WinHandle) -> Result<()> {
+    entry("win_unlock", w)?.core.unlock(rank)
+}
+
+/// `MPI_Win_lock_all`.
+pub fn win_lock_all(assert: i32, w: WinHandle) -> Result<()> {
+    entry("win_lock_all", w)?.core.lock_all(assert)
+}
+
+/// `MPI_Win_unlock_all`.
+pub fn win_unlock_all(w: WinHandle) -> Result<()> {
+    entry("win_unlock_all", w)?.core.unlock_all()
+}
+
+/// `MPI_Win_flush`, `MPI_Win_flush_local` (`rank`) and their `_all` forms (`None`).
+pub fn win_flush(call: &str, rank: Option<i32>, w: WinHandle) -> Result<()> {
+    entry(call, w)?.core.flush(call, rank)
+}
+
+/// `MPI_Win_sync`.
+pub fn win_sync(w: WinHandle) -> Result<()> {
+    entry("win_sync", w)?.core.sync();
+    Ok(())
+}
