@@ -26,12 +26,12 @@ const REQUEST_NULL: usize = 0x180;
 /// `MPI_WIN_BASE`, `MPI_WIN_SIZE`, `MPI_WIN_DISP_UNIT`, `MPI_WIN_CREATE_FLAVOR`,
 /// `MPI_WIN_MODEL`.
 const WIN_BASE: c_int = 601;
-const WIN_SIZE: c_int = 602;
-const WIN_DISP_UNIT: c_int = 603;
+const WIN_SIZE: c_int = 603;
+const WIN_DISP_UNIT: c_int = 602;
 const WIN_CREATE_FLAVOR: c_int = 604;
 const WIN_MODEL: c_int = 605;
 /// `MPI_WIN_UNIFIED`: public and private copies are one memory.
-const WIN_UNIFIED: c_int = 322;
+const WIN_UNIFIED: c_int = 321;
 
 fn win(h: Handle) -> WinHandle {
     WinHandle::from_int(int_of(h))
