@@ -739,9 +739,9 @@ mpi_fn! {
     /// `MPI_Type_match_size`.
     fn Type_match_size = MPI_Type_match_size / PMPI_Type_match_size(class: c_int, size: c_int, out: *mut Handle) on CommHandle::WORLD => {
         let class = match class {
-            802 => TypeClass::Integer,
-            803 => TypeClass::Real,
-            804 => TypeClass::Complex,
+            192 => TypeClass::Integer,
+            193 => TypeClass::Real,
+            194 => TypeClass::Complex,
             x => return Err(err(ErrorClass::Arg, "Type_match_size", format!("type class {x}"))),
         };
         let size = count("Type_match_size", size)?;

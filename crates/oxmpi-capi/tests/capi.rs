@@ -440,16 +440,154 @@ fn mpicc_builds_shared_objects_and_a_moved_install_still_works() {
     assert!(out.status.success(), "{:?}", text(&out));
 }
 
-/// MPICH's installation from PyPI, if the tests' peer installer put one there
-/// (`$OXMPI_PEERS_DIR`, else `~/.cache/oxmpi/peers`, as scripts/install-peers.sh does).
+/// MPICH's installation from PyPI (`$OXMPI_PEERS_DIR`, else `~/.cache/oxmpi/peers`),
+/// installed there with scripts/install-peers.sh on first use; `None` only when that fails
+/// (no registry to install from), and the caller says so.
 fn mpich() -> Option<PathBuf> {
-    let base = std::env::var_os("OXMPI_PEERS_DIR")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/oxmpi/peers"))
-        })?;
-    let p = base.join("mpich");
-    (p.join("bin/mpicc_abi").exists() && p.join("lib/libmpi_abi.so.1").exists()).then_some(p)
+    static MPICH: OnceLock<Option<PathBuf>> = OnceLock::new();
+    MPICH
+        .get_or_init(|| {
+            let base = std::env::var_os("OXMPI_PEERS_DIR")
+                .map(PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/oxmpi/peers"))
+                })?;
+            let p = base.join("mpich");
+            let ready = |p: &Path| {
+                p.join("bin/mpicc_abi").exists() && p.join("lib/libmpi_abi.so.1").exists()
+            };
+            if !ready(&p) {
+                let script =
+                    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/install-peers.sh");
+                let out = Command::new("bash")
+                    .arg(script)
+                    .arg(&base)
+                    .arg("mpich")
+                    .output()
+                    .expect("run scripts/install-peers.sh");
+                if !out.status.success() {
+                    eprintln!("install-peers.sh mpich failed: {:?}", text(&out));
+                }
+            }
+            ready(&p).then_some(p)
+        })
+        .clone()
+}
+
+/// The integer value of a constant's definition in a C header: a number, possibly negated,
+/// in parentheses or behind a cast (`((MPI_Comm)0x101)`, `(-1)`, `((void *)1)`).
+fn constant_value(def: &str) -> Option<i64> {
+    let mut v: String = def.chars().filter(|c| !c.is_whitespace()).collect();
+    // Drop casts: a parenthesised identifier, optionally a pointer.
+    while let Some(open) = v.find("((") {
+        let rest = &v[open + 1..];
+        let close = rest.find(')')?;
+        let inner = &rest[1..close];
+        if inner
+            .trim_end_matches('*')
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !inner.is_empty()
+        {
+            v = format!("{}({}", &v[..open], &rest[close + 1..]);
+        } else {
+            break;
+        }
+    }
+    let v = v.trim_matches(|c| c == '(' || c == ')');
+    let (neg, digits) = match v.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, v),
+    };
+    let n = match digits.strip_prefix("0x") {
+        Some(h) => i64::from_str_radix(h, 16).ok()?,
+        None => digits.parse::<i64>().ok()?,
+    };
+    Some(if neg { -n } else { n })
+}
+
+/// Every integer constant a header defines, by `#define MPI_X value` or as an enumerator
+/// `MPI_X = value,`.
+fn header_constants(text: &str) -> HashMap<String, i64> {
+    let mut out = HashMap::new();
+    for line in text.lines() {
+        let line = line.split("/*").next().unwrap_or("").trim();
+        let (name, def) = if let Some(rest) = line.strip_prefix("#define ") {
+            match rest.split_once(char::is_whitespace) {
+                Some((n, d)) => (n, d),
+                None => continue,
+            }
+        } else if let Some((n, d)) = line.split_once('=') {
+            (n.trim(), d.trim().trim_end_matches(','))
+        } else {
+            continue;
+        };
+        if !name.starts_with("MPI_") || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            continue;
+        }
+        if let Some(v) = constant_value(def) {
+            out.insert(name.to_string(), v);
+        }
+    }
+    out
+}
+
+#[test]
+fn header_constant_parsing() {
+    assert_eq!(constant_value("((MPI_Comm)0x00000101)"), Some(0x101));
+    assert_eq!(constant_value("(-1)"), Some(-1));
+    assert_eq!(constant_value("((void *)1)"), Some(1));
+    assert_eq!(constant_value("256"), Some(256));
+    assert_eq!(constant_value("MPI_FOO"), None);
+    let h =
+        header_constants("#define MPI_A ((MPI_Comm)0x10)\n    MPI_B = -3, /* x */\n#define X 1\n");
+    assert_eq!(h.get("MPI_A"), Some(&0x10));
+    assert_eq!(h.get("MPI_B"), Some(&-3));
+    assert_eq!(h.len(), 2);
+}
+
+/// Every integer constant our mpi.h shares with MPICH's standard-ABI header has the same value:
+/// the ABI is these numbers, and a binary built against either header must mean the same thing.
+#[test]
+fn every_constant_has_the_standard_abi_value_mpich_uses() {
+    let Some(m) = mpich() else {
+        eprintln!("SKIP: MPICH from PyPI could not be installed (scripts/install-peers.sh)");
+        return;
+    };
+    let ours = header_constants(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/mpi.h"))
+            .expect("read our mpi.h"),
+    );
+    let theirs = header_constants(
+        &std::fs::read_to_string(m.join("include/mpi_abi.h")).expect("read MPICH's mpi_abi.h"),
+    );
+    // Limits an implementation may choose, which the ABI leaves open.
+    let free = ["MPI_MAX_PROCESSOR_NAME", "MPI_VERSION", "MPI_SUBVERSION"];
+    let mut compared = 0;
+    let mut wrong = Vec::new();
+    for (name, v) in &ours {
+        if free.contains(&name.as_str()) {
+            continue;
+        }
+        if let Some(w) = theirs.get(name) {
+            compared += 1;
+            if v != w {
+                wrong.push(format!("{name}: ours {v:#x}, MPICH {w:#x}"));
+            }
+        }
+    }
+    wrong.sort();
+    eprintln!("compared {compared} constants");
+    assert!(
+        compared > 200,
+        "only {compared} constants in common: parsing broke?"
+    );
+    assert!(
+        wrong.is_empty(),
+        "constants differing from the standard ABI:\n{}",
+        wrong.join("\n")
+    );
 }
 
 const WHICH: &str = r#"#include <mpi.h>

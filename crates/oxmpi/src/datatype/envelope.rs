@@ -21,22 +21,22 @@ use crate::error::{Error, ErrorClass, Result};
 #[repr(i32)]
 #[allow(missing_docs)]
 pub enum CombinerKind {
-    Named = 301,
-    Dup = 302,
-    Contiguous = 303,
-    Vector = 304,
-    Hvector = 305,
-    Indexed = 306,
-    Hindexed = 307,
-    IndexedBlock = 308,
-    HindexedBlock = 309,
-    Struct = 310,
-    Subarray = 311,
-    Darray = 312,
-    F90Real = 313,
-    F90Complex = 314,
-    F90Integer = 315,
-    Resized = 316,
+    Named = 101,
+    Dup = 102,
+    Contiguous = 103,
+    Vector = 104,
+    Hvector = 105,
+    Indexed = 106,
+    Hindexed = 107,
+    IndexedBlock = 108,
+    HindexedBlock = 109,
+    Struct = 110,
+    Subarray = 111,
+    Darray = 112,
+    F90Real = 113,
+    F90Complex = 114,
+    F90Integer = 115,
+    Resized = 116,
 }
 
 /// `MPI_ORDER_C` (ABI value).
@@ -461,11 +461,11 @@ fn order_of(o: i32) -> Result<Order> {
 #[repr(i32)]
 pub enum TypeClass {
     /// `MPI_TYPECLASS_INTEGER`.
-    Integer = 802,
+    Integer = 192,
     /// `MPI_TYPECLASS_REAL`.
-    Real = 803,
+    Real = 193,
     /// `MPI_TYPECLASS_COMPLEX`.
-    Complex = 804,
+    Complex = 194,
 }
 
 /// `MPI_Type_match_size`: the predefined Fortran type of `class` with `size` bytes.
