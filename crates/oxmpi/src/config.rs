@@ -101,6 +101,8 @@ tunables! {
         "print each TCP rail's local and remote address as it connects (tests read it)";
     tcp_cut_rail: String = String::new() => "(unset)", "OXMPI_TCP_CUT_RAIL",
         "testing: RAIL:N makes rank 0 shut TCP rail RAIL to every peer down after N fragments";
+    tcp_garbage_after: u32 = 0 => "0", "OXMPI_TCP_GARBAGE_AFTER",
+        "testing: N > 0 makes rank 0 write bytes that are no frame into its TCP stream to every peer after N fragments";
     host_override: String = String::new() => "(unset)", "OXMPI_HOST_OVERRIDE",
         "testing: comma-separated host index per rank, overriding the launcher's placement";
 }

@@ -70,6 +70,8 @@ pub struct TcpConfig {
     pub handshake: Duration,
     /// Testing: after this many fragments, rank 0 shuts rail `.0` down.
     pub cut_rail: Option<(usize, u64)>,
+    /// Testing: after this many fragments, rank 0 writes garbage into its streams.
+    pub garbage_after: Option<u64>,
     /// Print each rail's addresses as it connects (`OXMPI_TCP_LOG_ROUTES`).
     pub log_routes: bool,
 }
@@ -126,6 +128,7 @@ impl TcpConfig {
             poll_every: c.tcp_poll_every.max(1),
             handshake: Duration::from_millis(c.tcp_handshake_ms as u64),
             cut_rail,
+            garbage_after: (c.tcp_garbage_after > 0).then_some(c.tcp_garbage_after as u64),
             log_routes: c.tcp_log_routes,
         })
     }
@@ -561,6 +564,30 @@ impl TcpLink {
             }
         }
     }
+
+    /// The testing hook: rank 0 writes bytes that are no frame into its first working rail to
+    /// every peer, as a broken or hostile peer that passed the handshake would.
+    #[cold]
+    fn send_garbage(&mut self) {
+        for i in 0..self.peers.len() {
+            let p = &mut self.peers[i];
+            // A rail still connecting keeps the bytes in order after the frames it holds.
+            let Some(r) = p
+                .rails
+                .iter()
+                .position(|r| matches!(r.state, State::Up | State::Connecting | State::Refused))
+            else {
+                continue;
+            };
+            eprintln!(
+                "oxmpi: rank {}: test hook: writing garbage to rank {} on TCP rail {r}",
+                self.me, p.rank
+            );
+            if p.rails[r].send(&[&[0x47; 64]]).is_ok() && p.rails[r].queued() > 0 {
+                self.mark_dirty(i, r);
+            }
+        }
+    }
 }
 
 impl Link for TcpLink {
@@ -657,6 +684,9 @@ impl Link for TcpLink {
             if self.me == 0 && self.frames_sent == after {
                 self.cut_rail(rail);
             }
+        }
+        if self.cfg.garbage_after == Some(self.frames_sent) && self.me == 0 {
+            self.send_garbage();
         }
         Ok(())
     }
@@ -1194,6 +1224,7 @@ mod tests {
             poll_every: 1,
             handshake: Duration::from_millis(100),
             cut_rail,
+            garbage_after: None,
             log_routes: false,
         }
     }
