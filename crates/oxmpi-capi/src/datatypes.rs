@@ -26,6 +26,8 @@ pub enum Kind {
     Bool,
     /// A value/index pair of MINLOC and MAXLOC.
     Pair(Pair),
+    /// A complex number of two `f32` or two `f64` (`SUM` and `PROD` only).
+    Complex,
     /// Defined size, no reduction oxmpi implements on it (complex, `long double`, ...).
     Opaque,
 }
@@ -78,6 +80,7 @@ fn kind_of(i: &Info) -> Kind {
         (Byte | Packed, _) => Kind::Byte,
         (_, OpClass::Logical) => Kind::Bool,
         (F32 | F64, _) => Kind::Float,
+        (C32 | C64, _) => Kind::Complex,
         (I8 | I16 | I32 | I64 | Long | I128 | Char | WChar, _) => Kind::Signed,
         (U8 | U16 | U32 | U64 | ULong, _) => Kind::Unsigned,
         _ => Kind::Opaque,
@@ -279,6 +282,14 @@ macro_rules! with_elem_type {
             }
             (Kind::Float, 8) => {
                 type $T = f64;
+                $body
+            }
+            (Kind::Complex, 8) => {
+                type $T = oxmpi::op::Complex32;
+                $body
+            }
+            (Kind::Complex, 16) => {
+                type $T = oxmpi::op::Complex64;
                 $body
             }
             (Kind::Pair(Pair::FloatInt), _) => {

@@ -11,7 +11,7 @@ use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 
 use crate::server::{parse_process_mapping, PROCESS_MAPPING_KEY};
-use crate::wire::{Command, LineBuffer, WireError, MAX_KEY, MAX_LINE, MAX_SERVER_LINE};
+use crate::wire::{Command, LineBuffer, WireError, MAX_KEY, MAX_LINE, MAX_SERVER_LINE, MAX_VALUE};
 
 /// Environment variable that carries the job secret from `oxrun` to its ranks.
 pub const SECRET_ENV: &str = "OXMPI_SECRET";
@@ -71,6 +71,8 @@ pub struct Client {
     appnum: i32,
     kvsname: String,
     finalized: bool,
+    /// Started by oxrun (it proved the job secret), which prints abort messages itself.
+    under_oxrun: bool,
 }
 
 fn env_int(name: &str) -> Result<Option<i64>, PmiError> {
@@ -82,6 +84,68 @@ fn env_int(name: &str) -> Result<Option<i64>, PmiError> {
             .map(Some)
             .map_err(|_| PmiError::Protocol(format!("{name}={v:?} is not an integer"))),
     }
+}
+
+/// First character of every value the client itself encodes.
+const MARK: &str = "~";
+/// What a split value's head key holds before the number of pieces.
+const SPLIT_MARK: &str = "~split~";
+/// Prefix of a value stored percent-encoded.
+const PCT_MARK: &str = "~pct~";
+
+/// The form of `value` that goes on the wire. Slurm's PMI-1 server splits requests at every
+/// space and knows no escapes, so a value holding a space or backslash (or starting with
+/// [`MARK`], which would be ambiguous) is stored percent-encoded behind [`PCT_MARK`].
+fn store_form(value: &str) -> Result<std::borrow::Cow<'_, str>, PmiError> {
+    if value.contains(['\n', '\0']) {
+        return Err(PmiError::Wire(WireError::UnencodableValue));
+    }
+    if !value.contains([' ', '\\']) && !value.starts_with(MARK) {
+        return Ok(value.into());
+    }
+    let mut out = String::with_capacity(PCT_MARK.len() + value.len() + 16);
+    out.push_str(PCT_MARK);
+    for c in value.chars() {
+        match c {
+            ' ' => out.push_str("%20"),
+            '\\' => out.push_str("%5C"),
+            '%' => out.push_str("%25"),
+            '~' => out.push_str("%7E"),
+            _ => out.push(c),
+        }
+    }
+    Ok(out.into())
+}
+
+/// The value a stored form stands for (see [`store_form`]).
+fn read_form(stored: String) -> Result<String, PmiError> {
+    let Some(body) = stored.strip_prefix(PCT_MARK) else {
+        return Ok(stored);
+    };
+    let bad = || PmiError::Protocol(format!("bad percent-encoded PMI value {stored:?}"));
+    let mut out = String::with_capacity(body.len());
+    let mut rest = body;
+    while let Some(i) = rest.find('%') {
+        out.push_str(&rest[..i]);
+        let code = rest.get(i + 1..i + 3).ok_or_else(bad)?;
+        out.push(match code {
+            "20" => ' ',
+            "5C" => '\\',
+            "25" => '%',
+            "7E" => '~',
+            _ => return Err(bad()),
+        });
+        rest = &rest[i + 3..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+/// Most pieces one value may be split into (about 900 KB under Slurm's limits).
+const MAX_PIECES: usize = 999;
+
+/// The key of piece `i` (1-based) of a split value.
+fn piece_key(key: &str, i: usize) -> String {
+    format!("{key}/{i}")
 }
 
 /// KVS keys travel as values of `key=`, so the codec does not see their key limit.
@@ -137,6 +201,7 @@ impl Client {
             appnum: 0,
             kvsname: String::new(),
             finalized: false,
+            under_oxrun: secret.is_some(),
         };
         let mut init = Command::new("init")
             .arg("pmi_version", 1)
@@ -213,30 +278,99 @@ impl Client {
     fn request(&mut self, cmd: &Command, expect: &str) -> Result<Command, PmiError> {
         self.send(cmd)?;
         let r = self.recv()?;
+        self.check_reply(r, cmd.name(), expect)
+    }
+
+    fn check_reply(&self, r: Command, request: &str, expect: &str) -> Result<Command, PmiError> {
         if r.name() != expect {
             return Err(PmiError::Protocol(format!(
-                "expected {expect} in answer to {}, got {}",
-                cmd.name(),
+                "expected {expect} in answer to {request}, got {}",
                 r.name()
             )));
         }
         match r.get_int("rc") {
             Some(0) | None => Ok(r),
             Some(_) => Err(PmiError::Refused {
-                request: cmd.name().to_owned(),
+                request: request.to_owned(),
                 msg: r.get("msg").unwrap_or("").to_owned(),
             }),
         }
     }
 
     /// Publishes `key=value`; visible to other ranks after the next [`fence`](Self::fence).
+    ///
+    /// Values with spaces or backslashes travel percent-encoded (Slurm's server cannot take
+    /// them). A value too long for one request (Slurm takes at most 1024 bytes per value and
+    /// per line) is split: `key` then holds `~split~N` and the pieces go under `key/1` ..
+    /// `key/N`; [`get`](Self::get) puts them back together. Any launcher stores the pieces,
+    /// since they are ordinary keys.
     pub fn put(&mut self, key: &str, value: &str) -> Result<(), PmiError> {
         check_key(key)?;
-        let cmd = Command::new("put")
+        let stored = store_form(value)?;
+        let value = stored.as_ref();
+        if !value.starts_with(MARK) {
+            if let Ok(line) = self.put_command(key, value).encode(MAX_LINE) {
+                return self.put_line(&line);
+            }
+        }
+        let pieces = self.split_value(key, value)?;
+        for (i, piece) in pieces.iter().enumerate() {
+            let line = self
+                .put_command(&piece_key(key, i + 1), piece)
+                .encode(MAX_LINE)?;
+            self.put_line(&line)?;
+        }
+        let head = format!("{SPLIT_MARK}{}", pieces.len());
+        let line = self.put_command(key, &head).encode(MAX_LINE)?;
+        self.put_line(&line)
+    }
+
+    fn put_command(&self, key: &str, value: &str) -> Command {
+        Command::new("put")
             .arg("kvsname", &self.kvsname)
             .arg("key", key)
-            .arg("value", value);
-        self.request(&cmd, "put_result").map(drop)
+            .arg("value", value)
+    }
+
+    fn put_line(&mut self, line: &str) -> Result<(), PmiError> {
+        self.stream.write_all(line.as_bytes())?;
+        let r = self.recv()?;
+        self.check_reply(r, "put", "put_result").map(drop)
+    }
+
+    /// Cuts `value` into pieces whose `put` lines each fit one request, at char boundaries.
+    fn split_value<'v>(&self, key: &str, value: &'v str) -> Result<Vec<&'v str>, PmiError> {
+        let longest_key = piece_key(key, MAX_PIECES);
+        check_key(&longest_key)?;
+        let mut pieces = Vec::new();
+        let mut rest = value;
+        while !rest.is_empty() {
+            let mut end = rest.len().min(MAX_VALUE);
+            loop {
+                while !rest.is_char_boundary(end) {
+                    end -= 1;
+                }
+                match self
+                    .put_command(&longest_key, &rest[..end])
+                    .encode(MAX_LINE)
+                {
+                    Ok(_) => break,
+                    Err(WireError::LineTooLong(_) | WireError::ValueTooLong(_)) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                if end <= 1 {
+                    // Even one character does not fit: the KVS name alone fills the line.
+                    return Err(PmiError::Wire(WireError::LineTooLong(MAX_LINE)));
+                }
+                end = end * 3 / 4;
+            }
+            pieces.push(&rest[..end]);
+            rest = &rest[end..];
+            if pieces.len() > MAX_PIECES {
+                return Err(PmiError::Wire(WireError::ValueTooLong(value.len())));
+            }
+        }
+        Ok(pieces)
     }
 
     /// Waits until every rank has reached its fence; puts made before it become visible.
@@ -246,7 +380,30 @@ impl Client {
     }
 
     /// Reads a published value; `Ok(None)` if no rank published `key` before the last fence.
+    /// A value [`put`](Self::put) split into pieces comes back whole.
     pub fn get(&mut self, key: &str) -> Result<Option<String>, PmiError> {
+        let Some(head) = self.get_one(key)? else {
+            return Ok(None);
+        };
+        let Some(count) = head.strip_prefix(SPLIT_MARK) else {
+            return read_form(head).map(Some);
+        };
+        let count: usize = count
+            .parse()
+            .ok()
+            .filter(|n| (1..=MAX_PIECES).contains(n))
+            .ok_or_else(|| PmiError::Protocol(format!("{key}: bad split header {head:?}")))?;
+        let mut value = String::new();
+        for i in 1..=count {
+            let piece = self.get_one(&piece_key(key, i))?.ok_or_else(|| {
+                PmiError::Protocol(format!("{key}: piece {i} of {count} is missing"))
+            })?;
+            value.push_str(&piece);
+        }
+        read_form(value).map(Some)
+    }
+
+    fn get_one(&mut self, key: &str) -> Result<Option<String>, PmiError> {
         check_key(key)?;
         let cmd = Command::new("get")
             .arg("kvsname", &self.kvsname)
@@ -277,6 +434,18 @@ impl Client {
             .collect();
         while msg.len() > 512 {
             msg.pop();
+        }
+        if !self.under_oxrun {
+            // Slurm and Hydra end the job without saying why: say it here, once.
+            let why = if msg.is_empty() {
+                String::new()
+            } else {
+                format!(": {msg}")
+            };
+            eprintln!(
+                "oxmpi: rank {} aborts the job with code {code}{why}",
+                self.rank
+            );
         }
         self.send(
             &Command::new("abort")
@@ -413,12 +582,58 @@ mod tests {
     }
 
     #[test]
+    fn large_values_are_split_and_joined() {
+        let (mut streams, server) = serve(1, None);
+        let s = streams.pop().unwrap();
+        let mut c = Client::init(s, 0, 1, None).unwrap();
+        // Spaces and backslashes double in size on the wire; multi-byte characters must not
+        // be cut.
+        let big: String = (0..3000)
+            .map(|i| match i % 7 {
+                0 => ' ',
+                1 => '\\',
+                2 => 'é',
+                _ => char::from(b'a' + (i % 26) as u8),
+            })
+            .collect();
+        c.put("big", &big).unwrap();
+        let exact = "y".repeat(MAX_VALUE);
+        c.put("exact", &exact).unwrap();
+        // Values that look like the client's own encodings read back as they were.
+        c.put("tricky", "~split~3").unwrap();
+        c.put("pct", "~pct~%20 100%").unwrap();
+        c.put("small", "plain value").unwrap();
+        c.fence().unwrap();
+        assert_eq!(c.get("big").unwrap().as_deref(), Some(big.as_str()));
+        assert!(c.get_one("big/1").unwrap().unwrap().len() < big.len());
+        assert_eq!(c.get("exact").unwrap().as_deref(), Some(exact.as_str()));
+        assert_eq!(c.get("tricky").unwrap().as_deref(), Some("~split~3"));
+        assert_eq!(c.get("pct").unwrap().as_deref(), Some("~pct~%20 100%"));
+        // On the wire: no space and no backslash in any stored piece (Slurm cannot take them).
+        for key in ["big", "big/1", "big/2", "pct"] {
+            let raw = c.get_one(key).unwrap().unwrap();
+            assert!(!raw.contains([' ', '\\']), "{key}: {raw:?}");
+        }
+        assert_eq!(c.get("small").unwrap().as_deref(), Some("plain value"));
+        c.finalize().unwrap();
+        drop(c);
+        assert!(server.join().unwrap().is_empty());
+    }
+
+    #[test]
     fn oversized_put_is_an_error_not_a_panic() {
         let (mut streams, server) = serve(1, None);
         let s = streams.pop().unwrap();
         let mut c = Client::init(s, 0, 1, None).unwrap();
-        let big = "x".repeat(2000);
-        assert!(matches!(c.put("k", &big), Err(PmiError::Wire(_))));
+        let huge = "x".repeat(MAX_VALUE * (MAX_PIECES + 1));
+        assert!(matches!(c.put("k", &huge), Err(PmiError::Wire(_))));
+        // No room for the pieces' keys.
+        let key62 = "k".repeat(62);
+        assert!(matches!(
+            c.put(&key62, &"x".repeat(2000)),
+            Err(PmiError::Wire(_))
+        ));
+        assert!(matches!(c.put("k", "a\nb"), Err(PmiError::Wire(_))));
         let long_key = "k".repeat(100);
         assert!(matches!(c.put(&long_key, "v"), Err(PmiError::Wire(_))));
         c.finalize().unwrap();

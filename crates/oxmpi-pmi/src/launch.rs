@@ -16,6 +16,23 @@ pub fn shm_prefix(jobkey: &str) -> String {
     format!("oxmpi.{jobkey}.")
 }
 
+/// The job key a rank uses: `OXMPI_JOBKEY` from oxrun if well formed, else under Slurm one
+/// derived from `SLURM_JOB_ID` ([`slurm_jobkey`]), else `None` (the rank picks a random one).
+pub fn jobkey_from_env() -> Option<String> {
+    std::env::var(JOBKEY_ENV)
+        .ok()
+        .filter(|k| valid_jobkey(k))
+        .or_else(|| slurm_jobkey(&std::env::var("SLURM_JOB_ID").ok()?))
+}
+
+/// The job key of every oxmpi rank of Slurm job `job_id`: its number as 16 hex digits, so an
+/// epilog can remove what killed ranks left in `/dev/shm` with
+/// `rm -f /dev/shm/oxmpi.$(printf %016x $SLURM_JOB_ID).*`.
+pub fn slurm_jobkey(job_id: &str) -> Option<String> {
+    let id: u64 = job_id.trim().parse().ok()?;
+    Some(format!("{id:016x}"))
+}
+
 /// Whether `jobkey` is well formed (8..=64 lowercase hex digits): the launcher deletes by
 /// prefix, so a malformed key must never widen the prefix.
 pub fn valid_jobkey(jobkey: &str) -> bool {
@@ -37,5 +54,13 @@ mod tests {
         assert!(!valid_jobkey("../../etc"));
         assert!(!valid_jobkey(""));
         assert_eq!(shm_prefix("0123abcd"), "oxmpi.0123abcd.");
+    }
+
+    #[test]
+    fn slurm_jobs_have_fixed_keys() {
+        assert_eq!(slurm_jobkey("26").as_deref(), Some("000000000000001a"));
+        assert!(valid_jobkey(&slurm_jobkey("4294967295").unwrap()));
+        assert_eq!(slurm_jobkey("12_3"), None);
+        assert_eq!(slurm_jobkey(""), None);
     }
 }

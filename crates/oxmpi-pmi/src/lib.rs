@@ -3,12 +3,15 @@
 //! Layering: this crate knows nothing of MPI. [`wire`] is the line codec, [`server`] the job's
 //! key-value state as the launcher (`oxrun`) serves it, [`client`] what a rank uses to publish
 //! and read business cards. The client works against any PMI-1 server on `PMI_FD`: oxrun,
-//! MPICH's Hydra, or Slurm's `srun --mpi=pmi2`.
+//! MPICH's Hydra, or Slurm's `srun --mpi=pmi2`. [`topology`] reads the machine's packages,
+//! NUMA nodes, cores, caches and NICs from sysfs, for the launcher's binding and
+//! `oxmpi-info --topology`.
 #![deny(missing_docs, unsafe_op_in_unsafe_fn)]
 
 pub mod client;
 pub mod launch;
 pub mod server;
+pub mod topology;
 pub mod wire;
 
 pub use client::{Client, PmiError, SECRET_ENV};

@@ -125,6 +125,8 @@ pub(crate) struct CommState {
     /// The process topology (Cartesian, graph, distributed graph), set once when the
     /// communicator is created with one and kept by [`Comm::dup`].
     pub(crate) topo: OnceLock<Arc<crate::handle::topo::Topology>>,
+    /// The handle-layer id given out by `as_raw`, so that every call returns the same one.
+    raw: OnceLock<crate::handle::comm::CommHandle>,
 }
 
 impl std::ops::Deref for CommState {
@@ -169,6 +171,7 @@ impl CommState {
             layout: OnceLock::new(),
             attrs: Attrs::default(),
             topo: OnceLock::new(),
+            raw: OnceLock::new(),
         }
     }
 
@@ -198,6 +201,162 @@ pub struct Communicator<L: ThreadLevel = Single> {
     pub(crate) state: Arc<CommState>,
     _level: L::Marker,
 }
+
+impl Comm {
+    /// The handle-layer id if there is one already (predefined, or made by `raw`).
+    pub(crate) fn raw_existing(&self) -> Option<crate::handle::comm::CommHandle> {
+        use crate::handle::comm::CommHandle;
+        match self.state.context {
+            WORLD_CONTEXT if !self.is_inter() => Some(CommHandle::WORLD),
+            SELF_CONTEXT if !self.is_inter() => Some(CommHandle::SELF),
+            _ => self.state.raw.get().copied(),
+        }
+    }
+
+    /// The handle-layer id of this communicator (`MPI_Comm`): the predefined ids for the
+    /// world and self communicators, otherwise an id made on first use, which keeps the
+    /// communicator alive until freed through [`crate::handle::comm::comm_free`].
+    pub(crate) fn raw(&self) -> Result<crate::handle::comm::CommHandle> {
+        use crate::handle::comm::CommHandle;
+        if !self.is_inter() {
+            match self.state.context {
+                WORLD_CONTEXT => return Ok(CommHandle::WORLD),
+                SELF_CONTEXT => return Ok(CommHandle::SELF),
+                _ => {}
+            }
+        }
+        if let Some(h) = self.state.raw.get() {
+            return Ok(*h);
+        }
+        let h = crate::handle::comm::put("as_raw", self.clone())?;
+        // Two threads racing here each made an id; the loser's stays valid (and names the
+        // same communicator) but is not handed out again.
+        Ok(*self.state.raw.get_or_init(|| h))
+    }
+}
+
+/// What every kind of communicator offers, object-safe: code can take `&dyn AnyCommunicator`
+/// or be generic over it. Implemented by [`Communicator`], [`InterCommunicator`] and (through
+/// their communicator) the Cartesian and graph communicators. rsmpi calls this trait
+/// `Communicator`; here that name is the intracommunicator type itself.
+pub trait AnyCommunicator {
+    /// This process's rank (in the local group of an intercommunicator).
+    fn rank(&self) -> i32;
+    /// Number of ranks (of the local group of an intercommunicator).
+    fn size(&self) -> i32;
+    /// The (local) group.
+    fn group(&self) -> Group;
+    /// Whether this is an intercommunicator (`MPI_Comm_test_inter`).
+    fn is_inter(&self) -> bool;
+    /// The communicator's handle-layer id, to hand it to C code built on oxmpi's `mpi.h`
+    /// (`MPI_Comm`; see [`Communicator::as_raw`]).
+    fn as_raw(&self) -> Result<crate::handle::comm::CommHandle>;
+    /// The handle-layer id if the communicator has one already (the predefined ones, or one
+    /// made by [`as_raw`](Self::as_raw) or [`set_name`](Self::set_name)); never makes one.
+    fn raw_if_made(&self) -> Option<crate::handle::comm::CommHandle>;
+    /// The communicator's name (`MPI_Comm_get_name`): empty if it was never named.
+    fn name(&self) -> String {
+        self.raw_if_made()
+            .and_then(|h| crate::handle::name::comm_get_name(h).ok())
+            .unwrap_or_default()
+    }
+    /// Names the communicator (`MPI_Comm_set_name`); up to 127 bytes. Names live in the
+    /// handle layer, so this gives the communicator a handle id (see `as_raw`).
+    fn set_name(&self, name: &str) -> Result<()> {
+        crate::handle::name::comm_set_name(self.as_raw()?, name)
+    }
+    /// Ends every rank of the job with `code` (`MPI_Abort`).
+    fn abort(&self, code: i32) -> !;
+}
+
+impl<L: ThreadLevel> AnyCommunicator for Communicator<L> {
+    fn rank(&self) -> i32 {
+        Communicator::rank(self)
+    }
+    fn size(&self) -> i32 {
+        Communicator::size(self)
+    }
+    fn group(&self) -> Group {
+        Communicator::group(self)
+    }
+    fn is_inter(&self) -> bool {
+        false
+    }
+    fn as_raw(&self) -> Result<crate::handle::comm::CommHandle> {
+        Communicator::as_raw(self)
+    }
+    fn raw_if_made(&self) -> Option<crate::handle::comm::CommHandle> {
+        self.untyped().raw_existing()
+    }
+    fn abort(&self, code: i32) -> ! {
+        Communicator::abort(self, code)
+    }
+}
+
+impl<L: ThreadLevel> AnyCommunicator for InterCommunicator<L> {
+    fn rank(&self) -> i32 {
+        InterCommunicator::rank(self)
+    }
+    fn size(&self) -> i32 {
+        InterCommunicator::size(self)
+    }
+    fn group(&self) -> Group {
+        InterCommunicator::group(self)
+    }
+    fn is_inter(&self) -> bool {
+        true
+    }
+    fn as_raw(&self) -> Result<crate::handle::comm::CommHandle> {
+        Comm {
+            rt: self.rt.clone(),
+            state: self.state.clone(),
+        }
+        .raw()
+    }
+    fn raw_if_made(&self) -> Option<crate::handle::comm::CommHandle> {
+        Comm {
+            rt: self.rt.clone(),
+            state: self.state.clone(),
+        }
+        .raw_existing()
+    }
+    fn abort(&self, code: i32) -> ! {
+        self.rt.abort(code, "")
+    }
+}
+
+macro_rules! any_via_deref {
+    ($($t:ident),*) => {$(
+        impl<L: ThreadLevel> AnyCommunicator for crate::topology::$t<L> {
+            fn rank(&self) -> i32 {
+                (**self).rank()
+            }
+            fn size(&self) -> i32 {
+                (**self).size()
+            }
+            fn group(&self) -> Group {
+                (**self).group()
+            }
+            fn is_inter(&self) -> bool {
+                false
+            }
+            fn as_raw(&self) -> Result<crate::handle::comm::CommHandle> {
+                (**self).as_raw()
+            }
+            fn raw_if_made(&self) -> Option<crate::handle::comm::CommHandle> {
+                AnyCommunicator::raw_if_made(&**self)
+            }
+            fn abort(&self, code: i32) -> ! {
+                (**self).abort(code)
+            }
+        }
+    )*};
+}
+any_via_deref!(
+    CartesianCommunicator,
+    GraphCommunicator,
+    DistGraphCommunicator
+);
 
 /// Value of `color` that leaves a process out of [`split`](Communicator::split)
 /// (`MPI_UNDEFINED`).
@@ -578,6 +737,39 @@ impl<L: ThreadLevel> Communicator<L> {
     /// Ends every rank of the job with `code` (`MPI_Abort`). Does not return.
     pub fn abort(&self, code: i32) -> ! {
         self.rt.abort(code, "")
+    }
+
+    /// The handle-layer id of this communicator (`MPI_Comm` of oxmpi's `mpi.h`), to hand it
+    /// to a C library: `MPI_COMM_WORLD`/`MPI_COMM_SELF` for those, otherwise an id made on
+    /// first use (the same on every call) that keeps the communicator alive until freed
+    /// with [`comm_free`](crate::handle::comm::comm_free).
+    pub fn as_raw(&self) -> Result<crate::handle::comm::CommHandle> {
+        self.untyped().raw()
+    }
+
+    fn untyped(&self) -> Comm {
+        Comm {
+            rt: self.rt.clone(),
+            state: self.state.clone(),
+        }
+    }
+
+    /// The communicator behind handle-layer id `raw` (from C code or [`as_raw`](Self::as_raw)).
+    /// `L` may not promise more threading than the level in force, and `raw` must name an
+    /// intracommunicator.
+    pub fn from_raw(raw: crate::handle::comm::CommHandle) -> Result<Communicator<L>> {
+        crate::handle::comm::comm_typed(raw)
+    }
+
+    /// The communicator's name (`MPI_Comm_get_name`): `MPI_COMM_WORLD` for the world until
+    /// renamed, empty for a new communicator.
+    pub fn name(&self) -> String {
+        AnyCommunicator::name(self)
+    }
+
+    /// Names the communicator (`MPI_Comm_set_name`); [`ErrorClass::Arg`] above 127 bytes.
+    pub fn set_name(&self, name: &str) -> Result<()> {
+        AnyCommunicator::set_name(self, name)
     }
 
     /// The communicator's group (`MPI_Comm_group`).

@@ -103,6 +103,10 @@ tunables! {
         "testing: RAIL:N makes rank 0 shut TCP rail RAIL to every peer down after N fragments";
     tcp_garbage_after: u32 = 0 => "0", "OXMPI_TCP_GARBAGE_AFTER",
         "testing: N > 0 makes rank 0 write bytes that are no frame into its TCP stream to every peer after N fragments";
+    async_thread: bool = true => "true", "OXMPI_ASYNC_THREAD",
+        "awaited requests are woken by a progress thread (at Serialized/Multiple); 0: an unfinished poll asks to be polled again";
+    async_spin: u32 = 1000 => "1000", "OXMPI_ASYNC_SPIN",
+        "progress passes a poll of an awaited request makes before it hands the request to the progress thread";
     host_override: String = String::new() => "(unset)", "OXMPI_HOST_OVERRIDE",
         "testing: comma-separated host index per rank, overriding the launcher's placement";
 }

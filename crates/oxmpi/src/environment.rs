@@ -29,9 +29,10 @@ pub fn init() -> Result<Universe<Single>> {
 /// [`Funneled`](crate::Funneled), [`Serialized`](crate::Serialized),
 /// [`Multiple`](crate::Multiple)); the handles it returns are `Send`/`Sync` accordingly.
 pub fn init_with<L: ThreadLevel>() -> Result<Universe<L>> {
-    let rt = Runtime::init(L::LEVEL)?;
+    let rt = Arc::new(Runtime::init(L::LEVEL)?);
+    crate::handle::env::adopt(&rt);
     Ok(Universe {
-        rt: Arc::new(rt),
+        rt,
         finalized: false,
         _level: L::Marker::default(),
     })
@@ -197,6 +198,21 @@ pub fn time_resolution() -> f64 {
 /// This host's name (`MPI_Get_processor_name`).
 pub fn processor_name() -> String {
     crate::runtime::processor_name()
+}
+
+/// The MPI standard version implemented (`MPI_Get_version`): `(5, 0)`.
+pub fn version() -> (i32, i32) {
+    (5, 0)
+}
+
+/// The library's version string (`MPI_Get_library_version`).
+pub fn library_version() -> String {
+    concat!(
+        "oxmpi ",
+        env!("CARGO_PKG_VERSION"),
+        " (MPI-5.0 standard ABI 1.0)"
+    )
+    .to_string()
 }
 
 #[cfg(test)]

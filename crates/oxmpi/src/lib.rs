@@ -36,6 +36,7 @@ pub mod config;
 pub mod datatype;
 pub mod environment;
 pub mod error;
+pub mod future;
 pub mod group;
 pub mod handle;
 pub mod info;
@@ -43,6 +44,7 @@ pub mod memory;
 pub mod op;
 pub(crate) mod p2p;
 pub mod point_to_point;
+pub mod process;
 pub mod request;
 pub(crate) mod runtime;
 pub mod threading;
@@ -50,9 +52,11 @@ pub mod topology;
 pub(crate) mod transport;
 
 pub use coll::InterRoot;
-pub use comm::{Communicator, InterCommunicator, Keyval, SplitType, UNDEFINED};
+pub use comm::{AnyCommunicator, Communicator, InterCommunicator, Keyval, SplitType, UNDEFINED};
 pub use datatype::{Buffer, BufferMut, Checked, Datatyped, Equivalence};
-pub use environment::{init, init_with, processor_name, time, time_resolution, Universe};
+pub use environment::{
+    init, init_with, library_version, processor_name, time, time_resolution, version, Universe,
+};
 pub use error::{Error, ErrorClass, Result};
 pub use group::{Group, Relation};
 pub use handle::attr::Predefined;
@@ -66,7 +70,11 @@ pub use p2p::matching::{ANY_SOURCE, ANY_TAG, PROC_NULL};
 pub use p2p::proto::Stats as ProtocolStats;
 pub use p2p::request::Status;
 pub use point_to_point::{Message, Source, Tag, TAG_UB};
-pub use request::{scope, InStatus, Persistent, Request, Scope};
+pub use process::{AnyProcess, Process};
+pub use request::{
+    scope, static_scope, CancelGuard, Completion, Finished, InStatus, Persistent, Request,
+    RequestCollection, Scope,
+};
 pub use runtime::{is_finalized, is_initialized};
 pub use threading::{Funneled, Multiple, Serialized, Single, ThreadLevel, Threading};
 pub use topology::{

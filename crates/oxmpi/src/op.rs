@@ -396,6 +396,43 @@ where
     }
 }
 
+macro_rules! complex_reducible {
+    ($($(#[$doc:meta])* $name:ident($t:ty);)*) => { $(
+        $(#[$doc])*
+        #[repr(C)]
+        #[derive(Debug, Clone, Copy, PartialEq, Default, Pod, Zeroable)]
+        pub struct $name {
+            /// The real part.
+            pub re: $t,
+            /// The imaginary part.
+            pub im: $t,
+        }
+
+        impl Equivalence for $name {}
+
+        impl Reducible for $name {
+            fn kernel(op: &Op) -> Option<KernelFn> {
+                // MPI defines only SUM and PROD on complex numbers (MPI-5.0 §6.9.2).
+                Some(match op {
+                    Op::Sum => |a, b| zip::<$name>(a, b, |x, y| $name { re: x.re + y.re, im: x.im + y.im }),
+                    Op::Prod => |a, b| zip::<$name>(a, b, |x, y| $name {
+                        re: x.re * y.re - x.im * y.im,
+                        im: x.re * y.im + x.im * y.re,
+                    }),
+                    _ => return None,
+                })
+            }
+        }
+    )* };
+}
+
+complex_reducible! {
+    /// `MPI_C_FLOAT_COMPLEX`, Fortran `MPI_COMPLEX`: two `f32`.
+    Complex32(f32);
+    /// `MPI_C_DOUBLE_COMPLEX`, Fortran `MPI_DOUBLE_COMPLEX`: two `f64`.
+    Complex64(f64);
+}
+
 macro_rules! loc_pair {
     ($(#[$doc:meta] $name:ident { $v:ty, $(@ $mid:ident : $midty:ty,)? $i:ty $(, $pad:ident : $padty:ty)? })*) => { $(
         #[$doc]
@@ -459,6 +496,24 @@ mod tests {
         let k = op.kernel_for::<T>()?;
         k.call(bytemuck::cast_slice(a), bytemuck::cast_slice_mut(b));
         Ok(())
+    }
+
+    #[test]
+    fn complex_sum_and_prod_only() {
+        let a = [Complex64 { re: 1.0, im: 2.0 }];
+        let mut b = [Complex64 { re: 3.0, im: -1.0 }];
+        apply(Op::Sum, &a, &mut b).unwrap();
+        assert_eq!(b, [Complex64 { re: 4.0, im: 1.0 }]);
+        // (1 + 2i)(4 + i) = 2 + 9i
+        apply(Op::Prod, &a, &mut b).unwrap();
+        assert_eq!(b, [Complex64 { re: 2.0, im: 9.0 }]);
+        let mut c = [Complex32 { re: 1.0, im: 1.0 }];
+        apply(Op::Prod, &[Complex32 { re: 0.0, im: 1.0 }], &mut c).unwrap();
+        assert_eq!(c, [Complex32 { re: -1.0, im: 1.0 }]);
+        assert_eq!(
+            apply(Op::Max, &a, &mut b).unwrap_err().class(),
+            ErrorClass::Op
+        );
     }
 
     #[test]

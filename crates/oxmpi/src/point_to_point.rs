@@ -241,18 +241,16 @@ impl<L: ThreadLevel> Communicator<L> {
         Ok(st)
     }
 
-    /// Receives a message of any length into a new vector (probe, then receive).
+    /// Receives a message of any length into a new vector. Built on a matched probe, so that
+    /// under [`Multiple`](crate::Multiple) no other thread can take the message between the
+    /// probe and the receive.
     pub fn receive_vec<T: Equivalence>(
         &self,
         source: impl Into<Source>,
         tag: impl Into<Tag>,
     ) -> Result<(Vec<T>, Status)> {
-        let st = self.probe::<T>(source, tag)?;
-        let size = std::mem::size_of::<T>().max(1);
-        let n = st.bytes().div_ceil(size as u64) as usize;
-        let mut v = vec![T::zeroed(); n];
-        let st = self.receive_into(&mut v[..], Source::Rank(st.source()), Tag::Is(st.tag()))?;
-        Ok((v, st))
+        let (msg, _) = self.matched_probe::<T>(source, tag)?;
+        msg.matched_receive_vec()
     }
 
     /// Waits for a matching message without receiving it (`MPI_Probe`); the status counts
@@ -633,7 +631,10 @@ fn finish(rt: &Runtime, call: &'static str, start: RecvStart, elem: usize) -> Re
 }
 
 /// A message taken by a matched probe; only it can receive the message (`MPI_Message`).
-/// Dropping it without receiving loses the message.
+///
+/// Dropping it without receiving it receives the message into a scratch buffer and throws it
+/// away (a debug build says so on stderr), so that a rendezvous sender is not left waiting
+/// and the loss is visible.
 ///
 /// It carries the thread level of the communicator it came from: below
 /// [`Serialized`](crate::Serialized) it cannot leave its thread, since receiving it drives
@@ -657,6 +658,7 @@ fn finish(rt: &Runtime, call: &'static str, start: RecvStart, elem: usize) -> Re
 /// needs_send_sync(m);
 /// ```
 #[derive(Debug)]
+#[must_use = "a matched message is lost unless it is received (dropping it discards it)"]
 pub struct Message<L: ThreadLevel = crate::Single> {
     rt: Arc<Runtime>,
     /// `None` for the message of a probe on `PROC_NULL` (`MPI_MESSAGE_NO_PROC`).
@@ -665,17 +667,39 @@ pub struct Message<L: ThreadLevel = crate::Single> {
 }
 
 impl<L: ThreadLevel> Message<L> {
-    fn start(self, bytes: &mut [u8]) -> (Arc<Runtime>, RecvStart) {
-        let start = match self.msg {
+    fn start(mut self, bytes: &mut [u8]) -> (Arc<Runtime>, RecvStart) {
+        let rt = self.rt.clone();
+        let start = match self.msg.take() {
             None => RecvStart::Done(Status::proc_null()),
             // SAFETY: `bytes` is borrowed by the caller until the receive completes (blocking
             // receive waits; the immediate form ties it to a scoped Request).
-            Some(u) => self
-                .rt
+            Some(u) => rt
                 .engine
                 .with(|e| unsafe { e.recv_unexpected(u, bytes.as_mut_ptr(), bytes.len()) }),
         };
-        (self.rt, start)
+        (rt, start)
+    }
+
+    /// Whether this is the message of a probe on `PROC_NULL` (`MPI_MESSAGE_NO_PROC`).
+    pub fn is_no_proc(&self) -> bool {
+        self.msg.is_none()
+    }
+
+    /// Receives the message into a new vector of as many `T` as it holds (rsmpi's
+    /// `matched_receive_vec`).
+    pub fn matched_receive_vec<T: Equivalence>(self) -> Result<(Vec<T>, Status)> {
+        let bytes = self.msg.as_ref().map_or(0, |u| u.body.len());
+        let size = std::mem::size_of::<T>().max(1) as u64;
+        let mut v = vec![T::zeroed(); bytes.div_ceil(size) as usize];
+        let st = self.matched_receive_into(&mut v[..])?;
+        Ok((v, st))
+    }
+
+    /// Receives one value (rsmpi's `matched_receive`).
+    pub fn matched_receive<T: Equivalence>(self) -> Result<(T, Status)> {
+        let mut v = T::zeroed();
+        let st = self.matched_receive_into(std::slice::from_mut(&mut v))?;
+        Ok((v, st))
     }
 
     /// Receives the message into `buf` (`MPI_Mrecv`).
@@ -694,6 +718,31 @@ impl<L: ThreadLevel> Message<L> {
         let elem = buf.element_size();
         let (rt, start) = self.start(buf.bytes_mut());
         Request::new(&rt, start, elem, scope)
+    }
+}
+
+impl<L: ThreadLevel> Drop for Message<L> {
+    fn drop(&mut self) {
+        let Some(u) = self.msg.take() else {
+            return;
+        };
+        let (src, tag, len) = (u.env.src, u.env.tag, u.body.len());
+        if cfg!(debug_assertions) {
+            eprintln!(
+                "oxmpi: rank {}: a matched message (source {src}, tag {tag}, {len} bytes) was \
+                 dropped without being received; it is discarded",
+                self.rt.rank
+            );
+        }
+        let mut scratch = vec![0u8; len as usize];
+        // SAFETY: `scratch` lives until the receive below has completed.
+        let start = self
+            .rt
+            .engine
+            .with(|e| unsafe { e.recv_unexpected(u, scratch.as_mut_ptr(), scratch.len()) });
+        if let RecvStart::Pending(id) = start {
+            crate::request::drop_wait(&self.rt, id, "message drop");
+        }
     }
 }
 

@@ -58,7 +58,7 @@ impl Scope<'_> {
             // Entries of requests already collected (their slot may serve another request
             // now) are skipped: only live ones can still touch a buffer.
             if rt.engine.with(|e| e.is_live(id)) {
-                if let Some(c) = h::wait_id(rt, id, "scope end").error {
+                if let Some(c) = drop_wait(rt, id, "scope end").error {
                     eprintln!(
                         "oxmpi: rank {}: a request left at scope end failed ({c:?})",
                         rt.rank
@@ -96,12 +96,42 @@ pub fn scope<'a, R>(f: impl FnOnce(&Scope<'a>) -> R) -> R {
     r
 }
 
+/// The calling thread's scope for operations whose buffers are `'static` (rsmpi's
+/// `StaticScope`): such a request needs no [`scope`] block, since even a leaked one cannot
+/// outlive its buffer. The scope itself lives as long as the thread's first call made it
+/// (it is never ended).
+///
+/// ```no_run
+/// let universe = oxmpi::init()?;
+/// let world = universe.world();
+/// world.immediate_barrier(oxmpi::static_scope())?.wait()?;
+/// static PING: [u8; 4] = [1, 2, 3, 4];
+/// let r = world.immediate_send(oxmpi::static_scope(), &PING, 0, 0)?;
+/// # drop(r);
+/// # Ok::<(), oxmpi::Error>(())
+/// ```
+pub fn static_scope() -> &'static Scope<'static> {
+    thread_local! {
+        static STATIC: &'static Scope<'static> = Box::leak(Box::new(Scope {
+            rt: std::cell::OnceCell::new(),
+            outstanding: RefCell::new(Vec::new()),
+            prune_at: std::cell::Cell::new(1024),
+            _buffers: PhantomData,
+        }));
+    }
+    STATIC.with(|s| *s)
+}
+
 /// A nonblocking operation in flight, borrowing its buffer for `'a`.
 #[must_use = "a request must be waited for or tested"]
 pub struct Request<'a, 's> {
     rt: &'s Runtime,
     state: ReqState,
     elem: usize,
+    /// Polled as a future: dropped early, it cancels a receive that has not matched.
+    polled: bool,
+    /// Its entry in the async progress source's waiter list, while it has one.
+    waker: Option<u64>,
     /// Ties the request (and the buffer borrow `'a`) to its scope.
     _scope: &'s Scope<'a>,
 }
@@ -133,8 +163,23 @@ impl<'a, 's> Request<'a, 's> {
             rt,
             state,
             elem,
+            polled: false,
+            waker: None,
             _scope: scope,
         }
+    }
+
+    /// Drops the async waiter entry once the request is collected.
+    fn unregister(&mut self) {
+        if let Some(token) = self.waker.take() {
+            crate::future::unregister(token);
+        }
+    }
+
+    /// A guard that cancels the operation when dropped, then waits for it: a receive that
+    /// never matches does not hold up the end of a scope (rsmpi's `CancelGuard`).
+    pub fn cancel_guard(self) -> CancelGuard<'a, 's> {
+        CancelGuard(Some(self))
     }
 
     /// Blocks until the operation completes (`MPI_Wait`).
@@ -143,6 +188,7 @@ impl<'a, 's> Request<'a, 's> {
     }
 
     fn wait_in(&mut self, call: &'static str) -> Result<Status> {
+        self.unregister();
         let st = match std::mem::replace(&mut self.state, ReqState::Collected) {
             ReqState::Pending(id) => h::wait_id(self.rt, id, call),
             ReqState::Done(st) => st,
@@ -160,6 +206,7 @@ impl<'a, 's> Request<'a, 's> {
             ReqState::Done(st) => st,
             ReqState::Collected => return Some(Err(collected("test"))),
         };
+        self.unregister();
         self.state = ReqState::Collected;
         Some(check("test", st.with_elem(self.elem)))
     }
@@ -190,9 +237,118 @@ impl<'a, 's> Request<'a, 's> {
 
 impl Drop for Request<'_, '_> {
     fn drop(&mut self) {
+        if let Some(token) = self.waker.take() {
+            crate::future::unregister(token);
+        }
         if let ReqState::Pending(id) = self.state {
+            if self.polled {
+                // A future dropped before it finished (a lost `select!` branch): a receive that
+                // has not matched is cancelled rather than waited for.
+                self.rt.engine.with(|e| e.cancel(id));
+            }
             // Completing here keeps the borrowed buffer valid for as long as the engine uses it.
-            h::wait_id(self.rt, id, "request drop");
+            drop_wait(self.rt, id, "request drop");
+        }
+    }
+}
+
+/// How long a thread that panics waits for its outstanding operations before it cancels
+/// them or ends the job: the launcher's grace time.
+const PANIC_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Completes engine request `id` for a drop or a scope end. While the thread panics, an
+/// operation that never completes (a receive nobody sends to) would hang the unwinding, and
+/// returning early would free a buffer the engine may still write: so the request gets
+/// [`PANIC_GRACE`] to complete, then a receive that has not matched is cancelled (the panic
+/// goes on), and anything else ends the job, as it ends for a rank that dies of its panic.
+pub(crate) fn drop_wait(rt: &Runtime, id: ReqId, call: &'static str) -> Status {
+    if !std::thread::panicking() {
+        return h::wait_id(rt, id, call);
+    }
+    let deadline = std::time::Instant::now() + PANIC_GRACE;
+    let st = h::wait_engine_until(rt, |e| match e.test(id) {
+        Some(st) => Some(Some(st)),
+        None if std::time::Instant::now() >= deadline => {
+            // A cancelled receive completes at once; anything else stays pending.
+            e.cancel(id);
+            Some(e.test(id))
+        }
+        None => None,
+    });
+    match st {
+        Some(st) => st,
+        None => rt.abort(
+            1,
+            &format!(
+                "rank {}: panicked with an operation still in flight ({call}); ending the job \
+                 rather than waiting for it forever",
+                rt.rank
+            ),
+        ),
+    }
+}
+
+/// Awaiting a request completes it: the output is what [`Request::wait`] returns. Progress
+/// happens without the task spinning (see [`crate::future`]). A request dropped before it
+/// completes cancels a receive that has not matched and waits for anything else, so its
+/// buffer stays borrowed until the engine is done with it.
+impl std::future::Future for Request<'_, '_> {
+    type Output = Result<Status>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<Status>> {
+        use std::task::Poll;
+        // `Request` is `Unpin`: it holds references and plain data.
+        let this = self.get_mut();
+        this.polled = true;
+        let id = match this.state {
+            ReqState::Pending(id) => id,
+            ReqState::Done(_) | ReqState::Collected => return Poll::Ready(this.wait_in("await")),
+        };
+        let rt = this
+            ._scope
+            .rt
+            .get()
+            .expect("a pending request's scope holds the runtime");
+        match crate::future::poll_request(rt, id, &mut this.waker, cx) {
+            Some(st) => {
+                this.unregister();
+                this.state = ReqState::Collected;
+                Poll::Ready(check("await", st.with_elem(this.elem)))
+            }
+            None => Poll::Pending,
+        }
+    }
+}
+
+/// Cancels its request when dropped, then waits for it (made by [`Request::cancel_guard`]).
+#[must_use = "dropping the guard cancels the operation at once"]
+pub struct CancelGuard<'a, 's>(Option<Request<'a, 's>>);
+
+impl<'a, 's> CancelGuard<'a, 's> {
+    /// Waits for the operation instead of cancelling it.
+    pub fn wait(mut self) -> Result<Status> {
+        self.0
+            .take()
+            .map_or_else(|| Err(collected("wait")), Request::wait)
+    }
+
+    /// The guarded request (to test it, or to put it back into a collection).
+    pub fn into_inner(mut self) -> Request<'a, 's> {
+        self.0
+            .take()
+            .expect("the guard holds its request until dropped")
+    }
+}
+
+impl Drop for CancelGuard<'_, '_> {
+    fn drop(&mut self) {
+        if let Some(r) = self.0.take() {
+            r.cancel();
+            // The request's own drop waits for what could not be cancelled.
+            drop(r);
         }
     }
 }
@@ -358,6 +514,149 @@ fn collect_done(
     out
 }
 
+/// One request of a [`RequestCollection`] that finished.
+#[derive(Debug)]
+pub struct Finished<D> {
+    /// Its index in the collection (the value [`RequestCollection::add`] returned).
+    pub index: usize,
+    /// Its status, or its own error.
+    pub result: Result<Status>,
+    /// What was attached to it ([`RequestCollection::add_with`]).
+    pub data: D,
+}
+
+/// Requests with stable indices (rsmpi's `RequestCollection`): completing one leaves the
+/// others' indices as they were, and each completion says which request finished and hands
+/// back what was attached to it (a buffer index, a peer, a tag). Dropping the collection
+/// waits for what is left, as dropping each request would.
+pub struct RequestCollection<'a, 's, D = ()> {
+    slots: Vec<Option<(Request<'a, 's>, D)>>,
+}
+
+impl<D> Default for RequestCollection<'_, '_, D> {
+    fn default() -> Self {
+        RequestCollection { slots: Vec::new() }
+    }
+}
+
+impl<'a, 's, D> RequestCollection<'a, 's, D> {
+    /// An empty collection.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `req` with `data` attached; returns its index.
+    pub fn add_with(&mut self, req: Request<'a, 's>, data: D) -> usize {
+        self.slots.push(Some((req, data)));
+        self.slots.len() - 1
+    }
+
+    /// Adds `req`; returns its index.
+    pub fn add(&mut self, req: Request<'a, 's>) -> usize
+    where
+        D: Default,
+    {
+        self.add_with(req, D::default())
+    }
+
+    /// Number of requests added so far (completed ones included).
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether no request was ever added.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Number of requests not yet completed.
+    pub fn outstanding(&self) -> usize {
+        self.slots.iter().filter(|s| s.is_some()).count()
+    }
+
+    fn runtime(&self) -> Option<&'s Runtime> {
+        self.slots.iter().flatten().map(|(r, _)| r.rt).next()
+    }
+
+    fn finish(&mut self, index: usize, call: &'static str) -> Finished<D> {
+        let (mut r, data) = self.slots[index].take().expect("a live slot");
+        Finished {
+            index,
+            result: r.wait_in(call),
+            data,
+        }
+    }
+
+    /// Waits until one request finishes and completes it (`MPI_Waitany`); `None` once none
+    /// is left.
+    pub fn wait_any(&mut self) -> Option<Finished<D>> {
+        let rt = self.runtime()?;
+        let i = h::wait_engine_until(rt, |e| {
+            self.slots
+                .iter()
+                .position(|s| s.as_ref().is_some_and(|(r, _)| r.done_in(e)))
+        });
+        Some(self.finish(i, "wait_any"))
+    }
+
+    /// Completes one finished request if there is one (`MPI_Testany`).
+    pub fn test_any(&mut self) -> Option<Finished<D>> {
+        let rt = self.runtime()?;
+        let i = h::progress_then(rt, |e| {
+            self.slots
+                .iter()
+                .position(|s| s.as_ref().is_some_and(|(r, _)| r.done_in(e)))
+        })?;
+        Some(self.finish(i, "test_any"))
+    }
+
+    /// Waits until at least one request finishes, then completes every finished one
+    /// (`MPI_Waitsome`); empty once none is left.
+    pub fn wait_some(&mut self) -> Vec<Finished<D>> {
+        let Some(rt) = self.runtime() else {
+            return Vec::new();
+        };
+        h::wait_engine_until(rt, |e| {
+            self.slots
+                .iter()
+                .any(|s| s.as_ref().is_some_and(|(r, _)| r.done_in(e)))
+                .then_some(())
+        });
+        self.collect("wait_some")
+    }
+
+    /// Completes every finished request (`MPI_Testsome`).
+    pub fn test_some(&mut self) -> Vec<Finished<D>> {
+        let Some(rt) = self.runtime() else {
+            return Vec::new();
+        };
+        h::progress_then(rt, |_| ());
+        self.collect("test_some")
+    }
+
+    /// Completes every request, in index order (`MPI_Waitall`).
+    pub fn wait_all(&mut self) -> Vec<Finished<D>> {
+        let live: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| self.slots[i].is_some())
+            .collect();
+        live.into_iter()
+            .map(|i| self.finish(i, "wait_all"))
+            .collect()
+    }
+
+    fn collect(&mut self, call: &'static str) -> Vec<Finished<D>> {
+        let Some(rt) = self.runtime() else {
+            return Vec::new();
+        };
+        let done: Vec<usize> = rt.engine.with(|e| {
+            (0..self.slots.len())
+                .filter(|&i| self.slots[i].as_ref().is_some_and(|(r, _)| r.done_in(e)))
+                .collect()
+        });
+        done.into_iter().map(|i| self.finish(i, call)).collect()
+    }
+}
+
 /// A persistent request (`MPI_Send_init` and its modes, `MPI_Recv_init`, and the persistent
 /// collectives such as `MPI_Bcast_init`, made by the communicators' `*_init` methods): started
 /// any number of times, each start followed by a wait or successful test, with the buffers
@@ -447,12 +746,60 @@ impl<'a, 's> Persistent<'a, 's> {
     pub fn is_active(&self) -> bool {
         self.active.is_some()
     }
+
+    /// A future that completes the started operation, as [`wait`](Self::wait) does; the
+    /// request is inactive afterwards. Dropped early, it leaves the operation active (the
+    /// request's own drop or the scope completes it).
+    pub fn completion(&mut self) -> Completion<'_, 'a, 's> {
+        Completion {
+            req: self,
+            waker: None,
+        }
+    }
+}
+
+/// Awaits a started [`Persistent`] request (made by [`Persistent::completion`]).
+pub struct Completion<'p, 'a, 's> {
+    req: &'p mut Persistent<'a, 's>,
+    waker: Option<u64>,
+}
+
+impl std::future::Future for Completion<'_, '_, '_> {
+    type Output = Result<Status>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<Status>> {
+        let this = self.get_mut();
+        let Some(ReqState::Pending(id)) = this.req.active else {
+            return std::task::Poll::Ready(this.req.wait());
+        };
+        match crate::future::poll_request(&this.req.rt, id, &mut this.waker, cx) {
+            Some(st) => {
+                this.req.active = None;
+                if let Some(t) = this.waker.take() {
+                    crate::future::unregister(t);
+                }
+                std::task::Poll::Ready(check("await", st.with_elem(this.req.elem)))
+            }
+            None => std::task::Poll::Pending,
+        }
+    }
+}
+
+impl Drop for Completion<'_, '_, '_> {
+    fn drop(&mut self) {
+        if let Some(t) = self.waker.take() {
+            crate::future::unregister(t);
+        }
+    }
 }
 
 impl Drop for Persistent<'_, '_> {
     fn drop(&mut self) {
         if let Some(ReqState::Pending(id)) = self.active {
-            h::wait_id(&self.rt, id, "request drop");
+            drop_wait(&self.rt, id, "request drop");
         }
     }
 }

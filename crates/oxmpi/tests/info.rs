@@ -40,3 +40,30 @@ fn shows_overrides_and_rejects_bad_values() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("OXMPI_SHM_POOL_BLOCKS"));
 }
+
+#[test]
+fn topology_lists_the_machine() {
+    let out = Command::new(env!("CARGO_BIN_EXE_oxmpi-info"))
+        .arg("--topology")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let topo = oxmpi_pmi::topology::Topology::host();
+    assert!(
+        text.starts_with("machine: ") && text.contains(&format!(", {} CPUs", topo.cpus.len())),
+        "{text}"
+    );
+    for n in topo.numa_nodes() {
+        assert!(text.contains(&format!("numa node {n}: cpus ")), "{text}");
+    }
+    for nic in &topo.nics {
+        assert!(text.contains(&format!("nic {}: ", nic.name)), "{text}");
+    }
+    assert!(text.contains("this process may run on cpus "), "{text}");
+    let out = Command::new(env!("CARGO_BIN_EXE_oxmpi-info"))
+        .arg("--bogus")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

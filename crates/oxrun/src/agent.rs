@@ -23,7 +23,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::binding::{self, format_cpu_list, BindTo};
+use crate::binding::{self, format_cpu_list};
 use crate::frame::{FrameReader, JobSpec, Msg};
 use crate::program::{self, effective_path};
 use crate::signals::SignalPipe;
@@ -244,13 +244,9 @@ impl Agent {
 
     fn start_ranks(&mut self) {
         self.start_watchdog();
-        let bind = match self.job.bind {
-            1 => Some(BindTo::Core),
-            2 => Some(BindTo::None),
-            _ => None,
-        };
+        let (bind, within) = binding::from_wire(self.job.bind);
         let cores = binding::host_cores();
-        let bindings = binding::plan(self.job.ranks.len(), bind, &cores);
+        let bindings = binding::plan(self.job.ranks.len(), bind, within, &cores);
         let nofile = sys::raise_nofile_limit().ok().map(|(old, _)| old);
         let env = JobEnv {
             size: self.job.size,

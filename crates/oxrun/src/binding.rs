@@ -1,18 +1,22 @@
 //! Which CPUs each rank is bound to.
 //!
 //! A "core" is the set of hardware threads that share one physical core, as sysfs reports it;
-//! only CPUs oxrun itself may run on (its affinity mask, which honours `taskset` and cgroup
-//! cpusets) are used. Binding one rank per core keeps busy-polling ranks from competing for a
-//! core and keeps each rank's caches warm.
+//! only CPUs oxrun itself may run on (its affinity mask, which honours `taskset`, cgroup
+//! cpusets and the cpuset Slurm gives a step) are used. Each core also knows its package
+//! (socket) and NUMA node (`oxmpi_pmi::topology`).
 //!
-//! Policy ([`plan`]): `--bind-to core` gives rank `i` core `i mod cores`; `--bind-to none`
-//! binds nothing; by default ranks are bound one per core when there are no more ranks than
-//! cores, and not bound at all otherwise (oversubscribed ranks are better left to the
-//! scheduler).
+//! Policy ([`plan`]): ranks of a host are first mapped to cores, in core order (`--map-by
+//! core`, the default), or dealt round-robin over the packages (`--map-by socket`) or NUMA
+//! nodes (`--map-by numa`); rank `i` of a host takes the `i`-th core of that order (modulo the
+//! cores). `--bind-to` then gives it that core's CPUs (`core`), every allowed CPU of the core's
+//! package (`socket`) or NUMA node (`numa`), or nothing (`none`). By default ranks are bound
+//! one per core when there are no more ranks than cores, and not bound at all otherwise
+//! (oversubscribed ranks are better left to the scheduler). A rank file gives CPUs per rank.
 
-use std::fs;
+use std::collections::BTreeMap;
 
 use clap::ValueEnum;
+use oxmpi_pmi::topology::Topology;
 
 use crate::sys;
 
@@ -21,21 +25,94 @@ use crate::sys;
 pub enum BindTo {
     /// One core per rank (round-robin when there are more ranks than cores).
     Core,
+    /// The whole package (socket) of the rank's core.
+    Socket,
+    /// The whole NUMA node of the rank's core.
+    Numa,
     /// No binding: ranks may run on any CPU oxrun may use.
     None,
 }
 
-/// The CPUs oxrun may use, grouped into cores, each core's CPUs in increasing order and the
-/// cores ordered by their first CPU. Falls back to one core per CPU when sysfs says nothing.
-pub fn host_cores() -> Vec<Vec<usize>> {
+/// In which order a host's ranks take its cores (from `--map-by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Within {
+    /// Core after core.
+    #[default]
+    Core,
+    /// Round-robin over packages.
+    Socket,
+    /// Round-robin over NUMA nodes.
+    Numa,
+}
+
+/// One core oxrun may use: its allowed CPUs and where it sits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Core {
+    /// Its allowed CPUs, in increasing order.
+    pub cpus: Vec<usize>,
+    /// Its package.
+    pub package: u32,
+    /// Its NUMA node.
+    pub numa: u32,
+}
+
+/// The cores oxrun may use on this host, ordered by their first CPU. Falls back to one core
+/// per CPU when sysfs says nothing.
+pub fn host_cores() -> Vec<Core> {
     let allowed = sys::allowed_cpus().unwrap_or_default();
-    group_into_cores(&allowed, |cpu| {
-        let dir = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
-        fs::read_to_string(format!("{dir}/core_cpus_list"))
-            .or_else(|_| fs::read_to_string(format!("{dir}/thread_siblings_list")))
-            .ok()
-            .and_then(|s| parse_cpu_list(&s))
-    })
+    cores_of(&Topology::host(), &allowed)
+}
+
+/// Groups `allowed` CPUs into cores using `topo` (CPUs it does not know are cores of their own
+/// on package 0, NUMA node 0).
+pub fn cores_of(topo: &Topology, allowed: &[usize]) -> Vec<Core> {
+    let grouped = group_into_cores(allowed, |cpu| topo.cpu(cpu).map(|c| c.core_cpus.clone()));
+    grouped
+        .into_iter()
+        .map(|cpus| {
+            let first = topo.cpu(cpus[0]);
+            Core {
+                package: first.map_or(0, |c| c.package),
+                numa: first.map_or(0, |c| c.numa),
+                cpus,
+            }
+        })
+        .collect()
+}
+
+/// The wire form of a binding policy (agents receive it in one byte): low 4 bits `--bind-to`
+/// (0 default, 1 core, 2 none, 3 socket, 4 numa), high 4 bits the mapping within a host.
+pub fn to_wire(bind: Option<BindTo>, within: Within) -> u8 {
+    let b = match bind {
+        None => 0,
+        Some(BindTo::Core) => 1,
+        Some(BindTo::None) => 2,
+        Some(BindTo::Socket) => 3,
+        Some(BindTo::Numa) => 4,
+    };
+    let w = match within {
+        Within::Core => 0,
+        Within::Socket => 1,
+        Within::Numa => 2,
+    };
+    b | (w << 4)
+}
+
+/// The inverse of [`to_wire`]; unknown values mean the defaults.
+pub fn from_wire(byte: u8) -> (Option<BindTo>, Within) {
+    let bind = match byte & 15 {
+        1 => Some(BindTo::Core),
+        2 => Some(BindTo::None),
+        3 => Some(BindTo::Socket),
+        4 => Some(BindTo::Numa),
+        _ => None,
+    };
+    let within = match byte >> 4 {
+        1 => Within::Socket,
+        2 => Within::Numa,
+        _ => Within::Core,
+    };
+    (bind, within)
 }
 
 /// Groups `allowed` CPUs by the sibling list `siblings(cpu)` returns (CPUs with equal lists
@@ -60,58 +137,64 @@ pub fn group_into_cores(
     out
 }
 
-/// Parses a kernel CPU list such as `0-3,8,10-11`.
-pub fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
-    let mut cpus = Vec::new();
-    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
-                if a > b || b - a > 1 << 16 {
-                    return None;
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(part.parse().ok()?),
+pub use oxmpi_pmi::topology::{format_cpu_list, parse_cpu_list};
+
+/// The order in which a host's ranks take `cores`: indices into `cores`.
+fn core_order(cores: &[Core], within: Within) -> Vec<usize> {
+    let key = |c: &Core| match within {
+        Within::Core => 0,
+        Within::Socket => c.package,
+        Within::Numa => c.numa,
+    };
+    let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (i, c) in cores.iter().enumerate() {
+        groups.entry(key(c)).or_default().push(i);
+    }
+    let mut queues: Vec<std::vec::IntoIter<usize>> =
+        groups.into_values().map(Vec::into_iter).collect();
+    let mut order = Vec::with_capacity(cores.len());
+    while order.len() < cores.len() {
+        for q in &mut queues {
+            order.extend(q.next());
         }
     }
-    Some(cpus)
+    order
 }
 
-/// Formats CPUs (in increasing order) as a kernel CPU list, e.g. `0-3,8`.
-pub fn format_cpu_list(cpus: &[usize]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            cpus[i].to_string()
-        } else {
-            format!("{}-{}", cpus[i], cpus[j])
-        });
-        i = j + 1;
-    }
-    parts.join(",")
-}
-
-/// The CPUs each of `nranks` ranks is bound to (`None`: not bound), for the `--bind-to`
-/// choice `policy` (`None`: the default) on a host with `cores`.
+/// The CPUs each of `nranks` ranks of a host is bound to (`None`: not bound), for the
+/// `--bind-to` choice `policy` (`None`: the default) and mapping `within`, on `cores`.
 pub fn plan(
     nranks: usize,
     policy: Option<BindTo>,
-    cores: &[Vec<usize>],
+    within: Within,
+    cores: &[Core],
 ) -> Vec<Option<Vec<usize>>> {
-    let bind = !cores.is_empty()
-        && match policy {
-            Some(BindTo::Core) => true,
-            Some(BindTo::None) => false,
-            None => nranks <= cores.len(),
-        };
+    let level = match policy {
+        _ if cores.is_empty() => None,
+        Some(BindTo::None) => None,
+        Some(level) => Some(level),
+        None => (nranks <= cores.len()).then_some(BindTo::Core),
+    };
+    let order = core_order(cores, within);
     (0..nranks)
-        .map(|r| bind.then(|| cores[r % cores.len()].clone()))
+        .map(|r| {
+            let core = &cores[*order.get(r % order.len().max(1))?];
+            let same = |keep: &dyn Fn(&Core) -> bool| -> Vec<usize> {
+                let mut v: Vec<usize> = cores
+                    .iter()
+                    .filter(|c| keep(c))
+                    .flat_map(|c| c.cpus.iter().copied())
+                    .collect();
+                v.sort_unstable();
+                v
+            };
+            match level? {
+                BindTo::Core => Some(core.cpus.clone()),
+                BindTo::Socket => Some(same(&|c| c.package == core.package)),
+                BindTo::Numa => Some(same(&|c| c.numa == core.numa)),
+                BindTo::None => None,
+            }
+        })
         .collect()
 }
 
@@ -119,33 +202,120 @@ pub fn plan(
 mod tests {
     use super::*;
 
-    fn flat(n: usize) -> Vec<Vec<usize>> {
-        (0..n).map(|c| vec![c]).collect()
+    fn flat(n: usize) -> Vec<Core> {
+        (0..n)
+            .map(|c| Core {
+                cpus: vec![c],
+                package: 0,
+                numa: 0,
+            })
+            .collect()
+    }
+
+    /// 2 packages x 2 NUMA nodes each x 2 cores: core c has CPU c, package c / 4, numa c / 2.
+    fn two_sockets() -> Vec<Core> {
+        (0..8)
+            .map(|c| Core {
+                cpus: vec![c],
+                package: c as u32 / 4,
+                numa: c as u32 / 2,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn map_by_socket_and_numa_deal_ranks_round_robin() {
+        let cores = two_sockets();
+        let first = |p: Vec<Option<Vec<usize>>>| -> Vec<usize> {
+            p.into_iter().map(|c| c.unwrap()[0]).collect()
+        };
+        let core = Some(BindTo::Core);
+        assert_eq!(first(plan(4, core, Within::Core, &cores)), vec![0, 1, 2, 3]);
+        assert_eq!(
+            first(plan(4, core, Within::Socket, &cores)),
+            vec![0, 4, 1, 5]
+        );
+        assert_eq!(
+            first(plan(5, core, Within::Numa, &cores)),
+            vec![0, 2, 4, 6, 1]
+        );
+    }
+
+    #[test]
+    fn bind_to_socket_and_numa_give_the_whole_domain() {
+        let cores = two_sockets();
+        let p = plan(2, Some(BindTo::Socket), Within::Socket, &cores);
+        assert_eq!(p, vec![Some(vec![0, 1, 2, 3]), Some(vec![4, 5, 6, 7])]);
+        let p = plan(3, Some(BindTo::Numa), Within::Core, &cores);
+        assert_eq!(
+            p,
+            vec![Some(vec![0, 1]), Some(vec![0, 1]), Some(vec![2, 3])]
+        );
+    }
+
+    #[test]
+    fn policies_survive_the_wire() {
+        for bind in [
+            None,
+            Some(BindTo::Core),
+            Some(BindTo::Socket),
+            Some(BindTo::Numa),
+            Some(BindTo::None),
+        ] {
+            for within in [Within::Core, Within::Socket, Within::Numa] {
+                assert_eq!(from_wire(to_wire(bind, within)), (bind, within));
+            }
+        }
+        assert_eq!(from_wire(0xff), (None, Within::Core));
+    }
+
+    #[test]
+    fn cores_carry_their_package_and_numa_node() {
+        let t = Topology::host();
+        let allowed: Vec<usize> = t.cpus.iter().map(|c| c.id).collect();
+        let cores = cores_of(&t, &allowed);
+        assert!(!cores.is_empty());
+        for c in &cores {
+            let cpu = t.cpu(c.cpus[0]).unwrap();
+            assert_eq!((c.package, c.numa), (cpu.package, cpu.numa));
+        }
     }
 
     #[test]
     fn default_binds_one_core_per_rank_when_they_fit() {
-        let p = plan(3, None, &flat(4));
+        let p = plan(3, None, Within::Core, &flat(4));
         assert_eq!(p, vec![Some(vec![0]), Some(vec![1]), Some(vec![2])]);
-        assert_eq!(plan(4, None, &flat(4)).iter().flatten().count(), 4);
+        assert_eq!(
+            plan(4, None, Within::Core, &flat(4))
+                .iter()
+                .flatten()
+                .count(),
+            4
+        );
     }
 
     #[test]
     fn default_does_not_bind_oversubscribed_jobs() {
-        assert_eq!(plan(5, None, &flat(4)), vec![None; 5]);
+        assert_eq!(plan(5, None, Within::Core, &flat(4)), vec![None; 5]);
     }
 
     #[test]
     fn explicit_core_binding_wraps_around() {
-        let p = plan(5, Some(BindTo::Core), &flat(2));
+        let p = plan(5, Some(BindTo::Core), Within::Core, &flat(2));
         let cpus: Vec<usize> = p.into_iter().map(|c| c.unwrap()[0]).collect();
         assert_eq!(cpus, vec![0, 1, 0, 1, 0]);
     }
 
     #[test]
     fn none_binds_nothing() {
-        assert_eq!(plan(2, Some(BindTo::None), &flat(8)), vec![None; 2]);
-        assert_eq!(plan(2, Some(BindTo::Core), &[]), vec![None; 2]);
+        assert_eq!(
+            plan(2, Some(BindTo::None), Within::Core, &flat(8)),
+            vec![None; 2]
+        );
+        assert_eq!(
+            plan(2, Some(BindTo::Core), Within::Core, &[]),
+            vec![None; 2]
+        );
     }
 
     #[test]
@@ -178,6 +348,6 @@ mod tests {
     fn host_has_at_least_one_core() {
         let cores = host_cores();
         assert!(!cores.is_empty());
-        assert!(cores.iter().all(|c| !c.is_empty()));
+        assert!(cores.iter().all(|c| !c.cpus.is_empty()));
     }
 }

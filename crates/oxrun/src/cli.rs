@@ -18,8 +18,11 @@ use std::time::Duration;
 use clap::error::ErrorKind;
 use clap::Parser;
 
-use crate::binding::BindTo;
+use std::collections::BTreeMap;
+
+use crate::binding::{BindTo, Within};
 use crate::hosts::{self, Host, MapBy};
+use crate::slurm;
 
 const AFTER_HELP: &str = "\
 MPMD: separate application contexts with ':', e.g. `oxrun -n 1 server : -n 4 client`.
@@ -33,6 +36,10 @@ Hosts other than `localhost` and this machine's name each get one agent (this ox
 at the same path there), started through the --launcher template: split at whitespace,
 `{host}` replaced by the host's name, the agent's command appended. Map with --map-by.
 Standard input is forwarded only when rank 0 runs on this host.
+
+Inside a Slurm allocation (SLURM_JOB_ID set) without --host/--hostfile, the hosts are the
+allocation's nodes with their task counts as slots, and agents start through
+`srun --overlap --nodes=1 --ntasks=1 --nodelist={host} ...` (unless --launcher is given).
 
 Exit status: 0 if every rank exited 0; else the first failing rank's exit status (128+N if it
 was killed by signal N), the code given to abort (1 if that code is 0 modulo 256), 1 if a rank
@@ -66,9 +73,15 @@ struct ContextArgs {
     #[arg(long)]
     tag_output: bool,
 
-    /// Bind each rank to one core, or not at all [default: core if ranks <= cores, else none]
-    #[arg(long, value_enum, value_name = "core|none")]
+    /// Bind each rank to its core, its core's socket or NUMA node, or not at all
+    /// [default: core if ranks <= cores, else none]
+    #[arg(long, value_enum, value_name = "core|socket|numa|none")]
     bind_to: Option<BindTo>,
+
+    /// Bind ranks as FILE says: lines `rank N=HOST slot=CPULIST` (CPULIST as in `0-3,8`);
+    /// only ranks on this host; other ranks follow --bind-to
+    #[arg(long, value_name = "FILE")]
+    rankfile: Option<OsString>,
 
     /// Print on stderr, for each rank, the CPUs it is bound to
     #[arg(long)]
@@ -86,8 +99,10 @@ struct ContextArgs {
     #[arg(long, value_name = "FILE")]
     hostfile: Option<OsString>,
 
-    /// Place ranks filling each host's slots in order (slot) or round-robin over hosts (node)
-    #[arg(long, value_enum, value_name = "slot|node")]
+    /// Place ranks filling each host's slots in order (slot) or round-robin over hosts (node);
+    /// core, socket and numa fill hosts like slot and, on each host, take cores in order or
+    /// deal ranks round-robin over its sockets or NUMA nodes
+    #[arg(long, value_enum, value_name = "slot|node|core|socket|numa")]
     map_by: Option<MapBy>,
 
     /// Command that runs a command on a host, `{host}` replaced by its name
@@ -116,7 +131,8 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 }
 
 /// Options that take a value as the next argument; used to find where options end.
-const VALUE_OPTIONS: [&str; 9] = [
+const VALUE_OPTIONS: [&str; 10] = [
+    "--rankfile",
     "-n",
     "--np",
     "-x",
@@ -157,6 +173,10 @@ pub struct Plan {
     pub bind_to: Option<BindTo>,
     /// `--report-bindings`.
     pub report_bindings: bool,
+    /// How a host's ranks take its cores (from `--map-by`).
+    pub within: Within,
+    /// `--rankfile`: the CPUs of the ranks it names.
+    pub rankfile: Option<BTreeMap<u32, Vec<usize>>>,
     /// The hosts and the host index of every rank; `None`: every rank on this host.
     pub placement: Option<Placement>,
 }
@@ -256,6 +276,56 @@ pub fn rewrite_np(args: Vec<OsString>) -> Vec<OsString> {
     out
 }
 
+/// Parses a rank file: lines `rank N=HOST slot=CPULIST`, `#` comments; every rank below
+/// `size` at most once, every CPU one oxrun may use (`allowed`).
+pub fn parse_rankfile(
+    text: &str,
+    file: &str,
+    size: u32,
+    allowed: &[usize],
+) -> Result<BTreeMap<u32, (String, Vec<usize>)>, String> {
+    let mut out = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let what = format!("{file} line {}", i + 1);
+        let bad = || format!("{what}: expected `rank N=HOST slot=CPULIST`, got {line:?}");
+        let mut words = line.split_whitespace();
+        if words.next() != Some("rank") {
+            return Err(bad());
+        }
+        let (rank, host) = words
+            .next()
+            .and_then(|w| w.split_once('='))
+            .ok_or_else(bad)?;
+        let cpus = words
+            .next()
+            .and_then(|w| w.strip_prefix("slot="))
+            .ok_or_else(bad)?;
+        if words.next().is_some() || host.is_empty() {
+            return Err(bad());
+        }
+        let rank: u32 = rank.parse().map_err(|_| bad())?;
+        if rank >= size {
+            return Err(format!("{what}: rank {rank}, but the job has {size} ranks"));
+        }
+        let mut cpus = crate::binding::parse_cpu_list(cpus)
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| format!("{what}: {cpus:?} is not a CPU list"))?;
+        cpus.sort_unstable();
+        cpus.dedup();
+        if let Some(c) = cpus.iter().find(|c| !allowed.contains(c)) {
+            return Err(format!("{what}: CPU {c} is not one oxrun may use"));
+        }
+        if out.insert(rank, (host.to_owned(), cpus)).is_some() {
+            return Err(format!("{what}: rank {rank} given twice"));
+        }
+    }
+    Ok(out)
+}
+
 /// Turns a clap error into the message we print.
 fn clap_stop(err: clap::Error) -> Stop {
     match err.kind() {
@@ -336,8 +406,11 @@ pub fn parse_with_env(
         tag_output: false,
         bind_to: None,
         report_bindings: false,
+        within: Within::Core,
+        rankfile: None,
         placement: None,
     };
+    let mut rankfile = None;
     let (mut host, mut hostfile, mut map_by, mut launcher) = (None, None, None, None);
     let mut oversubscribe = false;
     for (i, ctx) in contexts.into_iter().enumerate() {
@@ -361,6 +434,7 @@ pub fn parse_with_env(
         merge(&mut host, c.host, "--host")?;
         merge(&mut hostfile, c.hostfile, "--hostfile")?;
         merge(&mut map_by, c.map_by, "--map-by")?;
+        merge(&mut rankfile, c.rankfile, "--rankfile")?;
         merge(&mut launcher, c.launcher, "--launcher")?;
         oversubscribe |= c.oversubscribe;
         let mut command = c.command.into_iter();
@@ -392,7 +466,14 @@ pub fn parse_with_env(
         (None, Some(f)) => {
             Some(hosts::read_hostfile(std::path::Path::new(&f)).map_err(Stop::Usage)?)
         }
-        (None, None) => None,
+        (None, None) => {
+            let env = |k: &str| lookup(OsStr::new(k)).and_then(|v| v.into_string().ok());
+            let alloc = slurm::allocation(&env).map_err(Stop::Usage)?;
+            if alloc.is_some() && launcher.is_none() {
+                launcher = Some(slurm::SRUN_LAUNCHER.to_owned());
+            }
+            alloc
+        }
     };
     match hosts {
         Some(hosts) => {
@@ -411,12 +492,48 @@ pub fn parse_with_env(
                 launcher,
             });
         }
-        None if map_by.is_some() || launcher.is_some() => {
+        None if matches!(map_by, Some(MapBy::Slot | MapBy::Node)) || launcher.is_some() => {
             return Err(Stop::Usage(
-                "--map-by and --launcher need --host or --hostfile".into(),
+                "--map-by and --launcher need --host, --hostfile or a Slurm allocation".into(),
             ))
         }
         None => {}
+    }
+    plan.within = map_by.unwrap_or_default().within();
+    if let Some(file) = rankfile {
+        let name = std::path::Path::new(&file).display().to_string();
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| Stop::Usage(format!("--rankfile {name}: {e}")))?;
+        let own = hosts::own_hostname();
+        let host_of = |r: u32| -> Option<&str> {
+            match &plan.placement {
+                None => None,
+                Some(p) => Some(p.hosts[p.node_of[r as usize] as usize].name.as_str()),
+            }
+        };
+        let allowed = crate::sys::allowed_cpus().unwrap_or_default();
+        let entries = parse_rankfile(&text, &name, plan.size(), &allowed).map_err(Stop::Usage)?;
+        for (r, (host, _)) in &entries {
+            let placed = host_of(*r).unwrap_or("localhost");
+            let here =
+                hosts::is_local(host, own.as_deref()) && hosts::is_local(placed, own.as_deref());
+            if !here && host != placed {
+                return Err(Stop::Usage(format!(
+                    "--rankfile {name}: rank {r} is placed on {placed}, not {host}"
+                )));
+            }
+            if !hosts::is_local(placed, own.as_deref()) {
+                return Err(Stop::Usage(format!(
+                    "--rankfile {name}: rank {r} runs on {placed}; rank files bind only ranks on this host"
+                )));
+            }
+        }
+        plan.rankfile = Some(
+            entries
+                .into_iter()
+                .map(|(r, (_, cpus))| (r, cpus))
+                .collect(),
+        );
     }
     Ok(plan)
 }
@@ -444,6 +561,31 @@ mod tests {
         match parse_with_env(args(s), &no_env) {
             Err(Stop::Usage(m)) => m,
             other => panic!("{s:?} should be a usage error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn rank_files_parse_and_are_checked() {
+        let allowed = [0, 1, 2, 3];
+        let rf = parse_rankfile(
+            "# two ranks\nrank 0=localhost slot=1\nrank 1=a slot=2-3\n",
+            "rf",
+            2,
+            &allowed,
+        )
+        .unwrap();
+        assert_eq!(rf[&0], ("localhost".to_owned(), vec![1]));
+        assert_eq!(rf[&1], ("a".to_owned(), vec![2, 3]));
+        for (bad, why) in [
+            ("rank 2=localhost slot=0", "2 ranks"),
+            ("rank 0=localhost slot=9", "CPU 9"),
+            ("rank 0=localhost slot=x", "not a CPU list"),
+            ("rank 0=localhost", "expected"),
+            ("rnk 0=localhost slot=0", "expected"),
+            ("rank 0=localhost slot=0\nrank 0=localhost slot=1", "twice"),
+        ] {
+            let err = parse_rankfile(bad, "rf", 2, &allowed).unwrap_err();
+            assert!(err.contains(why), "{bad:?}: {err}");
         }
     }
 
@@ -549,7 +691,7 @@ mod tests {
         assert!(usage("--timeout 0 p").contains("positive"));
         assert!(usage("--timeout -1 p").contains("positive"));
         assert_eq!(ok("--bind-to core p").bind_to, Some(BindTo::Core));
-        assert!(usage("--bind-to socket p").contains("socket"));
+        assert!(usage("--bind-to board p").contains("board"));
     }
 
     #[test]
@@ -612,7 +754,11 @@ mod tests {
         );
         assert!(usage("--host a --hostfile f p").contains("together"));
         assert!(usage("--map-by node p").contains("need --host"));
-        assert!(usage("--host a --map-by socket p").contains("socket"));
+        assert_eq!(ok("--map-by socket -n 2 p").within, Within::Socket);
+        assert_eq!(ok("--map-by numa -n 2 p").within, Within::Numa);
+        assert_eq!(ok("--bind-to socket p").bind_to, Some(BindTo::Socket));
+        assert!(usage("--rankfile /nonexistent/rf p").contains("/nonexistent/rf"));
+        assert!(usage("--host a --map-by board p").contains("board"));
         assert!(usage("--host a --launcher ssh p").contains("{host}"));
         assert!(usage("--hostfile /nonexistent/hf p").contains("/nonexistent/hf"));
         assert!(usage("--host a:1 -n 1 a : --host b -n 1 b").contains("--host"));

@@ -38,7 +38,7 @@ pub struct JobSpec {
     pub jobkey: String,
     /// The job secret (`OXMPI_SECRET`).
     pub secret: String,
-    /// `--bind-to`: 0 default policy, 1 core, 2 none.
+    /// `--bind-to` and `--map-by` within a host (`binding::to_wire`).
     pub bind: u8,
     /// Whether to report each rank's binding.
     pub report_bindings: bool,

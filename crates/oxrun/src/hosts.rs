@@ -22,6 +22,24 @@ pub enum MapBy {
     Slot,
     /// One rank per host in turn.
     Node,
+    /// Fill hosts like `slot`; on each host, ranks take cores in order.
+    Core,
+    /// Fill hosts like `slot`; on each host, ranks are dealt round-robin over the sockets.
+    Socket,
+    /// Fill hosts like `slot`; on each host, ranks are dealt round-robin over the NUMA nodes.
+    Numa,
+}
+
+impl MapBy {
+    /// The order in which a host's ranks take its cores.
+    pub fn within(self) -> crate::binding::Within {
+        use crate::binding::Within;
+        match self {
+            MapBy::Socket => Within::Socket,
+            MapBy::Numa => Within::Numa,
+            MapBy::Slot | MapBy::Node | MapBy::Core => Within::Core,
+        }
+    }
 }
 
 /// One host of the job and how many ranks it takes before it is oversubscribed.
@@ -153,7 +171,9 @@ pub fn map_ranks(
     for _ in 0..size {
         let free = |h: usize, used: &[u32]| used[h] < hosts[h].slots;
         let h = match map_by {
-            MapBy::Slot => (0..hosts.len()).find(|&h| free(h, &used)),
+            MapBy::Slot | MapBy::Core | MapBy::Socket | MapBy::Numa => {
+                (0..hosts.len()).find(|&h| free(h, &used))
+            }
             MapBy::Node => (0..hosts.len())
                 .map(|k| (next + k) % hosts.len())
                 .find(|&h| free(h, &used)),

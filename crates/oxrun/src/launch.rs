@@ -12,7 +12,7 @@ use std::io;
 
 use oxmpi_pmi::JobInfo;
 
-use crate::binding::{self, format_cpu_list, BindTo};
+use crate::binding::{self, format_cpu_list};
 use crate::cli::Plan;
 use crate::frame::{JobSpec, RankJob};
 use crate::hosts;
@@ -118,7 +118,16 @@ pub fn run(plan: &Plan) -> i32 {
     };
 
     let cores = binding::host_cores();
-    let local_bindings = binding::plan(local_count, plan.bind_to, &cores);
+    let mut local_bindings = binding::plan(local_count, plan.bind_to, plan.within, &cores);
+    if let Some(rf) = &plan.rankfile {
+        // Rank-file entries replace the policy for the ranks they name.
+        let local: Vec<u32> = (0..size).filter(|&r| is_local(r)).collect();
+        for (i, r) in local.iter().enumerate() {
+            if let Some(cpus) = rf.get(r) {
+                local_bindings[i] = Some(cpus.clone());
+            }
+        }
+    }
     // Binding of each rank of this host, by rank.
     let mut bindings: Vec<Option<Vec<usize>>> = vec![None; size as usize];
     for (r, b) in (0..size).filter(|&r| is_local(r)).zip(local_bindings) {
@@ -189,7 +198,7 @@ pub fn run(plan: &Plan) -> i32 {
     }
 
     if plan.report_bindings {
-        let all: Vec<usize> = cores.iter().flatten().copied().collect();
+        let all: Vec<usize> = cores.iter().flat_map(|c| c.cpus.iter().copied()).collect();
         let mut all_sorted = all.clone();
         all_sorted.sort_unstable();
         for r in (0..job.started()).filter(|&r| is_local(r)) {
@@ -255,11 +264,7 @@ fn start_agents(
             size: nodes.len() as u32,
             jobkey: jobkey.to_owned(),
             secret: secret.to_owned(),
-            bind: match plan.bind_to {
-                None => 0,
-                Some(BindTo::Core) => 1,
-                Some(BindTo::None) => 2,
-            },
+            bind: binding::to_wire(plan.bind_to, plan.within),
             report_bindings: plan.report_bindings,
             ranks,
         };

@@ -7,7 +7,8 @@
 //! (output forwarding and stdin), [`pmi`] (PMI connections), [`signals`] (signals as events),
 //! [`shm`] (removing the job's shared-memory files), [`sys`] (syscall wrappers), and for
 //! several hosts: [`hosts`] (host lists and rank placement), [`frame`] (the head–agent wire),
-//! [`remote`] (the head's side of the agents) and [`agent`] (the agent itself).
+//! [`remote`] (the head's side of the agents), [`agent`] (the agent itself) and [`slurm`]
+//! (hosts from a Slurm allocation, agents through `srun`).
 
 mod agent;
 mod binding;
@@ -21,6 +22,7 @@ mod program;
 mod remote;
 mod shm;
 mod signals;
+mod slurm;
 mod spawn;
 mod stdio;
 mod sys;

@@ -74,7 +74,7 @@ fn a_missing_program_is_refused() {
 #[test]
 fn bad_option_values_are_refused() {
     assert_one_line_error(&run(&["--timeout", "soon", "true"]), 2, "--timeout");
-    assert_one_line_error(&run(&["--bind-to", "socket", "true"]), 2, "socket");
+    assert_one_line_error(&run(&["--bind-to", "board", "true"]), 2, "board");
     assert_one_line_error(&run(&["-x", "=v", "true"]), 2, "empty variable name");
 }
 
@@ -161,7 +161,7 @@ fn bad_host_options_are_one_line_errors() {
         (vec!["--hostfile", &hf, "true"], "line 1"),
         (vec!["--host", "a", "--hostfile", &hf, "true"], "together"),
         (vec!["--map-by", "node", "true"], "need --host"),
-        (vec!["--host", "a", "--map-by", "core", "true"], "core"),
+        (vec!["--host", "a", "--map-by", "board", "true"], "board"),
         (vec!["--host", "a", "--launcher", "ssh", "true"], "{host}"),
     ] {
         assert_one_line_error(&run(&args), 2, needle);

@@ -8,6 +8,16 @@
 //! DIR/lib/pkgconfig/mpi.pc
 //! ```
 //!
+//! With a Fortran compiler (`OXMPI_FC`, else `gfortran` if it runs) it adds the Fortran
+//! bindings, built here because module files belong to one compiler:
+//!
+//! ```text
+//! DIR/bin/{mpifort, mpif77, mpif90}
+//! DIR/include/{mpif.h, mpi.mod, mpi_f08.mod}
+//! DIR/lib/libmpifort.so.1, libmpifort.so -> libmpifort.so.1
+//! DIR/share/oxmpi/fortran/   generated sources and bindings.txt (every binding, every skip)
+//! ```
+//!
 //! `mpiexec` and `mpirun` are links to `oxrun`; the wrappers and `mpi.pc` find the prefix
 //! from their own location, so the tree can be moved. Without `--no-build` the release
 //! binaries are built first; `--from` names the directory holding them (default: the
@@ -133,7 +143,149 @@ fn install(bin_dir: &Path, capi: &Path, prefix: &Path) -> Result<(), String> {
         pc.join("mpi.pc"),
         template.replace("@VERSION@", env!("CARGO_PKG_VERSION")),
     )
-    .map_err(|e| format!("write mpi.pc: {e}"))
+    .map_err(|e| format!("write mpi.pc: {e}"))?;
+    match fortran_compiler()? {
+        Some(fc) => install_fortran(&fc, capi, prefix),
+        None => {
+            println!(
+                "install: no Fortran compiler (gfortran, or OXMPI_FC): Fortran bindings left out"
+            );
+            Ok(())
+        }
+    }
+}
+
+/// The Python that runs the bindings generator (`OXMPI_PYTHON`, default `python3`).
+fn python() -> String {
+    std::env::var("OXMPI_PYTHON").unwrap_or_else(|_| "python3".to_string())
+}
+
+/// The Fortran compiler to build with: `OXMPI_FC` (which must work), else `gfortran` if it
+/// runs, else none.
+fn fortran_compiler() -> Result<Option<String>, String> {
+    let works = |fc: &str| {
+        Command::new(fc)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    match std::env::var("OXMPI_FC") {
+        Ok(fc) if !fc.is_empty() => {
+            if works(&fc) {
+                Ok(Some(fc))
+            } else {
+                Err(format!("OXMPI_FC={fc} does not run"))
+            }
+        }
+        _ if !works(&python()) => {
+            if works("gfortran") {
+                println!("install: {} does not run, so the Fortran bindings cannot be generated; set OXMPI_PYTHON", python());
+            }
+            Ok(None)
+        }
+        _ => Ok(works("gfortran").then(|| "gfortran".to_string())),
+    }
+}
+
+/// Runs `cmd` in `dir`, failing with its output.
+fn run(what: &str, cmd: &mut Command, dir: &Path) -> Result<(), String> {
+    let out = cmd
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("{what}: cannot run {:?}: {e}", cmd.get_program()))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} failed: {:?}\n{}{}",
+            cmd,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// The Fortran part of the installation, built with compiler `fc`: the bindings generated
+/// from the installed mpi.h (crates/oxmpi-capi/fortran/gen.py), libmpifort, the modules and
+/// the wrappers.
+fn install_fortran(fc: &str, capi: &Path, prefix: &Path) -> Result<(), String> {
+    let (bin, lib, inc) = (
+        prefix.join("bin"),
+        prefix.join("lib"),
+        prefix.join("include"),
+    );
+    let src = capi.join("fortran");
+    let build = prefix.join("share/oxmpi/fortran");
+    fs::create_dir_all(&build).map_err(|e| format!("mkdir {}: {e}", build.display()))?;
+    for f in ["runtime.c", "runtime.h"] {
+        copy(&src.join(f), &build.join(f), 0o644)?;
+    }
+    run(
+        "gen.py",
+        Command::new(python())
+            .arg(src.join("gen.py"))
+            .arg(inc.join("mpi.h"))
+            .arg(&build)
+            .arg(fc),
+        &build,
+    )?;
+    copy(&build.join("mpif.h"), &inc.join("mpif.h"), 0o644)?;
+    let cc = std::env::var("OXMPI_CC").unwrap_or_else(|_| "cc".to_string());
+    let mut objs = Vec::new();
+    for c in ["runtime.c", "mpifort_gen.c", "mpif08_gen.c"] {
+        let o = build.join(c.replace(".c", ".o"));
+        run(
+            c,
+            Command::new(&cc)
+                .args(["-O2", "-fPIC", "-c", "-I"])
+                .arg(&inc)
+                .arg("-I")
+                .arg(&build)
+                .arg(build.join(c))
+                .arg("-o")
+                .arg(&o),
+            &build,
+        )?;
+        objs.push(o);
+    }
+    // Modules are written to the working directory by gfortran, ifx and flang alike.
+    for f in ["mpi.f90", "mpi_f08.f90"] {
+        let o = build.join(f.replace(".f90", ".o"));
+        run(
+            f,
+            Command::new(fc)
+                .args(["-O2", "-fPIC", "-c", "-I"])
+                .arg(&inc)
+                .arg(build.join(f))
+                .arg("-o")
+                .arg(&o),
+            &inc,
+        )?;
+        objs.push(o);
+    }
+    let so = lib.join("libmpifort.so.1");
+    let _ = fs::remove_file(&so);
+    run(
+        "link libmpifort",
+        Command::new(fc)
+            .args(["-shared", "-Wl,-soname,libmpifort.so.1", "-o"])
+            .arg(&so)
+            .args(&objs)
+            .arg("-L")
+            .arg(&lib)
+            .args(["-Wl,-rpath,$ORIGIN", "-lmpi_abi"]),
+        &build,
+    )?;
+    link("libmpifort.so.1", &lib.join("libmpifort.so"))?;
+    let script = fs::read_to_string(capi.join("scripts/mpifort"))
+        .map_err(|e| format!("read mpifort: {e}"))?;
+    let wrapper = bin.join("mpifort");
+    let _ = fs::remove_file(&wrapper);
+    fs::write(&wrapper, script.replace("@FC@", fc)).map_err(|e| format!("write mpifort: {e}"))?;
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("chmod mpifort: {e}"))?;
+    link("mpifort", &bin.join("mpif77"))?;
+    link("mpifort", &bin.join("mpif90"))
 }
 
 #[cfg(test)]

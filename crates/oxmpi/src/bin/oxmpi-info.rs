@@ -1,10 +1,32 @@
 //! `oxmpi-info`: every tunable with its default and current value, and which protocol each
-//! message size takes.
+//! message size takes. `oxmpi-info --topology`: the machine as oxmpi sees it (packages, NUMA
+//! nodes, cores, caches, NICs and their NUMA node, and the CPUs this process may use).
 
 use oxmpi::coll::select::{algorithm_table, Crossovers, COLL_TUNABLES};
 use oxmpi::config::{Config, Tunable, TUNABLES};
 
 fn main() {
+    match std::env::args().nth(1).as_deref() {
+        None => {}
+        Some("--topology") => {
+            print!("{}", oxmpi_pmi::topology::Topology::host().report());
+            // What a rank started here would get: taskset, cgroups and Slurm narrow it.
+            let allowed = std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                        .map(|l| l.trim().to_owned())
+                })
+                .unwrap_or_else(|| "unknown".into());
+            println!("  this process may run on cpus {allowed}");
+            return;
+        }
+        Some(other) => {
+            eprintln!("oxmpi-info: unknown argument {other:?} (usage: oxmpi-info [--topology])");
+            std::process::exit(2);
+        }
+    }
     let config = match Config::from_env() {
         Ok(c) => c,
         Err(e) => {
@@ -14,6 +36,7 @@ fn main() {
     };
     println!("oxmpi {}", env!("CARGO_PKG_VERSION"));
     println!("transports: self, shm (same host), tcp (between hosts; OXMPI_TRANSPORT=tcp forces it); ofi is not built yet");
+    println!("Fortran: mpif.h, and the mpi and mpi_f08 modules built by `cargo xtask install` with one compiler (OXMPI_FC, default gfortran); module files are compiler-specific, so install again for another compiler");
     println!();
     if let Err(e) = Crossovers::from_lookup(|k| std::env::var(k).ok()) {
         eprintln!("oxmpi-info: {e}");

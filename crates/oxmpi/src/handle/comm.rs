@@ -94,7 +94,7 @@ pub(crate) fn get(call: &str, c: CommHandle) -> Result<Comm> {
     found.ok_or_else(|| bad_comm(call, c))
 }
 
-fn put(call: &str, c: Comm) -> Result<CommHandle> {
+pub(crate) fn put(call: &str, c: Comm) -> Result<CommHandle> {
     COMMS.insert(c).map(CommHandle).ok_or_else(|| {
         Error::new(
             ErrorClass::Other,

@@ -42,6 +42,16 @@ pub fn init_thread(required: Threading) -> Result<Threading> {
     Ok(required)
 }
 
+/// Makes the runtime the typed API started (`oxmpi::init_with`) the handle layer's too, so
+/// that a typed communicator's raw handle (`Communicator::as_raw`) works in C code and the
+/// handle layer's calls.
+pub(crate) fn adopt(rt: &Arc<Runtime>) {
+    MAIN.with(|m| m.set(true));
+    super::comm::install_predefined(rt);
+    // `Runtime::init` succeeds once per process, so the cell is empty.
+    let _ = RT.set(rt.clone());
+}
+
 /// The thread level in force (`MPI_Query_thread`).
 pub fn query_thread() -> Result<Threading> {
     Ok(runtime("query_thread")?.level)

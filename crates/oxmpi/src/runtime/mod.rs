@@ -88,10 +88,7 @@ impl Runtime {
         let config = Config::from_env()?;
         let mut bootstrap = Bootstrap::from_env()?;
         let (rank, size) = (bootstrap.rank(), bootstrap.size());
-        let jobkey = std::env::var(oxmpi_pmi::launch::JOBKEY_ENV)
-            .ok()
-            .filter(|k| oxmpi_pmi::launch::valid_jobkey(k))
-            .unwrap_or_else(random_key);
+        let jobkey = oxmpi_pmi::launch::jobkey_from_env().unwrap_or_else(random_key);
 
         let locality = match bootstrap.process_mapping()? {
             Some(nodes) => Locality::new(nodes),

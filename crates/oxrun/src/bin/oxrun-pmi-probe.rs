@@ -8,6 +8,8 @@
 //! - `hosts`: like `cards`, but on several hosts: prints
 //!   `probe rank=R size=N nodes=H0,H1,... pid=P key=K cards=ok` (the `PMI_process_mapping` it
 //!   read, its pid and the job key) instead of insisting on a single host.
+//! - `bigcards LEN`: like `cards` with cards of LEN bytes (split into pieces by the client when
+//!   longer than one request allows); prints `probe rank=R bigcards=ok`.
 //! - `abort RANK CODE [MESSAGE...]`: rank RANK calls PMI abort and exits with CODE; the others
 //!   wait in a fence (and are stopped by the launcher).
 //! - `exit CODE`: init, finalize, exit with CODE.
@@ -132,6 +134,35 @@ fn exchange(single_host: bool) {
     }
 }
 
+/// The LEN-byte card of rank `r`: varied bytes, spaces included (they are escaped on the wire).
+fn big_card(r: u32, len: usize) -> String {
+    (0..len)
+        .map(|i| match (i + r as usize) % 11 {
+            0 => ' ',
+            _ => char::from(b'a' + ((i * 7 + r as usize) % 26) as u8),
+        })
+        .collect()
+}
+
+fn bigcards(len: usize) {
+    let mut c = connect();
+    let (rank, size) = (c.rank(), c.size());
+    c.put(&format!("big-{rank}"), &big_card(rank, len))
+        .unwrap_or_else(|e| fail(e));
+    c.fence().unwrap_or_else(|e| fail(e));
+    for p in 0..size {
+        let got = c.get(&format!("big-{p}")).unwrap_or_else(|e| fail(e));
+        if got.as_deref() != Some(big_card(p, len).as_str()) {
+            fail(format!(
+                "rank {rank}: big card of rank {p} differs ({:?} bytes)",
+                got.map(|g| g.len())
+            ));
+        }
+    }
+    c.finalize().unwrap_or_else(|e| fail(e));
+    println!("probe rank={rank} bigcards=ok");
+}
+
 fn spew(lines: usize, len: usize) {
     let rank = env_rank();
     let payload: String = (0..len).map(|i| (b'a' + (i % 26) as u8) as char).collect();
@@ -156,6 +187,7 @@ fn main() {
     match mode {
         "cards" => cards(),
         "hosts" => exchange(false),
+        "bigcards" => bigcards(arg(&args, 1, "LEN")),
         "abort" => {
             let who: u32 = arg(&args, 1, "RANK");
             let code: i32 = arg(&args, 2, "CODE");

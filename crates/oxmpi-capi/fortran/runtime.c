@@ -1,0 +1,439 @@
+/*
+ * The handwritten part of libmpifort: the sentinels' storage, the request table, strings,
+ * and the Fortran bindings that need more than a table-driven translation (MPI_Init without
+ * argc/argv, Fortran callbacks for operations, error handlers and attribute keyvals,
+ * attribute values as integers, MPI_Alloc_mem, MPI_Buffer_detach, MPI_Pcontrol).
+ * gen.py writes the rest (mpifort_gen.c) from the installed mpi.h.
+ */
+#include "runtime.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Sentinels: one definition; a program's common blocks of the same name bind here. */
+OXF_EXPORT MPI_Fint mpi_fortran_bottom_;
+OXF_EXPORT MPI_Fint mpi_fortran_in_place_;
+OXF_EXPORT MPI_Fint mpi_fortran_status_ignore_[MPI_F_STATUS_SIZE];
+OXF_EXPORT MPI_Fint mpi_fortran_statuses_ignore_[MPI_F_STATUS_SIZE];
+OXF_EXPORT MPI_Fint mpi_fortran_errcodes_ignore_[1];
+OXF_EXPORT MPI_Fint mpi_fortran_unweighted_[1];
+OXF_EXPORT MPI_Fint mpi_fortran_weights_empty_[1];
+
+/* ---- Requests ----------------------------------------------------------------------------
+ * A slot per live Fortran request, numbered from FIRST; a request that completes to
+ * MPI_REQUEST_NULL gives its slot back, so a long loop of isend/wait reuses a few numbers.
+ * The lock is taken once per conversion and never held across an MPI call. */
+#define FIRST 0x1000
+#define NULL_INT ((MPI_Fint)(intptr_t)MPI_REQUEST_NULL)
+static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
+static MPI_Request *req_tab;
+static int *req_next_free;
+static int req_cap, req_free = -1;
+
+static int req_slot(MPI_Fint f) {
+    if (f < FIRST || f - FIRST >= req_cap)
+        return -1;
+    return f - FIRST;
+}
+
+MPI_Request oxf_req_get(MPI_Fint f) {
+    if (f == NULL_INT)
+        return MPI_REQUEST_NULL;
+    pthread_mutex_lock(&req_lock);
+    int s = req_slot(f);
+    MPI_Request r = s >= 0 && req_tab[s] != MPI_REQUEST_NULL ? req_tab[s] : (MPI_Request)1;
+    pthread_mutex_unlock(&req_lock);
+    /* (MPI_Request)1 is no request: the C layer reports MPI_ERR_REQUEST for it. */
+    return r;
+}
+
+/* Called with the lock held. */
+static MPI_Fint req_alloc(MPI_Request c) {
+    if (req_free < 0) {
+        int cap = req_cap ? req_cap * 2 : 64;
+        MPI_Request *t = realloc(req_tab, sizeof *t * (size_t)cap);
+        if (!t)
+            return (MPI_Fint)-1;
+        req_tab = t;
+        int *n = realloc(req_next_free, sizeof *n * (size_t)cap);
+        if (!n)
+            return (MPI_Fint)-1;
+        req_next_free = n;
+        for (int i = cap - 1; i >= req_cap; i--) {
+            req_tab[i] = MPI_REQUEST_NULL;
+            req_next_free[i] = req_free;
+            req_free = i;
+        }
+        req_cap = cap;
+    }
+    int s = req_free;
+    req_free = req_next_free[s];
+    req_tab[s] = c;
+    return FIRST + s;
+}
+
+MPI_Fint oxf_req_new(MPI_Request c) {
+    if (c == MPI_REQUEST_NULL)
+        return NULL_INT;
+    pthread_mutex_lock(&req_lock);
+    MPI_Fint f = req_alloc(c);
+    pthread_mutex_unlock(&req_lock);
+    return f;
+}
+
+void oxf_req_update(MPI_Fint *f, MPI_Request old, MPI_Request now) {
+    if (now == old)
+        return;
+    pthread_mutex_lock(&req_lock);
+    int s = req_slot(*f);
+    if (s >= 0 && req_tab[s] != old)
+        s = -1;
+    if (now == MPI_REQUEST_NULL) {
+        if (s >= 0) {
+            req_tab[s] = MPI_REQUEST_NULL;
+            req_next_free[s] = req_free;
+            req_free = s;
+        }
+        *f = NULL_INT;
+    } else if (s >= 0) {
+        req_tab[s] = now;
+    } else {
+        *f = req_alloc(now);
+    }
+    pthread_mutex_unlock(&req_lock);
+}
+
+/* ---- Strings ----------------------------------------------------------------------------- */
+
+char *oxf_str_in(const char *s, size_t len) {
+    while (len > 0 && s[len - 1] == ' ')
+        len--;
+    char *c = malloc(len + 1);
+    if (c) {
+        memcpy(c, s, len);
+        c[len] = 0;
+    }
+    return c;
+}
+
+void oxf_str_out(char *dst, size_t len, const char *src) {
+    size_t n = strlen(src);
+    if (n > len)
+        n = len;
+    memcpy(dst, src, n);
+    memset(dst + n, ' ', len - n);
+}
+
+/* ---- Environment ------------------------------------------------------------------------- */
+
+OXF_EXPORT void mpi_init_(MPI_Fint *ierr) { *ierr = MPI_Init(NULL, NULL); }
+
+OXF_EXPORT void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr) {
+    *ierr = MPI_Init_thread(NULL, NULL, *required, provided);
+}
+
+OXF_EXPORT void mpi_pcontrol_(MPI_Fint *level, MPI_Fint *ierr) { *ierr = MPI_Pcontrol(*level); }
+
+OXF_EXPORT void mpi_alloc_mem_(MPI_Aint *size, MPI_Fint *info, void **baseptr, MPI_Fint *ierr) {
+    /* BASEPTR is INTEGER(KIND=MPI_ADDRESS_KIND) or TYPE(C_PTR): 8 bytes either way. */
+    *ierr = MPI_Alloc_mem(*size, OXF_F2C(MPI_Info, *info), baseptr);
+}
+
+OXF_EXPORT void mpi_buffer_detach_(void *buffer_addr, MPI_Fint *size, MPI_Fint *ierr) {
+    (void)buffer_addr; /* Fortran cannot use the address it would get back. */
+    void *addr = NULL;
+    *ierr = MPI_Buffer_detach(&addr, size);
+}
+
+/* ---- Fortran callbacks ------------------------------------------------------------------
+ * The C ABI calls back without user context, so each Fortran function gets a slot with a C
+ * trampoline of its own; the trampoline converts the handles to integers. */
+
+typedef void (*oxf_user_fn)(void *, void *, MPI_Fint *, MPI_Fint *);
+typedef void (*oxf_errh_fn)(MPI_Fint *, MPI_Fint *);
+
+#define OXF_SLOTS 64
+static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    oxf_user_fn fn;
+    MPI_Op op;
+} op_slots[OXF_SLOTS];
+static oxf_errh_fn errh_slots[OXF_SLOTS];
+
+#define OXF_REPEAT8(M, b) M(b##0) M(b##1) M(b##2) M(b##3) M(b##4) M(b##5) M(b##6) M(b##7)
+#define OXF_REPEAT64(M)                                                                       \
+    OXF_REPEAT8(M, 0) OXF_REPEAT8(M, 1) OXF_REPEAT8(M, 2) OXF_REPEAT8(M, 3)                   \
+    OXF_REPEAT8(M, 4) OXF_REPEAT8(M, 5) OXF_REPEAT8(M, 6) OXF_REPEAT8(M, 7)
+
+/* Slot numbers are written in octal digits by OXF_REPEAT64: 00..77. */
+#define OXF_OP_TRAMP(k)                                                                       \
+    static void op_tramp_##k(void *in, void *inout, int *len, MPI_Datatype *dt) {              \
+        MPI_Fint fdt = OXF_C2F(*dt);                                                           \
+        op_slots[0##k].fn(in, inout, len, &fdt);                                               \
+    }
+OXF_REPEAT64(OXF_OP_TRAMP)
+#define OXF_OP_ENTRY(k) op_tramp_##k,
+static MPI_User_function *const op_tramps[OXF_SLOTS] = {OXF_REPEAT64(OXF_OP_ENTRY)};
+
+#define OXF_ERRH_TRAMP(k)                                                                     \
+    static void errh_tramp_##k(MPI_Comm *comm, int *code, ...) {                               \
+        MPI_Fint fc = OXF_C2F(*comm);                                                          \
+        errh_slots[0##k](&fc, code);                                                           \
+    }
+OXF_REPEAT64(OXF_ERRH_TRAMP)
+#define OXF_ERRH_ENTRY(k) errh_tramp_##k,
+static MPI_Comm_errhandler_function *const errh_tramps[OXF_SLOTS] = {
+    OXF_REPEAT64(OXF_ERRH_ENTRY)};
+
+OXF_EXPORT void mpi_op_create_(oxf_user_fn fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierr) {
+    pthread_mutex_lock(&cb_lock);
+    int k = 0;
+    while (k < OXF_SLOTS && op_slots[k].fn)
+        k++;
+    if (k == OXF_SLOTS) {
+        pthread_mutex_unlock(&cb_lock);
+        /* Every slot holds a live Fortran operation. */
+        *ierr = MPI_ERR_NO_MEM;
+        return;
+    }
+    op_slots[k].fn = fn;
+    pthread_mutex_unlock(&cb_lock);
+    MPI_Op c = MPI_OP_NULL;
+    *ierr = MPI_Op_create(op_tramps[k], *commute != 0, &c);
+    pthread_mutex_lock(&cb_lock);
+    if (*ierr == MPI_SUCCESS)
+        op_slots[k].op = c;
+    else
+        op_slots[k].fn = NULL;
+    pthread_mutex_unlock(&cb_lock);
+    *op = OXF_C2F(c);
+}
+
+OXF_EXPORT void mpi_op_free_(MPI_Fint *op, MPI_Fint *ierr) {
+    MPI_Op c = OXF_F2C(MPI_Op, *op), was = c;
+    *ierr = MPI_Op_free(&c);
+    if (*ierr == MPI_SUCCESS) {
+        pthread_mutex_lock(&cb_lock);
+        for (int k = 0; k < OXF_SLOTS; k++)
+            if (op_slots[k].fn && op_slots[k].op == was)
+                op_slots[k].fn = NULL;
+        pthread_mutex_unlock(&cb_lock);
+    }
+    *op = OXF_C2F(c);
+}
+
+OXF_EXPORT void mpi_comm_create_errhandler_(oxf_errh_fn fn, MPI_Fint *errhandler,
+                                            MPI_Fint *ierr) {
+    pthread_mutex_lock(&cb_lock);
+    int k = 0;
+    /* The same Fortran function shares its slot; handlers are rarely freed. */
+    while (k < OXF_SLOTS && errh_slots[k] && errh_slots[k] != fn)
+        k++;
+    if (k == OXF_SLOTS) {
+        pthread_mutex_unlock(&cb_lock);
+        *ierr = MPI_ERR_NO_MEM;
+        return;
+    }
+    errh_slots[k] = fn;
+    pthread_mutex_unlock(&cb_lock);
+    MPI_Errhandler c = MPI_ERRHANDLER_NULL;
+    *ierr = MPI_Comm_create_errhandler(errh_tramps[k], &c);
+    *errhandler = OXF_C2F(c);
+}
+
+/* ---- Attribute keyvals: the Fortran functions and extra state travel as the C extra state. */
+
+typedef void (*oxf_copy_fn)(MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Aint *, MPI_Aint *,
+                            MPI_Fint *, MPI_Fint *);
+typedef void (*oxf_delete_fn)(MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Aint *, MPI_Fint *);
+
+struct oxf_keyval {
+    oxf_copy_fn copy;
+    oxf_delete_fn del;
+    MPI_Aint extra;
+    int old_style; /* MPI_KEYVAL_CREATE: INTEGER attribute values */
+};
+
+/* The predefined Fortran callbacks (MPI_COMM_NULL_COPY_FN and the others of mpif.h). */
+OXF_EXPORT void mpi_comm_null_copy_fn_(MPI_Fint *old, MPI_Fint *kv, MPI_Aint *extra,
+                                       MPI_Aint *in, MPI_Aint *out, MPI_Fint *flag,
+                                       MPI_Fint *ierr) {
+    (void)old, (void)kv, (void)extra, (void)in, (void)out;
+    *flag = 0;
+    *ierr = MPI_SUCCESS;
+}
+OXF_EXPORT void mpi_comm_dup_fn_(MPI_Fint *old, MPI_Fint *kv, MPI_Aint *extra, MPI_Aint *in,
+                                 MPI_Aint *out, MPI_Fint *flag, MPI_Fint *ierr) {
+    (void)old, (void)kv, (void)extra;
+    *out = *in;
+    *flag = 1;
+    *ierr = MPI_SUCCESS;
+}
+OXF_EXPORT void mpi_comm_null_delete_fn_(MPI_Fint *comm, MPI_Fint *kv, MPI_Aint *val,
+                                         MPI_Aint *extra, MPI_Fint *ierr) {
+    (void)comm, (void)kv, (void)val, (void)extra;
+    *ierr = MPI_SUCCESS;
+}
+/* MPI_NULL_COPY_FN, MPI_DUP_FN, MPI_NULL_DELETE_FN (INTEGER attribute values). */
+OXF_EXPORT void mpi_null_copy_fn_(MPI_Fint *old, MPI_Fint *kv, MPI_Fint *extra, MPI_Fint *in,
+                                  MPI_Fint *out, MPI_Fint *flag, MPI_Fint *ierr) {
+    (void)old, (void)kv, (void)extra, (void)in, (void)out;
+    *flag = 0;
+    *ierr = MPI_SUCCESS;
+}
+OXF_EXPORT void mpi_dup_fn_(MPI_Fint *old, MPI_Fint *kv, MPI_Fint *extra, MPI_Fint *in,
+                            MPI_Fint *out, MPI_Fint *flag, MPI_Fint *ierr) {
+    (void)old, (void)kv, (void)extra;
+    *out = *in;
+    *flag = 1;
+    *ierr = MPI_SUCCESS;
+}
+OXF_EXPORT void mpi_null_delete_fn_(MPI_Fint *comm, MPI_Fint *kv, MPI_Fint *val,
+                                    MPI_Fint *extra, MPI_Fint *ierr) {
+    (void)comm, (void)kv, (void)val, (void)extra;
+    *ierr = MPI_SUCCESS;
+}
+OXF_EXPORT void mpi_type_null_copy_fn_(MPI_Fint *old, MPI_Fint *kv, MPI_Aint *extra,
+                                       MPI_Aint *in, MPI_Aint *out, MPI_Fint *flag,
+                                       MPI_Fint *ierr) {
+    mpi_comm_null_copy_fn_(old, kv, extra, in, out, flag, ierr);
+}
+OXF_EXPORT void mpi_type_dup_fn_(MPI_Fint *old, MPI_Fint *kv, MPI_Aint *extra, MPI_Aint *in,
+                                 MPI_Aint *out, MPI_Fint *flag, MPI_Fint *ierr) {
+    mpi_comm_dup_fn_(old, kv, extra, in, out, flag, ierr);
+}
+OXF_EXPORT void mpi_type_null_delete_fn_(MPI_Fint *t, MPI_Fint *kv, MPI_Aint *val,
+                                         MPI_Aint *extra, MPI_Fint *ierr) {
+    mpi_comm_null_delete_fn_(t, kv, val, extra, ierr);
+}
+
+static int copy_any(intptr_t old, int kv, void *extra, void *in, void *out, int *flag) {
+    struct oxf_keyval *k = extra;
+    MPI_Fint fold = (MPI_Fint)old, fkv = kv, fflag = 0, ierr = MPI_SUCCESS;
+    if (k->old_style) {
+        MPI_Fint fextra = (MPI_Fint)k->extra, fin = (MPI_Fint)(intptr_t)in, fout = 0;
+        ((void (*)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
+                   MPI_Fint *))k->copy)(&fold, &fkv, &fextra, &fin, &fout, &fflag, &ierr);
+        *(void **)out = (void *)(intptr_t)fout;
+    } else {
+        MPI_Aint fin = (MPI_Aint)(intptr_t)in, fout = 0;
+        k->copy(&fold, &fkv, &k->extra, &fin, &fout, &fflag, &ierr);
+        *(void **)out = (void *)(intptr_t)fout;
+    }
+    *flag = fflag != 0;
+    return ierr;
+}
+
+static int delete_any(intptr_t h, int kv, void *val, void *extra) {
+    struct oxf_keyval *k = extra;
+    MPI_Fint fh = (MPI_Fint)h, fkv = kv, ierr = MPI_SUCCESS;
+    if (k->old_style) {
+        MPI_Fint fextra = (MPI_Fint)k->extra, fval = (MPI_Fint)(intptr_t)val;
+        ((void (*)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))k->del)(
+            &fh, &fkv, &fval, &fextra, &ierr);
+    } else {
+        MPI_Aint fval = (MPI_Aint)(intptr_t)val;
+        k->del(&fh, &fkv, &fval, &k->extra, &ierr);
+    }
+    return ierr;
+}
+
+static int comm_copy(MPI_Comm old, int kv, void *extra, void *in, void *out, int *flag) {
+    return copy_any((intptr_t)old, kv, extra, in, out, flag);
+}
+static int comm_delete(MPI_Comm c, int kv, void *val, void *extra) {
+    return delete_any((intptr_t)c, kv, val, extra);
+}
+static int type_copy(MPI_Datatype old, int kv, void *extra, void *in, void *out, int *flag) {
+    return copy_any((intptr_t)old, kv, extra, in, out, flag);
+}
+static int type_delete(MPI_Datatype t, int kv, void *val, void *extra) {
+    return delete_any((intptr_t)t, kv, val, extra);
+}
+
+static struct oxf_keyval *keyval_state(void *copy, void *del, MPI_Aint extra, int old_style) {
+    /* Lives as long as the keyval; keyvals are few and the C layer keeps no destructor for
+     * extra state, so it is not freed. */
+    struct oxf_keyval *k = malloc(sizeof *k);
+    if (k) {
+        k->copy = (oxf_copy_fn)copy;
+        k->del = (oxf_delete_fn)del;
+        k->extra = extra;
+        k->old_style = old_style;
+    }
+    return k;
+}
+
+OXF_EXPORT void mpi_comm_create_keyval_(void *copy, void *del, MPI_Fint *keyval,
+                                        MPI_Aint *extra, MPI_Fint *ierr) {
+    struct oxf_keyval *k = keyval_state(copy, del, *extra, 0);
+    *ierr = k ? MPI_Comm_create_keyval(comm_copy, comm_delete, keyval, k) : MPI_ERR_NO_MEM;
+}
+
+OXF_EXPORT void mpi_keyval_create_(void *copy, void *del, MPI_Fint *keyval, MPI_Fint *extra,
+                                   MPI_Fint *ierr) {
+    struct oxf_keyval *k = keyval_state(copy, del, *extra, 1);
+    *ierr = k ? MPI_Comm_create_keyval(comm_copy, comm_delete, keyval, k) : MPI_ERR_NO_MEM;
+}
+
+OXF_EXPORT void mpi_type_create_keyval_(void *copy, void *del, MPI_Fint *keyval,
+                                        MPI_Aint *extra, MPI_Fint *ierr) {
+    struct oxf_keyval *k = keyval_state(copy, del, *extra, 0);
+    *ierr = k ? MPI_Type_create_keyval(type_copy, type_delete, keyval, k) : MPI_ERR_NO_MEM;
+}
+
+/* ---- Attribute values: Fortran stores integers, not pointers. The predefined attributes
+ * (MPI_TAG_UB .. MPI_UNIVERSE_SIZE) are pointers to int in C and their value in Fortran. */
+
+static int predefined_keyval(int kv) { return kv >= MPI_TAG_UB && kv <= MPI_UNIVERSE_SIZE; }
+
+OXF_EXPORT void mpi_comm_set_attr_(MPI_Fint *comm, MPI_Fint *kv, MPI_Aint *val, MPI_Fint *ierr) {
+    *ierr = MPI_Comm_set_attr(OXF_F2C(MPI_Comm, *comm), *kv, (void *)(intptr_t)*val);
+}
+
+OXF_EXPORT void mpi_attr_put_(MPI_Fint *comm, MPI_Fint *kv, MPI_Fint *val, MPI_Fint *ierr) {
+    *ierr = MPI_Comm_set_attr(OXF_F2C(MPI_Comm, *comm), *kv, (void *)(intptr_t)*val);
+}
+
+OXF_EXPORT void mpi_type_set_attr_(MPI_Fint *t, MPI_Fint *kv, MPI_Aint *val, MPI_Fint *ierr) {
+    *ierr = MPI_Type_set_attr(OXF_F2C(MPI_Datatype, *t), *kv, (void *)(intptr_t)*val);
+}
+
+static MPI_Aint attr_value(int kv, void *p) {
+    return predefined_keyval(kv) ? (MPI_Aint) * (int *)p : (MPI_Aint)(intptr_t)p;
+}
+
+OXF_EXPORT void mpi_comm_get_attr_(MPI_Fint *comm, MPI_Fint *kv, MPI_Aint *val, MPI_Fint *flag,
+                                   MPI_Fint *ierr) {
+    void *p = NULL;
+    int f = 0;
+    *ierr = MPI_Comm_get_attr(OXF_F2C(MPI_Comm, *comm), *kv, &p, &f);
+    *flag = f;
+    if (*ierr == MPI_SUCCESS && f)
+        *val = attr_value(*kv, p);
+}
+
+OXF_EXPORT void mpi_attr_get_(MPI_Fint *comm, MPI_Fint *kv, MPI_Fint *val, MPI_Fint *flag,
+                              MPI_Fint *ierr) {
+    void *p = NULL;
+    int f = 0;
+    *ierr = MPI_Comm_get_attr(OXF_F2C(MPI_Comm, *comm), *kv, &p, &f);
+    *flag = f;
+    if (*ierr == MPI_SUCCESS && f)
+        *val = (MPI_Fint)attr_value(*kv, p);
+}
+
+OXF_EXPORT void mpi_type_get_attr_(MPI_Fint *t, MPI_Fint *kv, MPI_Aint *val, MPI_Fint *flag,
+                                   MPI_Fint *ierr) {
+    void *p = NULL;
+    int f = 0;
+    *ierr = MPI_Type_get_attr(OXF_F2C(MPI_Datatype, *t), *kv, &p, &f);
+    *flag = f;
+    if (*ierr == MPI_SUCCESS && f)
+        *val = (MPI_Aint)(intptr_t)p;
+}
+
+/* MPI_F_SYNC_REG(buf): does nothing, but the compiler cannot know that, so a variable the
+ * program reaches through MPI_BOTTOM or a pending request is reloaded from memory after it. */
+OXF_EXPORT void mpi_f_sync_reg_(void *buf) { (void)buf; }

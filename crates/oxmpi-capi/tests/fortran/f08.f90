@@ -1,0 +1,203 @@
+! Modern Fortran with `use mpi_f08`: derived-type handles and statuses, optional ierror,
+! assumed-rank choice buffers of any type and rank in the same program unit (no
+! -fallow-argument-mismatch), nonblocking with waitall, collectives with MPI_IN_PLACE,
+! reductions on INTEGER, REAL and DOUBLE PRECISION, a user operation, comm split/dup,
+! a derived type, LOGICAL flags, strings, and error returns.
+module f08_checks
+    use mpi_f08
+    implicit none
+    integer :: last_error = 0
+contains
+    subroutine check(ok, what)
+        logical, intent(in) :: ok
+        character(len=*), intent(in) :: what
+        if (.not. ok) then
+            print *, 'FAILED: ', what
+            stop 1
+        end if
+    end subroutine check
+
+    subroutine maxabs(invec, inoutvec, len, datatype)
+        use, intrinsic :: iso_c_binding, only: c_ptr, c_f_pointer
+        type(c_ptr), value :: invec, inoutvec
+        integer :: len
+        type(MPI_Datatype) :: datatype
+        double precision, pointer :: a(:), b(:)
+        integer :: i
+        call c_f_pointer(invec, a, [len])
+        call c_f_pointer(inoutvec, b, [len])
+        if (datatype /= MPI_DOUBLE_PRECISION) stop 3
+        do i = 1, len
+            b(i) = max(abs(a(i)), abs(b(i)))
+        end do
+    end subroutine maxabs
+
+    subroutine on_error(comm, error_code)
+        type(MPI_Comm) :: comm
+        integer :: error_code
+        if (comm == MPI_COMM_WORLD) last_error = error_code
+    end subroutine on_error
+
+    subroutine copy_twice(oldcomm, comm_keyval, extra_state, attribute_val_in, &
+            attribute_val_out, flag, ierror)
+        type(MPI_Comm) :: oldcomm
+        integer :: comm_keyval, ierror
+        integer(kind=MPI_ADDRESS_KIND) :: extra_state, attribute_val_in, attribute_val_out
+        logical :: flag
+        if (oldcomm == MPI_COMM_NULL .or. comm_keyval == MPI_KEYVAL_INVALID) stop 5
+        attribute_val_out = attribute_val_in * extra_state
+        flag = .true.
+        ierror = MPI_SUCCESS
+    end subroutine copy_twice
+end module f08_checks
+
+program f08
+    use mpi_f08
+    use f08_checks
+    implicit none
+    type(MPI_Comm) :: half, dup
+    type(MPI_Request) :: reqs(4)
+    type(MPI_Status) :: st, sts(4)
+    type(MPI_Datatype) :: pair
+    type(MPI_Op) :: op
+    integer :: rank, size, next, prev, ierr, n, i, res
+    integer :: iv(10), grid(3, 4), gall(64)
+    real :: rv(3), rgrid(2, 2)
+    double precision :: dv(5)
+    logical :: flag
+    character(len=MPI_MAX_OBJECT_NAME) :: name
+    integer(kind=MPI_ADDRESS_KIND) :: tagub
+    integer(kind=MPI_COUNT_KIND) :: big
+    integer :: kv1, kv2
+    type(MPI_Errhandler) :: eh
+
+    call MPI_Init()
+    call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+    call MPI_Comm_size(MPI_COMM_WORLD, size, ierr)
+    call check(ierr == MPI_SUCCESS, 'ierror present')
+    next = mod(rank + 1, size)
+    prev = mod(rank + size - 1, size)
+
+    ! Buffers of several types and ranks through the same routines.
+    iv = [(rank * 10 + i, i = 1, 10)]
+    grid = rank
+    rgrid = real(rank) + 0.5
+    call MPI_Irecv(dv, 5, MPI_DOUBLE_PRECISION, prev, 1, MPI_COMM_WORLD, reqs(1))
+    call MPI_Irecv(gall, 10, MPI_INTEGER, prev, 2, MPI_COMM_WORLD, reqs(2))
+    call MPI_Isend([(dble(rank) / 2, i = 1, 5)], 5, MPI_DOUBLE_PRECISION, next, 1, MPI_COMM_WORLD, reqs(3))
+    call MPI_Isend(iv, 10, MPI_INTEGER, next, 2, MPI_COMM_WORLD, reqs(4))
+    call MPI_Waitall(4, reqs, sts)
+    call check(all(reqs == MPI_REQUEST_NULL), 'waitall frees')
+    call check(sts(1)%MPI_SOURCE == prev .and. sts(2)%MPI_TAG == 2, 'statuses')
+    call check(all(dv == dble(prev) / 2), 'double data')
+    call check(all(gall(1:10) == [(prev * 10 + i, i = 1, 10)]), 'integer data')
+    call MPI_Get_count(sts(2), MPI_INTEGER, n)
+    call check(n == 10, 'get_count')
+    call MPI_Sendrecv(grid, 12, MPI_INTEGER, next, 3, gall, 12, MPI_INTEGER, prev, 3, &
+                      MPI_COMM_WORLD, MPI_STATUS_IGNORE)
+    call check(all(gall(1:12) == prev), '2-d send')
+    call MPI_Send(rank, 1, MPI_INTEGER, next, 5, MPI_COMM_WORLD)
+    call MPI_Recv(n, 1, MPI_INTEGER, prev, 5, MPI_COMM_WORLD, st)
+    call check(n == prev .and. st%MPI_SOURCE == prev, 'scalar buffers')
+    ! Large counts: an INTEGER(KIND=MPI_COUNT_KIND) count selects MPI_Send_c.
+    big = 10
+    call MPI_Send(iv, big, MPI_INTEGER, next, 9, MPI_COMM_WORLD)
+    call MPI_Recv(gall, 10, MPI_INTEGER, prev, 9, MPI_COMM_WORLD, st)
+    call MPI_Get_count(st, MPI_INTEGER, big)
+    call check(big == 10 .and. all(gall(1:10) == [(prev * 10 + i, i = 1, 10)]), 'large-count send')
+
+    ! Iprobe with a LOGICAL flag.
+    call MPI_Send(iv, 1, MPI_INTEGER, next, 6, MPI_COMM_WORLD)
+    flag = .false.
+    do while (.not. flag)
+        call MPI_Iprobe(prev, 6, MPI_COMM_WORLD, flag, st)
+    end do
+    call MPI_Recv(n, 1, MPI_INTEGER, prev, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE)
+
+    ! Collectives.
+    call MPI_Allreduce(rank, n, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
+    call check(n == size * (size - 1) / 2, 'allreduce sum')
+    rv = [real(rank), -real(rank), 2.0]
+    call MPI_Allreduce(MPI_IN_PLACE, rv, 3, MPI_REAL, MPI_MIN, MPI_COMM_WORLD)
+    call check(all(rv == [0.0, -real(size - 1), 2.0]), 'allreduce in place min')
+    dv = rank
+    call MPI_Reduce(dv, dv(3:5), 3, MPI_DOUBLE_PRECISION, MPI_MAX, 0, MPI_COMM_WORLD)
+    if (rank == 0) call check(all(dv(3:5) == size - 1), 'reduce max into a section')
+    call MPI_Allgather(rank, 1, MPI_INTEGER, gall, 1, MPI_INTEGER, MPI_COMM_WORLD)
+    call check(all(gall(1:size) == [(i, i = 0, size - 1)]), 'allgather')
+    iv = -1
+    if (rank == size - 1) iv = 7
+    call MPI_Bcast(iv, 10, MPI_INTEGER, size - 1, MPI_COMM_WORLD)
+    call check(all(iv == 7), 'bcast')
+    call MPI_Barrier(MPI_COMM_WORLD)
+
+    ! A user operation on DOUBLE PRECISION.
+    call MPI_Op_create(maxabs, .true., op)
+    dv = -dble(rank)
+    call MPI_Allreduce(MPI_IN_PLACE, dv, 5, MPI_DOUBLE_PRECISION, op, MPI_COMM_WORLD)
+    call check(all(dv == dble(size - 1)), 'user op')
+    call MPI_Op_free(op)
+    call check(op == MPI_OP_NULL, 'op free')
+
+    ! Communicators: split, dup, names.
+    call MPI_Comm_split(MPI_COMM_WORLD, mod(rank, 2), rank, half)
+    call MPI_Comm_dup(half, dup)
+    call MPI_Comm_compare(half, dup, res)
+    call check(res == MPI_CONGRUENT, 'dup congruent')
+    call MPI_Comm_set_name(dup, 'f08 dup')
+    call MPI_Comm_get_name(dup, name, n)
+    call check(name == 'f08 dup' .and. n == 7, 'comm name')
+    call MPI_Comm_size(dup, n)
+    call check(n == (size + 1 - mod(rank, 2)) / 2, 'split size')
+    call MPI_Comm_free(dup)
+    call MPI_Comm_free(half)
+    call check(half == MPI_COMM_NULL, 'comm free')
+    call MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, tagub, flag)
+    call check(flag .and. tagub >= 32767, 'tag ub')
+
+    ! Keyvals: a Fortran copy function (value times the extra state) and MPI_COMM_DUP_FN.
+    call MPI_Comm_create_keyval(copy_twice, MPI_COMM_NULL_DELETE_FN, kv1, 2_MPI_ADDRESS_KIND)
+    call MPI_Comm_create_keyval(MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN, kv2, 0_MPI_ADDRESS_KIND)
+    call MPI_Comm_set_attr(MPI_COMM_WORLD, kv1, 21_MPI_ADDRESS_KIND)
+    call MPI_Comm_set_attr(MPI_COMM_WORLD, kv2, 99_MPI_ADDRESS_KIND)
+    call MPI_Comm_dup(MPI_COMM_WORLD, dup)
+    call MPI_Comm_get_attr(dup, kv1, tagub, flag)
+    call check(flag .and. tagub == 42, 'Fortran copy function')
+    call MPI_Comm_get_attr(dup, kv2, tagub, flag)
+    call check(flag .and. tagub == 99, 'MPI_COMM_DUP_FN')
+    call MPI_Comm_free(dup)
+    call MPI_Comm_delete_attr(MPI_COMM_WORLD, kv1)
+    call MPI_Comm_delete_attr(MPI_COMM_WORLD, kv2)
+    call MPI_Comm_free_keyval(kv1)
+    call MPI_Comm_free_keyval(kv2)
+
+    ! A derived type: two INTEGERs with a stride.
+    call MPI_Type_vector(2, 1, 3, MPI_INTEGER, pair)
+    call MPI_Type_commit(pair)
+    grid = reshape([(i, i = 1, 12)], [3, 4])
+    call MPI_Sendrecv(grid(1, 2), 1, pair, next, 7, iv, 2, MPI_INTEGER, prev, 7, MPI_COMM_WORLD, st)
+    call check(iv(1) == 4 .and. iv(2) == 7, 'vector type')
+    call MPI_Type_free(pair)
+
+    ! Error returns, first through a Fortran error handler.
+    call MPI_Comm_create_errhandler(on_error, eh)
+    call MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh)
+    call MPI_Send(rank, 1, MPI_INTEGER, size, 0, MPI_COMM_WORLD, ierr)
+    call check(ierr /= MPI_SUCCESS .and. last_error == ierr, 'Fortran error handler')
+    call MPI_Errhandler_free(eh)
+    call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN)
+    call MPI_Send(rank, 1, MPI_INTEGER, size, 0, MPI_COMM_WORLD, ierr)
+    call check(ierr /= MPI_SUCCESS, 'bad rank')
+    call MPI_Error_class(ierr, n)
+    call check(n == MPI_ERR_RANK, 'error class')
+    call MPI_Sendrecv(rgrid, 4, MPI_REAL, next, 4, rv, 3, MPI_REAL, prev, 4, MPI_COMM_WORLD, st, ierr)
+    call MPI_Error_class(ierr, n)
+    call check(n == MPI_ERR_TRUNCATE, 'truncation is an error')
+    ! A strided section is not contiguous: refused rather than sent wrongly.
+    call MPI_Send(grid(1, :), 4, MPI_INTEGER, next, 8, MPI_COMM_WORLD, ierr)
+    call check(ierr == MPI_ERR_BUFFER, 'non-contiguous buffer')
+    call check(MPI_Wtime() > 0d0 .and. MPI_Wtick() > 0d0, 'wtime')
+
+    call MPI_Finalize(ierr)
+    call check(ierr == MPI_SUCCESS, 'finalize')
+end program f08
