@@ -3,8 +3,9 @@
 //! `--launcher 'ip netns exec {host}'`. Ranks on one host talk over shared memory, ranks on
 //! different hosts over TCP: `OXMPI_TCP_LOG_ROUTES` prints every TCP rail as it connects, and
 //! each run checks that TCP carries exactly the cross-host pairs it used. The programs verify
-//! every byte. Faults: a rail's link taken down mid-stream, the last rail taken down, and a
-//! stranger from another host connecting to a rank's port.
+//! every byte. Faults: a rail's link taken down mid-stream, the last rail taken down, a
+//! stranger from another host connecting to a rank's port, and a peer that passed the
+//! handshake sending garbage.
 //!
 //! Without root or `ip`, each test prints one skip line and passes.
 
@@ -407,4 +408,28 @@ fn a_stranger_on_another_host_sending_garbage_is_refused_once() {
 #[test]
 fn a_silent_stranger_on_another_host_is_refused_once() {
     stranger_from_h3(2, "true");
+}
+
+#[test]
+fn a_peer_sending_garbage_after_the_handshake_ends_the_job_naming_it() {
+    let Some(h) = hosts() else { return };
+    let spec = format!("{}:1,{}:1", h.name(1), h.name(2));
+    let out = run(
+        &h,
+        &spec,
+        2,
+        env!("CARGO_BIN_EXE_p2p_props"),
+        &["85", "2000", "65536"],
+        &[("OXMPI_TCP_GARBAGE_AFTER", "50")],
+    );
+    let (so, se) = text(&out);
+    assert!(!out.status.success(), "{so}\n{se}");
+    assert!(se.contains("test hook: writing garbage to rank 1"), "{se}");
+    // One fatal error, from the rank that received it, naming the sender.
+    let faults: Vec<&str> = se
+        .lines()
+        .filter(|l| l.contains("rank 0 sent a corrupt frame"))
+        .collect();
+    assert_eq!(faults.len(), 1, "{se}");
+    assert!(faults[0].contains("rank 1"), "{se}");
 }

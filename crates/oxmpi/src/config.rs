@@ -93,12 +93,16 @@ tunables! {
         "first TCP listening port (rank r listens on port + r); 0 picks any free port";
     tcp_poll_every: u32 = 16 => "16", "OXMPI_TCP_POLL_EVERY",
         "progress calls per TCP socket poll in a rank that also has shared-memory peers";
+    tcp_spin_count: u32 = 0 => "0", "OXMPI_TCP_SPIN_COUNT",
+        "polls, each after yielding the core, before a rank with only TCP peers blocks in epoll until data arrives";
     tcp_handshake_ms: u32 = 5000 => "5000", "OXMPI_TCP_HANDSHAKE_MS",
         "milliseconds an incoming TCP connection has to prove it belongs to the job";
     tcp_log_routes: bool = false => "false", "OXMPI_TCP_LOG_ROUTES",
         "print each TCP rail's local and remote address as it connects (tests read it)";
     tcp_cut_rail: String = String::new() => "(unset)", "OXMPI_TCP_CUT_RAIL",
         "testing: RAIL:N makes rank 0 shut TCP rail RAIL to every peer down after N fragments";
+    tcp_garbage_after: u32 = 0 => "0", "OXMPI_TCP_GARBAGE_AFTER",
+        "testing: N > 0 makes rank 0 write bytes that are no frame into its TCP stream to every peer after N fragments";
     async_thread: bool = true => "true", "OXMPI_ASYNC_THREAD",
         "awaited requests are woken by a progress thread (at Serialized/Multiple); 0: an unfinished poll asks to be polled again";
     async_spin: u32 = 1000 => "1000", "OXMPI_ASYNC_SPIN",

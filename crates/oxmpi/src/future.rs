@@ -172,6 +172,9 @@ fn progress_thread(rt: Weak<Runtime>) {
                 inner_spin: 1,
                 yields: 64,
                 max_sleep_us: rt.wait.max_sleep_us,
+                // Socket data ends its sleeps early; it still spins and yields first.
+                wakeup: rt.wait.wakeup,
+                wakeup_only: false,
             })
         });
         done.clear();

@@ -50,6 +50,7 @@ fn tcp_config(frag: usize, eager: usize, queue: usize, rails: usize) -> TcpConfi
         poll_every: 1,
         handshake: std::time::Duration::from_secs(5),
         cut_rail: None,
+        garbage_after: None,
         log_routes: false,
     }
 }

@@ -4,7 +4,10 @@
 //! handle types are neither `Send` nor `Sync`, so only one thread can ever get here.
 //! [`Backoff`] is the waiting policy: spin on the engine for a while, then yield the core,
 //! then sleep in growing steps, so more ranks than cores still make progress; with more ranks
-//! than cores it yields almost at once ([`WaitPolicy`]).
+//! than cores it yields almost at once ([`WaitPolicy`]). A rank with TCP peers sleeps in the
+//! kernel on the sockets instead ([`Wakeup`]), so data that arrives wakes it at once: only
+//! that, after a short spin, when sockets are all it has; in place of the blind sleeps (each
+//! bounded, shared memory checked between them) when it has shared-memory peers too.
 //!
 //! No user code runs inside [`EngineCell::with`] (it refuses re-entry): schedules stop before
 //! user steps and the engine parks them ([`UnlockedWork`]); every wait loop calls
@@ -18,6 +21,7 @@ use std::time::Duration;
 
 use super::engine::{Engine, Schedule};
 use super::request::ReqId;
+use crate::transport::Wakeup;
 
 /// A parked schedule and its request.
 pub type Parked = (ReqId, Box<dyn Schedule>);
@@ -205,6 +209,11 @@ pub struct WaitPolicy {
     pub yields: u32,
     /// Longest sleep between polls once sleeping (microseconds).
     pub max_sleep_us: u32,
+    /// Blocks until a transport may have work, instead of sleeping blind (TCP).
+    pub wakeup: Option<Wakeup>,
+    /// Whether only the `wakeup` transport can bring work (no shared-memory peers): waiting
+    /// then blocks on it right after the spin, and never yields or sleeps blind.
+    pub wakeup_only: bool,
 }
 
 impl WaitPolicy {
@@ -224,7 +233,23 @@ impl WaitPolicy {
             inner_spin: if oversubscribed { 1 } else { 64 },
             yields,
             max_sleep_us,
+            wakeup: None,
+            wakeup_only: false,
         }
+    }
+
+    /// The policy of a rank with a transport that can wake it (`wakeup`); `only`: it has no
+    /// other peers than that transport's, and polls `spin` times, yielding the core before
+    /// each, then blocks. Spinning on a socket holds the core a peer on the same machine (a
+    /// namespace host, another job) needs to answer, and each poll is a system call anyway.
+    pub fn with_wakeup(mut self, wakeup: Option<Wakeup>, only: bool, spin: u32) -> Self {
+        self.wakeup = wakeup;
+        self.wakeup_only = only && wakeup.is_some();
+        if self.wakeup_only {
+            self.spin = 0;
+            self.yields = spin;
+        }
+        self
     }
 }
 
@@ -259,9 +284,20 @@ impl Backoff {
             std::hint::black_box(());
         } else if self.polls <= p.spin.saturating_add(p.yields) {
             std::thread::yield_now();
+        } else if let Some(w) = p.wakeup.filter(|_| p.wakeup_only) {
+            // Only the sockets bring work: block on them (bounded, for the rare work that
+            // comes from elsewhere: another thread, a stranger's deadline).
+            w.wait(Duration::from_micros(p.max_sleep_us.max(1) as u64));
         } else {
             let step = (self.polls - p.spin - p.yields).min(p.max_sleep_us.max(1));
-            std::thread::sleep(Duration::from_micros(step as u64));
+            let step = Duration::from_micros(step as u64);
+            match p.wakeup {
+                // Socket data ends the wait at once; shared memory is checked after it.
+                Some(w) => {
+                    w.wait(step);
+                }
+                None => std::thread::sleep(step),
+            }
         }
     }
 }
@@ -325,12 +361,46 @@ mod tests {
     }
 
     #[test]
+    fn ranks_with_only_tcp_peers_block_after_yielding_polls_and_others_keep_their_spin() {
+        let base = WaitPolicy::new(2000, 100, 50, 1, 2);
+        assert_eq!(base.with_wakeup(None, true, 8), base);
+        let fd = crate::transport::Wakeup::new(-1);
+        let only = base.with_wakeup(Some(fd), true, 8);
+        assert_eq!((only.spin, only.yields, only.wakeup_only), (0, 8, true));
+        let mixed = base.with_wakeup(Some(fd), false, 8);
+        assert_eq!((mixed.spin, mixed.yields), (2000, 100));
+        assert!(!mixed.wakeup_only && mixed.wakeup.is_some());
+    }
+
+    #[test]
+    fn a_blocking_backoff_returns_when_its_descriptor_is_ready() {
+        let (mut a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        std::io::Write::write_all(&mut a, b"x").unwrap();
+        use std::os::fd::AsRawFd;
+        let w = crate::transport::Wakeup::new(b.as_raw_fd());
+        // A long bound: only readiness can end these waits soon.
+        let mut p = WaitPolicy::new(0, 0, 5_000_000, 1, 2).with_wakeup(Some(w), true, 2);
+        let mut backoff = Backoff::new(p);
+        for _ in 0..10 {
+            backoff.snooze();
+        }
+        p.wakeup_only = false;
+        let mut backoff = Backoff::new(p);
+        for _ in 0..10 {
+            backoff.snooze();
+        }
+        assert_eq!(backoff.polls, 10);
+    }
+
+    #[test]
     fn backoff_escalates_and_resets() {
         let mut b = Backoff::new(WaitPolicy {
             spin: 2,
             inner_spin: 1,
             yields: 64,
             max_sleep_us: 5,
+            wakeup: None,
+            wakeup_only: false,
         });
         for _ in 0..80 {
             b.snooze();

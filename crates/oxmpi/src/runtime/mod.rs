@@ -213,9 +213,13 @@ impl Runtime {
             cores,
         );
         let mut engine = Engine::new(rank, size, shm, &shm_peers);
+        let mut wakeup = None;
         if let Some(t) = tcp {
+            wakeup = crate::transport::Transport::wakeup(&t);
             engine.add_tcp(t, &tcp_peers);
         }
+        // Waiting blocks on the sockets (data wakes it) rather than sleeping blind.
+        let wait = wait.with_wakeup(wakeup, shm_peers.is_empty(), config.tcp_spin_count);
         let on_fault = bootstrap.clone();
         engine.set_abort_hook(Box::new(move |msg| lock(&on_fault).abort(1, msg)));
         let engine = EngineCell::new(engine, level.needs_lock());

@@ -15,6 +15,9 @@
 //!   one-load "anything arriving?" check a waiting rank spins on.
 //! - [`Limits`]: the transport's sizes as data; the protocol layer chooses eager or rendezvous
 //!   per transport from them (seed 001: crossovers differ by locality).
+//! - [`Transport::wakeup`]: a transport whose arrivals the kernel announces (sockets) hands out
+//!   a [`Wakeup`], so a waiting rank blocks until something may have arrived instead of
+//!   sleeping blind; transports polled in memory (shm) have none and cost nothing here.
 //!
 //! Dispatch is static: the engine keeps an [`AnyTransport`] per kind and each peer's route
 //! names one; a send is one `match`, no `dyn`.
@@ -26,6 +29,9 @@
 pub mod selfloop;
 pub mod shm;
 pub mod tcp;
+
+use std::os::fd::RawFd;
+use std::time::Duration;
 
 use crate::error::Error;
 
@@ -156,6 +162,50 @@ pub trait Transport {
     /// Hands up to `budget` arrived fragments to `h`; returns how many. An error is a fault of
     /// the job's communication (a corrupt fragment): the caller decides how to end.
     fn poll<H: Handler>(&mut self, budget: usize, h: &mut H) -> Result<usize, Error>;
+
+    /// How a waiting rank can block until this transport may have something for it, if the
+    /// kernel can tell (sockets); `None` for transports polled in memory.
+    fn wakeup(&self) -> Option<Wakeup> {
+        None
+    }
+}
+
+/// A descriptor that polls readable when a transport may have work (an arrival, room to
+/// write): held by value in the waiting policy, valid as long as the transport lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wakeup {
+    fd: RawFd,
+}
+
+impl Wakeup {
+    /// Wakes on `fd` (an epoll set, or any pollable descriptor).
+    pub fn new(fd: RawFd) -> Wakeup {
+        Wakeup { fd }
+    }
+
+    /// Blocks until the transport may have work or `timeout` has passed (a signal may end it
+    /// early); returns whether it has. The caller polls the transports either way.
+    pub fn wait(self, timeout: Duration) -> bool {
+        let mut p = libc::pollfd {
+            fd: self.fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: `p` (one entry, as passed) and `ts` live on this frame across the call; a
+        // null signal mask leaves the thread's mask alone. A closed or bad descriptor is a
+        // POLLNVAL answer, not undefined behaviour.
+        let n = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+        if n > 0 && p.revents & libc::POLLNVAL != 0 {
+            // The transport is gone (after finalize): wait as if blind rather than spin.
+            std::thread::sleep(timeout);
+            return false;
+        }
+        n > 0
+    }
 }
 
 /// Every transport, for static dispatch.

@@ -30,7 +30,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use super::{Frag, Handler, Limits, Link, Payload, Remote, SendError, Transport, MAX_HDR};
+use super::{Frag, Handler, Limits, Link, Payload, Remote, SendError, Transport, Wakeup, MAX_HDR};
 use crate::error::{Error, ErrorClass, Result};
 use conn::{parse_frame, Conn, Fill};
 use frame::{FrameHdr, FRAME_HDR, KIND_ACK, KIND_MSG};
@@ -70,6 +70,8 @@ pub struct TcpConfig {
     pub handshake: Duration,
     /// Testing: after this many fragments, rank 0 shuts rail `.0` down.
     pub cut_rail: Option<(usize, u64)>,
+    /// Testing: after this many fragments, rank 0 writes garbage into its streams.
+    pub garbage_after: Option<u64>,
     /// Print each rail's addresses as it connects (`OXMPI_TCP_LOG_ROUTES`).
     pub log_routes: bool,
 }
@@ -126,6 +128,7 @@ impl TcpConfig {
             poll_every: c.tcp_poll_every.max(1),
             handshake: Duration::from_millis(c.tcp_handshake_ms as u64),
             cut_rail,
+            garbage_after: (c.tcp_garbage_after > 0).then_some(c.tcp_garbage_after as u64),
             log_routes: c.tcp_log_routes,
         })
     }
@@ -434,10 +437,17 @@ impl TcpLink {
         Ok(())
     }
 
+    /// Notes that rail `r` of peer `idx` has bytes queued. An up rail is also watched for
+    /// room to write, so a rank waiting on a full socket wakes as soon as it drains.
     fn mark_dirty(&mut self, idx: usize, r: usize) {
         let key = (idx as u32, r as u8);
         if !self.dirty.contains(&key) {
             self.dirty.push(key);
+            let rail = &self.peers[idx].rails[r];
+            if let (Some(c), State::Up) = (&rail.conn, rail.state) {
+                // Failing to watch only costs the wake-up: the bounded wait polls anyway.
+                let _ = self.poller.modify(c.fd(), token_of(idx, r), true);
+            }
         }
     }
 
@@ -554,6 +564,30 @@ impl TcpLink {
             }
         }
     }
+
+    /// The testing hook: rank 0 writes bytes that are no frame into its first working rail to
+    /// every peer, as a broken or hostile peer that passed the handshake would.
+    #[cold]
+    fn send_garbage(&mut self) {
+        for i in 0..self.peers.len() {
+            let p = &mut self.peers[i];
+            // A rail still connecting keeps the bytes in order after the frames it holds.
+            let Some(r) = p
+                .rails
+                .iter()
+                .position(|r| matches!(r.state, State::Up | State::Connecting | State::Refused))
+            else {
+                continue;
+            };
+            eprintln!(
+                "oxmpi: rank {}: test hook: writing garbage to rank {} on TCP rail {r}",
+                self.me, p.rank
+            );
+            if p.rails[r].send(&[&[0x47; 64]]).is_ok() && p.rails[r].queued() > 0 {
+                self.mark_dirty(i, r);
+            }
+        }
+    }
 }
 
 impl Link for TcpLink {
@@ -650,6 +684,9 @@ impl Link for TcpLink {
             if self.me == 0 && self.frames_sent == after {
                 self.cut_rail(rail);
             }
+        }
+        if self.cfg.garbage_after == Some(self.frames_sent) && self.me == 0 {
+            self.send_garbage();
         }
         Ok(())
     }
@@ -799,6 +836,10 @@ impl TcpTransport {
             match res {
                 Ok(true) => {
                     self.link.dirty.swap_remove(i);
+                    if let Some(c) = &self.link.peers[idx].rails[r].conn {
+                        // An empty queue needs no room: stop waking on a writable socket.
+                        let _ = self.link.poller.modify(c.fd(), token_of(idx, r), false);
+                    }
                 }
                 Ok(false) => i += 1,
                 Err(e) => {
@@ -1096,7 +1137,11 @@ impl TcpLink {
         c.push(&[&early]);
         match c.flush() {
             Ok(true) => {}
-            Ok(false) => self.mark_dirty(idx, r),
+            Ok(false) => {
+                // Possibly already listed while connecting, so watched for room only now.
+                let _ = self.poller.modify(c.fd(), token_of(idx, r), true);
+                self.mark_dirty(idx, r);
+            }
             Err(e) => self.rail_died(idx, r, e.to_string()),
         }
     }
@@ -1113,6 +1158,10 @@ impl Transport for TcpTransport {
     #[inline]
     fn has_arrival(&self) -> bool {
         !self.link.dirty.is_empty() || self.link.fault.is_some()
+    }
+
+    fn wakeup(&self) -> Option<Wakeup> {
+        Some(Wakeup::new(self.link.poller.fd()))
     }
 
     fn poll<H: Handler>(&mut self, _budget: usize, h: &mut H) -> Result<usize> {
@@ -1175,6 +1224,7 @@ mod tests {
             poll_every: 1,
             handshake: Duration::from_millis(100),
             cut_rail,
+            garbage_after: None,
             log_routes: false,
         }
     }
@@ -1258,6 +1308,44 @@ mod tests {
                 .count();
             assert_eq!(up, 1, "exactly one connection survives");
         }
+    }
+
+    #[test]
+    fn a_full_socket_wakes_its_sender_when_it_drains_and_only_then() {
+        let mut t = pair(config(1, None));
+        let mut c = [Collect::default(), Collect::default()];
+        t[0].link().send(1, 1, &[], b"hello").unwrap();
+        pump(&mut t, &mut c, |c| c[1].0.len() == 1);
+        let w = t[0].wakeup().expect("sockets can wake a rank");
+        let big = payload(1, 32768);
+        // Fill the socket and the send queue without letting rank 1 read.
+        let mut sent = 1;
+        while sent < 100_000 && !matches!(t[0].link().send(1, 1, &[], &big), Err(SendError::Busy)) {
+            sent += 1;
+        }
+        assert!(t[0].has_outgoing(), "bytes wait for room");
+        t[0].poll(64, &mut c[0]).unwrap();
+        assert!(
+            !w.wait(Duration::from_millis(5)),
+            "no room yet, nothing arrived"
+        );
+        // Rank 1 drains: rank 0's wait ends on the room it gets.
+        for _ in 0..10_000 {
+            t[1].poll(64, &mut c[1]).unwrap();
+            if w.wait(Duration::ZERO) {
+                break;
+            }
+        }
+        assert!(w.wait(Duration::from_secs(30)));
+        pump(&mut t, &mut c, |c| c[1].0.len() == sent);
+        for _ in 0..100 {
+            t[0].poll(64, &mut c[0]).unwrap();
+        }
+        assert!(!t[0].has_outgoing());
+        assert!(
+            !w.wait(Duration::from_millis(5)),
+            "an empty queue no longer wakes on a writable socket"
+        );
     }
 
     #[test]

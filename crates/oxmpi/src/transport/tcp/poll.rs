@@ -1,5 +1,7 @@
 //! One epoll set for every socket of a rank: the listener, connections being proven and the
-//! rails. The progress engine asks it without waiting (`timeout 0`); no thread per peer.
+//! rails. The progress engine asks it without waiting (`timeout 0`); no thread per peer. A
+//! waiting rank blocks on the set's own descriptor ([`Poller::fd`], readable while any socket
+//! is ready), outside the engine, so data wakes it at once.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -35,6 +37,11 @@ impl Poller {
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
             events: vec![libc::epoll_event { events: 0, u64: 0 }; batch.max(1)],
         })
+    }
+
+    /// The epoll set's descriptor: it polls readable while a registered socket is ready.
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
     }
 
     fn ctl(&self, op: libc::c_int, fd: RawFd, token: u64, write: bool) -> io::Result<()> {
@@ -144,5 +151,36 @@ mod tests {
         p.ready(&mut out).unwrap();
         assert!(out.is_empty());
         assert!(p.add(-1, 1, false).is_err());
+    }
+
+    #[test]
+    fn a_wakeup_on_the_set_returns_when_a_socket_is_ready_and_not_before() {
+        use crate::transport::Wakeup;
+        use std::time::Duration;
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        let p = Poller::new(8).unwrap();
+        p.add(b.as_raw_fd(), 7, false).unwrap();
+        let w = Wakeup::new(p.fd());
+        assert!(
+            !w.wait(Duration::from_millis(5)),
+            "idle: the wait times out"
+        );
+        a.write_all(b"x").unwrap();
+        // Bounded by the timeout, but data ends it: ready, and still ready (level-triggered:
+        // the engine's own poll reads it afterwards).
+        assert!(w.wait(Duration::from_secs(30)));
+        assert!(w.wait(Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn a_wakeup_on_a_closed_descriptor_reports_nothing() {
+        use crate::transport::Wakeup;
+        use std::time::Duration;
+        let fd = Poller::new(1).unwrap().fd();
+        // Dropped: the number is closed (a transport gone after finalize).
+        assert!(!Wakeup::new(fd).wait(Duration::from_micros(100)));
+        assert!(!Wakeup::new(-1).wait(Duration::from_micros(100)));
     }
 }
