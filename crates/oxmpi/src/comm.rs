@@ -125,6 +125,8 @@ pub(crate) struct CommState {
     /// The process topology (Cartesian, graph, distributed graph), set once when the
     /// communicator is created with one and kept by [`Comm::dup`].
     pub(crate) topo: OnceLock<Arc<crate::handle::topo::Topology>>,
+    /// The shared-memory collective channel, taken on first use and given back on drop.
+    pub(crate) shm: crate::coll::shm::ShmChannel,
 }
 
 impl std::ops::Deref for CommState {
@@ -163,12 +165,16 @@ impl CommState {
     }
 
     fn from_core(core: CommCore) -> CommState {
+        // Scratch communicators (no contexts of their own) and intercommunicators never
+        // take a shared-memory channel.
+        let shm_eligible = !core.owned_pairs.is_empty() && core.remote.is_none();
         CommState {
             core: Arc::new(core),
             seq: AtomicU32::new(0),
             layout: OnceLock::new(),
             attrs: Attrs::default(),
             topo: OnceLock::new(),
+            shm: crate::coll::shm::ShmChannel::new(shm_eligible),
         }
     }
 
