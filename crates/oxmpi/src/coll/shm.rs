@@ -78,6 +78,13 @@ fn node_released(e: &mut Engine) -> Result<&mut dyn Node> {
 }
 
 impl<L: ThreadLevel> Communicator<L> {
+    /// The shared-memory channel this communicator's small collectives use, if it has taken
+    /// one (on its first barrier or small reduction); for tests and diagnostics.
+    #[doc(hidden)]
+    pub fn shared_memory_channel(&self) -> Option<usize> {
+        self.state.shm.chan.get()?.as_ref().map(|(k, _)| *k)
+    }
+
     /// Where this communicator's small collectives meet in shared memory, if they can: the
     /// world's counter when every rank of the job is on this host, or the communicator's
     /// channel (agreed on first use, collectively) when every member is.
