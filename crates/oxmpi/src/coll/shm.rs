@@ -40,6 +40,14 @@ pub(crate) struct ShmChannel {
     chan: OnceLock<Option<(usize, Vec<u32>)>>,
 }
 
+/// `OXMPI_SHM_COLL_COMMS`, read once (an unreadable configuration failed `init` already).
+fn channels_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        crate::config::Config::from_env().map_or(true, |c| c.shm_coll_comms)
+    })
+}
+
 impl ShmChannel {
     /// The claim of a new communicator; `eligible` as for the field.
     pub(crate) fn new(eligible: bool) -> Self {
@@ -75,6 +83,22 @@ fn node_released(e: &mut Engine) -> Result<&mut dyn Node> {
         }
     }
     Ok(n)
+}
+
+/// The error of a shared-memory collective whose ranks passed different counts, with the
+/// classes the message algorithms report (more data than expected truncates).
+fn count_mismatch(call: &str, rank: u32, sent: usize, expect: usize) -> Error {
+    if sent > expect {
+        Error::new(
+            ErrorClass::Truncate,
+            format!("{call}: rank {rank} sent more data than this rank expects (counts differ between ranks)"),
+        )
+    } else {
+        Error::new(
+            ErrorClass::Count,
+            format!("{call}: rank {rank} sent {sent} bytes where this rank expects {expect} (counts differ between ranks)"),
+        )
+    }
 }
 
 impl<L: ThreadLevel> Communicator<L> {
@@ -131,6 +155,7 @@ impl<L: ThreadLevel> Communicator<L> {
         let m = &st.members;
         st.shm.eligible
             && st.remote.is_none()
+            && channels_enabled()
             && (2..=SHM_MAX_RANKS).contains(&m.len())
             && m.iter()
                 .all(|&r| self.rt.coll_locality.host_of(r) == self.rt.coll_locality.host_of(m[0]))
@@ -211,6 +236,10 @@ impl<L: ThreadLevel> Communicator<L> {
         }
         let owner = self.state.members[root as usize];
         self.rt.engine.with(|e| -> Result<()> {
+            let sent = node_of(e)?.slot_len(at, owner, n)?;
+            if sent != buf.len() {
+                return Err(count_mismatch("broadcast", root, sent, buf.len()));
+            }
             let slot = node_of(e)?.slot(at, owner, n)?;
             // SAFETY: the root's slot holds the `buf.len()` bytes it published before arrival
             // `n` (the same count on every rank) in a live mapping; the root does not rewrite
@@ -242,6 +271,15 @@ impl<L: ThreadLevel> Communicator<L> {
         }
         let recv = &mut recv[..len];
         let p = self.size() as usize;
+        self.rt.engine.with(|e| -> Result<()> {
+            for (r, &w) in self.state.members.iter().enumerate() {
+                let sent = node_of(e)?.slot_len(at, w, n)?;
+                if sent != size_of_val(recv) {
+                    return Err(count_mismatch("reduce", r as u32, sent, size_of_val(recv)));
+                }
+            }
+            Ok(())
+        })?;
         if kernel.is_user() {
             // User code may call MPI: copy the contributions out (at most a slot each) and
             // combine them with the engine unlocked, in the same order as below.

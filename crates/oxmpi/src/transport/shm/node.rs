@@ -82,6 +82,10 @@ pub trait Node {
     /// which [`arrived`](Self::arrived) must have confirmed.
     fn slot(&mut self, at: Meet, rank: u32, n: u64) -> Result<*const u8>;
 
+    /// How many bytes `rank` published with arrival `n` at `at` (confirmed as for
+    /// [`slot`](Self::slot)), so a reader can tell when counts differ between ranks.
+    fn slot_len(&mut self, at: Meet, rank: u32, n: u64) -> Result<usize>;
+
     /// Reserves every channel this rank can take now and returns, per channel, its arrival
     /// number, or [`CHAN_BUSY`]. Must be followed by [`chan_settle`](Self::chan_settle).
     fn chan_offer(&mut self) -> [u64; CHANNELS];
@@ -108,6 +112,12 @@ fn counter_offset(at: Meet) -> usize {
         Meet::World => BARRIER_OFFSET,
         Meet::Chan(k) => HEADER_BYTES + k * CHAN_STRIDE,
     }
+}
+
+/// Offset of the length word of the slot of arrival `n` at `at`: in the counter's cache line,
+/// after the counter (one word per slot, as the slots alternate).
+fn len_offset(at: Meet, n: u64) -> usize {
+    counter_offset(at) + 8 + (n % 2) as usize * 8
 }
 
 /// Offset of the slot of arrival `n` at `at` in a segment.
@@ -177,6 +187,9 @@ impl Node for ShmLink {
                 base.add(slot_offset(at, n)),
                 data.len().min(COLL_SLOT_BYTES),
             );
+            base.add(len_offset(at, n))
+                .cast::<u64>()
+                .write(data.len() as u64);
         }
         // SAFETY: the counter lies in our own segment, 8-byte aligned.
         let own = unsafe { &*base.add(counter_offset(at)).cast::<AtomicU64>() };
@@ -206,6 +219,14 @@ impl Node for ShmLink {
         let base = self.seg_base(rank)?;
         // SAFETY: the slot lies in the header page or channel region of a live mapping.
         Ok(unsafe { base.add(slot_offset(at, n)) }.cast_const())
+    }
+
+    fn slot_len(&mut self, at: Meet, rank: u32, n: u64) -> Result<usize> {
+        let base = self.seg_base(rank)?;
+        // SAFETY: the word lies 8-byte aligned in the counter's cache line of a live mapping;
+        // its owner wrote it before the release store of arrival `n`, which the caller saw
+        // with acquire, and does not rewrite it before we arrive at `n + 1`.
+        Ok(unsafe { base.add(len_offset(at, n)).cast::<u64>().read() } as usize)
     }
 
     fn chan_offer(&mut self) -> [u64; CHANNELS] {
@@ -288,9 +309,11 @@ mod tests {
         for k in 0..CHANNELS {
             let c = counter_offset(Meet::Chan(k));
             assert!(c >= HEADER_BYTES && c % 64 == 0);
+            assert!(len_offset(Meet::Chan(k), 1) + 8 <= c + 64);
             assert_eq!(slot_offset(Meet::Chan(k), 1), c + 64 + COLL_SLOT_BYTES);
             assert!(slot_offset(Meet::Chan(k), 1) + COLL_SLOT_BYTES <= HEADER_BYTES + CHAN_REGION);
         }
         assert!(slot_offset(Meet::World, 1) + COLL_SLOT_BYTES <= HEADER_BYTES);
+        assert!(len_offset(Meet::World, 1) + 8 <= BARRIER_OFFSET + 64);
     }
 }
