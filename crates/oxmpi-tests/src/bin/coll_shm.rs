@@ -42,13 +42,21 @@ fn exercise(c: &Communicator, expect: bool, what: &str) {
     for &n in &COUNTS {
         let mine: Vec<i64> = (0..n).map(|j| val(me, j)).collect();
         let sum: Vec<i64> = (0..n).map(|j| (0..p).map(|r| val(r, j)).sum()).collect();
-        let max: Vec<i64> = (0..n).map(|j| (0..p).map(|r| val(r, j)).max().unwrap()).collect();
+        let max: Vec<i64> = (0..n)
+            .map(|j| (0..p).map(|r| val(r, j)).max().unwrap())
+            .collect();
 
         let mut got = vec![0i64; n];
-        must("allreduce", c.all_reduce_into(&mine[..], &mut got[..], Op::Sum));
+        must(
+            "allreduce",
+            c.all_reduce_into(&mine[..], &mut got[..], Op::Sum),
+        );
         check!(got == sum, "{what}: allreduce sum n {n}");
         let mut buf = mine.clone();
-        must("allreduce in place", c.all_reduce_in_place(&mut buf[..], Op::Max));
+        must(
+            "allreduce in place",
+            c.all_reduce_in_place(&mut buf[..], Op::Max),
+        );
         check!(buf == max, "{what}: allreduce in place max n {n}");
 
         // A non-commutative user operation: the result must follow rank order.
@@ -70,7 +78,10 @@ fn exercise(c: &Communicator, expect: bool, what: &str) {
             if me == root {
                 check!(out == sum, "{what}: reduce root {root} n {n}");
             } else {
-                check!(out.iter().all(|&x| x == -1), "{what}: reduce wrote a non-root");
+                check!(
+                    out.iter().all(|&x| x == -1),
+                    "{what}: reduce wrote a non-root"
+                );
             }
             let mut inplace = mine.clone();
             if me == root {

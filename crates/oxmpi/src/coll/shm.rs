@@ -43,9 +43,7 @@ pub(crate) struct ShmChannel {
 /// `OXMPI_SHM_COLL_COMMS`, read once (an unreadable configuration failed `init` already).
 fn channels_enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| {
-        crate::config::Config::from_env().map_or(true, |c| c.shm_coll_comms)
-    })
+    *ON.get_or_init(|| crate::config::Config::from_env().map_or(true, |c| c.shm_coll_comms))
 }
 
 impl ShmChannel {
@@ -61,7 +59,10 @@ impl ShmChannel {
 impl Drop for ShmChannel {
     fn drop(&mut self) {
         if let Some(Some(claim)) = self.chan.take() {
-            RELEASED.lock().unwrap_or_else(|p| p.into_inner()).push(claim);
+            RELEASED
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(claim);
             PENDING.store(true, Ordering::Release);
         }
     }
@@ -159,10 +160,10 @@ impl<L: ThreadLevel> Communicator<L> {
             && (2..=SHM_MAX_RANKS).contains(&m.len())
             && m.iter()
                 .all(|&r| self.rt.coll_locality.host_of(r) == self.rt.coll_locality.host_of(m[0]))
-            && self.rt.engine.with(|e| {
-                e.node()
-                    .is_some_and(|n| m.iter().all(|&r| n.is_local(r)))
-            })
+            && self
+                .rt
+                .engine
+                .with(|e| e.node().is_some_and(|n| m.iter().all(|&r| n.is_local(r))))
     }
 
     /// Agrees with the other members on a channel: each offers the channels it can take,
