@@ -816,7 +816,7 @@ mod tests {
         arena_bytes: 1 << 20,
     };
 
-    fn pair(tag: &str) -> (ShmTransport, ShmTransport) {
+    pub(super) fn pair(tag: &str) -> (ShmTransport, ShmTransport) {
         let path = |tag: &str, r: u32| format!("/dev/shm/oxmpi.t{}{tag}.{r}", std::process::id());
         let make = |r: u32| {
             let owned = tag.to_owned();

@@ -27,6 +27,9 @@ const CHAN_STRIDE: usize = 64 + 2 * COLL_SLOT_BYTES;
 /// Bytes reserved for the channels right after the header page.
 pub(super) const CHAN_REGION: usize = (CHANNELS * CHAN_STRIDE).next_multiple_of(4096);
 
+// The channels fit their region, each counter on a cache line of its own.
+const _: () = assert!(CHANNELS * CHAN_STRIDE <= CHAN_REGION && CHAN_STRIDE.is_multiple_of(64));
+
 /// What [`Node::chan_offer`] reports for a channel this rank cannot take now.
 pub const CHAN_BUSY: u64 = u64::MAX;
 
@@ -231,7 +234,7 @@ impl Node for ShmLink {
 
     fn chan_offer(&mut self) -> [u64; CHANNELS] {
         let mut out = [CHAN_BUSY; CHANNELS];
-        for k in 0..CHANNELS {
+        for (k, out) in out.iter_mut().enumerate() {
             if let ChanState::Draining { members, target } = &self.chans.state[k] {
                 let (members, target) = (members.clone(), *target);
                 // A peer we cannot map keeps the channel draining (it is only lost to reuse).
@@ -241,7 +244,7 @@ impl Node for ShmLink {
             }
             if matches!(self.chans.state[k], ChanState::Free) {
                 self.chans.state[k] = ChanState::Offered;
-                out[k] = self.chans.epoch[k];
+                *out = self.chans.epoch[k];
             }
         }
         out
@@ -249,12 +252,12 @@ impl Node for ShmLink {
 
     fn chan_settle(&mut self, agreed: &[u64; CHANNELS]) -> Option<usize> {
         let mut chosen = None;
-        for k in 0..CHANNELS {
+        for (k, &max) in agreed.iter().enumerate() {
             if matches!(self.chans.state[k], ChanState::Offered) {
-                if chosen.is_none() && agreed[k] != CHAN_BUSY {
+                if chosen.is_none() && max != CHAN_BUSY {
                     chosen = Some(k);
                     self.chans.state[k] = ChanState::InUse;
-                    self.chans.epoch[k] = agreed[k];
+                    self.chans.epoch[k] = max;
                 } else {
                     self.chans.state[k] = ChanState::Free;
                 }
@@ -301,14 +304,78 @@ impl Node for ShmLink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::shm::ShmTransport;
+
+    /// Both ranks' offers combined as the agreement allreduce does (maximum).
+    fn agree(a: &mut ShmTransport, b: &mut ShmTransport) -> (Option<usize>, Option<usize>) {
+        let (oa, ob) = (a.node().chan_offer(), b.node().chan_offer());
+        let agreed: [u64; CHANNELS] = std::array::from_fn(|k| oa[k].max(ob[k]));
+        (a.node().chan_settle(&agreed), b.node().chan_settle(&agreed))
+    }
+
+    #[test]
+    fn channels_are_agreed_used_released_and_reused_after_every_member_left() {
+        let (mut a, mut b) = super::super::tests::pair("chan");
+        let m = [0u32, 1];
+        assert_eq!(agree(&mut a, &mut b), (Some(0), Some(0)));
+        let na = a.node().arrive(Meet::Chan(0), &[1, 2, 3]);
+        assert!(
+            !a.node().arrived(Meet::Chan(0), &m, na).unwrap(),
+            "b has not arrived"
+        );
+        let nb = b.node().arrive(Meet::Chan(0), &[9]);
+        assert_eq!((na, nb), (1, 1));
+        assert!(a.node().arrived(Meet::Chan(0), &m, 1).unwrap());
+        assert!(b.node().arrived(Meet::Chan(0), &m, 1).unwrap());
+        assert_eq!(b.node().slot_len(Meet::Chan(0), 0, 1).unwrap(), 3);
+        let p = b.node().slot(Meet::Chan(0), 0, 1).unwrap();
+        // SAFETY: a published 3 bytes with arrival 1, which b saw; a is not arriving again.
+        assert_eq!(unsafe { std::slice::from_raw_parts(p, 3) }, &[1, 2, 3]);
+        // The world's counter is untouched by channel arrivals.
+        assert!(!a.node().arrived(Meet::World, &m, 1).unwrap());
+
+        // Channel 0 is held: a second communicator gets channel 1.
+        assert_eq!(agree(&mut a, &mut b), (Some(1), Some(1)));
+        // a leaves channel 0 first: it stays busy for a until b has left too.
+        a.node().chan_release(0, m.to_vec());
+        let o = a.node().chan_offer();
+        assert_eq!(o[0], CHAN_BUSY, "draining until every member left");
+        assert_eq!(a.node().chan_settle(&[CHAN_BUSY; CHANNELS]), None);
+        b.node().chan_release(0, m.to_vec());
+        // Both at arrival 2 on channel 0 now: it is reused, numbered from there.
+        assert_eq!(agree(&mut a, &mut b), (Some(0), Some(0)));
+        assert_eq!(a.node().arrive(Meet::Chan(0), &[]), 3);
+        assert_eq!(b.node().arrive(Meet::Chan(0), &[]), 3);
+        assert!(a.node().arrived(Meet::Chan(0), &m, 3).unwrap());
+    }
+
+    #[test]
+    fn numbering_starts_above_every_members_counter() {
+        let (mut a, mut b) = super::super::tests::pair("num");
+        let m = [0u32, 1];
+        // a used channel 0 alone with another rank (its counter runs ahead of b's).
+        assert_eq!(agree(&mut a, &mut b), (Some(0), Some(0)));
+        for _ in 0..5 {
+            a.node().arrive(Meet::Chan(0), &[]);
+        }
+        a.node().chan_release(0, vec![0]);
+        b.node().chan_release(0, vec![1]);
+        assert_eq!(agree(&mut a, &mut b), (Some(0), Some(0)));
+        let nb = b.node().arrive(Meet::Chan(0), &[]);
+        assert_eq!(nb, 7, "above a's counter of 6");
+        assert!(
+            !b.node().arrived(Meet::Chan(0), &m, nb).unwrap(),
+            "a's old counter must not look like an arrival"
+        );
+        assert_eq!(a.node().arrive(Meet::Chan(0), &[]), 7);
+        assert!(b.node().arrived(Meet::Chan(0), &m, 7).unwrap());
+    }
 
     #[test]
     fn channels_fit_their_region_and_do_not_overlap_the_header() {
-        assert!(CHANNELS * CHAN_STRIDE <= CHAN_REGION);
-        assert_eq!(CHAN_STRIDE % 64, 0);
         for k in 0..CHANNELS {
             let c = counter_offset(Meet::Chan(k));
-            assert!(c >= HEADER_BYTES && c % 64 == 0);
+            assert!(c >= HEADER_BYTES && c.is_multiple_of(64));
             assert!(len_offset(Meet::Chan(k), 1) + 8 <= c + 64);
             assert_eq!(slot_offset(Meet::Chan(k), 1), c + 64 + COLL_SLOT_BYTES);
             assert!(slot_offset(Meet::Chan(k), 1) + COLL_SLOT_BYTES <= HEADER_BYTES + CHAN_REGION);
