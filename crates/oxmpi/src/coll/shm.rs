@@ -77,7 +77,8 @@ fn node_of(e: &mut Engine) -> Result<&mut dyn Node> {
 /// The node with every channel given back since the last call released.
 fn node_released(e: &mut Engine) -> Result<&mut dyn Node> {
     let n = node_of(e)?;
-    if PENDING.swap(false, Ordering::Acquire) {
+    // A plain load first: no read-modify-write of a shared line on every collective.
+    if PENDING.load(Ordering::Relaxed) && PENDING.swap(false, Ordering::Acquire) {
         let gone = std::mem::take(&mut *RELEASED.lock().unwrap_or_else(|p| p.into_inner()));
         for (k, members) in gone {
             n.chan_release(k, members);
