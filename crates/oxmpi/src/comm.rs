@@ -127,6 +127,8 @@ pub(crate) struct CommState {
     pub(crate) topo: OnceLock<Arc<crate::handle::topo::Topology>>,
     /// The handle-layer id given out by `as_raw`, so that every call returns the same one.
     raw: OnceLock<crate::handle::comm::CommHandle>,
+    /// The shared-memory collective channel, taken on first use and given back on drop.
+    pub(crate) shm: crate::coll::shm::ShmChannel,
 }
 
 impl std::ops::Deref for CommState {
@@ -165,6 +167,9 @@ impl CommState {
     }
 
     fn from_core(core: CommCore) -> CommState {
+        // Scratch communicators (no contexts of their own) and intercommunicators never
+        // take a shared-memory channel.
+        let shm_eligible = !core.owned_pairs.is_empty() && core.remote.is_none();
         CommState {
             core: Arc::new(core),
             seq: AtomicU32::new(0),
@@ -172,6 +177,7 @@ impl CommState {
             attrs: Attrs::default(),
             topo: OnceLock::new(),
             raw: OnceLock::new(),
+            shm: crate::coll::shm::ShmChannel::new(shm_eligible),
         }
     }
 

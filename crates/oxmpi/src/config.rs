@@ -69,6 +69,8 @@ tunables! {
         "a large receive posted before its message tells the sender where to write it (seed 002)";
     alloc_mem_bytes: usize = 1073741824 => "1073741824", "OXMPI_ALLOC_MEM_BYTES",
         "size of each rank's shared arena for alloc_mem (a sparse file: only used pages cost memory)";
+    shm_coll_comms: bool = true => "true", "OXMPI_SHM_COLL_COMMS",
+        "small collectives of any intra-host communicator (not only the world) meet in shared memory";
     shm_fifo_cells: usize = 1024 => "1024", "OXMPI_SHM_FIFO_CELLS",
         "64-byte cells in each rank's receive ring (power of two, at least 256)";
     shm_pool_blocks: u32 = 256 => "256", "OXMPI_SHM_POOL_BLOCKS",

@@ -530,8 +530,10 @@ impl<L: ThreadLevel> Communicator<L> {
         op: &Op,
     ) -> Result<()> {
         let same = send.is_none_or(|s| s.len() == recv.len());
-        if same && self.shm_all_reduce_fits(size_of_val(recv)) {
-            return self.shm_all_reduce(send, recv, op);
+        if same {
+            if let Some(at) = self.shm_fits(size_of_val(recv))? {
+                return self.shm_reduce(at, None, send, recv, op);
+            }
         }
         self.coll_run(self.allreduce_plan("allreduce", send, recv, op)?)
     }

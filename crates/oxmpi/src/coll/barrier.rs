@@ -29,8 +29,8 @@ impl<L: ThreadLevel> Communicator<L> {
     /// its own cache line of shared memory and waits until it sees everyone's: one cache-line
     /// transfer per peer instead of ⌈log₂ p⌉ rounds of messages.
     pub fn barrier(&self) -> Result<()> {
-        if self.shm_coll_possible() {
-            return self.shm_barrier();
+        if let Some(at) = self.shm_meet()? {
+            return self.shm_barrier(at);
         }
         self.coll_run(self.barrier_plan("barrier"))
     }

@@ -39,7 +39,7 @@ mod rooted;
 mod scan;
 pub(crate) mod schedule;
 pub mod select;
-mod shm;
+pub(crate) mod shm;
 
 use std::marker::PhantomData;
 use std::sync::Arc;

@@ -117,7 +117,15 @@ impl<L: ThreadLevel> Communicator<L> {
     /// Broadcasts `buf` from `root` to every rank (`MPI_Bcast`).
     pub fn broadcast_into<B: BufferMut + ?Sized>(&self, root: i32, buf: &mut B) -> Result<()> {
         let elem = buf.element_size();
-        self.coll_run(self.bcast_plan("broadcast", root, buf.bytes_mut(), elem)?)
+        let bytes = buf.bytes_mut();
+        if let Ok(r) = u32::try_from(root) {
+            if r < self.size() as u32 {
+                if let Some(at) = self.shm_fits(bytes.len())? {
+                    return self.shm_bcast(at, r, bytes);
+                }
+            }
+        }
+        self.coll_run(self.bcast_plan("broadcast", root, bytes, elem)?)
     }
 
     /// Starts a broadcast (`MPI_Ibcast`).
@@ -517,13 +525,33 @@ impl<L: ThreadLevel> Communicator<L> {
         recv: &mut [T],
         op: Op,
     ) -> Result<()> {
-        self.coll_run(self.reduce_plan("reduce", root, Some(send), recv, &op)?)
+        self.reduce_blocking(root, Some(send), recv, &op)
+    }
+
+    /// The blocking reduce: through shared memory when it fits, else the plan.
+    fn reduce_blocking<T: Reducible>(
+        &self,
+        root: i32,
+        send: Option<&[T]>,
+        recv: &mut [T],
+        op: &Op,
+    ) -> Result<()> {
+        let n = send.map_or(recv.len(), <[T]>::len);
+        if let Ok(r) = u32::try_from(root) {
+            let fine = r < self.size() as u32 && (r != self.state.rank || recv.len() == n);
+            if fine {
+                if let Some(at) = self.shm_fits(n * size_of::<T>())? {
+                    return self.shm_reduce(at, Some(r), send, recv, op);
+                }
+            }
+        }
+        self.coll_run(self.reduce_plan("reduce", root, send, recv, op)?)
     }
 
     /// Reduce at the root with its contribution in `buf`, which receives the result
     /// (`MPI_IN_PLACE`); other ranks call [`reduce_into`](Self::reduce_into).
     pub fn reduce_in_place<T: Reducible>(&self, root: i32, buf: &mut [T], op: Op) -> Result<()> {
-        self.coll_run(self.reduce_plan("reduce", root, None, buf, &op)?)
+        self.reduce_blocking(root, None, buf, &op)
     }
 
     /// Starts a reduce whose root contributes `buf` and receives the result in it

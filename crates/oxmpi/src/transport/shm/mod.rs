@@ -18,7 +18,7 @@ pub mod segment;
 mod sync;
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use super::{Frag, Handler, Limits, Link, Remote, SendError, Transport};
 use crate::error::{Error, ErrorClass, Result};
@@ -57,7 +57,7 @@ pub struct ShmLayout {
 
 impl ShmLayout {
     fn cells_offset(&self) -> usize {
-        HEADER_BYTES
+        HEADER_BYTES + node::CHAN_REGION
     }
     fn flags_offset(&self) -> usize {
         self.cells_offset() + FifoRef::cells_bytes(self.fifo_cells)
@@ -192,6 +192,8 @@ pub struct ShmLink {
     size: u32,
     /// World barriers this rank has entered.
     barrier_epoch: u64,
+    /// This rank's per-communicator collective channels (see [`node`]).
+    chans: node::Channels,
     /// This rank's arena for `alloc_mem`, created on first use.
     arena: Option<arena::Arena>,
     /// Size of the arena file (sparse: only used pages cost memory).
@@ -327,6 +329,7 @@ impl ShmTransport {
                 local,
                 size,
                 barrier_epoch: 0,
+                chans: node::Channels::default(),
                 arena: None,
                 arena_bytes: config.arena_bytes,
                 arena_reads: 0,
@@ -744,88 +747,6 @@ impl Link for ShmLink {
     }
 }
 
-impl node::Node for ShmLink {
-    fn spans_world(&self) -> bool {
-        self.local.len() + 1 == self.size as usize
-    }
-
-    fn barrier_arrive(&mut self, data: &[u8]) -> u64 {
-        debug_assert!(data.len() <= COLL_SLOT_BYTES);
-        self.barrier_epoch += 1;
-        let slot = COLL_SLOT_OFFSET + (self.barrier_epoch % 2) as usize * COLL_SLOT_BYTES;
-        // SAFETY: the slot lies in our own header page; peers read it only after our release
-        // store below announces this arrival.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                data.as_ptr(),
-                self.seg.base().as_ptr().add(slot),
-                data.len().min(COLL_SLOT_BYTES),
-            );
-        }
-        // SAFETY: the counter lies in our own header page, 8-byte aligned.
-        let own = unsafe {
-            &*self
-                .seg
-                .base()
-                .as_ptr()
-                .add(BARRIER_OFFSET)
-                .cast::<AtomicU64>()
-        };
-        // Release: everything we did before the barrier is visible to whoever sees arrival n.
-        own.store(self.barrier_epoch, Ordering::Release);
-        self.barrier_epoch
-    }
-
-    fn barrier_done(&mut self, n: u64) -> Result<bool> {
-        for i in 0..self.local.len() {
-            let peer = self.peer(self.local[i])?;
-            // SAFETY: `barrier` points into the peer's mapping, which the peer entry keeps
-            // alive.
-            if unsafe { (*peer.barrier).load(Ordering::Acquire) } < n {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
-    fn coll_slot(&mut self, rank: u32, n: u64) -> Result<*const u8> {
-        let off = COLL_SLOT_OFFSET + (n % 2) as usize * COLL_SLOT_BYTES;
-        let base = if rank == self.me {
-            self.seg.base().as_ptr()
-        } else {
-            self.peer(rank)?._seg.base().as_ptr()
-        };
-        // SAFETY: the slot lies in the header page of a live mapping.
-        Ok(unsafe { base.add(off) }.cast_const())
-    }
-
-    fn alloc_mem(&mut self, len: usize) -> Result<*mut u8> {
-        if self.arena.is_none() {
-            let path = format!("{}.mem", self.seg.path());
-            let a = arena::Arena::create(&path, self.arena_bytes).map_err(|e| {
-                Error::new(
-                    ErrorClass::NoMem,
-                    format!("alloc_mem: cannot create {path}: {e}"),
-                )
-            })?;
-            self.arena = Some(a);
-        }
-        let a = self.arena.as_mut().expect("created above");
-        a.alloc(len).ok_or_else(|| {
-            Error::new(
-                ErrorClass::NoMem,
-                format!("alloc_mem: {len} bytes do not fit in the {}-byte arena (OXMPI_ALLOC_MEM_BYTES)", self.arena_bytes),
-            )
-        })
-    }
-
-    fn free_mem(&mut self, ptr: *mut u8, len: usize) {
-        if let Some(a) = &mut self.arena {
-            a.free(ptr, len);
-        }
-    }
-}
-
 /// # Safety
 /// `b` points at a writable cell body.
 #[inline]
@@ -895,7 +816,7 @@ mod tests {
         arena_bytes: 1 << 20,
     };
 
-    fn pair(tag: &str) -> (ShmTransport, ShmTransport) {
+    pub(super) fn pair(tag: &str) -> (ShmTransport, ShmTransport) {
         let path = |tag: &str, r: u32| format!("/dev/shm/oxmpi.t{}{tag}.{r}", std::process::id());
         let make = |r: u32| {
             let owned = tag.to_owned();

@@ -1,33 +1,386 @@
-//! What the shared-memory transport offers collectives beyond moving fragments: world
-//! barriers and small allreduces through counters and slots in each rank's segment header,
-//! and `alloc_mem` message memory that peers read with a plain copy.
+//! What the shared-memory transport offers collectives beyond moving fragments: barriers and
+//! small data exchanges through arrival counters and slots in each rank's segment, and
+//! `alloc_mem` message memory that peers read with a plain copy.
+//!
+//! A collective meets either in the world's counter and slots in the header page
+//! ([`Meet::World`]), or in one of [`CHANNELS`] per-communicator channels after the header
+//! ([`Meet::Chan`]). A channel is one cache line holding its owner's arrival counter and two
+//! data slots used alternately. Counters only grow, so a peer waiting for "arrival ≥ n" is
+//! never fooled by a reuse: a communicator that takes channel `k` starts numbering above the
+//! highest counter any member has on `k` (agreed by an allreduce of [`Node::chan_offer`]).
+//! When a communicator is freed each member arrives once more on its channel; a rank reuses
+//! the channel only after every old member has made that last arrival, by which time none
+//! can still be reading its slots.
 //!
 //! Collectives reach these through this interface (`Engine::node`), never through the
 //! point-to-point engine.
 
-use crate::error::Result;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{ShmLink, BARRIER_OFFSET, COLL_SLOT_BYTES, COLL_SLOT_OFFSET, HEADER_BYTES};
+use crate::error::{Error, ErrorClass, Result};
+
+/// Per-communicator collective channels in each rank's segment.
+pub const CHANNELS: usize = 16;
+/// Bytes of one channel: its counter's cache line and two slots.
+const CHAN_STRIDE: usize = 64 + 2 * COLL_SLOT_BYTES;
+/// Bytes reserved for the channels right after the header page.
+pub(super) const CHAN_REGION: usize = (CHANNELS * CHAN_STRIDE).next_multiple_of(4096);
+
+// The channels fit their region, each counter on a cache line of its own.
+const _: () = assert!(CHANNELS * CHAN_STRIDE <= CHAN_REGION && CHAN_STRIDE.is_multiple_of(64));
+
+/// What [`Node::chan_offer`] reports for a channel this rank cannot take now.
+pub const CHAN_BUSY: u64 = u64::MAX;
+
+/// Where a shared-memory collective meets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Meet {
+    /// The world's counter and slots in the header page (every rank of the job).
+    World,
+    /// Channel `k`, held by one communicator among its members.
+    Chan(usize),
+}
+
+/// Local bookkeeping of one channel.
+#[derive(Debug, Default)]
+enum ChanState {
+    #[default]
+    Free,
+    /// Offered to an agreement in progress; not free for another.
+    Offered,
+    /// Held by a communicator.
+    InUse,
+    /// Released; free again once every one of `members` has arrived at `target`.
+    Draining { members: Vec<u32>, target: u64 },
+}
+
+/// This rank's channels: state and arrival numbers.
+#[derive(Debug, Default)]
+pub struct Channels {
+    state: [ChanState; CHANNELS],
+    epoch: [u64; CHANNELS],
+}
 
 /// Intra-host helpers of a shared-memory transport.
 pub trait Node {
     /// Whether every rank of the job is on this host (world collectives can use the segment).
     fn spans_world(&self) -> bool;
 
-    /// Enters a world collective with `data` (at most [`COLL_SLOT_BYTES`](super::COLL_SLOT_BYTES)):
-    /// publishes it in the slot of this arrival, announces arrival number `n` and returns `n`.
-    /// Slots alternate, and arrival `n + 2` cannot begin before every peer has seen arrival
-    /// `n + 1`, by which time all have finished reading slot `n`.
-    fn barrier_arrive(&mut self, data: &[u8]) -> u64;
+    /// Whether world rank `rank` is this process or shares its host (and can be mapped).
+    fn is_local(&self, rank: u32) -> bool;
 
-    /// Whether every other rank of this host has entered world barrier `n`.
-    fn barrier_done(&mut self, n: u64) -> Result<bool>;
+    /// Enters collective number `n` at `at` with `data` (at most
+    /// [`COLL_SLOT_BYTES`](super::COLL_SLOT_BYTES)): publishes it in the slot of this
+    /// arrival, announces the arrival and returns `n`. Slots alternate, and arrival `n + 2`
+    /// cannot begin before every peer has seen arrival `n + 1`, by which time all have
+    /// finished reading slot `n`.
+    fn arrive(&mut self, at: Meet, data: &[u8]) -> u64;
 
-    /// The data `rank` (or we, if `rank` is ourselves) published with arrival `n`, which
-    /// [`barrier_done`](Self::barrier_done) must have confirmed.
-    fn coll_slot(&mut self, rank: u32, n: u64) -> Result<*const u8>;
+    /// Whether every one of `members` (world ranks; ignored for the world, which waits for
+    /// every rank of this host) has entered collective `n` at `at`.
+    fn arrived(&mut self, at: Meet, members: &[u32], n: u64) -> Result<bool>;
+
+    /// The data `rank` (or we, if `rank` is ourselves) published with arrival `n` at `at`,
+    /// which [`arrived`](Self::arrived) must have confirmed.
+    fn slot(&mut self, at: Meet, rank: u32, n: u64) -> Result<*const u8>;
+
+    /// How many bytes `rank` published with arrival `n` at `at` (confirmed as for
+    /// [`slot`](Self::slot)), so a reader can tell when counts differ between ranks.
+    fn slot_len(&mut self, at: Meet, rank: u32, n: u64) -> Result<usize>;
+
+    /// Reserves every channel this rank can take now and returns, per channel, its arrival
+    /// number, or [`CHAN_BUSY`]. Must be followed by [`chan_settle`](Self::chan_settle).
+    fn chan_offer(&mut self) -> [u64; CHANNELS];
+
+    /// Takes the lowest channel that every member offered (`agreed` is the elementwise
+    /// maximum of the members' offers), numbering its arrivals from the agreed value, and
+    /// returns the other reservations. `None` when no channel is free in every member.
+    fn chan_settle(&mut self, agreed: &[u64; CHANNELS]) -> Option<usize>;
+
+    /// Gives back channel `k`, held by a communicator of `members`: arrives on it a last
+    /// time and reuses it once every member has done the same.
+    fn chan_release(&mut self, k: usize, members: Vec<u32>);
 
     /// Allocates `len` bytes of message memory that peers can read directly.
     fn alloc_mem(&mut self, len: usize) -> Result<*mut u8>;
 
     /// Frees memory from [`alloc_mem`](Self::alloc_mem).
     fn free_mem(&mut self, ptr: *mut u8, len: usize);
+}
+
+/// Offset of the arrival counter of `at` in a segment.
+fn counter_offset(at: Meet) -> usize {
+    match at {
+        Meet::World => BARRIER_OFFSET,
+        Meet::Chan(k) => HEADER_BYTES + k * CHAN_STRIDE,
+    }
+}
+
+/// Offset of the length word of the slot of arrival `n` at `at`: in the counter's cache line,
+/// after the counter (one word per slot, as the slots alternate).
+fn len_offset(at: Meet, n: u64) -> usize {
+    counter_offset(at) + 8 + (n % 2) as usize * 8
+}
+
+/// Offset of the slot of arrival `n` at `at` in a segment.
+fn slot_offset(at: Meet, n: u64) -> usize {
+    let half = (n % 2) as usize * COLL_SLOT_BYTES;
+    match at {
+        Meet::World => COLL_SLOT_OFFSET + half,
+        Meet::Chan(k) => HEADER_BYTES + k * CHAN_STRIDE + 64 + half,
+    }
+}
+
+impl ShmLink {
+    /// Base address of `rank`'s segment (ours or a mapped peer's).
+    fn seg_base(&mut self, rank: u32) -> Result<*mut u8> {
+        Ok(if rank == self.me {
+            self.seg.base().as_ptr()
+        } else {
+            self.peer(rank)?._seg.base().as_ptr()
+        })
+    }
+
+    /// `rank`'s arrival counter at `at`.
+    fn counter(&mut self, rank: u32, at: Meet) -> Result<u64> {
+        let base = self.seg_base(rank)?;
+        // SAFETY: every segment (ours, or a peer's whose mapping `connect` checked to cover
+        // the layout, which includes the header page and the channel region) holds the
+        // counter 8-byte aligned at this offset; the mapping lives as long as `self`.
+        let c = unsafe { &*base.add(counter_offset(at)).cast::<AtomicU64>() };
+        Ok(c.load(Ordering::Acquire))
+    }
+
+    /// Whether every one of `members` but us has arrived at `n` on channel `k`.
+    fn chan_arrived(&mut self, k: usize, members: &[u32], n: u64) -> Result<bool> {
+        for &r in members {
+            if r != self.me && self.counter(r, Meet::Chan(k))? < n {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl Node for ShmLink {
+    fn spans_world(&self) -> bool {
+        self.local.len() + 1 == self.size as usize
+    }
+
+    fn is_local(&self, rank: u32) -> bool {
+        rank == self.me || self.local.contains(&rank)
+    }
+
+    fn arrive(&mut self, at: Meet, data: &[u8]) -> u64 {
+        debug_assert!(data.len() <= COLL_SLOT_BYTES);
+        let epoch = match at {
+            Meet::World => &mut self.barrier_epoch,
+            Meet::Chan(k) => &mut self.chans.epoch[k],
+        };
+        *epoch += 1;
+        let n = *epoch;
+        let base = self.seg.base().as_ptr();
+        // SAFETY: the slot lies in our own segment (header page or channel region); peers
+        // read it only after our release store below announces this arrival, and not after
+        // they have arrived at `n + 1` (see the trait), which precedes our arrival `n + 2`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                base.add(slot_offset(at, n)),
+                data.len().min(COLL_SLOT_BYTES),
+            );
+            base.add(len_offset(at, n))
+                .cast::<u64>()
+                .write(data.len() as u64);
+        }
+        // SAFETY: the counter lies in our own segment, 8-byte aligned.
+        let own = unsafe { &*base.add(counter_offset(at)).cast::<AtomicU64>() };
+        // Release: everything we did before the arrival is visible to whoever sees it.
+        own.store(n, Ordering::Release);
+        n
+    }
+
+    fn arrived(&mut self, at: Meet, members: &[u32], n: u64) -> Result<bool> {
+        match at {
+            Meet::World => {
+                for i in 0..self.local.len() {
+                    let peer = self.peer(self.local[i])?;
+                    // SAFETY: `barrier` points into the peer's mapping, which the peer entry
+                    // keeps alive.
+                    if unsafe { (*peer.barrier).load(Ordering::Acquire) } < n {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Meet::Chan(k) => self.chan_arrived(k, members, n),
+        }
+    }
+
+    fn slot(&mut self, at: Meet, rank: u32, n: u64) -> Result<*const u8> {
+        let base = self.seg_base(rank)?;
+        // SAFETY: the slot lies in the header page or channel region of a live mapping.
+        Ok(unsafe { base.add(slot_offset(at, n)) }.cast_const())
+    }
+
+    fn slot_len(&mut self, at: Meet, rank: u32, n: u64) -> Result<usize> {
+        let base = self.seg_base(rank)?;
+        // SAFETY: the word lies 8-byte aligned in the counter's cache line of a live mapping;
+        // its owner wrote it before the release store of arrival `n`, which the caller saw
+        // with acquire, and does not rewrite it before we arrive at `n + 1`.
+        Ok(unsafe { base.add(len_offset(at, n)).cast::<u64>().read() } as usize)
+    }
+
+    fn chan_offer(&mut self) -> [u64; CHANNELS] {
+        let mut out = [CHAN_BUSY; CHANNELS];
+        for (k, out) in out.iter_mut().enumerate() {
+            if let ChanState::Draining { members, target } = &self.chans.state[k] {
+                let (members, target) = (members.clone(), *target);
+                // A peer we cannot map keeps the channel draining (it is only lost to reuse).
+                if self.chan_arrived(k, &members, target).unwrap_or(false) {
+                    self.chans.state[k] = ChanState::Free;
+                }
+            }
+            if matches!(self.chans.state[k], ChanState::Free) {
+                self.chans.state[k] = ChanState::Offered;
+                *out = self.chans.epoch[k];
+            }
+        }
+        out
+    }
+
+    fn chan_settle(&mut self, agreed: &[u64; CHANNELS]) -> Option<usize> {
+        let mut chosen = None;
+        for (k, &max) in agreed.iter().enumerate() {
+            if matches!(self.chans.state[k], ChanState::Offered) {
+                if chosen.is_none() && max != CHAN_BUSY {
+                    chosen = Some(k);
+                    self.chans.state[k] = ChanState::InUse;
+                    self.chans.epoch[k] = max;
+                } else {
+                    self.chans.state[k] = ChanState::Free;
+                }
+            }
+        }
+        chosen
+    }
+
+    fn chan_release(&mut self, k: usize, members: Vec<u32>) {
+        if !matches!(self.chans.state[k], ChanState::InUse) {
+            return;
+        }
+        let target = self.arrive(Meet::Chan(k), &[]);
+        self.chans.state[k] = ChanState::Draining { members, target };
+    }
+
+    fn alloc_mem(&mut self, len: usize) -> Result<*mut u8> {
+        if self.arena.is_none() {
+            let path = format!("{}.mem", self.seg.path());
+            let a = super::arena::Arena::create(&path, self.arena_bytes).map_err(|e| {
+                Error::new(
+                    ErrorClass::NoMem,
+                    format!("alloc_mem: cannot create {path}: {e}"),
+                )
+            })?;
+            self.arena = Some(a);
+        }
+        let a = self.arena.as_mut().expect("created above");
+        a.alloc(len).ok_or_else(|| {
+            Error::new(
+                ErrorClass::NoMem,
+                format!("alloc_mem: {len} bytes do not fit in the {}-byte arena (OXMPI_ALLOC_MEM_BYTES)", self.arena_bytes),
+            )
+        })
+    }
+
+    fn free_mem(&mut self, ptr: *mut u8, len: usize) {
+        if let Some(a) = &mut self.arena {
+            a.free(ptr, len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::shm::ShmTransport;
+
+    /// Both ranks' offers combined as the agreement allreduce does (maximum).
+    fn agree(a: &mut ShmTransport, b: &mut ShmTransport) -> (Option<usize>, Option<usize>) {
+        let (oa, ob) = (a.node().chan_offer(), b.node().chan_offer());
+        let agreed: [u64; CHANNELS] = std::array::from_fn(|k| oa[k].max(ob[k]));
+        (a.node().chan_settle(&agreed), b.node().chan_settle(&agreed))
+    }
+
+    #[test]
+    fn channels_are_agreed_used_released_and_reused_after_every_member_left() {
+        let (mut a, mut b) = super::super::tests::pair("chan");
+        let m = [0u32, 1];
+        assert_eq!(agree(&mut a, &mut b), (Some(0), Some(0)));
+        let na = a.node().arrive(Meet::Chan(0), &[1, 2, 3]);
+        assert!(
+            !a.node().arrived(Meet::Chan(0), &m, na).unwrap(),
+            "b has not arrived"
+        );
+        let nb = b.node().arrive(Meet::Chan(0), &[9]);
+        assert_eq!((na, nb), (1, 1));
+        assert!(a.node().arrived(Meet::Chan(0), &m, 1).unwrap());
+        assert!(b.node().arrived(Meet::Chan(0), &m, 1).unwrap());
+        assert_eq!(b.node().slot_len(Meet::Chan(0), 0, 1).unwrap(), 3);
+        let p = b.node().slot(Meet::Chan(0), 0, 1).unwrap();
+        // SAFETY: a published 3 bytes with arrival 1, which b saw; a is not arriving again.
+        assert_eq!(unsafe { std::slice::from_raw_parts(p, 3) }, &[1, 2, 3]);
+        // The world's counter is untouched by channel arrivals.
+        assert!(!a.node().arrived(Meet::World, &m, 1).unwrap());
+
+        // Channel 0 is held: a second communicator gets channel 1.
+        assert_eq!(agree(&mut a, &mut b), (Some(1), Some(1)));
+        // a leaves channel 0 first: it stays busy for a until b has left too.
+        a.node().chan_release(0, m.to_vec());
+        let o = a.node().chan_offer();
+        assert_eq!(o[0], CHAN_BUSY, "draining until every member left");
+        assert_eq!(a.node().chan_settle(&[CHAN_BUSY; CHANNELS]), None);
+        b.node().chan_release(0, m.to_vec());
+        // Both at arrival 2 on channel 0 now: it is reused, numbered from there.
+        assert_eq!(agree(&mut a, &mut b), (Some(0), Some(0)));
+        assert_eq!(a.node().arrive(Meet::Chan(0), &[]), 3);
+        assert_eq!(b.node().arrive(Meet::Chan(0), &[]), 3);
+        assert!(a.node().arrived(Meet::Chan(0), &m, 3).unwrap());
+    }
+
+    #[test]
+    fn numbering_starts_above_every_members_counter() {
+        let (mut a, mut b) = super::super::tests::pair("num");
+        let m = [0u32, 1];
+        // a used channel 0 alone with another rank (its counter runs ahead of b's).
+        assert_eq!(agree(&mut a, &mut b), (Some(0), Some(0)));
+        for _ in 0..5 {
+            a.node().arrive(Meet::Chan(0), &[]);
+        }
+        a.node().chan_release(0, vec![0]);
+        b.node().chan_release(0, vec![1]);
+        assert_eq!(agree(&mut a, &mut b), (Some(0), Some(0)));
+        let nb = b.node().arrive(Meet::Chan(0), &[]);
+        assert_eq!(nb, 7, "above a's counter of 6");
+        assert!(
+            !b.node().arrived(Meet::Chan(0), &m, nb).unwrap(),
+            "a's old counter must not look like an arrival"
+        );
+        assert_eq!(a.node().arrive(Meet::Chan(0), &[]), 7);
+        assert!(b.node().arrived(Meet::Chan(0), &m, 7).unwrap());
+    }
+
+    #[test]
+    fn channels_fit_their_region_and_do_not_overlap_the_header() {
+        for k in 0..CHANNELS {
+            let c = counter_offset(Meet::Chan(k));
+            assert!(c >= HEADER_BYTES && c.is_multiple_of(64));
+            assert!(len_offset(Meet::Chan(k), 1) + 8 <= c + 64);
+            assert_eq!(slot_offset(Meet::Chan(k), 1), c + 64 + COLL_SLOT_BYTES);
+            assert!(slot_offset(Meet::Chan(k), 1) + COLL_SLOT_BYTES <= HEADER_BYTES + CHAN_REGION);
+        }
+        assert!(slot_offset(Meet::World, 1) + COLL_SLOT_BYTES <= HEADER_BYTES);
+        assert!(len_offset(Meet::World, 1) + 8 <= BARRIER_OFFSET + 64);
+    }
 }

@@ -1,0 +1,218 @@
+//! Shared-memory collectives on communicators other than the world: barrier, allreduce,
+//! reduce and broadcast on dup'd, split, split-type and Cartesian communicators, at sizes
+//! that fit the shared-memory slots and just past them, checked against serial references;
+//! two communicators used interleaved; communicators created and freed in a loop (each must
+//! get a channel again); more live communicators than channels (the rest fall back to
+//! messages). With argument `expect`, every communicator of 2+ ranks must take a channel
+//! (all ranks on this host); with `any`, channels are not checked (hosts faked apart).
+//! Exits non-zero on a mismatch.
+
+use oxmpi::{Communicator, Op, SplitType};
+use oxmpi_tests::{check, must};
+
+/// Element `j` of comm rank `r`'s contribution.
+fn val(r: i32, j: usize) -> i64 {
+    (r as i64 * 31 + j as i64 * 7) % 1009 - 500
+}
+
+/// Element counts exercised: inside the 1 KiB slots (1, 8 B, full) and just past them.
+const COUNTS: [usize; 5] = [1, 3, 64, 128, 129];
+
+fn check_channel(c: &Communicator, expect: bool, what: &str) {
+    if expect && c.size() >= 2 {
+        check!(
+            c.shared_memory_channel().is_some(),
+            "{what}: no shared-memory channel taken"
+        );
+    }
+    if c.size() == 1 {
+        check!(
+            c.shared_memory_channel().is_none(),
+            "{what}: a one-rank communicator took a channel"
+        );
+    }
+}
+
+/// Every blocking collective with a shared-memory path on `c`, against serial references.
+fn exercise(c: &Communicator, expect: bool, what: &str) {
+    let p = c.size();
+    let me = c.rank();
+    must("barrier", c.barrier());
+    check_channel(c, expect, what);
+    for &n in &COUNTS {
+        let mine: Vec<i64> = (0..n).map(|j| val(me, j)).collect();
+        let sum: Vec<i64> = (0..n).map(|j| (0..p).map(|r| val(r, j)).sum()).collect();
+        let max: Vec<i64> = (0..n)
+            .map(|j| (0..p).map(|r| val(r, j)).max().unwrap())
+            .collect();
+
+        let mut got = vec![0i64; n];
+        must(
+            "allreduce",
+            c.all_reduce_into(&mine[..], &mut got[..], Op::Sum),
+        );
+        check!(got == sum, "{what}: allreduce sum n {n}");
+        let mut buf = mine.clone();
+        must(
+            "allreduce in place",
+            c.all_reduce_in_place(&mut buf[..], Op::Max),
+        );
+        check!(buf == max, "{what}: allreduce in place max n {n}");
+
+        // A non-commutative user operation: the result must follow rank order.
+        let mut first = vec![0i64; n];
+        let keep_first = Op::user::<i64>(false, |a, b| b.copy_from_slice(a));
+        must(
+            "allreduce user",
+            c.all_reduce_into(&mine[..], &mut first[..], keep_first),
+        );
+        let want: Vec<i64> = (0..n).map(|j| val(0, j)).collect();
+        check!(first == want, "{what}: non-commutative allreduce n {n}");
+
+        for root in 0..p {
+            let mut out = vec![-1i64; n];
+            must(
+                "reduce",
+                c.reduce_into(root, &mine[..], &mut out[..], Op::Sum),
+            );
+            if me == root {
+                check!(out == sum, "{what}: reduce root {root} n {n}");
+            } else {
+                check!(
+                    out.iter().all(|&x| x == -1),
+                    "{what}: reduce wrote a non-root"
+                );
+            }
+            let mut inplace = mine.clone();
+            if me == root {
+                must(
+                    "reduce in place",
+                    c.reduce_in_place(root, &mut inplace[..], Op::Max),
+                );
+                check!(inplace == max, "{what}: reduce in place root {root} n {n}");
+            } else {
+                let mut unused = vec![0i64; n];
+                must(
+                    "reduce to in-place root",
+                    c.reduce_into(root, &mine[..], &mut unused[..], Op::Max),
+                );
+            }
+
+            let from_root: Vec<i64> = (0..n).map(|j| val(root, j)).collect();
+            let mut b = if me == root {
+                from_root.clone()
+            } else {
+                vec![0i64; n]
+            };
+            must("bcast", c.broadcast_into(root, &mut b[..]));
+            check!(b == from_root, "{what}: bcast root {root} n {n}");
+        }
+        must("barrier", c.barrier());
+    }
+    // Bytes of odd lengths through the slots.
+    for len in [1usize, 7, 1024, 1025] {
+        let want: Vec<u8> = (0..len).map(|i| (i * 13 + 5) as u8).collect();
+        let mut b = if me == p - 1 {
+            want.clone()
+        } else {
+            vec![0u8; len]
+        };
+        must("bcast bytes", c.broadcast_into(p - 1, &mut b[..]));
+        check!(b == want, "{what}: bcast of {len} bytes");
+    }
+}
+
+fn main() {
+    let expect = std::env::args().nth(1).as_deref() == Some("expect");
+    let universe = oxmpi::init().expect("init");
+    let world = universe.world();
+    let p = world.size();
+    let me = world.rank();
+
+    let dup = must("dup", world.duplicate());
+    exercise(&dup, expect, "dup");
+    let halves = must("split", world.split(me % 2, p - me)).expect("a color");
+    exercise(&halves, expect, "split by parity, reversed keys");
+    let shared = must("split_type", world.split_type(SplitType::Shared, me));
+    exercise(&shared, expect, "split_type shared");
+    let cart = must(
+        "cart",
+        world.create_cartesian_communicator(&[p], &[true], false),
+    )
+    .expect("every rank is in the grid");
+    exercise(&cart, expect, "cartesian");
+    if p >= 2 {
+        check!(
+            !expect || dup.shared_memory_channel() != halves.shared_memory_channel(),
+            "two live communicators share a channel"
+        );
+    }
+    drop((halves, shared, cart));
+
+    // Two communicators used interleaved: each keeps its own arrival numbers.
+    let other = must("dup 2", world.duplicate());
+    for i in 0..50i64 {
+        let mut a = [i + me as i64];
+        must("a", dup.all_reduce_in_place(&mut a[..], Op::Sum));
+        check!(
+            a[0] == i * p as i64 + (0..p as i64).sum::<i64>(),
+            "interleaved allreduce on the first communicator"
+        );
+        must("barrier other", other.barrier());
+        let mut b = [if other.rank() == 0 { i } else { -1 }];
+        must("b", other.broadcast_into(0, &mut b[..]));
+        check!(b[0] == i, "interleaved bcast on the second communicator");
+        let mut m = [me as i64 * i];
+        must("m", other.all_reduce_in_place(&mut m[..], Op::Max));
+        check!(m[0] == (p as i64 - 1) * i, "interleaved max");
+        must("barrier dup", dup.barrier());
+    }
+    drop(other);
+
+    // Created and freed repeatedly: freed channels come back, so each new one gets one.
+    for i in 0..200i32 {
+        let c = if i % 2 == 0 {
+            must("loop dup", world.duplicate())
+        } else {
+            must("loop split", world.split(0, (me + i) % p)).expect("color 0")
+        };
+        let mut x = [c.rank() as i64 + i as i64];
+        must("loop allreduce", c.all_reduce_in_place(&mut x[..], Op::Sum));
+        check!(
+            x[0] == (0..p as i64).sum::<i64>() + i as i64 * p as i64,
+            "loop {i}: allreduce"
+        );
+        check_channel(&c, expect, "loop");
+        c.free();
+    }
+
+    // More live communicators than channels: all still compute correctly.
+    let many: Vec<Communicator> = (0..24)
+        .map(|_| must("many dup", world.duplicate()))
+        .collect();
+    for (i, c) in many.iter().enumerate() {
+        let mut x = [i as i64 + me as i64];
+        must("many allreduce", c.all_reduce_in_place(&mut x[..], Op::Sum));
+        check!(
+            x[0] == i as i64 * p as i64 + (0..p as i64).sum::<i64>(),
+            "many: allreduce on communicator {i}"
+        );
+        must("many barrier", c.barrier());
+    }
+    let mut taken: Vec<usize> = many
+        .iter()
+        .filter_map(|c| c.shared_memory_channel())
+        .collect();
+    let live = taken.len();
+    taken.sort_unstable();
+    taken.dedup();
+    check!(taken.len() == live, "live communicators share a channel");
+    if expect && p >= 2 {
+        check!(live > 0, "no live communicator took a channel");
+    }
+    drop(many);
+    must("final barrier", dup.barrier());
+
+    println!("rank {me} coll_shm passed");
+    universe.finalize().expect("finalize");
+}

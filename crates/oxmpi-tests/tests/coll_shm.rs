@@ -1,0 +1,36 @@
+//! Shared-memory collectives on communicators other than the world, through oxrun (each job
+//! bounded by oxrun's timeout and the harness deadline): every shared-memory collective on
+//! dup'd, split, split-type and Cartesian communicators at np 1–6 against serial references,
+//! interleaved use of two communicators, communicators created and freed in a loop, more
+//! live communicators than channels, and hosts faked apart (channels only within a host).
+//! The channels live in each rank's existing segment, so they add no files to /dev/shm.
+
+use std::path::Path;
+
+use oxmpi_tests::{oxrun_job, text};
+
+const PROG: &str = env!("CARGO_BIN_EXE_coll_shm");
+
+fn run(np: usize, mode: &str, env: &[(&str, &str)]) {
+    let out = oxrun_job(np, Path::new(PROG), &[mode], env);
+    let (so, se) = text(&out);
+    assert!(
+        out.status.success(),
+        "coll_shm np {np} {mode} env {env:?} failed:\n{so}\n{se}"
+    );
+    let passed = so.lines().filter(|l| l.contains(" passed")).count();
+    assert_eq!(passed, np, "np {np}: {passed} ranks passed:\n{so}\n{se}");
+}
+
+#[test]
+fn shm_collectives_on_derived_communicators_np1_to_6() {
+    for np in 1..=6 {
+        run(np, "expect", &[]);
+    }
+}
+
+#[test]
+fn shm_collectives_with_hosts_faked_apart() {
+    run(4, "any", &[("OXMPI_HOST_OVERRIDE", "0,0,1,1")]);
+    run(5, "any", &[("OXMPI_HOST_OVERRIDE", "0,1,0,1,0")]);
+}
