@@ -339,3 +339,35 @@ mpi_fn! {
         hw::win_sync(win(w))
     }
 }
+
+/// `MPI_Win_call_errhandler`: invokes the error handler of window `w` with `code`; returns
+/// `MPI_SUCCESS` when the handler returns.
+///
+/// # Safety
+/// None beyond the MPI contract (no pointer arguments).
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Win_call_errhandler(w: Handle, code: c_int) -> c_int {
+    let on = on_win(w);
+    let checked = crate::boundary::run("Win_call_errhandler", on, || {
+        hw::win_attrs(win(w)).map(drop)
+    });
+    if checked != 0 {
+        return checked;
+    }
+    let e = oxmpi::Error::new(
+        oxmpi::ErrorClass::Other,
+        format!("MPI_Win_call_errhandler with code {code}"),
+    );
+    crate::boundary::fail("Win_call_errhandler", on, &e, code);
+    0
+}
+
+/// `MPI_Win_call_errhandler`.
+///
+/// # Safety
+/// As the `PMPI_` function.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_call_errhandler(w: Handle, code: c_int) -> c_int {
+    // SAFETY: same contract, forwarded.
+    unsafe { PMPI_Win_call_errhandler(w, code) }
+}
