@@ -37,7 +37,7 @@ pub struct FifoCtl {
 }
 
 // The layout is shared between processes: a cell is one cache line, the control block two.
-#[cfg(not(loom))]
+#[cfg(not(oxmpi_loom))]
 const _: () = assert!(
     std::mem::size_of::<Cell>() == CELL_SIZE && std::mem::size_of::<FifoCtl>() == 2 * CELL_SIZE
 );
@@ -343,7 +343,7 @@ impl Drop for HeapRing {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(oxmpi_loom)))]
 mod tests {
     use super::*;
     use std::sync::Arc;
@@ -533,7 +533,7 @@ mod tests {
 /// and the consumer, up to `LOOM_MAX_PREEMPTIONS` preemptions (default 3). Cell bodies are
 /// loom cells there, so loom also fails any execution in which a body is read before its
 /// writer's release or rewritten before the consumer's release of the cell.
-#[cfg(all(test, loom))]
+#[cfg(all(test, oxmpi_loom))]
 mod model {
     use super::*;
     use loom::sync::Arc;

@@ -1,13 +1,13 @@
 //! The synchronization primitives of the shm ring: std's in production, loom's when built with
-//! `RUSTFLAGS="--cfg loom"`, so that the very code that runs between processes is the code the
+//! `RUSTFLAGS="--cfg oxmpi_loom"`, so that the very code that runs between processes is the code the
 //! model checker explores (crossbeam's and tokio's practice; see `scripts/check-unsafe`).
 //!
 //! Under loom the types are larger than in production, so a ring built with them can only live
 //! in ordinary memory: the loom tests build their rings on the heap, never in a segment.
 
-#[cfg(loom)]
+#[cfg(oxmpi_loom)]
 pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-#[cfg(not(loom))]
+#[cfg(not(oxmpi_loom))]
 pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Bytes handed between threads (or processes) by a protocol rather than by atomics.
@@ -15,11 +15,11 @@ pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 /// In production this is a transparent `UnsafeCell<T>`: the same bytes as `T`, so it can sit in
 /// a shared mapping. Under loom it is loom's cell, and taking a pointer records an access: loom
 /// then fails any execution in which that access is not ordered after the last conflicting one.
-#[cfg(not(loom))]
+#[cfg(not(oxmpi_loom))]
 #[repr(transparent)]
 pub(crate) struct RacyCell<T>(std::cell::UnsafeCell<T>);
 
-#[cfg(not(loom))]
+#[cfg(not(oxmpi_loom))]
 impl<T> RacyCell<T> {
     /// A cell holding `value`.
     #[cfg(test)]
@@ -40,10 +40,10 @@ impl<T> RacyCell<T> {
     }
 }
 
-#[cfg(loom)]
+#[cfg(oxmpi_loom)]
 pub(crate) struct RacyCell<T>(loom::cell::UnsafeCell<T>);
 
-#[cfg(loom)]
+#[cfg(oxmpi_loom)]
 impl<T> RacyCell<T> {
     /// A cell holding `value` (inside a loom model only).
     #[cfg(test)]
