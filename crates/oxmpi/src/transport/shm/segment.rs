@@ -27,6 +27,7 @@ fn cpath(path: &str) -> io::Result<CString> {
     CString::new(path).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))
 }
 
+#[cfg(not(miri))]
 impl Segment {
     /// Creates `path` (must not exist) with `len` zeroed bytes, mode 0600, and maps it.
     pub fn create(path: &str, len: usize) -> io::Result<Segment> {
@@ -96,7 +97,9 @@ impl Segment {
             owner: false,
         })
     }
+}
 
+impl Segment {
     /// Start of the mapping.
     pub fn base(&self) -> NonNull<u8> {
         self.base
@@ -113,6 +116,7 @@ impl Segment {
     }
 
     /// Removes the backing file; mappings stay valid. Idempotent.
+    #[cfg(not(miri))]
     pub fn unlink(&mut self) {
         if self.owner {
             if let Ok(c) = cpath(&self.path) {
@@ -124,6 +128,7 @@ impl Segment {
     }
 }
 
+#[cfg(not(miri))]
 fn map(fd: libc::c_int, len: usize) -> io::Result<NonNull<u8>> {
     if len == 0 {
         return Err(io::Error::new(io::ErrorKind::InvalidData, "empty segment"));
@@ -145,12 +150,120 @@ fn map(fd: libc::c_int, len: usize) -> io::Result<NonNull<u8>> {
     NonNull::new(p.cast()).ok_or_else(|| io::Error::other("mmap returned null"))
 }
 
+#[cfg(not(miri))]
 impl Drop for Segment {
     fn drop(&mut self) {
         self.unlink();
         // SAFETY: `base`/`len` are exactly the mapping made in `map`; no reference into it
         // outlives the segment (the transport drops peers' views before their segments).
         unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+/// Under Miri (which cannot map files) a segment is a zeroed heap block registered under its
+/// path in this process, so the transport's unit tests (two "ranks" as two transports in one
+/// process) run the real shared-memory protocol code under the interpreter. Same contract:
+/// `create` is exclusive, `open` finds a live segment, memory lives until the last holder drops.
+#[cfg(miri)]
+mod heap {
+    use std::alloc::Layout;
+    use std::collections::HashMap;
+    use std::ptr::NonNull;
+    use std::sync::Mutex;
+
+    pub struct Block {
+        pub base: NonNull<u8>,
+        pub len: usize,
+        pub holders: usize,
+    }
+    // SAFETY: the block is plain memory whose shared use follows the same rules as a mapping.
+    unsafe impl Send for Block {}
+
+    pub static BLOCKS: Mutex<Vec<Block>> = Mutex::new(Vec::new());
+    pub static NAMES: Mutex<Option<HashMap<String, usize>>> = Mutex::new(None);
+
+    pub fn layout(len: usize) -> Layout {
+        Layout::from_size_align(len, 4096).expect("segment layout")
+    }
+}
+
+#[cfg(miri)]
+impl Segment {
+    /// Creates `path` (must not exist) with `len` zeroed bytes.
+    pub fn create(path: &str, len: usize) -> io::Result<Segment> {
+        cpath(path)?;
+        if len == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "empty segment"));
+        }
+        let mut names = heap::NAMES.lock().unwrap();
+        let names = names.get_or_insert_with(Default::default);
+        if names.contains_key(path) {
+            return Err(io::Error::from(io::ErrorKind::AlreadyExists));
+        }
+        // SAFETY: the layout has a non-zero size.
+        let p = unsafe { std::alloc::alloc_zeroed(heap::layout(len)) };
+        let base = NonNull::new(p).ok_or_else(|| io::Error::other("out of memory"))?;
+        let mut blocks = heap::BLOCKS.lock().unwrap();
+        blocks.push(heap::Block {
+            base,
+            len,
+            holders: 1,
+        });
+        names.insert(path.to_owned(), blocks.len() - 1);
+        Ok(Segment {
+            base,
+            len,
+            path: path.to_owned(),
+            owner: true,
+        })
+    }
+
+    /// Opens a live segment created in this process.
+    pub fn open(path: &str) -> io::Result<Segment> {
+        let names = heap::NAMES.lock().unwrap();
+        let i = *names
+            .as_ref()
+            .and_then(|n| n.get(path))
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        let mut blocks = heap::BLOCKS.lock().unwrap();
+        let b = &mut blocks[i];
+        b.holders += 1;
+        Ok(Segment {
+            base: b.base,
+            len: b.len,
+            path: path.to_owned(),
+            owner: false,
+        })
+    }
+
+    /// Removes the name; holders keep the memory. Idempotent.
+    pub fn unlink(&mut self) {
+        if self.owner {
+            let mut names = heap::NAMES.lock().unwrap();
+            if let Some(n) = names.as_mut() {
+                n.remove(&self.path);
+            }
+            self.owner = false;
+        }
+    }
+}
+
+#[cfg(miri)]
+impl Drop for Segment {
+    fn drop(&mut self) {
+        self.unlink();
+        let mut blocks = heap::BLOCKS.lock().unwrap();
+        if let Some(b) = blocks
+            .iter_mut()
+            .find(|b| b.base == self.base && b.holders > 0)
+        {
+            b.holders -= 1;
+            if b.holders == 0 {
+                // SAFETY: the block was allocated with this layout and its last holder is
+                // going; no reference into it outlives the segment (as for munmap).
+                unsafe { std::alloc::dealloc(b.base.as_ptr(), heap::layout(b.len)) };
+            }
+        }
     }
 }
 
