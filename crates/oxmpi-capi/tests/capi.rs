@@ -145,6 +145,11 @@ fn one_sided() {
 }
 
 #[test]
+fn one_sided_with_derived_datatypes() {
+    corpus("rma_ddt", &[1, 2, 3, 4]);
+}
+
+#[test]
 fn collectives() {
     corpus("coll", &[1, 2, 3, 4]);
 }

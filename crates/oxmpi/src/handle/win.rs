@@ -3,9 +3,9 @@
 //!
 //! Each window also registers its private communicator as a communicator id, which carries
 //! the window's error handler (inherited from the communicator it was made from), so the C
-//! layer dispatches a window's errors like a communicator's. Datatypes must be contiguous on
-//! both sides (predefined types and contiguous derived ones); others are
-//! [`ErrorClass::UnsupportedOperation`] for now. A freed or never-issued id is
+//! layer dispatches a window's errors like a communicator's. Derived datatypes work on every
+//! side: the origin is packed (or unpacked) through a buffer of ours, and the target side is
+//! walked as its contiguous pieces, each checked against the window. A freed or never-issued id is
 //! [`ErrorClass::Win`].
 //!
 //! # Standard sections
@@ -219,8 +219,41 @@ pub fn win_get_group(w: WinHandle) -> Result<super::group::GroupHandle> {
     super::group::put("win_get_group", entry("win_get_group", w)?.core.group())
 }
 
-/// The byte length of `count` elements of a contiguous datatype, and the type.
-fn contiguous(call: &str, count: i64, dt: TypeHandle) -> Result<(usize, Type)> {
+/// One side of an operation: `count` elements of a committed datatype.
+struct Side {
+    ty: Type,
+    count: u64,
+    /// Data bytes (the type's size times the count).
+    len: usize,
+}
+
+impl Side {
+    /// Whether the data is the `len` bytes at the buffer's address (no packing needed).
+    fn plain(&self) -> bool {
+        self.len == 0 || (self.ty.is_contiguous() && self.ty.lb() == 0)
+    }
+
+    /// The contiguous pieces `(byte offset from the buffer's address, position in the packed
+    /// stream, length)`.
+    fn pieces(&self) -> Vec<(i64, usize, usize)> {
+        if self.plain() {
+            return vec![(0, 0, self.len)];
+        }
+        let (runs, _) =
+            crate::datatype::pack::pieces(&self.ty, self.count, 0, self.len as u64, usize::MAX);
+        let mut pos = 0;
+        runs.into_iter()
+            .map(|(off, n)| {
+                let piece = (off, pos, n as usize);
+                pos += n as usize;
+                piece
+            })
+            .collect()
+    }
+}
+
+/// `count` elements of the committed datatype `dt`.
+fn side(call: &str, count: i64, dt: TypeHandle) -> Result<Side> {
     let ty = super::datatype::type_committed(call, dt)?;
     let count = u64::try_from(count).map_err(|_| {
         Error::new(
@@ -228,38 +261,89 @@ fn contiguous(call: &str, count: i64, dt: TypeHandle) -> Result<(usize, Type)> {
             format!("{call}: count {count} is negative"),
         )
     })?;
-    if count > 0 && (!ty.is_contiguous() || ty.lb() != 0) {
-        return Err(Error::new(
-            ErrorClass::UnsupportedOperation,
-            format!(
-                "{call}: non-contiguous datatypes in one-sided operations are not implemented yet"
-            ),
-        ));
-    }
     let len = count
         .checked_mul(ty.size())
         .and_then(|l| usize::try_from(l).ok())
         .ok_or_else(|| Error::new(ErrorClass::Count, format!("{call}: count × size overflows")))?;
-    Ok((len, ty))
+    Ok(Side { ty, count, len })
 }
 
-/// Origin and target descriptions of one operation: byte lengths that must agree.
+/// Origin and target descriptions of one operation: their data lengths must agree.
 fn both(
     call: &str,
     ocount: i64,
     otype: TypeHandle,
     tcount: i64,
     ttype: TypeHandle,
-) -> Result<(usize, Type)> {
-    let (olen, _) = contiguous(call, ocount, otype)?;
-    let (tlen, tty) = contiguous(call, tcount, ttype)?;
-    if olen != tlen {
+) -> Result<(Side, Side)> {
+    let o = side(call, ocount, otype)?;
+    let t = side(call, tcount, ttype)?;
+    agree(call, &o, &t)?;
+    Ok((o, t))
+}
+
+fn agree(call: &str, o: &Side, t: &Side) -> Result<()> {
+    if o.len != t.len {
         return Err(Error::new(
             ErrorClass::Count,
-            format!("{call}: the origin describes {olen} bytes, the target {tlen}"),
+            format!(
+                "{call}: the origin describes {} bytes, the target {}",
+                o.len, t.len
+            ),
         ));
     }
-    Ok((olen, tty))
+    Ok(())
+}
+
+/// The origin's data as one packed byte string: borrowed when it is plain.
+///
+/// # Safety
+/// `p` valid for reads of the side's elements (null is `MPI_BOTTOM` for derived types).
+unsafe fn gather<'a>(call: &str, p: *const u8, o: &Side) -> Result<std::borrow::Cow<'a, [u8]>> {
+    if o.plain() {
+        // SAFETY: forwarded contract.
+        return Ok(std::borrow::Cow::Borrowed(unsafe { src(call, p, o.len)? }));
+    }
+    let mut v = vec![0u8; o.len];
+    // SAFETY: the caller guarantees the elements are readable; `v` is a fresh buffer.
+    unsafe { crate::datatype::pack::pack_raw(&o.ty, p, o.count, 0, &mut v) };
+    Ok(std::borrow::Cow::Owned(v))
+}
+
+/// Runs `fill` on a packed buffer for the side at `p`, then scatters it there: straight into
+/// the user's memory when the side is plain.
+///
+/// # Safety
+/// `p` valid for writes of the side's elements (null is `MPI_BOTTOM` for derived types).
+unsafe fn scatter(
+    call: &str,
+    p: *mut u8,
+    r: &Side,
+    fill: impl FnOnce(&mut [u8]) -> Result<()>,
+) -> Result<()> {
+    if r.plain() {
+        // SAFETY: forwarded contract.
+        return fill(unsafe { dst(call, p, r.len)? });
+    }
+    let mut v = vec![0u8; r.len];
+    fill(&mut v)?;
+    // SAFETY: the caller guarantees the elements are writable; `v` is our own buffer.
+    unsafe { crate::datatype::pack::unpack_raw(&r.ty, p, r.count, 0, &v) };
+    Ok(())
+}
+
+/// The predefined type of an accumulate: the target's, which the origin's must share.
+fn acc_base(call: &str, o: Option<&Side>, t: &Side) -> Result<Predefined> {
+    let base = base_of(call, &t.ty)?;
+    if let Some(o) = o.filter(|o| o.len > 0) {
+        if base_of(call, &o.ty)? != base {
+            return Err(Error::new(
+                ErrorClass::Type,
+                format!("{call}: the origin and target datatypes are built from different predefined types"),
+            ));
+        }
+    }
+    Ok(base)
 }
 
 fn base_of(call: &str, ty: &Type) -> Result<Predefined> {
@@ -323,10 +407,13 @@ pub unsafe fn put(
     w: WinHandle,
 ) -> Result<()> {
     let e = entry("put", w)?;
-    let (len, _) = both("put", ocount, otype, tcount, ttype)?;
+    let (o, t) = both("put", ocount, otype, tcount, ttype)?;
     // SAFETY: forwarded contract.
-    e.core
-        .put(unsafe { src("put", origin, len)? }, target, disp)
+    let data = unsafe { gather("put", origin, &o)? };
+    for (skew, pos, n) in t.pieces() {
+        e.core.put_at(&data[pos..pos + n], target, disp, skew)?;
+    }
+    Ok(())
 }
 
 /// `MPI_Get`.
@@ -345,10 +432,16 @@ pub unsafe fn get(
     w: WinHandle,
 ) -> Result<()> {
     let e = entry("get", w)?;
-    let (len, _) = both("get", ocount, otype, tcount, ttype)?;
+    let (o, t) = both("get", ocount, otype, tcount, ttype)?;
     // SAFETY: forwarded contract.
-    e.core
-        .get(unsafe { dst("get", origin, len)? }, target, disp)
+    unsafe {
+        scatter("get", origin, &o, |buf| {
+            for (skew, pos, n) in t.pieces() {
+                e.core.get_at(&mut buf[pos..pos + n], target, disp, skew)?;
+            }
+            Ok(())
+        })
+    }
 }
 
 /// `MPI_Accumulate`.
@@ -369,11 +462,23 @@ pub unsafe fn accumulate(
 ) -> Result<()> {
     let call = "accumulate";
     let e = entry(call, w)?;
-    let (len, tty) = both(call, ocount, otype, tcount, ttype)?;
-    let base = base_of(call, &tty)?;
+    let (o, t) = both(call, ocount, otype, tcount, ttype)?;
+    let base = acc_base(call, Some(&o), &t)?;
     // SAFETY: forwarded contract.
-    let o = unsafe { src(call, origin, len)? };
-    e.core.accumulate(call, o, None, target, disp, base, op)
+    let data = unsafe { gather(call, origin, &o)? };
+    for (skew, pos, n) in t.pieces() {
+        e.core.accumulate_at(
+            call,
+            &data[pos..pos + n],
+            None,
+            target,
+            disp,
+            skew,
+            base,
+            op,
+        )?;
+    }
+    Ok(())
 }
 
 /// `MPI_Get_accumulate` (and `MPI_Fetch_and_op` with counts of 1). With `MPI_NO_OP` the
@@ -399,24 +504,43 @@ pub unsafe fn get_accumulate(
     w: WinHandle,
 ) -> Result<()> {
     let e = entry(call, w)?;
-    let (rlen, tty) = both(call, rcount, rtype, tcount, ttype)?;
-    let base = base_of(call, &tty)?;
+    let (r, t) = both(call, rcount, rtype, tcount, ttype)?;
     let o = if matches!(op, Op::NoOp) {
-        &[][..]
+        None
     } else {
-        let (olen, _) = contiguous(call, ocount, otype)?;
-        if olen != rlen {
-            return Err(Error::new(
-                ErrorClass::Count,
-                format!("{call}: the origin describes {olen} bytes, the target {rlen}"),
-            ));
-        }
+        let o = side(call, ocount, otype)?;
+        agree(call, &o, &t)?;
+        Some(o)
+    };
+    let base = acc_base(call, o.as_ref(), &t)?;
+    let data = match &o {
         // SAFETY: forwarded contract.
-        unsafe { src(call, origin, olen)? }
+        Some(o) => unsafe { gather(call, origin, o)? },
+        None => std::borrow::Cow::Borrowed(&[][..]),
     };
     // SAFETY: forwarded contract.
-    let r = unsafe { dst(call, result, rlen)? };
-    e.core.accumulate(call, o, Some(r), target, disp, base, op)
+    unsafe {
+        scatter(call, result, &r, |out| {
+            for (skew, pos, n) in t.pieces() {
+                let origin = if data.is_empty() {
+                    &[][..]
+                } else {
+                    &data[pos..pos + n]
+                };
+                e.core.accumulate_at(
+                    call,
+                    origin,
+                    Some(&mut out[pos..pos + n]),
+                    target,
+                    disp,
+                    skew,
+                    base,
+                    op,
+                )?;
+            }
+            Ok(())
+        })
+    }
 }
 
 /// `MPI_Compare_and_swap` on one element of the predefined type `dt`.
@@ -434,8 +558,15 @@ pub unsafe fn compare_and_swap(
 ) -> Result<()> {
     let call = "compare_and_swap";
     let e = entry(call, w)?;
-    let (len, ty) = contiguous(call, 1, dt)?;
-    let base = base_of(call, &ty)?;
+    let one = side(call, 1, dt)?;
+    let base = base_of(call, &one.ty)?;
+    if !one.plain() || one.len != base.info().extent {
+        return Err(Error::new(
+            ErrorClass::Type,
+            format!("{call}: compare-and-swap takes one element of a predefined type"),
+        ));
+    }
+    let len = one.len;
     // SAFETY: forwarded contract.
     let (o, c, r) = unsafe {
         (

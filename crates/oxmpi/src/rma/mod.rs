@@ -462,6 +462,19 @@ impl WinCore {
     /// Where `len` bytes at displacement `disp` of target `t` are, after the epoch and range
     /// checks; `None` for `PROC_NULL` and empty accesses.
     fn resolve(&self, call: &str, t: i32, disp: i64, len: usize) -> Result<Option<Loc>> {
+        self.resolve_at(call, t, disp, 0, len)
+    }
+
+    /// As [`Self::resolve`], for the bytes `skew` bytes after (or before) displacement `disp`:
+    /// one contiguous piece of a non-contiguous target datatype.
+    fn resolve_at(
+        &self,
+        call: &str,
+        t: i32,
+        disp: i64,
+        skew: i64,
+        len: usize,
+    ) -> Result<Option<Loc>> {
         if t == PROC_NULL {
             return Ok(None);
         }
@@ -486,7 +499,8 @@ impl WinCore {
             return Err(range());
         }
         if self.flavor == Flavor::Dynamic {
-            let addr = disp as u64;
+            let addr =
+                u64::try_from(disp.checked_add(skew).ok_or_else(range)?).map_err(|_| range())?;
             let end = addr.checked_add(len as u64).ok_or_else(range)?;
             let inside = (0..ctl::MAX_REGIONS).any(|i| {
                 let o = self.layout.region(t, i);
@@ -506,7 +520,12 @@ impl WinCore {
                 Loc::Remote { pid: tg.pid, addr }
             }));
         }
-        let off = (disp as u64).checked_mul(tg.disp_unit).ok_or_else(range)?;
+        let off = i64::try_from(tg.disp_unit)
+            .ok()
+            .and_then(|u| disp.checked_mul(u))
+            .and_then(|o| o.checked_add(skew))
+            .and_then(|o| u64::try_from(o).ok())
+            .ok_or_else(range)?;
         if off.checked_add(len as u64).is_none_or(|e| e > tg.size) {
             return Err(range());
         }
@@ -554,7 +573,12 @@ impl WinCore {
 
     /// `MPI_Put` of contiguous bytes to displacement `disp` of `target`.
     pub(crate) fn put(&self, data: &[u8], target: i32, disp: i64) -> Result<()> {
-        match self.resolve("put", target, disp, data.len())? {
+        self.put_at(data, target, disp, 0)
+    }
+
+    /// `MPI_Put` of contiguous bytes to `skew` bytes past displacement `disp` of `target`.
+    pub(crate) fn put_at(&self, data: &[u8], target: i32, disp: i64, skew: i64) -> Result<()> {
+        match self.resolve_at("put", target, disp, skew, data.len())? {
             Some(loc) => Self::write("put", loc, data),
             None => Ok(()),
         }
@@ -562,7 +586,12 @@ impl WinCore {
 
     /// `MPI_Get` of contiguous bytes from displacement `disp` of `target`.
     pub(crate) fn get(&self, out: &mut [u8], target: i32, disp: i64) -> Result<()> {
-        match self.resolve("get", target, disp, out.len())? {
+        self.get_at(out, target, disp, 0)
+    }
+
+    /// `MPI_Get` of contiguous bytes from `skew` bytes past displacement `disp` of `target`.
+    pub(crate) fn get_at(&self, out: &mut [u8], target: i32, disp: i64, skew: i64) -> Result<()> {
+        match self.resolve_at("get", target, disp, skew, out.len())? {
             Some(loc) => Self::read("get", loc, out),
             None => Ok(()),
         }
@@ -593,9 +622,26 @@ impl WinCore {
         &self,
         call: &str,
         origin: &[u8],
+        result: Option<&mut [u8]>,
+        target: i32,
+        disp: i64,
+        base: Predefined,
+        op: &Op,
+    ) -> Result<()> {
+        self.accumulate_at(call, origin, result, target, disp, 0, base, op)
+    }
+
+    /// [`Self::accumulate`] on the elements `skew` bytes past displacement `disp`: one
+    /// contiguous piece of a non-contiguous target datatype. Each element stays atomic.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn accumulate_at(
+        &self,
+        call: &str,
+        origin: &[u8],
         mut result: Option<&mut [u8]>,
         target: i32,
         disp: i64,
+        skew: i64,
         base: Predefined,
         op: &Op,
     ) -> Result<()> {
@@ -631,7 +677,7 @@ impl WinCore {
                 ),
             ));
         }
-        let Some(loc) = self.resolve(call, target, disp, len)? else {
+        let Some(loc) = self.resolve_at(call, target, disp, skew, len)? else {
             return Ok(());
         };
         let origin_at = |i: usize, w: usize| -> u64 {

@@ -1,0 +1,184 @@
+/* One-sided operations with derived datatypes on both sides, at any number of ranks: strided
+   puts and gets, indexed accumulates, get_accumulate into a strided result, a struct origin
+   into a contiguous target, over allocated, created and dynamic windows. Every data byte is
+   checked and every gap byte of the target and the origin must be left untouched. */
+#include <stdint.h>
+#include <string.h>
+#include "check.h"
+
+#define N 64
+#define GAP (-7)
+
+static int rank, size;
+
+static int class_of(int rc) {
+    int c = -1;
+    MUST(MPI_Error_class(rc, &c));
+    return c;
+}
+
+/* Window of N int32 per rank (flavor 0 allocate, 1 create, 2 dynamic), filled with GAP. The
+   displacement of element 0 of each rank's memory is returned in disp[] (0 for static
+   windows, the attached address for dynamic ones). */
+static MPI_Win make(int flavor, int32_t **mem, MPI_Aint *disp) {
+    MPI_Win win;
+    if (flavor == 0) {
+        MUST(MPI_Win_allocate(N * 4, 4, MPI_INFO_NULL, MPI_COMM_WORLD, mem, &win));
+    } else if (flavor == 1) {
+        *mem = malloc(N * 4);
+        MUST(MPI_Win_create(*mem, N * 4, 4, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    } else {
+        *mem = malloc(N * 4);
+        MUST(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+        MUST(MPI_Win_attach(win, *mem, N * 4));
+    }
+    for (int i = 0; i < N; i++) (*mem)[i] = GAP;
+    MPI_Aint mine = 0;
+    if (flavor == 2) MUST(MPI_Get_address(*mem, &mine));
+    MUST(MPI_Allgather(&mine, 1, MPI_AINT, disp, 1, MPI_AINT, MPI_COMM_WORLD));
+    return win;
+}
+
+static void unmake(int flavor, MPI_Win *win, int32_t *mem) {
+    if (flavor == 2) MUST(MPI_Win_detach(*win, mem));
+    MUST(MPI_Win_free(win));
+    if (flavor != 0) free(mem);
+}
+
+/* The displacement of element `elem` of rank t's memory. */
+static MPI_Aint at(int flavor, const MPI_Aint *disp, int t, int elem) {
+    return flavor == 2 ? disp[t] + elem * 4 : elem;
+}
+
+static void run(int flavor) {
+    int32_t *mem;
+    MPI_Aint *disp = malloc(sizeof(MPI_Aint) * size);
+    MPI_Win win = make(flavor, &mem, disp);
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+
+    /* Target: every other int of the first 16 (8 ints); origin: 8 contiguous ints. */
+    MPI_Datatype every_other;
+    MUST(MPI_Type_vector(8, 1, 2, MPI_INT32_T, &every_other));
+    MUST(MPI_Type_commit(&every_other));
+    /* Target: blocks {2 at 20, 3 at 26, 1 at 31}; origin strided: 6 ints with stride 3. */
+    int lens[3] = {2, 3, 1}, offs[3] = {20, 26, 31};
+    MPI_Datatype idx;
+    MUST(MPI_Type_indexed(3, lens, offs, MPI_INT32_T, &idx));
+    MUST(MPI_Type_commit(&idx));
+    MPI_Datatype stride3;
+    MUST(MPI_Type_vector(6, 1, 3, MPI_INT32_T, &stride3));
+    MUST(MPI_Type_commit(&stride3));
+
+    int32_t src[8], src3[18];
+    for (int i = 0; i < 8; i++) src[i] = rank * 100 + i;
+    for (int i = 0; i < 18; i++) src3[i] = (i % 3 == 0) ? rank * 1000 + i / 3 : GAP;
+
+    MUST(MPI_Win_fence(0, win));
+    MUST(MPI_Put(src, 8, MPI_INT32_T, right, at(flavor, disp, right, 0), 1, every_other, win));
+    for (int t = 0; t < size; t++) {
+        MUST(MPI_Accumulate(src3, 1, stride3, t, at(flavor, disp, t, 0), 1, idx, MPI_SUM, win));
+    }
+    MUST(MPI_Win_fence(0, win));
+
+    for (int i = 0; i < 16; i++) {
+        int32_t want = (i % 2 == 0) ? left * 100 + i / 2 : GAP;
+        CHECK(mem[i] == want, "flavor %d put: mem[%d] = %d, want %d", flavor, i, mem[i], want);
+    }
+    int32_t sum_ranks = size * (size - 1) / 2;
+    int k = 0;
+    for (int b = 0; b < 3; b++) {
+        for (int j = 0; j < lens[b]; j++, k++) {
+            int32_t want = GAP + 1000 * sum_ranks + size * k;
+            int32_t got = mem[offs[b] + j];
+            CHECK(got == want, "flavor %d acc: mem[%d] = %d, want %d", flavor, offs[b] + j, got,
+                  want);
+        }
+    }
+    for (int i = 16; i < N; i++) {
+        int in_idx = (i >= 20 && i < 22) || (i >= 26 && i < 29) || i == 31;
+        if (!in_idx) CHECK(mem[i] == GAP, "flavor %d gap mem[%d] = %d", flavor, i, mem[i]);
+    }
+
+    /* Get the strided target back into a strided origin: gaps of the origin untouched. */
+    int32_t back[18];
+    for (int i = 0; i < 18; i++) back[i] = -1;
+    MPI_Datatype stride2;
+    MUST(MPI_Type_vector(8, 1, 2, MPI_INT32_T, &stride2));
+    MUST(MPI_Type_commit(&stride2));
+    MUST(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+    MUST(MPI_Get(back, 1, stride2, right, at(flavor, disp, right, 0), 1, every_other, win));
+    MUST(MPI_Win_unlock(right, win));
+    for (int i = 0; i < 16; i++) {
+        int32_t want = (i % 2 == 0) ? rank * 100 + i / 2 : -1;
+        CHECK(back[i] == want, "flavor %d get: back[%d] = %d, want %d", flavor, i, back[i], want);
+    }
+
+    /* Get_accumulate with a strided result: old values out, replaced by ours. */
+    MUST(MPI_Barrier(MPI_COMM_WORLD));
+    int32_t res[16], mine[8];
+    for (int i = 0; i < 16; i++) res[i] = -2;
+    for (int i = 0; i < 8; i++) mine[i] = -rank - 1;
+    MUST(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
+    MUST(MPI_Get_accumulate(mine, 8, MPI_INT32_T, res, 1, stride2, right,
+                            at(flavor, disp, right, 0), 1, every_other, MPI_REPLACE, win));
+    MUST(MPI_Win_unlock(right, win));
+    for (int i = 0; i < 16; i++) {
+        int32_t want = (i % 2 == 0) ? rank * 100 + i / 2 : -2;
+        CHECK(res[i] == want, "flavor %d get_acc: res[%d] = %d, want %d", flavor, i, res[i], want);
+    }
+    MUST(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < 16; i++) {
+        int32_t want = (i % 2 == 0) ? -left - 1 : GAP;
+        CHECK(mem[i] == want, "flavor %d after get_acc: mem[%d] = %d", flavor, i, mem[i]);
+    }
+
+    /* A struct origin {int32 a; pad; int32 b at 8} into two contiguous target ints at 40. */
+    struct { int32_t a; int32_t pad; int32_t b; } st = {rank + 5, 12345, rank + 6};
+    int sl[2] = {1, 1};
+    MPI_Aint sd[2] = {0, 8};
+    MPI_Datatype st_types[2] = {MPI_INT32_T, MPI_INT32_T}, st_ty;
+    MUST(MPI_Type_create_struct(2, sl, sd, st_types, &st_ty));
+    MUST(MPI_Type_commit(&st_ty));
+    MUST(MPI_Win_fence(0, win));
+    MUST(MPI_Put(&st, 1, st_ty, right, at(flavor, disp, right, 40), 2, MPI_INT32_T, win));
+    MUST(MPI_Win_fence(0, win));
+    CHECK(mem[40] == left + 5 && mem[41] == left + 6 && mem[42] == GAP,
+          "flavor %d struct put: %d %d %d", flavor, mem[40], mem[41], mem[42]);
+
+    /* Errors: a target type reaching past the window; origin and target of different sizes;
+       accumulate mixing predefined types. */
+    MUST(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    MPI_Datatype far;
+    MUST(MPI_Type_vector(2, 1, N, MPI_INT32_T, &far));
+    MUST(MPI_Type_commit(&far));
+    MUST(MPI_Win_fence(0, win));
+    if (flavor != 2) {
+        int rc = MPI_Put(src, 2, MPI_INT32_T, right, 0, 1, far, win);
+        CHECK(class_of(rc) == MPI_ERR_RMA_RANGE, "far put gave class %d", class_of(rc));
+    }
+    int rc = MPI_Put(src, 3, MPI_INT32_T, right, 0, 1, every_other, win);
+    CHECK(class_of(rc) == MPI_ERR_COUNT, "size mismatch gave class %d", class_of(rc));
+    float f[8] = {0};
+    rc = MPI_Accumulate(f, 8, MPI_FLOAT, right, 0, 1, every_other, MPI_SUM, win);
+    CHECK(class_of(rc) == MPI_ERR_TYPE, "mixed accumulate gave class %d", class_of(rc));
+    MUST(MPI_Win_fence(0, win));
+
+    MPI_Type_free(&far);
+    MPI_Type_free(&st_ty);
+    MPI_Type_free(&stride2);
+    MPI_Type_free(&stride3);
+    MPI_Type_free(&idx);
+    MPI_Type_free(&every_other);
+    unmake(flavor, &win, mem);
+    free(disp);
+}
+
+int main(int argc, char **argv) {
+    MUST(MPI_Init(&argc, &argv));
+    MUST(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    MUST(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    for (int flavor = 0; flavor < 3; flavor++) run(flavor);
+    MUST(MPI_Finalize());
+    if (rank == 0) printf("rma_ddt: %d ranks passed\n", size);
+    return 0;
+}
