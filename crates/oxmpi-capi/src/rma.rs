@@ -2,15 +2,16 @@
 //! request forms) over the handle layer's windows (`oxmpi::handle::win`).
 //!
 //! A window's errors go to its own error handler (`MPI_Win_set_errhandler`; at creation, the
-//! communicator's). Datatypes must be contiguous on both sides. `MPI_Rput` and friends return
+//! communicator's). Derived datatypes work on both sides. `MPI_Rput` and friends return
 //! requests that are already complete: within a host every operation is done when its call
 //! returns. Info arguments are accepted and ignored (no hint changes behaviour yet).
 
 use std::collections::HashMap;
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::Mutex;
 
 use oxmpi::handle::comm::CommHandle;
+use oxmpi::handle::comm::{self as hc, CopyPolicy, KeyvalHandle};
 use oxmpi::handle::errhandler::{self as he, ErrhandlerHandle};
 use oxmpi::handle::group::GroupHandle;
 use oxmpi::handle::op::{self as hop, OpHandle};
@@ -18,7 +19,7 @@ use oxmpi::handle::win::{self as hw, WinHandle};
 use oxmpi::window::Flavor;
 use oxmpi::{ErrorClass, Op, Result};
 
-use crate::boundary::{comm, err, get, handle_of, int_of, mpi_fn, put, Handle};
+use crate::boundary::{comm, err, get, handle_of, int_of, mpi_fn, put, put_str, str_arg, Handle};
 use crate::datatypes::id as ty;
 
 /// `MPI_REQUEST_NULL`.
@@ -32,6 +33,11 @@ const WIN_CREATE_FLAVOR: c_int = 604;
 const WIN_MODEL: c_int = 605;
 /// `MPI_WIN_UNIFIED`: public and private copies are one memory.
 const WIN_UNIFIED: c_int = 321;
+
+/// `MPI_Win_errhandler_function` (variadic in C; only the two named arguments are passed).
+pub type WinErrhandlerFunction = unsafe extern "C" fn(*mut Handle, *mut c_int);
+/// `MPI_Win_delete_attr_function`.
+pub type WinDeleteFunction = unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void) -> c_int;
 
 fn win(h: Handle) -> WinHandle {
     WinHandle::from_int(int_of(h))
@@ -190,7 +196,12 @@ mpi_fn! {
             WIN_DISP_UNIT => (&mut vals.disp_unit as *mut c_int).cast(),
             WIN_CREATE_FLAVOR => (&mut vals.flavor as *mut c_int).cast(),
             WIN_MODEL => (&mut vals.model as *mut c_int).cast(),
-            _ => return put("Win_get_attr", flag, 0),
+            // The communicator's predefined keys are not window attributes.
+            k if oxmpi::Predefined::from_key(k as u32).is_some() => return put("Win_get_attr", flag, 0),
+            k => match hc::comm_get_attr(on_win(w), KeyvalHandle::from_int(k))? {
+                Some(v) => v as *mut c_void,
+                None => return put("Win_get_attr", flag, 0),
+            },
         };
         put("Win_get_attr", slot, p)?;
         put("Win_get_attr", flag, 1)
@@ -337,6 +348,106 @@ mpi_fn! {
     /// `MPI_Win_sync`.
     fn Win_sync = MPI_Win_sync / PMPI_Win_sync(w: Handle) on on_win(w) => {
         hw::win_sync(win(w))
+    }
+
+    /// `MPI_Win_create_errhandler`: the handler receives the window's handle.
+    fn Win_create_errhandler = MPI_Win_create_errhandler / PMPI_Win_create_errhandler(
+        f: Option<WinErrhandlerFunction>,
+        out: *mut Handle,
+    ) on CommHandle::WORLD => {
+        let f = f.ok_or_else(|| err(ErrorClass::Arg, "Win_create_errhandler", "the function is NULL"))?;
+        if out.is_null() {
+            return Err(err(ErrorClass::Arg, "Win_create_errhandler", "errhandler is NULL"));
+        }
+        let h = he::errhandler_create(std::sync::Arc::new(move |c: CommHandle, code: i32| {
+            let mut wh = win_handle(hw::window_of(c).unwrap_or(WinHandle::NULL));
+            let mut code = code;
+            // SAFETY: FFI call of the user's handler with pointers to two live locals.
+            unsafe { f(&mut wh, &mut code) };
+        }))?;
+        put("Win_create_errhandler", out, handle_of(h.to_int()))
+    }
+
+    /// `MPI_Win_set_name`.
+    fn Win_set_name = MPI_Win_set_name / PMPI_Win_set_name(w: Handle, name: *const c_char) on on_win(w) => {
+        hw::check("Win_set_name", win(w))?;
+        oxmpi::handle::name::comm_set_name(on_win(w), str_arg("Win_set_name", name)?)
+    }
+
+    /// `MPI_Win_get_name`: `name` must hold `MPI_MAX_OBJECT_NAME` bytes; a window never
+    /// named has the empty name.
+    fn Win_get_name = MPI_Win_get_name / PMPI_Win_get_name(w: Handle, name: *mut c_char, len: *mut c_int) on on_win(w) => {
+        hw::check("Win_get_name", win(w))?;
+        let n = oxmpi::handle::name::comm_get_name(on_win(w))?;
+        let written = put_str("Win_get_name", name, crate::comm::MAX_OBJECT_NAME, &n)?;
+        put("Win_get_name", len, written)
+    }
+
+    /// `MPI_Win_set_info`: no hint changes a window's behaviour, so all are accepted.
+    fn Win_set_info = MPI_Win_set_info / PMPI_Win_set_info(w: Handle, info: Handle) on on_win(w) => {
+        hw::check("Win_set_info", win(w))?;
+        let i = oxmpi::handle::info::InfoHandle::from_int(int_of(info));
+        if i != oxmpi::handle::info::InfoHandle::NULL {
+            oxmpi::handle::info::info_get_nkeys(i)?;
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_get_info`: a new, empty info (no hint is in use).
+    fn Win_get_info = MPI_Win_get_info / PMPI_Win_get_info(w: Handle, out: *mut Handle) on on_win(w) => {
+        hw::check("Win_get_info", win(w))?;
+        if out.is_null() {
+            return Err(err(ErrorClass::Arg, "Win_get_info", "info_used is NULL"));
+        }
+        put("Win_get_info", out, handle_of(oxmpi::handle::info::info_create()?.to_int()))
+    }
+
+    /// `MPI_Win_create_keyval`: `MPI_WIN_NULL_COPY_FN` (0) and `MPI_WIN_DUP_FN` (1) are both
+    /// accepted (windows are never duplicated); a null delete function is
+    /// `MPI_WIN_NULL_DELETE_FN`.
+    fn Win_create_keyval = MPI_Win_create_keyval / PMPI_Win_create_keyval(
+        copy: usize, delete: Option<WinDeleteFunction>, keyval: *mut c_int, extra: *mut c_void
+    ) on CommHandle::WORLD => {
+        if keyval.is_null() {
+            return Err(err(ErrorClass::Arg, "Win_create_keyval", "keyval is NULL"));
+        }
+        let _ = copy;
+        let delete = delete.map(|f| {
+            std::sync::Arc::new(move |c: CommHandle, k: KeyvalHandle, extra: usize, v: usize| {
+                let wh = win_handle(hw::window_of(c).unwrap_or(WinHandle::NULL));
+                // SAFETY: FFI call of the user's delete function.
+                let rc = unsafe { f(wh, k.to_int(), v as *mut c_void, extra as *mut c_void) };
+                if rc != 0 {
+                    return Err(err(
+                        ErrorClass::Other,
+                        "window attribute delete",
+                        format!("the delete function returned {rc}"),
+                    ));
+                }
+                Ok(())
+            }) as hc::DeleteFn
+        });
+        let k = hc::keyval_create(CopyPolicy::Null, delete, extra as usize)?;
+        put("Win_create_keyval", keyval, k.to_int())
+    }
+
+    /// `MPI_Win_free_keyval`.
+    fn Win_free_keyval = MPI_Win_free_keyval / PMPI_Win_free_keyval(keyval: *mut c_int) on CommHandle::WORLD => {
+        let mut k = KeyvalHandle::from_int(get("Win_free_keyval", keyval)?);
+        hc::keyval_free(&mut k)?;
+        put("Win_free_keyval", keyval, k.to_int())
+    }
+
+    /// `MPI_Win_set_attr`.
+    fn Win_set_attr = MPI_Win_set_attr / PMPI_Win_set_attr(w: Handle, k: c_int, v: *mut c_void) on on_win(w) => {
+        hw::check("Win_set_attr", win(w))?;
+        hc::comm_set_attr(on_win(w), KeyvalHandle::from_int(k), v as usize)
+    }
+
+    /// `MPI_Win_delete_attr`.
+    fn Win_delete_attr = MPI_Win_delete_attr / PMPI_Win_delete_attr(w: Handle, k: c_int) on on_win(w) => {
+        hw::check("Win_delete_attr", win(w))?;
+        hc::comm_delete_attr(on_win(w), KeyvalHandle::from_int(k))
     }
 }
 

@@ -1,7 +1,8 @@
 /* One-sided operations with derived datatypes on both sides, at any number of ranks: strided
    puts and gets, indexed accumulates, get_accumulate into a strided result, a struct origin
    into a contiguous target, over allocated, created and dynamic windows. Every data byte is
-   checked and every gap byte of the target and the origin must be left untouched. */
+   checked and every gap byte of the target and the origin must be left untouched. Then the
+   window as an object: names, user error handlers, keyvals and attributes, info. */
 #include <stdint.h>
 #include <string.h>
 #include "check.h"
@@ -173,11 +174,109 @@ static void run(int flavor) {
     free(disp);
 }
 
+static int handler_calls, handler_code;
+static MPI_Win handler_win;
+
+static void on_error(MPI_Win *win, int *code, ...) {
+    handler_calls++;
+    handler_code = *code;
+    handler_win = *win;
+}
+
+static int deletes;
+static void *deleted_value;
+static MPI_Win deleted_win;
+
+static int on_delete(MPI_Win win, int keyval, void *value, void *extra) {
+    (void)keyval;
+    CHECK(extra == (void *)&deletes, "extra state %p", extra);
+    deletes++;
+    deleted_value = value;
+    deleted_win = win;
+    return MPI_SUCCESS;
+}
+
+static void objects(void) {
+    int32_t *mem;
+    MPI_Win win;
+    MUST(MPI_Win_allocate(64, 4, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+
+    char name[MPI_MAX_OBJECT_NAME];
+    int len = -1;
+    MUST(MPI_Win_get_name(win, name, &len));
+    CHECK(len == 0 && name[0] == 0, "unnamed window is called '%s'", name);
+    MUST(MPI_Win_set_name(win, "halo window"));
+    MUST(MPI_Win_get_name(win, name, &len));
+    CHECK(len == 11 && strcmp(name, "halo window") == 0, "name '%s' (%d)", name, len);
+
+    MPI_Errhandler eh;
+    MUST(MPI_Win_create_errhandler(on_error, &eh));
+    MUST(MPI_Win_set_errhandler(win, eh));
+    MUST(MPI_Errhandler_free(&eh));
+    int rc = MPI_Put(mem, 1, MPI_INT32_T, size, 0, 1, MPI_INT32_T, win);
+    CHECK(rc != MPI_SUCCESS && class_of(rc) == MPI_ERR_RANK, "bad rank gave %d", rc);
+    CHECK(handler_calls == 1 && handler_win == win && handler_code == rc,
+          "handler calls %d, code %d vs %d", handler_calls, handler_code, rc);
+    MUST(MPI_Win_call_errhandler(win, MPI_ERR_OTHER));
+    CHECK(handler_calls == 2 && handler_code == MPI_ERR_OTHER, "call_errhandler");
+
+    int key = MPI_KEYVAL_INVALID, key2 = MPI_KEYVAL_INVALID;
+    MUST(MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, on_delete, &key, &deletes));
+    MUST(MPI_Win_create_keyval(MPI_WIN_DUP_FN, MPI_WIN_NULL_DELETE_FN, &key2, NULL));
+    void *got = NULL;
+    int flag = 1;
+    MUST(MPI_Win_get_attr(win, key, &got, &flag));
+    CHECK(flag == 0, "unset attribute found");
+    MUST(MPI_Win_set_attr(win, key, (void *)(intptr_t)(rank + 11)));
+    MUST(MPI_Win_set_attr(win, key2, (void *)(intptr_t)7));
+    MUST(MPI_Win_get_attr(win, key, &got, &flag));
+    CHECK(flag == 1 && got == (void *)(intptr_t)(rank + 11), "attribute %p", got);
+    MUST(MPI_Win_delete_attr(win, key2));
+    MUST(MPI_Win_get_attr(win, key2, &got, &flag));
+    CHECK(flag == 0, "deleted attribute found");
+    /* The predefined attributes still answer. */
+    MPI_Aint *wsize = NULL;
+    MUST(MPI_Win_get_attr(win, MPI_WIN_SIZE, &wsize, &flag));
+    CHECK(flag && *wsize == 64, "MPI_WIN_SIZE");
+    /* A communicator's predefined key is not a window attribute. */
+    MUST(MPI_Win_get_attr(win, MPI_TAG_UB, &got, &flag));
+    CHECK(flag == 0, "MPI_TAG_UB on a window");
+
+    MPI_Info info, used;
+    MUST(MPI_Info_create(&info));
+    MUST(MPI_Info_set(info, "no_locks", "false"));
+    MUST(MPI_Win_set_info(win, info));
+    MUST(MPI_Win_get_info(win, &used));
+    CHECK(used != MPI_INFO_NULL, "get_info gave MPI_INFO_NULL");
+    MUST(MPI_Info_free(&used));
+    MUST(MPI_Info_free(&info));
+
+    MPI_Win freed = win;
+    MUST(MPI_Win_free(&win));
+    CHECK(win == MPI_WIN_NULL, "free did not null the handle");
+    CHECK(deletes == 1 && deleted_value == (void *)(intptr_t)(rank + 11) && deleted_win == freed,
+          "delete callback: %d calls, value %p", deletes, deleted_value);
+    MUST(MPI_Win_free_keyval(&key));
+    MUST(MPI_Win_free_keyval(&key2));
+    CHECK(key == MPI_KEYVAL_INVALID, "free_keyval did not reset the key");
+
+    /* Bad input: a freed window, a NULL name, a NULL function. */
+    MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    CHECK(class_of(MPI_Win_set_name(freed, "x")) == MPI_ERR_WIN, "freed window named");
+    MPI_Win w2;
+    MUST(MPI_Win_allocate(0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &w2));
+    MUST(MPI_Win_set_errhandler(w2, MPI_ERRORS_RETURN));
+    CHECK(class_of(MPI_Win_set_name(w2, NULL)) == MPI_ERR_ARG, "NULL name");
+    CHECK(class_of(MPI_Win_create_errhandler(NULL, &eh)) == MPI_ERR_ARG, "NULL handler");
+    MUST(MPI_Win_free(&w2));
+}
+
 int main(int argc, char **argv) {
     MUST(MPI_Init(&argc, &argv));
     MUST(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     MUST(MPI_Comm_size(MPI_COMM_WORLD, &size));
     for (int flavor = 0; flavor < 3; flavor++) run(flavor);
+    objects();
     MUST(MPI_Finalize());
     if (rank == 0) printf("rma_ddt: %d ranks passed\n", size);
     return 0;

@@ -51,6 +51,24 @@ struct Entry {
 
 static WINS: Table<Arc<Entry>> = Table::new();
 
+/// Window id by the id of its private communicator, so a callback reached through that
+/// communicator (an error handler, an attribute's delete function) can name the window.
+static BY_ERRS: std::sync::Mutex<Vec<(CommHandle, WinHandle)>> = std::sync::Mutex::new(Vec::new());
+
+fn by_errs() -> std::sync::MutexGuard<'static, Vec<(CommHandle, WinHandle)>> {
+    BY_ERRS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The window whose private communicator is `c` (see [`error_comm`]), if one is live.
+pub fn window_of(c: CommHandle) -> Option<WinHandle> {
+    by_errs().iter().find(|(e, _)| *e == c).map(|(_, w)| *w)
+}
+
+/// Checks that `w` names a live window.
+pub fn check(call: &str, w: WinHandle) -> Result<()> {
+    entry(call, w).map(drop)
+}
+
 fn entry(call: &str, w: WinHandle) -> Result<Arc<Entry>> {
     super::env::runtime(call)?;
     WINS.get(w.0).ok_or_else(|| {
@@ -95,14 +113,17 @@ fn create(
     let core = WinCore::new(&c, flavor, size, disp_unit as usize, base)?;
     let errs = super::comm::put_opt(call, Some(core.comm().clone()))?;
     super::errhandler::inherit(comm, errs);
-    WINS.insert(Arc::new(Entry { core, errs }))
+    let w = WINS
+        .insert(Arc::new(Entry { core, errs }))
         .map(WinHandle)
         .ok_or_else(|| {
             Error::new(
                 ErrorClass::Other,
                 format!("{call}: too many windows are live"),
             )
-        })
+        })?;
+    by_errs().push((errs, w));
+    Ok(w)
 }
 
 /// `MPI_Win_create` over `size` bytes at `base`, which the caller keeps valid until the
@@ -159,11 +180,14 @@ pub fn win_free(w: &mut WinHandle) -> Result<()> {
     e.core.free()?;
     WINS.remove(w.0);
     super::errhandler::forget(e.errs);
+    super::name::forget(e.errs);
     let mut errs = e.errs;
-    // The private communicator goes with the window; it has no attributes of its own.
-    super::comm::comm_free(&mut errs)?;
+    // The private communicator goes with the window, and with it the window's attributes
+    // (their delete callbacks run here, still naming the window).
+    let freed = super::comm::comm_free(&mut errs);
+    by_errs().retain(|(c, _)| *c != e.errs);
     *w = WinHandle::NULL;
-    Ok(())
+    freed
 }
 
 /// `MPI_Win_shared_query`: size, displacement unit and local address of `rank`'s memory.
