@@ -39,6 +39,17 @@ pub type WinErrhandlerFunction = unsafe extern "C" fn(*mut Handle, *mut c_int);
 /// `MPI_Win_delete_attr_function`.
 pub type WinDeleteFunction = unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void) -> c_int;
 
+/// A large-count displacement unit, which windows keep as an `int`.
+fn unit(call: &str, u: isize) -> Result<c_int> {
+    c_int::try_from(u).map_err(|_| {
+        err(
+            ErrorClass::Disp,
+            call,
+            format!("displacement unit {u} does not fit an int"),
+        )
+    })
+}
+
 fn win(h: Handle) -> WinHandle {
     WinHandle::from_int(int_of(h))
 }
@@ -272,6 +283,87 @@ mpi_fn! {
     fn Rget_accumulate = MPI_Rget_accumulate / PMPI_Rget_accumulate(origin: *const c_void, ocount: c_int, otype: Handle, result: *mut c_void, rcount: c_int, rtype: Handle, target: c_int, disp: isize, tcount: c_int, ttype: Handle, o: Handle, w: Handle, req: *mut Handle) on on_win(w) => {
         hw::get_accumulate("rget_accumulate", origin.cast(), ocount.into(), ty(otype as usize), result.cast(), rcount.into(), ty(rtype as usize), target, disp as i64, tcount.into(), ty(ttype as usize), &op(o)?, win(w))?;
         done_request("Rget_accumulate", req)
+    }
+
+    /// `MPI_Put_c` (large counts).
+    fn Put_c = MPI_Put_c / PMPI_Put_c(origin: *const c_void, ocount: i64, otype: Handle, target: c_int, disp: isize, tcount: i64, ttype: Handle, w: Handle) on on_win(w) => {
+        hw::put(origin.cast(), ocount, ty(otype as usize), target, disp as i64, tcount, ty(ttype as usize), win(w))
+    }
+
+    /// `MPI_Get_c`.
+    fn Get_c = MPI_Get_c / PMPI_Get_c(origin: *mut c_void, ocount: i64, otype: Handle, target: c_int, disp: isize, tcount: i64, ttype: Handle, w: Handle) on on_win(w) => {
+        hw::get(origin.cast(), ocount, ty(otype as usize), target, disp as i64, tcount, ty(ttype as usize), win(w))
+    }
+
+    /// `MPI_Accumulate_c`.
+    fn Accumulate_c = MPI_Accumulate_c / PMPI_Accumulate_c(origin: *const c_void, ocount: i64, otype: Handle, target: c_int, disp: isize, tcount: i64, ttype: Handle, o: Handle, w: Handle) on on_win(w) => {
+        hw::accumulate(origin.cast(), ocount, ty(otype as usize), target, disp as i64, tcount, ty(ttype as usize), &op(o)?, win(w))
+    }
+
+    /// `MPI_Get_accumulate_c`.
+    fn Get_accumulate_c = MPI_Get_accumulate_c / PMPI_Get_accumulate_c(origin: *const c_void, ocount: i64, otype: Handle, result: *mut c_void, rcount: i64, rtype: Handle, target: c_int, disp: isize, tcount: i64, ttype: Handle, o: Handle, w: Handle) on on_win(w) => {
+        hw::get_accumulate("get_accumulate", origin.cast(), ocount, ty(otype as usize), result.cast(), rcount, ty(rtype as usize), target, disp as i64, tcount, ty(ttype as usize), &op(o)?, win(w))
+    }
+
+    /// `MPI_Rput_c`: the request is complete at once.
+    fn Rput_c = MPI_Rput_c / PMPI_Rput_c(origin: *const c_void, ocount: i64, otype: Handle, target: c_int, disp: isize, tcount: i64, ttype: Handle, w: Handle, req: *mut Handle) on on_win(w) => {
+        hw::put(origin.cast(), ocount, ty(otype as usize), target, disp as i64, tcount, ty(ttype as usize), win(w))?;
+        done_request("Rput_c", req)
+    }
+
+    /// `MPI_Rget_c`.
+    fn Rget_c = MPI_Rget_c / PMPI_Rget_c(origin: *mut c_void, ocount: i64, otype: Handle, target: c_int, disp: isize, tcount: i64, ttype: Handle, w: Handle, req: *mut Handle) on on_win(w) => {
+        hw::get(origin.cast(), ocount, ty(otype as usize), target, disp as i64, tcount, ty(ttype as usize), win(w))?;
+        done_request("Rget_c", req)
+    }
+
+    /// `MPI_Raccumulate_c`.
+    fn Raccumulate_c = MPI_Raccumulate_c / PMPI_Raccumulate_c(origin: *const c_void, ocount: i64, otype: Handle, target: c_int, disp: isize, tcount: i64, ttype: Handle, o: Handle, w: Handle, req: *mut Handle) on on_win(w) => {
+        hw::accumulate(origin.cast(), ocount, ty(otype as usize), target, disp as i64, tcount, ty(ttype as usize), &op(o)?, win(w))?;
+        done_request("Raccumulate_c", req)
+    }
+
+    /// `MPI_Rget_accumulate_c`.
+    fn Rget_accumulate_c = MPI_Rget_accumulate_c / PMPI_Rget_accumulate_c(origin: *const c_void, ocount: i64, otype: Handle, result: *mut c_void, rcount: i64, rtype: Handle, target: c_int, disp: isize, tcount: i64, ttype: Handle, o: Handle, w: Handle, req: *mut Handle) on on_win(w) => {
+        hw::get_accumulate("rget_accumulate", origin.cast(), ocount, ty(otype as usize), result.cast(), rcount, ty(rtype as usize), target, disp as i64, tcount, ty(ttype as usize), &op(o)?, win(w))?;
+        done_request("Rget_accumulate_c", req)
+    }
+
+    /// `MPI_Win_create_c`: the displacement unit is an `MPI_Aint`.
+    fn Win_create_c = MPI_Win_create_c / PMPI_Win_create_c(base: *mut c_void, size: isize, disp_unit: isize, info: Handle, c: Handle, out: *mut Handle) on comm(c) => {
+        let _ = info;
+        let w = hw::win_create(base.cast(), size as i64, unit("Win_create_c", disp_unit)?, comm(c))?;
+        put("Win_create_c", out, win_handle(w))
+    }
+
+    /// `MPI_Win_allocate_c`.
+    fn Win_allocate_c = MPI_Win_allocate_c / PMPI_Win_allocate_c(size: isize, disp_unit: isize, info: Handle, c: Handle, baseptr: *mut c_void, out: *mut Handle) on comm(c) => {
+        let _ = info;
+        if baseptr.is_null() {
+            return Err(err(ErrorClass::Arg, "Win_allocate_c", "baseptr is NULL"));
+        }
+        let (w, p) = hw::win_allocate(size as i64, unit("Win_allocate_c", disp_unit)?, comm(c))?;
+        put("Win_allocate_c", baseptr.cast::<*mut c_void>(), p.cast())?;
+        put("Win_allocate_c", out, win_handle(w))
+    }
+
+    /// `MPI_Win_allocate_shared_c`.
+    fn Win_allocate_shared_c = MPI_Win_allocate_shared_c / PMPI_Win_allocate_shared_c(size: isize, disp_unit: isize, info: Handle, c: Handle, baseptr: *mut c_void, out: *mut Handle) on comm(c) => {
+        let _ = info;
+        if baseptr.is_null() {
+            return Err(err(ErrorClass::Arg, "Win_allocate_shared_c", "baseptr is NULL"));
+        }
+        let (w, p) = hw::win_allocate_shared(size as i64, unit("Win_allocate_shared_c", disp_unit)?, comm(c))?;
+        put("Win_allocate_shared_c", baseptr.cast::<*mut c_void>(), p.cast())?;
+        put("Win_allocate_shared_c", out, win_handle(w))
+    }
+
+    /// `MPI_Win_shared_query_c`.
+    fn Win_shared_query_c = MPI_Win_shared_query_c / PMPI_Win_shared_query_c(w: Handle, rank: c_int, size: *mut isize, disp_unit: *mut isize, baseptr: *mut c_void) on on_win(w) => {
+        let (s, u, p) = hw::win_shared_query(win(w), rank)?;
+        put("Win_shared_query_c", size, s as isize)?;
+        put("Win_shared_query_c", disp_unit, u as isize)?;
+        put("Win_shared_query_c", baseptr.cast::<*mut c_void>(), p.cast())
     }
 
     /// `MPI_Win_fence`.

@@ -2,7 +2,8 @@
    puts and gets, indexed accumulates, get_accumulate into a strided result, a struct origin
    into a contiguous target, over allocated, created and dynamic windows. Every data byte is
    checked and every gap byte of the target and the origin must be left untouched. Then the
-   window as an object: names, user error handlers, keyvals and attributes, info. */
+   window as an object: names, user error handlers, keyvals and attributes, info; and the
+   large-count forms. */
 #include <stdint.h>
 #include <string.h>
 #include "check.h"
@@ -271,12 +272,71 @@ static void objects(void) {
     MUST(MPI_Win_free(&w2));
 }
 
+/* The large-count (`_c`) forms: the same operations with MPI_Count counts and MPI_Aint
+   displacement units. */
+static void large_count_forms(void) {
+    int64_t *mem;
+    MPI_Win win;
+    MUST(MPI_Win_allocate_c(8 * sizeof(int64_t), (MPI_Aint)sizeof(int64_t), MPI_INFO_NULL,
+                            MPI_COMM_WORLD, &mem, &win));
+    for (int i = 0; i < 8; i++) mem[i] = 0;
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int64_t v[2] = {rank + 100, rank + 200}, one = 1, old = -1, got[2] = {0, 0};
+    MPI_Request req;
+    MUST(MPI_Win_fence(0, win));
+    MUST(MPI_Put_c(v, (MPI_Count)2, MPI_INT64_T, right, 0, (MPI_Count)2, MPI_INT64_T, win));
+    MUST(MPI_Accumulate_c(&one, 1, MPI_INT64_T, 0, 4, 1, MPI_INT64_T, MPI_SUM, win));
+    MUST(MPI_Rput_c(v, 1, MPI_INT64_T, right, 5, 1, MPI_INT64_T, win, &req));
+    MUST(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    MUST(MPI_Win_fence(0, win));
+    CHECK(mem[0] == left + 100 && mem[1] == left + 200 && mem[5] == left + 100,
+          "put_c gave %lld %lld %lld", (long long)mem[0], (long long)mem[1], (long long)mem[5]);
+    if (rank == 0) CHECK(mem[4] == size, "accumulate_c gave %lld", (long long)mem[4]);
+    MUST(MPI_Get_c(got, 2, MPI_INT64_T, right, 0, 2, MPI_INT64_T, win));
+    MUST(MPI_Rget_c(&old, 1, MPI_INT64_T, right, 5, 1, MPI_INT64_T, win, &req));
+    MUST(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    MUST(MPI_Win_fence(0, win));
+    CHECK(got[0] == rank + 100 && got[1] == rank + 200 && old == rank + 100, "get_c");
+    MUST(MPI_Get_accumulate_c(&one, 1, MPI_INT64_T, &old, 1, MPI_INT64_T, 0, 6, 1, MPI_INT64_T,
+                              MPI_SUM, win));
+    MUST(MPI_Raccumulate_c(&one, 1, MPI_INT64_T, 0, 7, 1, MPI_INT64_T, MPI_SUM, win, &req));
+    MUST(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    MUST(MPI_Rget_accumulate_c(NULL, 0, MPI_INT64_T, &old, 1, MPI_INT64_T, 0, 7, 1,
+                               MPI_INT64_T, MPI_NO_OP, win, &req));
+    MUST(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    MUST(MPI_Win_fence(0, win));
+    if (rank == 0) CHECK(mem[6] == size && mem[7] == size, "get_accumulate_c/raccumulate_c");
+    MUST(MPI_Win_free(&win));
+
+    MPI_Win shared;
+    int64_t *mine;
+    MUST(MPI_Win_allocate_shared_c(16, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &mine, &shared));
+    MPI_Aint qsize = 0, qunit = 0;
+    int64_t *theirs = NULL;
+    MUST(MPI_Win_shared_query_c(shared, right, &qsize, &qunit, &theirs));
+    CHECK(qsize == 16 && qunit == 8 && theirs != NULL, "shared_query_c %ld %ld", (long)qsize,
+          (long)qunit);
+    MUST(MPI_Win_free(&shared));
+
+    int64_t buf[2];
+    MUST(MPI_Win_create_c(buf, 16, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    MUST(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    int rc = MPI_Put_c(v, (MPI_Count)-1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, win);
+    CHECK(class_of(rc) == MPI_ERR_COUNT, "negative count gave class %d", class_of(rc));
+    MUST(MPI_Win_free(&win));
+    MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    rc = MPI_Win_create_c(buf, 16, (MPI_Aint)1 << 40, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    CHECK(class_of(rc) == MPI_ERR_DISP, "huge displacement unit gave class %d", class_of(rc));
+    MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
 int main(int argc, char **argv) {
     MUST(MPI_Init(&argc, &argv));
     MUST(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     MUST(MPI_Comm_size(MPI_COMM_WORLD, &size));
     for (int flavor = 0; flavor < 3; flavor++) run(flavor);
     objects();
+    large_count_forms();
     MUST(MPI_Finalize());
     if (rank == 0) printf("rma_ddt: %d ranks passed\n", size);
     return 0;
