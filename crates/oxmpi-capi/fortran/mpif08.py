@@ -16,6 +16,7 @@ KINDS = {"MPI_Aint": "MPI_ADDRESS_KIND", "MPI_Count": "MPI_COUNT_KIND",
          "MPI_Offset": "MPI_OFFSET_KIND"}
 # int arguments that are LOGICAL in Fortran.
 LOGICAL = {"flag", "commute", "high", "reorder"}
+LOGICAL_ARRAYS = {"periods", "remain_dims"}
 # Functions mpi_f08 writes by hand below (or leaves out, with the reason).
 NOT_GENERATED = {
     "MPI_Init": "hand-written", "MPI_Init_thread": "hand-written", "MPI_Wtime": "hand-written",
@@ -30,6 +31,7 @@ NOT_GENERATED = {
     "MPI_Attr_put": "hand-written", "MPI_Attr_get": "hand-written",
     "MPI_Type_set_attr": "hand-written",
     "MPI_Type_get_attr": "hand-written",
+    "MPI_Win_get_attr": "hand-written",
     "MPI_Alloc_mem": "hand-written",
     "MPI_Buffer_detach": "hand-written",
     "MPI_Pcontrol": "hand-written",
@@ -106,9 +108,13 @@ def proc(f):
                 decls.append(f"integer :: {n}")
                 actuals.append(n)
             idecls.append(f"integer(c_int) :: {n}")
+        elif b == "int" and p.array == 1 and n in LOGICAL_ARRAYS:
+            # Default LOGICAL is a 4-byte 0 or 1 with gfortran: the F77 wrapper reads ints.
+            intent = ", intent(in)" if p.const else ""
+            decls.append(f"logical{intent} :: {n}(*)")
+            idecls.append(f"logical :: {n}(*)")
+            actuals.append(n)
         elif b == "int" and p.array == 1:
-            if n in ("periods", "remain_dims"):
-                raise Skip("LOGICAL array")
             decls.append(f"integer :: {n}(*)")
             idecls.append(f"integer(c_int) :: {n}(*)")
             actuals.append(n)
@@ -302,7 +308,7 @@ HAND_NAMES = ["MPI_Init", "MPI_Init_thread", "MPI_Comm_get_attr", "MPI_Comm_set_
               "MPI_Op_create", "MPI_Op_free", "MPI_Comm_create_errhandler",
               "MPI_Comm_create_keyval", "MPI_Type_create_keyval", "MPI_Type_set_attr",
               "MPI_Type_get_attr", "MPI_Alloc_mem", "MPI_Buffer_detach", "MPI_Keyval_create",
-              "MPI_Attr_put", "MPI_Attr_get"]
+              "MPI_Attr_put", "MPI_Attr_get", "MPI_Win_get_attr"]
 
 HAND_ABSTRACT = """        subroutine MPI_Comm_errhandler_function(comm, error_code)
             import
@@ -440,7 +446,13 @@ HAND_IFACES = """        subroutine oxf77_init(ierr) bind(C, name="mpi_init_")
             import
             type(MPI_Comm) :: comm
             integer(c_int) :: keyval, val, flag, ierr
-        end subroutine oxf77_attr_get"""
+        end subroutine oxf77_attr_get
+        subroutine oxf77_win_get_attr(win, keyval, val, flag, ierr) bind(C, name="mpi_win_get_attr_")
+            import
+            type(MPI_Win) :: win
+            integer(c_int) :: keyval, flag, ierr
+            integer(c_int64_t) :: val
+        end subroutine oxf77_win_get_attr"""
 
 HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
         integer, optional, intent(out) :: ierror
@@ -619,6 +631,20 @@ HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
         flag = iflag /= 0
         if (present(ierror)) ierror = ierr
     end subroutine MPI_Attr_get_f08
+    subroutine MPI_Win_get_attr_f08(win, win_keyval, attribute_val, flag, ierror)
+        type(MPI_Win), intent(in) :: win
+        integer, intent(in) :: win_keyval
+        integer(kind=MPI_ADDRESS_KIND), intent(out) :: attribute_val
+        logical, intent(out) :: flag
+        integer, optional, intent(out) :: ierror
+        integer :: ierr, iflag, k
+        type(MPI_Win) :: w
+        w = win
+        k = win_keyval
+        call oxf77_win_get_attr(w, k, attribute_val, iflag, ierr)
+        flag = iflag /= 0
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Win_get_attr_f08
     ! The predefined callbacks, as Fortran procedures of the abstract interfaces.
     subroutine MPI_COMM_NULL_COPY_FN(oldcomm, comm_keyval, extra_state, attribute_val_in, &
             attribute_val_out, flag, ierror)

@@ -2,7 +2,8 @@
  * The handwritten part of libmpifort: the sentinels' storage, request conversions, strings,
  * and the Fortran bindings that need more than a table-driven translation (MPI_Init without
  * argc/argv, Fortran callbacks for operations, error handlers and attribute keyvals,
- * attribute values as integers, MPI_Alloc_mem, MPI_Buffer_detach, MPI_Pcontrol).
+ * attribute values as integers, MPI_Alloc_mem, MPI_Buffer_detach, MPI_Pcontrol) and the
+ * length of alltoallw's datatype arrays.
  * gen.py writes the rest (mpifort_gen.c) from the installed mpi.h.
  */
 #include "runtime.h"
@@ -33,6 +34,36 @@ void oxf_req_update(MPI_Fint *f, MPI_Request old, MPI_Request now) {
     /* A persistent request that completed keeps its integer; a freed one gets NULL's. */
     if (now != old)
         *f = PMPI_Request_c2f(now);
+}
+
+int oxf_types_len(MPI_Comm comm, int neighbor, int send) {
+    int n = 0;
+    if (comm == MPI_COMM_NULL)
+        return 0;
+    if (!neighbor) {
+        int inter = 0;
+        PMPI_Comm_test_inter(comm, &inter);
+        if (inter)
+            PMPI_Comm_remote_size(comm, &n);
+        else
+            PMPI_Comm_size(comm, &n);
+        return n;
+    }
+    int topo = MPI_UNDEFINED;
+    PMPI_Topo_test(comm, &topo);
+    if (topo == MPI_CART) {
+        PMPI_Cartdim_get(comm, &n);
+        n *= 2;
+    } else if (topo == MPI_GRAPH) {
+        int rank = 0;
+        PMPI_Comm_rank(comm, &rank);
+        PMPI_Graph_neighbors_count(comm, rank, &n);
+    } else if (topo == MPI_DIST_GRAPH) {
+        int in = 0, out = 0, weighted = 0;
+        PMPI_Dist_graph_neighbors_count(comm, &in, &out, &weighted);
+        n = send ? out : in;
+    }
+    return n;
 }
 
 /* ---- Strings ----------------------------------------------------------------------------- */
@@ -365,6 +396,24 @@ OXF_EXPORT void pmpi_type_get_attr_(MPI_Fint *t, MPI_Fint *kv, MPI_Aint *val, MP
         *val = (MPI_Aint)(intptr_t)p;
 }
 
+/* MPI_WIN_BASE is the address itself; the other predefined window attributes point to their
+ * value (an MPI_Aint for MPI_WIN_SIZE, an int for the rest). */
+OXF_EXPORT void pmpi_win_get_attr_(MPI_Fint *win, MPI_Fint *kv, MPI_Aint *val, MPI_Fint *flag,
+                                   MPI_Fint *ierr) {
+    void *p = NULL;
+    int f = 0;
+    *ierr = MPI_Win_get_attr(OXF_F2C(MPI_Win, *win), *kv, &p, &f);
+    *flag = f;
+    if (*ierr != MPI_SUCCESS || !f)
+        return;
+    if (*kv == MPI_WIN_BASE)
+        *val = (MPI_Aint)(intptr_t)p;
+    else if (*kv == MPI_WIN_SIZE)
+        *val = *(MPI_Aint *)p;
+    else
+        *val = *(int *)p;
+}
+
 /* MPI_F_SYNC_REG(buf): does nothing, but the compiler cannot know that, so a variable the
  * program reaches through MPI_BOTTOM or a pending request is reloaded from memory after it. */
 OXF_EXPORT void pmpi_f_sync_reg_(void *buf) { (void)buf; }
@@ -389,3 +438,4 @@ OXF_PROFILED(mpi_comm_get_attr_)
 OXF_PROFILED(mpi_attr_get_)
 OXF_PROFILED(mpi_type_get_attr_)
 OXF_PROFILED(mpi_f_sync_reg_)
+OXF_PROFILED(mpi_win_get_attr_)

@@ -75,6 +75,11 @@ MPI_Fint oxf_req_new(MPI_Request c);
 /* After a call that may have completed or replaced request *f (which stood for `old`). */
 void oxf_req_update(MPI_Fint *f, MPI_Request old, MPI_Request now);
 
+/* How many datatypes an alltoallw's send (or receive) types array holds: one per process of
+ * the (remote) group, or per out (in) neighbour for the neighbourhood forms; 0 for
+ * MPI_COMM_NULL (the call itself reports it). */
+int oxf_types_len(MPI_Comm comm, int neighbor, int send);
+
 /* Strings: a Fortran CHARACTER(len) in, trailing blanks dropped (malloc'd, NULL if out of
  * memory); out, blank-padded to len. */
 char *oxf_str_in(const char *s, size_t len);

@@ -3,7 +3,8 @@
 ! -fallow-argument-mismatch), nonblocking with waitall, collectives with MPI_IN_PLACE,
 ! reductions on INTEGER, REAL and DOUBLE PRECISION, a user operation, comm split/dup,
 ! a derived type, LOGICAL flags, strings, the deprecated keyval and attribute calls,
-! MPI_Buffer_detach, large-count procedures by their _c names, and error returns.
+! MPI_Buffer_detach, large-count procedures by their _c names, Cartesian topologies with
+! LOGICAL arrays, window attributes, and error returns.
 module f08_checks
     use mpi_f08
     implicit none
@@ -66,7 +67,7 @@ end module f08_checks
 program f08
     use mpi_f08
     use f08_checks
-    use, intrinsic :: iso_c_binding, only: c_ptr, c_loc, c_associated
+    use, intrinsic :: iso_c_binding, only: c_ptr, c_loc, c_associated, c_intptr_t
     implicit none
     type(MPI_Comm) :: half, dup
     type(MPI_Request) :: reqs(4)
@@ -87,6 +88,12 @@ program f08
     type(c_ptr) :: addr
     integer(kind=MPI_ADDRESS_KIND) :: lba, exta
     integer(kind=MPI_COUNT_KIND) :: lbc, extc
+    type(MPI_Comm) :: ring, sub
+    type(MPI_Win) :: win
+    integer :: dims1(1), coords(1)
+    logical :: periods(1)
+    integer, target :: wbuf(10)
+    integer(kind=MPI_ADDRESS_KIND) :: wval
 
     call MPI_Init()
     call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -232,6 +239,28 @@ program f08
     call MPI_Type_get_true_extent(MPI_INTEGER, lba, exta)
     call check(lbc == lba .and. extc == exta, 'MPI_Type_get_true_extent_c')
     call MPI_Type_free(pair)
+
+    ! A periodic ring: LOGICAL arrays in and out.
+    call MPI_Cart_create(MPI_COMM_WORLD, 1, [size], [.true.], .false., ring)
+    periods = .false.
+    call MPI_Cart_get(ring, 1, dims1, periods, coords)
+    call check(dims1(1) == size .and. periods(1) .and. coords(1) == rank, 'cart_get')
+    call MPI_Cart_sub(ring, [.false.], sub)
+    call MPI_Comm_size(sub, n)
+    call check(n == 1, 'cart_sub drops the dimension')
+    call MPI_Comm_free(sub)
+    call MPI_Comm_free(ring)
+
+    ! Window attributes as INTEGER(KIND=MPI_ADDRESS_KIND) values.
+    call MPI_Win_create(wbuf, int(storage_size(wbuf) / 8 * 10, MPI_ADDRESS_KIND), 4, &
+                        MPI_INFO_NULL, MPI_COMM_WORLD, win)
+    call MPI_Win_get_attr(win, MPI_WIN_SIZE, wval, flag)
+    call check(flag .and. wval == storage_size(wbuf) / 8 * 10, 'MPI_WIN_SIZE')
+    call MPI_Win_get_attr(win, MPI_WIN_DISP_UNIT, wval, flag)
+    call check(flag .and. wval == 4, 'MPI_WIN_DISP_UNIT')
+    call MPI_Win_get_attr(win, MPI_WIN_BASE, wval, flag)
+    call check(flag .and. wval == transfer(c_loc(wbuf), 0_c_intptr_t), 'MPI_WIN_BASE')
+    call MPI_Win_free(win)
 
     ! A derived type: two INTEGERs with a stride.
     call MPI_Type_vector(2, 1, 3, MPI_INTEGER, pair)
