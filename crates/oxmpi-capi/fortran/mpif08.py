@@ -233,7 +233,7 @@ def write(funcs, consts, out):
             G.append(glue)
         generics.setdefault(generic, []).append(spec)
         done.append(name)
-    done += HAND_NAMES + ["MPI_Wtime", "MPI_Wtick"]
+    done += HAND_NAMES + ["MPI_Wtime", "MPI_Wtick", "MPI_Aint_add", "MPI_Aint_diff", "MPI_Pcontrol"]
     L = [HEAD]
     L.append("    integer, parameter :: MPI_ADDRESS_KIND = 8, MPI_OFFSET_KIND = 8, MPI_COUNT_KIND = 8")
     L.append("    integer, parameter :: MPI_INTEGER_KIND = 4, MPI_STATUS_SIZE = 8")
@@ -367,6 +367,18 @@ HAND_IFACES = """        subroutine oxf77_init(ierr) bind(C, name="mpi_init_")
         real(c_double) function oxf77_wtick() bind(C, name="mpi_wtick_")
             import
         end function oxf77_wtick
+        integer(c_int64_t) function oxf77_aint_add(base, disp) bind(C, name="mpi_aint_add_")
+            import
+            integer(c_int64_t) :: base, disp
+        end function oxf77_aint_add
+        integer(c_int64_t) function oxf77_aint_diff(addr1, addr2) bind(C, name="mpi_aint_diff_")
+            import
+            integer(c_int64_t) :: addr1, addr2
+        end function oxf77_aint_diff
+        subroutine oxf77_pcontrol(level, ierr) bind(C, name="mpi_pcontrol_")
+            import
+            integer(c_int) :: level, ierr
+        end subroutine oxf77_pcontrol
         subroutine oxf77_comm_get_attr(comm, keyval, val, flag, ierr) bind(C, name="mpi_comm_get_attr_")
             import
             type(MPI_Comm) :: comm
@@ -474,6 +486,27 @@ HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
     double precision function MPI_Wtick()
         MPI_Wtick = oxf77_wtick()
     end function MPI_Wtick
+    integer(kind=MPI_ADDRESS_KIND) function MPI_Aint_add(base, disp)
+        integer(kind=MPI_ADDRESS_KIND), intent(in) :: base, disp
+        integer(kind=MPI_ADDRESS_KIND) :: b, d
+        b = base
+        d = disp
+        MPI_Aint_add = oxf77_aint_add(b, d)
+    end function MPI_Aint_add
+    integer(kind=MPI_ADDRESS_KIND) function MPI_Aint_diff(addr1, addr2)
+        integer(kind=MPI_ADDRESS_KIND), intent(in) :: addr1, addr2
+        integer(kind=MPI_ADDRESS_KIND) :: a, b
+        a = addr1
+        b = addr2
+        MPI_Aint_diff = oxf77_aint_diff(a, b)
+    end function MPI_Aint_diff
+    ! MPI_Pcontrol has no ierror in mpi_f08.
+    subroutine MPI_Pcontrol(level)
+        integer, intent(in) :: level
+        integer :: l, ierr
+        l = level
+        call oxf77_pcontrol(l, ierr)
+    end subroutine MPI_Pcontrol
     subroutine MPI_Comm_get_attr_f08(comm, comm_keyval, attribute_val, flag, ierror)
         type(MPI_Comm), intent(in) :: comm
         integer, intent(in) :: comm_keyval

@@ -385,6 +385,34 @@ fn every_declared_c_function_has_a_fortran_symbol() {
         .skip(1)
         .filter_map(|l| l.split(':').next())
         .collect();
+    // Every F77 binding is in mpi_f08 too, or listed as not, with the reason.
+    let section = |title: &str| -> Vec<&str> {
+        report
+            .split(title)
+            .nth(1)
+            .unwrap_or("")
+            .split("\n# ")
+            .next()
+            .unwrap_or("")
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split(':').next())
+            .collect()
+    };
+    let (f77, f08, not08) = (
+        section("# F77 / mpi bindings"),
+        section("# mpi_f08 bindings"),
+        section("# not in mpi_f08"),
+    );
+    assert!(f77.len() > 150, "bindings.txt lists {} F77 bindings", f77.len());
+    let no_f08: Vec<&&str> = f77
+        .iter()
+        .filter(|n| !f08.contains(n) && !not08.contains(n))
+        .collect();
+    assert!(
+        no_f08.is_empty(),
+        "in mpif.h but neither in mpi_f08 nor listed as left out: {no_f08:?}"
+    );
     let missing: Vec<&String> = decl
         .iter()
         .filter(|d| !syms.contains(&format!("{}_", d.to_lowercase())))

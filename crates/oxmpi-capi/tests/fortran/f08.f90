@@ -292,6 +292,11 @@ program f08
     call MPI_Send(grid(1, :), 4, MPI_INTEGER, next, 8, MPI_COMM_WORLD, ierr)
     call check(ierr == MPI_ERR_BUFFER, 'non-contiguous buffer')
     call check(MPI_Wtime() > 0d0 .and. MPI_Wtick() > 0d0, 'wtime')
+    call MPI_Get_address(iv(1), lba)
+    call MPI_Get_address(iv(3), exta)
+    call check(MPI_Aint_diff(exta, lba) == 2 * (storage_size(iv) / 8), 'MPI_Aint_diff')
+    call check(MPI_Aint_add(lba, MPI_Aint_diff(exta, lba)) == exta, 'MPI_Aint_add')
+    call MPI_Pcontrol(1)
 
     call MPI_Finalize(ierr)
     call check(ierr == MPI_SUCCESS, 'finalize')
