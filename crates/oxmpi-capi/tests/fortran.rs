@@ -404,7 +404,11 @@ fn every_declared_c_function_has_a_fortran_symbol() {
         section("# mpi_f08 bindings"),
         section("# not in mpi_f08"),
     );
-    assert!(f77.len() > 150, "bindings.txt lists {} F77 bindings", f77.len());
+    assert!(
+        f77.len() > 150,
+        "bindings.txt lists {} F77 bindings",
+        f77.len()
+    );
     let no_f08: Vec<&&str> = f77
         .iter()
         .filter(|n| !f08.contains(n) && !not08.contains(n))
