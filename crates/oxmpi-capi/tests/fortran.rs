@@ -284,6 +284,19 @@ fn fortran_profiling_interface() {
     // through one routine, so classic mismatch rules apply.
     let exe = program("pmpi77.f", "mpif77", &["-fallow-argument-mismatch", "-w"]);
     corpus(&exe, &[1, 2]);
+    // A tool in its own file sees the calls an mpi_f08 program makes.
+    let dir = prefix().join("tests");
+    let exe = dir.join("pmpi08");
+    let out = Command::new(prefix().join("bin/mpifort"))
+        .args(["-fallow-argument-mismatch", "-w", "-O2", "-o"])
+        .arg(&exe)
+        .arg(crate_dir().join("tests/fortran/pmpi08.f90"))
+        .arg(crate_dir().join("tests/fortran/pmpi_tool.f"))
+        .current_dir(&dir)
+        .output()
+        .expect("run mpifort");
+    assert!(out.status.success(), "mpifort pmpi08.f90: {:?}", text(&out));
+    corpus(&exe, &[1, 2]);
 }
 
 #[test]
