@@ -16,6 +16,7 @@ KINDS = {"MPI_Aint": "MPI_ADDRESS_KIND", "MPI_Count": "MPI_COUNT_KIND",
          "MPI_Offset": "MPI_OFFSET_KIND"}
 # int arguments that are LOGICAL in Fortran.
 LOGICAL = {"flag", "commute", "high", "reorder"}
+LOGICAL_ARRAYS = {"periods", "remain_dims"}
 # Functions mpi_f08 writes by hand below (or leaves out, with the reason).
 NOT_GENERATED = {
     "MPI_Init": "hand-written", "MPI_Init_thread": "hand-written", "MPI_Wtime": "hand-written",
@@ -25,13 +26,14 @@ NOT_GENERATED = {
     "MPI_Comm_create_errhandler": "hand-written",
     "MPI_Comm_create_keyval": "hand-written",
     "MPI_Type_create_keyval": "hand-written",
-    "MPI_Keyval_create": "deprecated, not in mpi_f08",
-    "MPI_Attr_put": "deprecated, not in mpi_f08", "MPI_Attr_get": "deprecated, not in mpi_f08",
-    "MPI_Attr_delete": "deprecated, not in mpi_f08", "MPI_Keyval_free": "deprecated, not in mpi_f08",
+    # Deprecated (MPI-2.0) but still in use: INTEGER attribute values and extra state.
+    "MPI_Keyval_create": "hand-written",
+    "MPI_Attr_put": "hand-written", "MPI_Attr_get": "hand-written",
     "MPI_Type_set_attr": "hand-written",
     "MPI_Type_get_attr": "hand-written",
+    "MPI_Win_get_attr": "hand-written",
     "MPI_Alloc_mem": "hand-written",
-    "MPI_Buffer_detach": "TYPE(C_PTR) buffer_addr not bound in mpi_f08 yet",
+    "MPI_Buffer_detach": "hand-written",
     "MPI_Pcontrol": "hand-written",
 }
 
@@ -106,9 +108,13 @@ def proc(f):
                 decls.append(f"integer :: {n}")
                 actuals.append(n)
             idecls.append(f"integer(c_int) :: {n}")
+        elif b == "int" and p.array == 1 and n in LOGICAL_ARRAYS:
+            # Default LOGICAL is a 4-byte 0 or 1 with gfortran: the F77 wrapper reads ints.
+            intent = ", intent(in)" if p.const else ""
+            decls.append(f"logical{intent} :: {n}(*)")
+            idecls.append(f"logical :: {n}(*)")
+            actuals.append(n)
         elif b == "int" and p.array == 1:
-            if n in ("periods", "remain_dims"):
-                raise Skip("LOGICAL array")
             decls.append(f"integer :: {n}(*)")
             idecls.append(f"integer(c_int) :: {n}(*)")
             actuals.append(n)
@@ -136,6 +142,10 @@ def proc(f):
             actuals.append(n)
         elif b == "void" and p.ptr == 1:
             asy = ", asynchronous" if (short[0] == "I" and short[1].isupper()) or short.endswith("_init") else ""
+            if short.startswith("Buffer_attach") or short in ("Win_create", "Win_attach"):
+                # The library keeps the address: TARGET tells gfortran it escapes (else it
+                # may assume no pointer made later, as MPI_Buffer_detach's, can equal it).
+                asy = ", asynchronous, target"
             decls.append(f"type(*), dimension(..){asy} :: {n}")
             idecls.append(f"type(*), dimension(..) :: {n}")
             actuals.append(n)
@@ -191,14 +201,18 @@ def proc(f):
 HEAD = """! The mpi_f08 module of oxmpi, written by gen.py at install time from the installed mpi.h.
 ! Built by the Fortran compiler found at install time: module files are compiler-specific.
 module mpi_f08
-    use, intrinsic :: iso_c_binding
+    ! Only what the module needs, none of it re-exported: a program that uses mpi_f08 and
+    ! takes c_loc or c_associated from iso_c_binding itself would otherwise see them twice
+    ! (gfortran 12 stops with an internal compiler error on that).
+    use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_size_t, c_char, c_double, &
+        c_intptr_t, c_ptr, c_funptr, c_funloc
     implicit none
-    private :: c_int, c_int64_t, c_size_t, c_char, c_double, c_intptr_t
+    private :: c_int, c_int64_t, c_size_t, c_char, c_double, c_intptr_t, c_ptr, c_funptr, c_funloc
 """
 
 
 def write(funcs, consts, out):
-    F, I, G, generics, done, skipped = [], [], [], {}, [], []
+    F, I, G, generics, done, skipped, indistinct = [], [], [], {}, [], [], []
     made = {}
     for f in funcs:
         try:
@@ -209,16 +223,17 @@ def write(funcs, consts, out):
     for name, (body, iface, glue, spec, generic, types) in made.items():
         base = made.get(generic) if generic != name else None
         if base is not None and base[5] == types:
-            # MPI_COUNT_KIND is MPI_ADDRESS_KIND here: Fortran could not tell them apart.
-            skipped.append((name, "large-count variant with the same argument kinds as " + generic))
-            continue
+            # MPI_COUNT_KIND is MPI_ADDRESS_KIND here, so the generic could not tell the two
+            # apart: the large-count procedure is reached by its own name only.
+            generic = name
+            indistinct.append(name)
         F.append(body)
         I.append(iface)
         if glue:
             G.append(glue)
         generics.setdefault(generic, []).append(spec)
         done.append(name)
-    done += HAND_NAMES + ["MPI_Wtime", "MPI_Wtick"]
+    done += HAND_NAMES + ["MPI_Wtime", "MPI_Wtick", "MPI_Aint_add", "MPI_Aint_diff", "MPI_Pcontrol"]
     L = [HEAD]
     L.append("    integer, parameter :: MPI_ADDRESS_KIND = 8, MPI_OFFSET_KIND = 8, MPI_COUNT_KIND = 8")
     L.append("    integer, parameter :: MPI_INTEGER_KIND = 4, MPI_STATUS_SIZE = 8")
@@ -286,13 +301,14 @@ def write(funcs, consts, out):
             '#include "runtime.h"', '#include <ISO_Fortran_binding.h>', ''] + G
     glue.append(HAND_GLUE)
     open(f"{out}/mpif08_gen.c", "w").write("\n".join(glue))
-    return done, skipped
+    return done, skipped, indistinct
 
 
 HAND_NAMES = ["MPI_Init", "MPI_Init_thread", "MPI_Comm_get_attr", "MPI_Comm_set_attr",
               "MPI_Op_create", "MPI_Op_free", "MPI_Comm_create_errhandler",
               "MPI_Comm_create_keyval", "MPI_Type_create_keyval", "MPI_Type_set_attr",
-              "MPI_Type_get_attr", "MPI_Alloc_mem"]
+              "MPI_Type_get_attr", "MPI_Alloc_mem", "MPI_Buffer_detach", "MPI_Keyval_create",
+              "MPI_Attr_put", "MPI_Attr_get", "MPI_Win_get_attr"]
 
 HAND_ABSTRACT = """        subroutine MPI_Comm_errhandler_function(comm, error_code)
             import
@@ -321,6 +337,15 @@ HAND_ABSTRACT = """        subroutine MPI_Comm_errhandler_function(comm, error_c
             integer(kind=MPI_ADDRESS_KIND) :: extra_state, attribute_val_in, attribute_val_out
             logical :: flag
         end subroutine MPI_Type_copy_attr_function
+        subroutine MPI_Copy_function(oldcomm, keyval, extra_state, attribute_val_in, &
+                attribute_val_out, flag, ierr)
+            ! As in mpif.h (deprecated): every argument an INTEGER but the flag.
+            integer :: oldcomm, keyval, extra_state, attribute_val_in, attribute_val_out, ierr
+            logical :: flag
+        end subroutine MPI_Copy_function
+        subroutine MPI_Delete_function(comm, keyval, attribute_val, extra_state, ierr)
+            integer :: comm, keyval, attribute_val, extra_state, ierr
+        end subroutine MPI_Delete_function
         subroutine MPI_Type_delete_attr_function(datatype, type_keyval, attribute_val, extra_state, ierror)
             import
             type(MPI_Datatype) :: datatype
@@ -342,6 +367,18 @@ HAND_IFACES = """        subroutine oxf77_init(ierr) bind(C, name="mpi_init_")
         real(c_double) function oxf77_wtick() bind(C, name="mpi_wtick_")
             import
         end function oxf77_wtick
+        integer(c_int64_t) function oxf77_aint_add(base, disp) bind(C, name="mpi_aint_add_")
+            import
+            integer(c_int64_t) :: base, disp
+        end function oxf77_aint_add
+        integer(c_int64_t) function oxf77_aint_diff(addr1, addr2) bind(C, name="mpi_aint_diff_")
+            import
+            integer(c_int64_t) :: addr1, addr2
+        end function oxf77_aint_diff
+        subroutine oxf77_pcontrol(level, ierr) bind(C, name="mpi_pcontrol_")
+            import
+            integer(c_int) :: level, ierr
+        end subroutine oxf77_pcontrol
         subroutine oxf77_comm_get_attr(comm, keyval, val, flag, ierr) bind(C, name="mpi_comm_get_attr_")
             import
             type(MPI_Comm) :: comm
@@ -401,7 +438,33 @@ HAND_IFACES = """        subroutine oxf77_init(ierr) bind(C, name="mpi_init_")
             type(MPI_Info) :: info
             type(c_ptr) :: baseptr
             integer(c_int) :: ierr
-        end subroutine oxf77_alloc_mem"""
+        end subroutine oxf77_alloc_mem
+        subroutine oxf08_buffer_detach(addr, size, ierr) bind(C, name="oxf08_buffer_detach")
+            import
+            type(c_ptr) :: addr
+            integer(c_int) :: size, ierr
+        end subroutine oxf08_buffer_detach
+        subroutine oxf77_keyval_create(copy, del, keyval, extra, ierr) bind(C, name="mpi_keyval_create_")
+            import
+            type(c_funptr), value :: copy, del
+            integer(c_int) :: keyval, extra, ierr
+        end subroutine oxf77_keyval_create
+        subroutine oxf77_attr_put(comm, keyval, val, ierr) bind(C, name="mpi_attr_put_")
+            import
+            type(MPI_Comm) :: comm
+            integer(c_int) :: keyval, val, ierr
+        end subroutine oxf77_attr_put
+        subroutine oxf77_attr_get(comm, keyval, val, flag, ierr) bind(C, name="mpi_attr_get_")
+            import
+            type(MPI_Comm) :: comm
+            integer(c_int) :: keyval, val, flag, ierr
+        end subroutine oxf77_attr_get
+        subroutine oxf77_win_get_attr(win, keyval, val, flag, ierr) bind(C, name="mpi_win_get_attr_")
+            import
+            type(MPI_Win) :: win
+            integer(c_int) :: keyval, flag, ierr
+            integer(c_int64_t) :: val
+        end subroutine oxf77_win_get_attr"""
 
 HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
         integer, optional, intent(out) :: ierror
@@ -423,6 +486,27 @@ HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
     double precision function MPI_Wtick()
         MPI_Wtick = oxf77_wtick()
     end function MPI_Wtick
+    integer(kind=MPI_ADDRESS_KIND) function MPI_Aint_add(base, disp)
+        integer(kind=MPI_ADDRESS_KIND), intent(in) :: base, disp
+        integer(kind=MPI_ADDRESS_KIND) :: b, d
+        b = base
+        d = disp
+        MPI_Aint_add = oxf77_aint_add(b, d)
+    end function MPI_Aint_add
+    integer(kind=MPI_ADDRESS_KIND) function MPI_Aint_diff(addr1, addr2)
+        integer(kind=MPI_ADDRESS_KIND), intent(in) :: addr1, addr2
+        integer(kind=MPI_ADDRESS_KIND) :: a, b
+        a = addr1
+        b = addr2
+        MPI_Aint_diff = oxf77_aint_diff(a, b)
+    end function MPI_Aint_diff
+    ! MPI_Pcontrol has no ierror in mpi_f08.
+    subroutine MPI_Pcontrol(level)
+        integer, intent(in) :: level
+        integer :: l, ierr
+        l = level
+        call oxf77_pcontrol(l, ierr)
+    end subroutine MPI_Pcontrol
     subroutine MPI_Comm_get_attr_f08(comm, comm_keyval, attribute_val, flag, ierror)
         type(MPI_Comm), intent(in) :: comm
         integer, intent(in) :: comm_keyval
@@ -535,6 +619,65 @@ HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
         call oxf77_alloc_mem(n, i, baseptr, ierr)
         if (present(ierror)) ierror = ierr
     end subroutine MPI_Alloc_mem_f08
+    subroutine MPI_Buffer_detach_f08(buffer_addr, size, ierror)
+        type(c_ptr), intent(out) :: buffer_addr
+        integer, intent(out) :: size
+        integer, optional, intent(out) :: ierror
+        integer :: ierr
+        call oxf08_buffer_detach(buffer_addr, size, ierr)
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Buffer_detach_f08
+    subroutine MPI_Keyval_create_f08(copy_fn, delete_fn, keyval, extra_state, ierror)
+        procedure(MPI_Copy_function) :: copy_fn
+        procedure(MPI_Delete_function) :: delete_fn
+        integer, intent(out) :: keyval
+        integer, intent(in) :: extra_state
+        integer, optional, intent(out) :: ierror
+        integer :: ierr, extra
+        extra = extra_state
+        call oxf77_keyval_create(c_funloc(copy_fn), c_funloc(delete_fn), keyval, extra, ierr)
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Keyval_create_f08
+    subroutine MPI_Attr_put_f08(comm, keyval, attribute_val, ierror)
+        type(MPI_Comm), intent(in) :: comm
+        integer, intent(in) :: keyval, attribute_val
+        integer, optional, intent(out) :: ierror
+        integer :: ierr, k, val
+        type(MPI_Comm) :: c
+        c = comm
+        k = keyval
+        val = attribute_val
+        call oxf77_attr_put(c, k, val, ierr)
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Attr_put_f08
+    subroutine MPI_Attr_get_f08(comm, keyval, attribute_val, flag, ierror)
+        type(MPI_Comm), intent(in) :: comm
+        integer, intent(in) :: keyval
+        integer, intent(out) :: attribute_val
+        logical, intent(out) :: flag
+        integer, optional, intent(out) :: ierror
+        integer :: ierr, iflag, k
+        type(MPI_Comm) :: c
+        c = comm
+        k = keyval
+        call oxf77_attr_get(c, k, attribute_val, iflag, ierr)
+        flag = iflag /= 0
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Attr_get_f08
+    subroutine MPI_Win_get_attr_f08(win, win_keyval, attribute_val, flag, ierror)
+        type(MPI_Win), intent(in) :: win
+        integer, intent(in) :: win_keyval
+        integer(kind=MPI_ADDRESS_KIND), intent(out) :: attribute_val
+        logical, intent(out) :: flag
+        integer, optional, intent(out) :: ierror
+        integer :: ierr, iflag, k
+        type(MPI_Win) :: w
+        w = win
+        k = win_keyval
+        call oxf77_win_get_attr(w, k, attribute_val, iflag, ierr)
+        flag = iflag /= 0
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Win_get_attr_f08
     ! The predefined callbacks, as Fortran procedures of the abstract interfaces.
     subroutine MPI_COMM_NULL_COPY_FN(oldcomm, comm_keyval, extra_state, attribute_val_in, &
             attribute_val_out, flag, ierror)
@@ -585,9 +728,34 @@ HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
         integer :: type_keyval, ierror
         integer(kind=MPI_ADDRESS_KIND) :: attribute_val, extra_state
         ierror = MPI_SUCCESS
-    end subroutine MPI_TYPE_NULL_DELETE_FN"""
+    end subroutine MPI_TYPE_NULL_DELETE_FN
+    ! Those of the deprecated MPI_Keyval_create (INTEGER attribute values).
+    subroutine MPI_NULL_COPY_FN(oldcomm, keyval, extra_state, attribute_val_in, &
+            attribute_val_out, flag, ierr)
+        integer :: oldcomm, keyval, extra_state, attribute_val_in, attribute_val_out, ierr
+        logical :: flag
+        flag = .false.
+        ierr = MPI_SUCCESS
+    end subroutine MPI_NULL_COPY_FN
+    subroutine MPI_DUP_FN(oldcomm, keyval, extra_state, attribute_val_in, &
+            attribute_val_out, flag, ierr)
+        integer :: oldcomm, keyval, extra_state, attribute_val_in, attribute_val_out, ierr
+        logical :: flag
+        attribute_val_out = attribute_val_in
+        flag = .true.
+        ierr = MPI_SUCCESS
+    end subroutine MPI_DUP_FN
+    subroutine MPI_NULL_DELETE_FN(comm, keyval, attribute_val, extra_state, ierr)
+        integer :: comm, keyval, attribute_val, extra_state, ierr
+        ierr = MPI_SUCCESS
+    end subroutine MPI_NULL_DELETE_FN"""
 
-HAND_GLUE = """/* mpi_f08's MPI_User_function takes the buffers as TYPE(C_PTR) by value and the datatype as
+HAND_GLUE = """/* MPI_Buffer_detach gives the buffer's address back: TYPE(C_PTR) in mpi_f08. */
+OXF_EXPORT void oxf08_buffer_detach(void **addr, MPI_Fint *size, MPI_Fint *ierr) {
+    *ierr = MPI_Buffer_detach(addr, size);
+}
+
+/* mpi_f08's MPI_User_function takes the buffers as TYPE(C_PTR) by value and the datatype as
  * TYPE(MPI_Datatype): the F77 slot's calling convention except for the two buffers, which
  * the F77 trampoline passes as addresses already. */
 void mpi_op_create_(void (*fn)(void *, void *, MPI_Fint *, MPI_Fint *), MPI_Fint *commute,

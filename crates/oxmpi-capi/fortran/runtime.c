@@ -1,8 +1,9 @@
 /*
- * The handwritten part of libmpifort: the sentinels' storage, the request table, strings,
+ * The handwritten part of libmpifort: the sentinels' storage, request conversions, strings,
  * and the Fortran bindings that need more than a table-driven translation (MPI_Init without
  * argc/argv, Fortran callbacks for operations, error handlers and attribute keyvals,
- * attribute values as integers, MPI_Alloc_mem, MPI_Buffer_detach, MPI_Pcontrol).
+ * attribute values as integers, MPI_Alloc_mem, MPI_Buffer_detach, MPI_Pcontrol) and the
+ * length of alltoallw's datatype arrays.
  * gen.py writes the rest (mpifort_gen.c) from the installed mpi.h.
  */
 #include "runtime.h"
@@ -21,87 +22,48 @@ OXF_EXPORT MPI_Fint mpi_fortran_unweighted_[1];
 OXF_EXPORT MPI_Fint mpi_fortran_weights_empty_[1];
 
 /* ---- Requests ----------------------------------------------------------------------------
- * A slot per live Fortran request, numbered from FIRST; a request that completes to
- * MPI_REQUEST_NULL gives its slot back, so a long loop of isend/wait reuses a few numbers.
- * The lock is taken once per conversion and never held across an MPI call. */
-#define FIRST 0x1000
-#define NULL_INT ((MPI_Fint)(intptr_t)MPI_REQUEST_NULL)
-static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
-static MPI_Request *req_tab;
-static int *req_next_free;
-static int req_cap, req_free = -1;
+ * A Fortran request is the value of MPI_Request_c2f: the C ABI numbers requests in one table
+ * (its engine slots need no lock), so C code given the integer gets the same request back
+ * from MPI_Request_f2c. The PMPI_ names keep these internal conversions out of profilers. */
 
-static int req_slot(MPI_Fint f) {
-    if (f < FIRST || f - FIRST >= req_cap)
-        return -1;
-    return f - FIRST;
-}
+MPI_Request oxf_req_get(MPI_Fint f) { return PMPI_Request_f2c(f); }
 
-MPI_Request oxf_req_get(MPI_Fint f) {
-    if (f == NULL_INT)
-        return MPI_REQUEST_NULL;
-    pthread_mutex_lock(&req_lock);
-    int s = req_slot(f);
-    MPI_Request r = s >= 0 && req_tab[s] != MPI_REQUEST_NULL ? req_tab[s] : (MPI_Request)1;
-    pthread_mutex_unlock(&req_lock);
-    /* (MPI_Request)1 is no request: the C layer reports MPI_ERR_REQUEST for it. */
-    return r;
-}
-
-/* Called with the lock held. */
-static MPI_Fint req_alloc(MPI_Request c) {
-    if (req_free < 0) {
-        int cap = req_cap ? req_cap * 2 : 64;
-        MPI_Request *t = realloc(req_tab, sizeof *t * (size_t)cap);
-        if (!t)
-            return (MPI_Fint)-1;
-        req_tab = t;
-        int *n = realloc(req_next_free, sizeof *n * (size_t)cap);
-        if (!n)
-            return (MPI_Fint)-1;
-        req_next_free = n;
-        for (int i = cap - 1; i >= req_cap; i--) {
-            req_tab[i] = MPI_REQUEST_NULL;
-            req_next_free[i] = req_free;
-            req_free = i;
-        }
-        req_cap = cap;
-    }
-    int s = req_free;
-    req_free = req_next_free[s];
-    req_tab[s] = c;
-    return FIRST + s;
-}
-
-MPI_Fint oxf_req_new(MPI_Request c) {
-    if (c == MPI_REQUEST_NULL)
-        return NULL_INT;
-    pthread_mutex_lock(&req_lock);
-    MPI_Fint f = req_alloc(c);
-    pthread_mutex_unlock(&req_lock);
-    return f;
-}
+MPI_Fint oxf_req_new(MPI_Request c) { return PMPI_Request_c2f(c); }
 
 void oxf_req_update(MPI_Fint *f, MPI_Request old, MPI_Request now) {
-    if (now == old)
-        return;
-    pthread_mutex_lock(&req_lock);
-    int s = req_slot(*f);
-    if (s >= 0 && req_tab[s] != old)
-        s = -1;
-    if (now == MPI_REQUEST_NULL) {
-        if (s >= 0) {
-            req_tab[s] = MPI_REQUEST_NULL;
-            req_next_free[s] = req_free;
-            req_free = s;
-        }
-        *f = NULL_INT;
-    } else if (s >= 0) {
-        req_tab[s] = now;
-    } else {
-        *f = req_alloc(now);
+    /* A persistent request that completed keeps its integer; a freed one gets NULL's. */
+    if (now != old)
+        *f = PMPI_Request_c2f(now);
+}
+
+int oxf_types_len(MPI_Comm comm, int neighbor, int send) {
+    int n = 0;
+    if (comm == MPI_COMM_NULL)
+        return 0;
+    if (!neighbor) {
+        int inter = 0;
+        PMPI_Comm_test_inter(comm, &inter);
+        if (inter)
+            PMPI_Comm_remote_size(comm, &n);
+        else
+            PMPI_Comm_size(comm, &n);
+        return n;
     }
-    pthread_mutex_unlock(&req_lock);
+    int topo = MPI_UNDEFINED;
+    PMPI_Topo_test(comm, &topo);
+    if (topo == MPI_CART) {
+        PMPI_Cartdim_get(comm, &n);
+        n *= 2;
+    } else if (topo == MPI_GRAPH) {
+        int rank = 0;
+        PMPI_Comm_rank(comm, &rank);
+        PMPI_Graph_neighbors_count(comm, rank, &n);
+    } else if (topo == MPI_DIST_GRAPH) {
+        int in = 0, out = 0, weighted = 0;
+        PMPI_Dist_graph_neighbors_count(comm, &in, &out, &weighted);
+        n = send ? out : in;
+    }
+    return n;
 }
 
 /* ---- Strings ----------------------------------------------------------------------------- */
@@ -127,20 +89,20 @@ void oxf_str_out(char *dst, size_t len, const char *src) {
 
 /* ---- Environment ------------------------------------------------------------------------- */
 
-OXF_EXPORT void mpi_init_(MPI_Fint *ierr) { *ierr = MPI_Init(NULL, NULL); }
+OXF_EXPORT void pmpi_init_(MPI_Fint *ierr) { *ierr = MPI_Init(NULL, NULL); }
 
-OXF_EXPORT void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr) {
+OXF_EXPORT void pmpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr) {
     *ierr = MPI_Init_thread(NULL, NULL, *required, provided);
 }
 
-OXF_EXPORT void mpi_pcontrol_(MPI_Fint *level, MPI_Fint *ierr) { *ierr = MPI_Pcontrol(*level); }
+OXF_EXPORT void pmpi_pcontrol_(MPI_Fint *level, MPI_Fint *ierr) { *ierr = MPI_Pcontrol(*level); }
 
-OXF_EXPORT void mpi_alloc_mem_(MPI_Aint *size, MPI_Fint *info, void **baseptr, MPI_Fint *ierr) {
+OXF_EXPORT void pmpi_alloc_mem_(MPI_Aint *size, MPI_Fint *info, void **baseptr, MPI_Fint *ierr) {
     /* BASEPTR is INTEGER(KIND=MPI_ADDRESS_KIND) or TYPE(C_PTR): 8 bytes either way. */
     *ierr = MPI_Alloc_mem(*size, OXF_F2C(MPI_Info, *info), baseptr);
 }
 
-OXF_EXPORT void mpi_buffer_detach_(void *buffer_addr, MPI_Fint *size, MPI_Fint *ierr) {
+OXF_EXPORT void pmpi_buffer_detach_(void *buffer_addr, MPI_Fint *size, MPI_Fint *ierr) {
     (void)buffer_addr; /* Fortran cannot use the address it would get back. */
     void *addr = NULL;
     *ierr = MPI_Buffer_detach(&addr, size);
@@ -186,7 +148,7 @@ OXF_REPEAT64(OXF_ERRH_TRAMP)
 static MPI_Comm_errhandler_function *const errh_tramps[OXF_SLOTS] = {
     OXF_REPEAT64(OXF_ERRH_ENTRY)};
 
-OXF_EXPORT void mpi_op_create_(oxf_user_fn fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierr) {
+OXF_EXPORT void pmpi_op_create_(oxf_user_fn fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierr) {
     pthread_mutex_lock(&cb_lock);
     int k = 0;
     while (k < OXF_SLOTS && op_slots[k].fn)
@@ -210,7 +172,7 @@ OXF_EXPORT void mpi_op_create_(oxf_user_fn fn, MPI_Fint *commute, MPI_Fint *op, 
     *op = OXF_C2F(c);
 }
 
-OXF_EXPORT void mpi_op_free_(MPI_Fint *op, MPI_Fint *ierr) {
+OXF_EXPORT void pmpi_op_free_(MPI_Fint *op, MPI_Fint *ierr) {
     MPI_Op c = OXF_F2C(MPI_Op, *op), was = c;
     *ierr = MPI_Op_free(&c);
     if (*ierr == MPI_SUCCESS) {
@@ -223,7 +185,7 @@ OXF_EXPORT void mpi_op_free_(MPI_Fint *op, MPI_Fint *ierr) {
     *op = OXF_C2F(c);
 }
 
-OXF_EXPORT void mpi_comm_create_errhandler_(oxf_errh_fn fn, MPI_Fint *errhandler,
+OXF_EXPORT void pmpi_comm_create_errhandler_(oxf_errh_fn fn, MPI_Fint *errhandler,
                                             MPI_Fint *ierr) {
     pthread_mutex_lock(&cb_lock);
     int k = 0;
@@ -365,19 +327,19 @@ static struct oxf_keyval *keyval_state(void *copy, void *del, MPI_Aint extra, in
     return k;
 }
 
-OXF_EXPORT void mpi_comm_create_keyval_(void *copy, void *del, MPI_Fint *keyval,
+OXF_EXPORT void pmpi_comm_create_keyval_(void *copy, void *del, MPI_Fint *keyval,
                                         MPI_Aint *extra, MPI_Fint *ierr) {
     struct oxf_keyval *k = keyval_state(copy, del, *extra, 0);
     *ierr = k ? MPI_Comm_create_keyval(comm_copy, comm_delete, keyval, k) : MPI_ERR_NO_MEM;
 }
 
-OXF_EXPORT void mpi_keyval_create_(void *copy, void *del, MPI_Fint *keyval, MPI_Fint *extra,
+OXF_EXPORT void pmpi_keyval_create_(void *copy, void *del, MPI_Fint *keyval, MPI_Fint *extra,
                                    MPI_Fint *ierr) {
     struct oxf_keyval *k = keyval_state(copy, del, *extra, 1);
     *ierr = k ? MPI_Comm_create_keyval(comm_copy, comm_delete, keyval, k) : MPI_ERR_NO_MEM;
 }
 
-OXF_EXPORT void mpi_type_create_keyval_(void *copy, void *del, MPI_Fint *keyval,
+OXF_EXPORT void pmpi_type_create_keyval_(void *copy, void *del, MPI_Fint *keyval,
                                         MPI_Aint *extra, MPI_Fint *ierr) {
     struct oxf_keyval *k = keyval_state(copy, del, *extra, 0);
     *ierr = k ? MPI_Type_create_keyval(type_copy, type_delete, keyval, k) : MPI_ERR_NO_MEM;
@@ -388,15 +350,15 @@ OXF_EXPORT void mpi_type_create_keyval_(void *copy, void *del, MPI_Fint *keyval,
 
 static int predefined_keyval(int kv) { return kv >= MPI_TAG_UB && kv <= MPI_UNIVERSE_SIZE; }
 
-OXF_EXPORT void mpi_comm_set_attr_(MPI_Fint *comm, MPI_Fint *kv, MPI_Aint *val, MPI_Fint *ierr) {
+OXF_EXPORT void pmpi_comm_set_attr_(MPI_Fint *comm, MPI_Fint *kv, MPI_Aint *val, MPI_Fint *ierr) {
     *ierr = MPI_Comm_set_attr(OXF_F2C(MPI_Comm, *comm), *kv, (void *)(intptr_t)*val);
 }
 
-OXF_EXPORT void mpi_attr_put_(MPI_Fint *comm, MPI_Fint *kv, MPI_Fint *val, MPI_Fint *ierr) {
+OXF_EXPORT void pmpi_attr_put_(MPI_Fint *comm, MPI_Fint *kv, MPI_Fint *val, MPI_Fint *ierr) {
     *ierr = MPI_Comm_set_attr(OXF_F2C(MPI_Comm, *comm), *kv, (void *)(intptr_t)*val);
 }
 
-OXF_EXPORT void mpi_type_set_attr_(MPI_Fint *t, MPI_Fint *kv, MPI_Aint *val, MPI_Fint *ierr) {
+OXF_EXPORT void pmpi_type_set_attr_(MPI_Fint *t, MPI_Fint *kv, MPI_Aint *val, MPI_Fint *ierr) {
     *ierr = MPI_Type_set_attr(OXF_F2C(MPI_Datatype, *t), *kv, (void *)(intptr_t)*val);
 }
 
@@ -404,7 +366,7 @@ static MPI_Aint attr_value(int kv, void *p) {
     return predefined_keyval(kv) ? (MPI_Aint) * (int *)p : (MPI_Aint)(intptr_t)p;
 }
 
-OXF_EXPORT void mpi_comm_get_attr_(MPI_Fint *comm, MPI_Fint *kv, MPI_Aint *val, MPI_Fint *flag,
+OXF_EXPORT void pmpi_comm_get_attr_(MPI_Fint *comm, MPI_Fint *kv, MPI_Aint *val, MPI_Fint *flag,
                                    MPI_Fint *ierr) {
     void *p = NULL;
     int f = 0;
@@ -414,7 +376,7 @@ OXF_EXPORT void mpi_comm_get_attr_(MPI_Fint *comm, MPI_Fint *kv, MPI_Aint *val, 
         *val = attr_value(*kv, p);
 }
 
-OXF_EXPORT void mpi_attr_get_(MPI_Fint *comm, MPI_Fint *kv, MPI_Fint *val, MPI_Fint *flag,
+OXF_EXPORT void pmpi_attr_get_(MPI_Fint *comm, MPI_Fint *kv, MPI_Fint *val, MPI_Fint *flag,
                               MPI_Fint *ierr) {
     void *p = NULL;
     int f = 0;
@@ -424,7 +386,7 @@ OXF_EXPORT void mpi_attr_get_(MPI_Fint *comm, MPI_Fint *kv, MPI_Fint *val, MPI_F
         *val = (MPI_Fint)attr_value(*kv, p);
 }
 
-OXF_EXPORT void mpi_type_get_attr_(MPI_Fint *t, MPI_Fint *kv, MPI_Aint *val, MPI_Fint *flag,
+OXF_EXPORT void pmpi_type_get_attr_(MPI_Fint *t, MPI_Fint *kv, MPI_Aint *val, MPI_Fint *flag,
                                    MPI_Fint *ierr) {
     void *p = NULL;
     int f = 0;
@@ -434,6 +396,46 @@ OXF_EXPORT void mpi_type_get_attr_(MPI_Fint *t, MPI_Fint *kv, MPI_Aint *val, MPI
         *val = (MPI_Aint)(intptr_t)p;
 }
 
+/* MPI_WIN_BASE is the address itself; the other predefined window attributes point to their
+ * value (an MPI_Aint for MPI_WIN_SIZE, an int for the rest). */
+OXF_EXPORT void pmpi_win_get_attr_(MPI_Fint *win, MPI_Fint *kv, MPI_Aint *val, MPI_Fint *flag,
+                                   MPI_Fint *ierr) {
+    void *p = NULL;
+    int f = 0;
+    *ierr = MPI_Win_get_attr(OXF_F2C(MPI_Win, *win), *kv, &p, &f);
+    *flag = f;
+    if (*ierr != MPI_SUCCESS || !f)
+        return;
+    if (*kv == MPI_WIN_BASE)
+        *val = (MPI_Aint)(intptr_t)p;
+    else if (*kv == MPI_WIN_SIZE)
+        *val = *(MPI_Aint *)p;
+    else
+        *val = *(int *)p;
+}
+
 /* MPI_F_SYNC_REG(buf): does nothing, but the compiler cannot know that, so a variable the
  * program reaches through MPI_BOTTOM or a pending request is reloaded from memory after it. */
-OXF_EXPORT void mpi_f_sync_reg_(void *buf) { (void)buf; }
+OXF_EXPORT void pmpi_f_sync_reg_(void *buf) { (void)buf; }
+
+
+/* The F77 names of the bindings above (see OXF_PROFILED in runtime.h). */
+OXF_PROFILED(mpi_init_)
+OXF_PROFILED(mpi_init_thread_)
+OXF_PROFILED(mpi_pcontrol_)
+OXF_PROFILED(mpi_alloc_mem_)
+OXF_PROFILED(mpi_buffer_detach_)
+OXF_PROFILED(mpi_op_create_)
+OXF_PROFILED(mpi_op_free_)
+OXF_PROFILED(mpi_comm_create_errhandler_)
+OXF_PROFILED(mpi_comm_create_keyval_)
+OXF_PROFILED(mpi_keyval_create_)
+OXF_PROFILED(mpi_type_create_keyval_)
+OXF_PROFILED(mpi_comm_set_attr_)
+OXF_PROFILED(mpi_attr_put_)
+OXF_PROFILED(mpi_type_set_attr_)
+OXF_PROFILED(mpi_comm_get_attr_)
+OXF_PROFILED(mpi_attr_get_)
+OXF_PROFILED(mpi_type_get_attr_)
+OXF_PROFILED(mpi_f_sync_reg_)
+OXF_PROFILED(mpi_win_get_attr_)

@@ -5,8 +5,8 @@
  * Fortran handles are MPI_Fint. For communicators, groups, datatypes, operations, error
  * handlers, info objects, messages, windows, files and sessions the integer is the handle's
  * value (what MPI_X_c2f returns: the standard ABI's handles are small integers), so the
- * conversion is a cast. Requests are 64-bit ids in this library; Fortran gets a number from a
- * recycling table here (see runtime.c).
+ * conversion is a cast. Requests are 64-bit ids in this library: their integers are those of
+ * MPI_Request_c2f, from the C ABI's request table (see runtime.c).
  */
 #ifndef OXMPI_FORTRAN_RUNTIME_H
 #define OXMPI_FORTRAN_RUNTIME_H
@@ -16,6 +16,13 @@
 #include <stdint.h>
 
 #define OXF_EXPORT __attribute__((visibility("default")))
+
+/* The Fortran profiling interface: each binding's body is pmpi_x_ and mpi_x_ is a weak alias
+ * of it, so a tool (or program) that defines mpi_x_ gets the calls and forwards them to
+ * pmpi_x_. The bodies call the C MPI_X, so a C profiling library sees Fortran calls too. */
+#define OXF_PROFILED(name)                                                                    \
+    extern __typeof__(p##name) name __attribute__((weak, alias("p" #name)))                  \
+        __attribute__((visibility("default")));
 
 /* Handles other than requests: the value itself (identical to MPI_X_c2f / MPI_X_f2c). */
 #define OXF_F2C(T, f) ((T)(intptr_t)(f))
@@ -61,12 +68,17 @@ static inline int *oxf_errcodes(MPI_Fint *e) {
     return e == mpi_fortran_errcodes_ignore_ ? NULL : e;
 }
 
-/* Requests. */
+/* Requests: MPI_Request_f2c / MPI_Request_c2f. */
 MPI_Request oxf_req_get(MPI_Fint f);
 /* A request the C call created (the Fortran integer was output only). */
 MPI_Fint oxf_req_new(MPI_Request c);
 /* After a call that may have completed or replaced request *f (which stood for `old`). */
 void oxf_req_update(MPI_Fint *f, MPI_Request old, MPI_Request now);
+
+/* How many datatypes an alltoallw's send (or receive) types array holds: one per process of
+ * the (remote) group, or per out (in) neighbour for the neighbourhood forms; 0 for
+ * MPI_COMM_NULL (the call itself reports it). */
+int oxf_types_len(MPI_Comm comm, int neighbor, int send);
 
 /* Strings: a Fortran CHARACTER(len) in, trailing blanks dropped (malloc'd, NULL if out of
  * memory); out, blank-padded to len. */

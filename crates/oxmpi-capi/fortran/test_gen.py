@@ -63,8 +63,36 @@ class Wrappers(unittest.TestCase):
         self.assertIn("size_t comm_name_len", c)
         self.assertIn("oxf_str_out(comm_name, comm_name_len", c)
 
+    def test_bodies_are_pmpi_and_the_mpi_names_weak_aliases(self):
+        c = gen.c_wrapper(func("int MPI_Barrier(MPI_Comm comm);"))
+        self.assertIn("OXF_EXPORT void pmpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr)", c)
+        self.assertIn("OXF_PROFILED(mpi_barrier_)", c)
+        c = gen.c_wrapper(func("double MPI_Wtime(void);"))
+        self.assertIn("double pmpi_wtime_(void)", c)
+        self.assertIn("OXF_PROFILED(mpi_wtime_)", c)
+
+    def test_alltoallw_types_are_counted_from_the_communicator(self):
+        c = gen.c_wrapper(func("int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], "
+                               "const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, "
+                               "const int recvcounts[], const int rdispls[], "
+                               "const MPI_Datatype recvtypes[], MPI_Comm comm);"))
+        self.assertIn("oxf_buf(sendbuf) == MPI_IN_PLACE ? 0 : oxf_types_len(OXF_F2C(MPI_Comm, *comm), 0, 1)", c)
+        self.assertIn("int len_recvtypes = oxf_types_len(OXF_F2C(MPI_Comm, *comm), 0, 0);", c)
+        c = gen.c_wrapper(func("int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[], "
+                               "const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, "
+                               "const int recvcounts[], const MPI_Aint rdispls[], "
+                               "const MPI_Datatype recvtypes[], MPI_Comm comm);"))
+        self.assertIn("oxf_types_len(OXF_F2C(MPI_Comm, *comm), 1, 0)", c)
+
+    def test_periods_are_logical_arrays(self):
+        f = func("int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);")
+        gen.c_wrapper(f)
+        self.assertIn("logical :: remain_dims(*)", gen.mpi_interface(f))
+        body = mpif08.proc(f)[0]
+        self.assertIn("logical, intent(in) :: remain_dims(*)", body)
+
     def test_what_a_table_cannot_bind_is_skipped(self):
-        for decl in ["int MPI_Win_get_attr(MPI_Win win, int keyval, void *val, int *flag);",
+        for decl in ["int MPI_Win_set_attr(MPI_Win win, int keyval, void *val);",
                      "int MPI_Comm_spawn(const char *command, char *argv[], int n, MPI_Info info, "
                      "int root, MPI_Comm comm, MPI_Comm *inter, int errcodes[]);",
                      "int MPI_Win_create_errhandler(MPI_Win_errhandler_function *fn, MPI_Errhandler *e);"]:
@@ -87,6 +115,19 @@ class Headers(unittest.TestCase):
         self.assertNotEqual(mpif08.distinguish("integer, intent(in) :: count"),
                             mpif08.distinguish("integer(kind=MPI_COUNT_KIND), intent(in) :: count"))
         self.assertNotEqual(mpif08.distinguish("integer :: a(*)"), mpif08.distinguish("integer :: a"))
+
+    def test_indistinguishable_large_count_forms_keep_their_own_name(self):
+        fs = [func("int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);"),
+              func("int MPI_Type_get_extent_c(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent);")]
+        for f in fs:
+            gen.c_wrapper(f)
+        with tempfile.TemporaryDirectory() as d:
+            done, skipped, indistinct = mpif08.write(fs, [], d)
+            text = open(os.path.join(d, "mpi_f08.f90")).read()
+        self.assertEqual(indistinct, ["MPI_Type_get_extent_c"])
+        self.assertIn("MPI_Type_get_extent_c", done)
+        self.assertIn("interface MPI_Type_get_extent_c\n        module procedure MPI_Type_get_extent_c_f08", text)
+        self.assertIn("interface MPI_Type_get_extent\n        module procedure MPI_Type_get_extent_f08\n", text)
 
 
 if __name__ == "__main__":

@@ -816,6 +816,7 @@ mpi_fn! {
             && with_requests("Request_free", |t| t.get_status(id)).ok().flatten().is_some();
         with_requests("Request_free", |t| t.free(&mut id))?;
         staging::freed(was, done);
+        crate::convert::request_freed(was);
         put("Request_free", r, req_handle(id))
     }
 

@@ -135,6 +135,11 @@ fn requests() {
 }
 
 #[test]
+fn request_integers_are_reused_and_round_trip() {
+    corpus("request_ints", &[1, 2]);
+}
+
+#[test]
 fn derived_datatypes() {
     corpus("ddt", &[1, 2, 3, 4]);
 }

@@ -1,8 +1,9 @@
 //! Fortran programs as users build them: an installation made by `cargo xtask install` with
 //! a Fortran compiler (gfortran from Debian, installed here if missing; `OXMPI_FC` picks
 //! another), programs in tests/fortran built with its `mpifort`/`mpif77` and run under its
-//! `mpiexec` at 1 to 4 ranks, a job mixing C and Fortran ranks, the wrappers, and a Fortran
-//! symbol for every C function the installed mpi.h declares.
+//! `mpiexec` at 1 to 4 ranks, a job mixing C and Fortran ranks, requests passed between C
+//! and Fortran in one program, the Fortran profiling interface, the wrappers, and a Fortran
+//! symbol (and its `pmpi_` twin) for every C function the installed mpi.h declares.
 //!
 //! Needs the release binaries (`cargo build --release --workspace --bins`, or the workspace
 //! test run, which builds them).
@@ -250,6 +251,55 @@ fn mixed_job_of_c_and_fortran_ranks() {
 }
 
 #[test]
+fn request_integers_cross_between_fortran_and_c() {
+    need_fortran!();
+    // One program, both languages: the C half compiled by mpicc, linked by mpifort.
+    let dir = prefix().join("tests");
+    std::fs::create_dir_all(&dir).expect("mkdir tests");
+    let obj = dir.join("reqint_c.o");
+    let out = Command::new(prefix().join("bin/mpicc"))
+        .args(["-std=c11", "-O1", "-Wall", "-Werror", "-c", "-o"])
+        .arg(&obj)
+        .arg(crate_dir().join("tests/fortran/reqint.c"))
+        .output()
+        .expect("run mpicc");
+    assert!(out.status.success(), "mpicc reqint.c: {:?}", text(&out));
+    let exe = dir.join("reqint");
+    let out = Command::new(prefix().join("bin/mpifort"))
+        .args(["-O2", "-Wall", "-o"])
+        .arg(&exe)
+        .arg(crate_dir().join("tests/fortran/reqint.f90"))
+        .arg(&obj)
+        .current_dir(&dir)
+        .output()
+        .expect("run mpifort");
+    assert!(out.status.success(), "mpifort reqint.f90: {:?}", text(&out));
+    corpus(&exe, &[1, 2, 3]);
+}
+
+#[test]
+fn fortran_profiling_interface() {
+    need_fortran!();
+    // The program's own MPI_SEND (and others) forward to PMPI_SEND; buffers of any type go
+    // through one routine, so classic mismatch rules apply.
+    let exe = program("pmpi77.f", "mpif77", &["-fallow-argument-mismatch", "-w"]);
+    corpus(&exe, &[1, 2]);
+    // A tool in its own file sees the calls an mpi_f08 program makes.
+    let dir = prefix().join("tests");
+    let exe = dir.join("pmpi08");
+    let out = Command::new(prefix().join("bin/mpifort"))
+        .args(["-fallow-argument-mismatch", "-w", "-O2", "-o"])
+        .arg(&exe)
+        .arg(crate_dir().join("tests/fortran/pmpi08.f90"))
+        .arg(crate_dir().join("tests/fortran/pmpi_tool.f"))
+        .current_dir(&dir)
+        .output()
+        .expect("run mpifort");
+    assert!(out.status.success(), "mpifort pmpi08.f90: {:?}", text(&out));
+    corpus(&exe, &[1, 2]);
+}
+
+#[test]
 fn use_mpi_checks_the_arguments_it_can() {
     need_fortran!();
     // A REAL count and a missing ierror are compile errors with the module's interfaces.
@@ -348,10 +398,52 @@ fn every_declared_c_function_has_a_fortran_symbol() {
         .skip(1)
         .filter_map(|l| l.split(':').next())
         .collect();
+    // Every F77 binding is in mpi_f08 too, or listed as not, with the reason.
+    let section = |title: &str| -> Vec<&str> {
+        report
+            .split(title)
+            .nth(1)
+            .unwrap_or("")
+            .split("\n# ")
+            .next()
+            .unwrap_or("")
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split(':').next())
+            .collect()
+    };
+    let (f77, f08, not08) = (
+        section("# F77 / mpi bindings"),
+        section("# mpi_f08 bindings"),
+        section("# not in mpi_f08"),
+    );
+    assert!(
+        f77.len() > 150,
+        "bindings.txt lists {} F77 bindings",
+        f77.len()
+    );
+    let no_f08: Vec<&&str> = f77
+        .iter()
+        .filter(|n| !f08.contains(n) && !not08.contains(n))
+        .collect();
+    assert!(
+        no_f08.is_empty(),
+        "in mpif.h but neither in mpi_f08 nor listed as left out: {no_f08:?}"
+    );
     let missing: Vec<&String> = decl
         .iter()
         .filter(|d| !syms.contains(&format!("{}_", d.to_lowercase())))
         .collect();
+    // Every binding has its profiling entry point.
+    let no_pmpi: Vec<&String> = decl
+        .iter()
+        .filter(|d| !missing.contains(d))
+        .filter(|d| !syms.contains(&format!("p{}_", d.to_lowercase())))
+        .collect();
+    assert!(
+        no_pmpi.is_empty(),
+        "bound without a pmpi_x_ symbol: {no_pmpi:?}"
+    );
     for d in &missing {
         assert!(
             skipped.contains(&d.as_str()),

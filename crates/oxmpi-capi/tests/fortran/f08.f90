@@ -2,7 +2,9 @@
 ! assumed-rank choice buffers of any type and rank in the same program unit (no
 ! -fallow-argument-mismatch), nonblocking with waitall, collectives with MPI_IN_PLACE,
 ! reductions on INTEGER, REAL and DOUBLE PRECISION, a user operation, comm split/dup,
-! a derived type, LOGICAL flags, strings, and error returns.
+! a derived type, LOGICAL flags, strings, the deprecated keyval and attribute calls,
+! MPI_Buffer_detach, large-count procedures by their _c names, Cartesian topologies with
+! LOGICAL arrays, window attributes, and error returns.
 module f08_checks
     use mpi_f08
     implicit none
@@ -49,11 +51,23 @@ contains
         flag = .true.
         ierror = MPI_SUCCESS
     end subroutine copy_twice
+
+    ! A copy function of the deprecated MPI_Keyval_create: INTEGER arguments.
+    subroutine copy_plus(oldcomm, keyval, extra_state, attribute_val_in, attribute_val_out, &
+            flag, ierr)
+        integer :: oldcomm, keyval, extra_state, attribute_val_in, attribute_val_out, ierr
+        logical :: flag
+        if (oldcomm /= MPI_COMM_WORLD%MPI_VAL .or. keyval == MPI_KEYVAL_INVALID) stop 6
+        attribute_val_out = attribute_val_in + extra_state
+        flag = .true.
+        ierr = MPI_SUCCESS
+    end subroutine copy_plus
 end module f08_checks
 
 program f08
     use mpi_f08
     use f08_checks
+    use, intrinsic :: iso_c_binding, only: c_ptr, c_loc, c_associated, c_intptr_t
     implicit none
     type(MPI_Comm) :: half, dup
     type(MPI_Request) :: reqs(4)
@@ -70,6 +84,16 @@ program f08
     integer(kind=MPI_COUNT_KIND) :: big
     integer :: kv1, kv2
     type(MPI_Errhandler) :: eh
+    integer, target :: bsbuf(256)
+    type(c_ptr) :: addr
+    integer(kind=MPI_ADDRESS_KIND) :: lba, exta
+    integer(kind=MPI_COUNT_KIND) :: lbc, extc
+    type(MPI_Comm) :: ring, sub
+    type(MPI_Win) :: win
+    integer :: dims1(1), coords(1)
+    logical :: periods(1)
+    integer, target :: wbuf(10)
+    integer(kind=MPI_ADDRESS_KIND) :: wval
 
     call MPI_Init()
     call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -171,6 +195,73 @@ program f08
     call MPI_Comm_free_keyval(kv1)
     call MPI_Comm_free_keyval(kv2)
 
+    ! The deprecated keyvals: INTEGER attribute values, a Fortran copy function and
+    ! MPI_DUP_FN, predefined attributes as values.
+    call MPI_Keyval_create(copy_plus, MPI_NULL_DELETE_FN, kv1, 5)
+    call MPI_Keyval_create(MPI_DUP_FN, MPI_NULL_DELETE_FN, kv2, 0)
+    call MPI_Attr_put(MPI_COMM_WORLD, kv1, 100)
+    call MPI_Attr_put(MPI_COMM_WORLD, kv2, 200)
+    call MPI_Attr_get(MPI_COMM_WORLD, kv1, n, flag)
+    call check(flag .and. n == 100, 'MPI_Attr_get')
+    call MPI_Comm_dup(MPI_COMM_WORLD, dup)
+    call MPI_Attr_get(dup, kv1, n, flag)
+    call check(flag .and. n == 105, 'deprecated Fortran copy function')
+    call MPI_Attr_get(dup, kv2, n, flag)
+    call check(flag .and. n == 200, 'MPI_DUP_FN')
+    call MPI_Comm_free(dup)
+    call MPI_Attr_get(MPI_COMM_WORLD, MPI_TAG_UB, n, flag)
+    call check(flag .and. n >= 32767, 'MPI_Attr_get of MPI_TAG_UB')
+    call MPI_Attr_delete(MPI_COMM_WORLD, kv1)
+    call MPI_Attr_get(MPI_COMM_WORLD, kv1, n, flag)
+    call check(.not. flag, 'MPI_Attr_delete')
+    call MPI_Attr_delete(MPI_COMM_WORLD, kv2)
+    call MPI_Keyval_free(kv1)
+    call MPI_Keyval_free(kv2)
+    call check(kv1 == MPI_KEYVAL_INVALID .and. kv2 == MPI_KEYVAL_INVALID, 'MPI_Keyval_free')
+
+    ! Buffered sends; MPI_Buffer_detach gives the buffer back as a TYPE(C_PTR).
+    call MPI_Buffer_attach(bsbuf, 1024)
+    call MPI_Bsend(rank, 1, MPI_INTEGER, next, 10, MPI_COMM_WORLD)
+    call MPI_Recv(n, 1, MPI_INTEGER, prev, 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE)
+    call check(n == prev, 'bsend')
+    call MPI_Buffer_detach(addr, n)
+    call check(c_associated(addr, c_loc(bsbuf)) .and. n == 1024, 'buffer detach')
+
+    ! Large-count procedures the generic cannot tell from the default ones (every integer
+    ! kind is 8 bytes): called by their _c names.
+    call MPI_Type_get_extent(MPI_DOUBLE_PRECISION, lba, exta)
+    call MPI_Type_get_extent_c(MPI_DOUBLE_PRECISION, lbc, extc)
+    call check(lbc == lba .and. extc == exta, 'MPI_Type_get_extent_c')
+    call MPI_Type_create_resized_c(MPI_INTEGER, 0_MPI_COUNT_KIND, 3 * extc, pair)
+    call MPI_Type_get_extent_c(pair, lbc, extc)
+    call check(lbc == 0 .and. extc == 3 * exta, 'MPI_Type_create_resized_c')
+    call MPI_Type_get_true_extent_c(pair, lbc, extc)
+    call MPI_Type_get_true_extent(MPI_INTEGER, lba, exta)
+    call check(lbc == lba .and. extc == exta, 'MPI_Type_get_true_extent_c')
+    call MPI_Type_free(pair)
+
+    ! A periodic ring: LOGICAL arrays in and out.
+    call MPI_Cart_create(MPI_COMM_WORLD, 1, [size], [.true.], .false., ring)
+    periods = .false.
+    call MPI_Cart_get(ring, 1, dims1, periods, coords)
+    call check(dims1(1) == size .and. periods(1) .and. coords(1) == rank, 'cart_get')
+    call MPI_Cart_sub(ring, [.false.], sub)
+    call MPI_Comm_size(sub, n)
+    call check(n == 1, 'cart_sub drops the dimension')
+    call MPI_Comm_free(sub)
+    call MPI_Comm_free(ring)
+
+    ! Window attributes as INTEGER(KIND=MPI_ADDRESS_KIND) values.
+    call MPI_Win_create(wbuf, int(storage_size(wbuf) / 8 * 10, MPI_ADDRESS_KIND), 4, &
+                        MPI_INFO_NULL, MPI_COMM_WORLD, win)
+    call MPI_Win_get_attr(win, MPI_WIN_SIZE, wval, flag)
+    call check(flag .and. wval == storage_size(wbuf) / 8 * 10, 'MPI_WIN_SIZE')
+    call MPI_Win_get_attr(win, MPI_WIN_DISP_UNIT, wval, flag)
+    call check(flag .and. wval == 4, 'MPI_WIN_DISP_UNIT')
+    call MPI_Win_get_attr(win, MPI_WIN_BASE, wval, flag)
+    call check(flag .and. wval == transfer(c_loc(wbuf), 0_c_intptr_t), 'MPI_WIN_BASE')
+    call MPI_Win_free(win)
+
     ! A derived type: two INTEGERs with a stride.
     call MPI_Type_vector(2, 1, 3, MPI_INTEGER, pair)
     call MPI_Type_commit(pair)
@@ -190,6 +281,10 @@ program f08
     call check(ierr /= MPI_SUCCESS, 'bad rank')
     call MPI_Error_class(ierr, n)
     call check(n == MPI_ERR_RANK, 'error class')
+    call MPI_Attr_get(MPI_COMM_WORLD, kv1, n, flag, ierr)
+    call check(ierr /= MPI_SUCCESS, 'MPI_Attr_get of a freed keyval')
+    call MPI_Buffer_detach(addr, n, ierr)
+    call check(ierr /= MPI_SUCCESS, 'MPI_Buffer_detach with no buffer attached')
     call MPI_Sendrecv(rgrid, 4, MPI_REAL, next, 4, rv, 3, MPI_REAL, prev, 4, MPI_COMM_WORLD, st, ierr)
     call MPI_Error_class(ierr, n)
     call check(n == MPI_ERR_TRUNCATE, 'truncation is an error')
@@ -197,6 +292,11 @@ program f08
     call MPI_Send(grid(1, :), 4, MPI_INTEGER, next, 8, MPI_COMM_WORLD, ierr)
     call check(ierr == MPI_ERR_BUFFER, 'non-contiguous buffer')
     call check(MPI_Wtime() > 0d0 .and. MPI_Wtick() > 0d0, 'wtime')
+    call MPI_Get_address(iv(1), lba)
+    call MPI_Get_address(iv(3), exta)
+    call check(MPI_Aint_diff(exta, lba) == 2 * (storage_size(iv) / 8), 'MPI_Aint_diff')
+    call check(MPI_Aint_add(lba, MPI_Aint_diff(exta, lba)) == exta, 'MPI_Aint_add')
+    call MPI_Pcontrol(1)
 
     call MPI_Finalize(ierr)
     call check(ierr == MPI_SUCCESS, 'finalize')

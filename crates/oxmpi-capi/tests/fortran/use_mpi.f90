@@ -1,8 +1,9 @@
 ! Free-form Fortran 90 with `use mpi`: communicator split and dup, derived datatypes
 ! (vector, contiguous, struct from MPI_GET_ADDRESS), names through hidden character lengths,
 ! the MPI_TAG_UB attribute, waitany/waitsome with 1-based indices, a Fortran error handler,
-! reductions on REAL and DOUBLE PRECISION with MPI_IN_PLACE at the root, and mpif.h included
-! from free-form source.
+! reductions on REAL and DOUBLE PRECISION with MPI_IN_PLACE at the root, alltoallw, a
+! Cartesian ring with LOGICAL periods and a neighbourhood alltoallw on it, and mpif.h
+! included from free-form source.
 module checks
     implicit none
 contains
@@ -71,6 +72,10 @@ program use_mpi_test
     integer :: keyval, many(40), many_in(20), many_out(20)
     integer(kind=MPI_ADDRESS_KIND) :: val, extra
     external on_error, copy_plus_one
+    integer :: wsend(64), wrecv(64), wcounts(64), wdispls(64), wtypes(64), ring, sub, coords(1)
+    integer :: nsend(2), nrecv(2), ncounts(2), ntypes(2), dims1(1)
+    integer(kind=MPI_ADDRESS_KIND) :: ndispls(2)
+    logical :: periods(1)
 
     call MPI_INIT(ierr)
     call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
@@ -189,6 +194,42 @@ program use_mpi_test
     else
         call MPI_REDUCE(r, r, 3, MPI_REAL, MPI_MAX, 0, MPI_COMM_WORLD, ierr)
     end if
+
+    ! Alltoallw: a datatype per peer (the bindings count them from the communicator).
+    call MPI_TYPE_GET_EXTENT(MPI_INTEGER, lb, extent, ierr)
+    do i = 1, size
+        wsend(i) = rank * 100 + i - 1
+        wcounts(i) = 1
+        wdispls(i) = (i - 1) * int(extent)
+        wtypes(i) = MPI_INTEGER
+    end do
+    wrecv = -1
+    call MPI_ALLTOALLW(wsend, wcounts, wdispls, wtypes, wrecv, wcounts, wdispls, wtypes, &
+                       MPI_COMM_WORLD, ierr)
+    call check(ierr == MPI_SUCCESS, 'alltoallw')
+    call check(all(wrecv(1:size) == [((i - 1) * 100 + rank, i = 1, size)]), 'alltoallw data')
+
+    ! A periodic ring with LOGICAL periods, its coordinates, a sub-grid, and a neighbourhood
+    ! alltoallw over its two neighbours (left, then right).
+    periods = .true.
+    call MPI_CART_CREATE(MPI_COMM_WORLD, 1, [size], periods, .false., ring, ierr)
+    periods = .false.
+    call MPI_CART_GET(ring, 1, dims1, periods, coords, ierr)
+    call check(dims1(1) == size .and. periods(1) .and. coords(1) == rank, 'cart_get')
+    call MPI_CART_SUB(ring, [.true.], sub, ierr)
+    call MPI_COMM_SIZE(sub, n, ierr)
+    call check(n == size, 'cart_sub keeps the dimension')
+    call MPI_COMM_FREE(sub, ierr)
+    nsend = rank
+    ncounts = 1
+    ntypes = MPI_INTEGER
+    ndispls = [0_MPI_ADDRESS_KIND, extent]
+    nrecv = -1
+    call MPI_NEIGHBOR_ALLTOALLW(nsend, ncounts, ndispls, ntypes, nrecv, ncounts, ndispls, &
+                                ntypes, ring, ierr)
+    call check(all(nrecv == [mod(rank + size - 1, size), mod(rank + 1, size)]), &
+               'neighbor_alltoallw')
+    call MPI_COMM_FREE(ring, ierr)
 
     ! A Fortran error handler sees the error code.
     seen = 0

@@ -301,6 +301,20 @@ impl RequestId {
         RequestId(raw)
     }
 
+    /// The slot this id names, or `None` for [`RequestId::NULL`] and values no table makes.
+    /// Engine slots are unique among the process's live requests that are not persistent;
+    /// persistent slots only within one [`Requests`] table. Slots are reused once the
+    /// request is gone, so a table keyed by them stays as small as the peak of live requests
+    /// (the C layer numbers Fortran requests this way).
+    pub fn slot(self) -> Option<IdSlot> {
+        let hi = (self.0 >> 32) as u32;
+        if self.0 & PERSISTENT != 0 {
+            Some(IdSlot::Persistent(hi & !(1 << 31)))
+        } else {
+            hi.checked_sub(1).map(IdSlot::Engine)
+        }
+    }
+
     fn engine(id: ReqId) -> RequestId {
         // `idx + 1` keeps every engine id distinct from NULL.
         RequestId(((id.idx as u64 + 1) << 32) | id.gen as u64)
@@ -326,6 +340,15 @@ impl RequestId {
             })
         }
     }
+}
+
+/// What [`RequestId::slot`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdSlot {
+    /// A slot of the point-to-point engine (nonblocking operations).
+    Engine(u32),
+    /// A slot of the [`Requests`] table's persistent requests.
+    Persistent(u32),
 }
 
 enum Kind {
@@ -1546,6 +1569,23 @@ mod tests {
             assert_eq!(RequestId::from_raw(p.to_raw()), p);
         }
         assert!(matches!(RequestId::NULL.kind(), Kind::Null));
+    }
+
+    #[test]
+    fn slots_name_the_table_entry_and_nothing_for_null_or_junk() {
+        for (idx, gen) in [(0, 0), (5, 9), (1 << 30, u32::MAX)] {
+            assert_eq!(
+                RequestId::engine(ReqId { idx, gen }).slot(),
+                Some(IdSlot::Engine(idx))
+            );
+            assert_eq!(
+                RequestId::persistent(idx, gen).slot(),
+                Some(IdSlot::Persistent(idx))
+            );
+        }
+        assert_eq!(RequestId::NULL.slot(), None);
+        // Below 2^32 no table makes an id (engine ids start their slot at 1 << 32).
+        assert_eq!(RequestId::from_raw(0x1234).slot(), None);
     }
 
     #[test]
