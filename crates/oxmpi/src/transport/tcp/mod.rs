@@ -16,7 +16,8 @@
 //! - Limits of its own: no one-copy `get`/`put`, so messages above the eager limit use the
 //!   rendezvous with pushed chunks of `OXMPI_TCP_FRAG_SIZE`.
 //! - `OXMPI_TCP_LOG_ROUTES=1` (config.rs) prints each rail's local and remote address when it
-//!   connects.
+//!   connects, and ([`affinity`]) the CPU its packets are processed on, the rank's CPUs and
+//!   the interface's NUMA node.
 
 pub mod affinity;
 pub mod conn;
