@@ -313,7 +313,7 @@ fn oxmpi_keeps_slurms_cpuset(c: &TestCluster) -> Case {
     let info = info.display().to_string();
     let out = srun(
         c,
-        &["-n1", "--cpu-bind=map_cpu:1", &info, "--topology"],
+        &["-n1", "-c2", "--cpu-bind=map_cpu:1", &info, "--topology"],
         &[],
     );
     let (so, _) = expect_success("srun oxmpi-info --topology", &out)?;
