@@ -2,11 +2,38 @@
 //! network interfaces with their NUMA node.
 //!
 //! Shared by the launcher (placement and binding by core, socket or NUMA node) and
-//! `oxmpi-info --topology`. Read from `/sys`, which every Linux has; hwloc is not needed.
-//! Everything is read relative to a root directory so tests can use a fabricated tree.
+//! `oxmpi-info --topology`. Two readers give the same [`Topology`]: hwloc (the `hwlocality`
+//! crate over the system libhwloc, cargo feature `hwloc`, on by default) and `/sys`, which every
+//! Linux has. [`Topology::detect`] takes hwloc when it is built in and works, and falls back to
+//! sysfs otherwise (or when `OXMPI_TOPOLOGY=sysfs`). The sysfs reader works relative to a root
+//! directory so tests can use a fabricated tree.
 
 use std::fs;
 use std::path::Path;
+
+#[cfg(feature = "hwloc")]
+mod hwloc;
+
+/// The environment variable choosing the reader: `auto` (hwloc, then sysfs), `hwloc` or `sysfs`.
+pub const BACKEND_ENV: &str = "OXMPI_TOPOLOGY";
+
+/// Which reader produced a [`Topology`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// hwloc (the `hwloc` feature).
+    Hwloc,
+    /// sysfs, with the reason hwloc was not used.
+    Sysfs(String),
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Backend::Hwloc => write!(f, "hwloc"),
+            Backend::Sysfs(why) => write!(f, "sysfs ({why})"),
+        }
+    }
+}
 
 /// One logical CPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +109,42 @@ impl Topology {
     /// This machine's topology (`/sys`).
     pub fn host() -> Topology {
         Topology::read_from(Path::new("/"))
+    }
+
+    /// This machine's topology through hwloc, if built in (`Err` says why not or what failed).
+    /// With `io`, hwloc also places the network devices (slower); without, their NUMA nodes
+    /// are sysfs's.
+    pub fn from_hwloc(io: bool) -> Result<Topology, String> {
+        #[cfg(feature = "hwloc")]
+        {
+            let nics = Topology::read_from(Path::new("/")).nics;
+            hwloc::read(nics, io)
+        }
+        #[cfg(not(feature = "hwloc"))]
+        {
+            let _ = io;
+            Err("built without the hwloc feature".into())
+        }
+    }
+
+    /// This machine's topology from the reader [`BACKEND_ENV`] asks for (default: hwloc, and
+    /// sysfs when hwloc is not built in or fails), with the reader that gave it; `io` as in
+    /// [`Topology::from_hwloc`].
+    pub fn detect(io: bool) -> (Topology, Backend) {
+        Topology::detect_with(&std::env::var(BACKEND_ENV).unwrap_or_default(), io)
+    }
+
+    fn detect_with(choice: &str, io: bool) -> (Topology, Backend) {
+        if choice == "sysfs" {
+            return (
+                Topology::host(),
+                Backend::Sysfs(format!("{BACKEND_ENV}=sysfs")),
+            );
+        }
+        match Topology::from_hwloc(io) {
+            Ok(t) => (t, Backend::Hwloc),
+            Err(why) => (Topology::host(), Backend::Sysfs(why)),
+        }
     }
 
     /// The topology in the sysfs tree under `root`. Missing files give defaults: a CPU without
@@ -370,6 +433,54 @@ mod tests {
         let t = Topology::host();
         assert!(!t.cpus.is_empty());
         assert!(t.cpus.iter().all(|c| c.core_cpus.contains(&c.id)));
+    }
+
+    /// Cores (distinct sibling sets), packages, NUMA nodes and CPUs.
+    fn counts(t: &Topology) -> (usize, usize, usize, Vec<usize>) {
+        let mut cores: Vec<&Vec<usize>> = t.cpus.iter().map(|c| &c.core_cpus).collect();
+        cores.sort();
+        cores.dedup();
+        let cpus = t.cpus.iter().map(|c| c.id).collect();
+        (cores.len(), t.packages().len(), t.numa_nodes().len(), cpus)
+    }
+
+    #[cfg(feature = "hwloc")]
+    #[test]
+    fn hwloc_and_sysfs_agree_on_this_machine() {
+        let hw = Topology::from_hwloc(true).expect("hwloc reads this machine");
+        let fs = Topology::host();
+        let no_io = Topology::from_hwloc(false).expect("hwloc without I/O");
+        assert_eq!((&no_io.cpus, &no_io.caches), (&hw.cpus, &hw.caches));
+        assert_eq!(
+            counts(&hw),
+            counts(&fs),
+            "(cores, packages, NUMA nodes, CPUs)"
+        );
+        for (a, b) in hw.cpus.iter().zip(&fs.cpus) {
+            assert_eq!(a, b, "CPU {} as hwloc and sysfs see it", a.id);
+        }
+        let names = |t: &Topology| t.nics.iter().map(|n| n.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&hw), names(&fs));
+        assert!(hw.caches.iter().all(|c| c.level >= 1 && !c.cpus.is_empty()));
+        let (_, backend) = Topology::detect_with("auto", false);
+        assert_eq!(backend, Backend::Hwloc);
+    }
+
+    #[cfg(not(feature = "hwloc"))]
+    #[test]
+    fn without_hwloc_detect_falls_back_to_sysfs() {
+        assert!(Topology::from_hwloc(false).is_err());
+        let (t, backend) = Topology::detect_with("auto", false);
+        assert!(matches!(backend, Backend::Sysfs(_)));
+        assert_eq!(counts(&t), counts(&Topology::host()));
+    }
+
+    #[test]
+    fn sysfs_is_chosen_when_asked_for() {
+        let (t, backend) = Topology::detect_with("sysfs", true);
+        assert_eq!(backend, Backend::Sysfs("OXMPI_TOPOLOGY=sysfs".into()));
+        assert_eq!(counts(&t), counts(&Topology::host()));
+        assert!(backend.to_string().starts_with("sysfs ("));
     }
 
     #[test]

@@ -284,6 +284,85 @@ fn oxrun_in_a_step_keeps_slurm_cpuset(c: &TestCluster) -> Case {
     ))
 }
 
+/// The last word of the line of `so` starting with `rank R cpus `.
+fn cpus_of_rank(so: &str, r: usize) -> Option<&str> {
+    so.lines()
+        .find_map(|l| l.strip_prefix(&format!("rank {r} cpus ")))
+        .map(str::trim)
+}
+
+fn oxmpi_keeps_slurms_cpuset(c: &TestCluster) -> Case {
+    if c.cpus < 2 {
+        return Ok("skipped: one CPU".into());
+    }
+    // Slurm puts task 0 on CPU 1 and task 1 on CPU 0; after MPI_Init and messages between
+    // them, each rank must still be exactly there.
+    let prog = bin("affinity_report");
+    let out = srun(
+        c,
+        &["-n2", "-N1", "--cpu-bind=map_cpu:1,0", "--mpi=pmi2", &prog],
+        &[],
+    );
+    let (so, se) = expect_success("srun affinity_report", &out)?;
+    let got = (cpus_of_rank(&so, 0), cpus_of_rank(&so, 1));
+    if got != (Some("1"), Some("0")) {
+        return Err(format!("Slurm's map_cpu:1,0 not kept: {got:?}\n{so}\n{se}"));
+    }
+    // oxmpi-info under the same binding reports Slurm's cpuset and its topology reader.
+    let info = target_dir().join("oxmpi-info");
+    let info = info.display().to_string();
+    let out = srun(
+        c,
+        &["-n1", "-c2", "--cpu-bind=map_cpu:1", &info, "--topology"],
+        &[],
+    );
+    let (so, _) = expect_success("srun oxmpi-info --topology", &out)?;
+    let backend = so.lines().next().unwrap_or("");
+    if !so.contains("this process may run on cpus 1\n")
+        || !backend.starts_with("topology backend: ")
+    {
+        return Err(format!("oxmpi-info under map_cpu:1:\n{so}"));
+    }
+    Ok(format!(
+        "ranks stay on Slurm's cpus 1 / 0; oxmpi-info: {backend}, cpus 1"
+    ))
+}
+
+fn tcp_reports_receive_cpus(c: &TestCluster) -> Case {
+    // One rank per node, each bound by Slurm to CPU 0, talking over TCP on loopback: every
+    // connection reports the CPU its packets were processed on and is steered to CPU 0.
+    let prog = bin("affinity_report");
+    let out = srun(
+        c,
+        &["-n2", "-N2", "--cpu-bind=map_cpu:0", "--mpi=pmi2", &prog],
+        &[("OXMPI_TCP_IF", TCP_IF), ("OXMPI_TCP_LOG_ROUTES", "1")],
+    );
+    let (so, se) = expect_success("srun affinity_report -N2", &out)?;
+    let routes: Vec<&str> = se.lines().filter(|l| l.contains(": TCP rail ")).collect();
+    let well_formed = |l: &&str| {
+        l.split("packets processed on cpu ")
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .is_some_and(|cpu| cpu == "unknown" || cpu.parse::<u32>().is_ok())
+            && l.contains("rank cpus 0, nic lo virtual, steered to cpu 0")
+    };
+    if cpus_of_rank(&so, 0) != Some("0") || cpus_of_rank(&so, 1) != Some("0") {
+        return Err(format!("ranks not on Slurm's cpu 0:\n{so}"));
+    }
+    // Each end reports its connection(s): one, or two if both connected at once.
+    let of = |r: u32| {
+        routes
+            .iter()
+            .any(|l| l.contains(&format!("rank {r}: TCP rail ")))
+    };
+    if !of(0) || !of(1) || !routes.iter().all(well_formed) {
+        return Err(format!(
+            "expected a receive-CPU report from each end:\n{se}"
+        ));
+    }
+    Ok(routes.join(" | "))
+}
+
 fn sbatch_runs_oxrun(c: &TestCluster) -> Case {
     let dir = c.dir.join("batch");
     fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -332,7 +411,7 @@ fn slurm_matrix() {
             return;
         }
     };
-    let cases: [Entry; 8] = [
+    let cases: [Entry; 10] = [
         ("srun --mpi=pmi2 programs", programs_under_srun),
         ("srun hello on 2 nodes", hello_across_nodes),
         ("srun cards > 1 request", big_cards),
@@ -343,6 +422,8 @@ fn slurm_matrix() {
             "srun oxrun in Slurm cpuset",
             oxrun_in_a_step_keeps_slurm_cpuset,
         ),
+        ("srun oxmpi in Slurm cpuset", oxmpi_keeps_slurms_cpuset),
+        ("srun TCP receive cpus", tcp_reports_receive_cpus),
         ("sbatch oxrun", sbatch_runs_oxrun),
     ];
     let mut failures = Vec::new();

@@ -109,6 +109,8 @@ tunables! {
         "awaited requests are woken by a progress thread (at Serialized/Multiple); 0: an unfinished poll asks to be polled again";
     async_spin: u32 = 1000 => "1000", "OXMPI_ASYNC_SPIN",
         "progress passes a poll of an awaited request makes before it hands the request to the progress thread";
+    topology: String = "auto".to_owned() => "auto", "OXMPI_TOPOLOGY",
+        "machine topology reader for oxrun and oxmpi-info: auto (hwloc, sysfs if hwloc is not built in or fails) or sysfs";
     host_override: String = String::new() => "(unset)", "OXMPI_HOST_OVERRIDE",
         "testing: comma-separated host index per rank, overriding the launcher's placement";
 }

@@ -50,10 +50,29 @@ fn topology_lists_the_machine() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let topo = oxmpi_pmi::topology::Topology::host();
+    let backend = if cfg!(feature = "hwloc") {
+        "topology backend: hwloc\n"
+    } else {
+        "topology backend: sysfs (built without the hwloc feature)\n"
+    };
+    let machine = text
+        .strip_prefix(backend)
+        .unwrap_or_else(|| panic!("{text}"));
     assert!(
-        text.starts_with("machine: ") && text.contains(&format!(", {} CPUs", topo.cpus.len())),
+        machine.starts_with("machine: ") && text.contains(&format!(", {} CPUs", topo.cpus.len())),
         "{text}"
     );
+    // The sysfs reader, asked for by name, sees the same machine line.
+    let sysfs = Command::new(env!("CARGO_BIN_EXE_oxmpi-info"))
+        .arg("--topology")
+        .env("OXMPI_TOPOLOGY", "sysfs")
+        .output()
+        .unwrap();
+    let sysfs = String::from_utf8(sysfs.stdout).unwrap();
+    let rest = sysfs
+        .strip_prefix("topology backend: sysfs (OXMPI_TOPOLOGY=sysfs)\n")
+        .unwrap_or_else(|| panic!("{sysfs}"));
+    assert_eq!(rest.lines().next(), machine.lines().next());
     for n in topo.numa_nodes() {
         assert!(text.contains(&format!("numa node {n}: cpus ")), "{text}");
     }

@@ -245,7 +245,10 @@ impl Agent {
     fn start_ranks(&mut self) {
         self.start_watchdog();
         let (bind, within) = binding::from_wire(self.job.bind);
-        let cores = binding::host_cores();
+        // Ranks with peers on other hosts start on the cores next to the NIC.
+        let across = self.job.ranks.len() < self.job.size as usize;
+        let tcp_if = self.job.ranks.first().map(|r| binding::tcp_if_of(&r.env));
+        let (cores, nic) = binding::host_cores_near(tcp_if.as_deref().filter(|_| across));
         let bindings = binding::plan(self.job.ranks.len(), bind, within, &cores);
         let nofile = sys::raise_nofile_limit().ok().map(|(old, _)| old);
         let env = JobEnv {
@@ -291,12 +294,13 @@ impl Agent {
                     if self.job.report_bindings {
                         let line = match &bindings[i] {
                             Some(cpus) => format!(
-                                "oxrun: rank {} (pid {} on {}) bound to cpu{} {}",
+                                "oxrun: rank {} (pid {} on {}) bound to cpu{} {}{}",
                                 r.rank,
                                 s.pid,
                                 self.job.host,
                                 if cpus.len() > 1 { "s" } else { "" },
-                                format_cpu_list(cpus)
+                                format_cpu_list(cpus),
+                                binding::near_text(&nic, cpus, &cores)
                             ),
                             None => format!(
                                 "oxrun: rank {} (pid {} on {}) not bound",

@@ -56,11 +56,69 @@ pub struct Core {
     pub numa: u32,
 }
 
-/// The cores oxrun may use on this host, ordered by their first CPU. Falls back to one core
-/// per CPU when sysfs says nothing.
-pub fn host_cores() -> Vec<Core> {
+/// The cores oxrun may use on this host, ordered by their first CPU (topology through hwloc,
+/// or sysfs: `Topology::detect`; one core per CPU when neither says anything). For ranks that
+/// talk to other hosts, `tcp_if` (`OXMPI_TCP_IF`'s value, possibly empty) puts the cores on
+/// the NUMA node of the network interface TCP uses first, and that interface with its node is
+/// returned (`None` when no interface's node is known).
+pub fn host_cores_near(tcp_if: Option<&str>) -> (Vec<Core>, Option<(String, u32)>) {
     let allowed = sys::allowed_cpus().unwrap_or_default();
-    cores_of(&Topology::host(), &allowed)
+    let (topo, _) = Topology::detect(false);
+    let cores = cores_of(&topo, &allowed);
+    match tcp_if.and_then(|spec| nic_numa(&topo, spec)) {
+        Some((nic, numa)) => (near_first(cores, numa), Some((nic, numa))),
+        None => (cores, None),
+    }
+}
+
+/// `OXMPI_TCP_IF` as a rank with environment `env` will see it (the agent's own otherwise).
+pub fn tcp_if_of(env: &[(std::ffi::OsString, std::ffi::OsString)]) -> String {
+    env.iter()
+        .rev()
+        .find(|(k, _)| k == "OXMPI_TCP_IF")
+        .map(|(_, v)| v.to_string_lossy().into_owned())
+        .or_else(|| std::env::var("OXMPI_TCP_IF").ok())
+        .unwrap_or_default()
+}
+
+/// The interface TCP leaves by and its NUMA node: the first device-backed interface with a
+/// known node among those `spec` names (comma-separated; CIDR blocks and an empty spec mean
+/// any interface).
+pub fn nic_numa(topo: &Topology, spec: &str) -> Option<(String, u32)> {
+    let names: Vec<&str> = spec
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty() && !n.contains(['/', '.']))
+        .collect();
+    topo.nics
+        .iter()
+        .filter(|n| !n.virtual_ && (names.is_empty() || names.contains(&n.name.as_str())))
+        .find_map(|n| Some((n.name.clone(), n.numa?)))
+}
+
+/// What a `--report-bindings` line adds about the NIC: `, near nic ib0 (numa node 1)` when
+/// every CPU of `cpus` is on the node of `nic`, `, nic ib0 is on numa node 1` otherwise.
+pub fn near_text(nic: &Option<(String, u32)>, cpus: &[usize], cores: &[Core]) -> String {
+    let Some((name, numa)) = nic else {
+        return String::new();
+    };
+    let near = cpus.iter().all(|cpu| {
+        cores
+            .iter()
+            .any(|c| c.numa == *numa && c.cpus.contains(cpu))
+    });
+    if near {
+        format!(", near nic {name} (numa node {numa})")
+    } else {
+        format!(", nic {name} is on numa node {numa}")
+    }
+}
+
+/// `cores` with those on NUMA node `numa` first; each group keeps its order.
+pub fn near_first(cores: Vec<Core>, numa: u32) -> Vec<Core> {
+    let (mut near, far): (Vec<Core>, Vec<Core>) = cores.into_iter().partition(|c| c.numa == numa);
+    near.extend(far);
+    near
 }
 
 /// Groups `allowed` CPUs into cores using `topo` (CPUs it does not know are cores of their own
@@ -281,6 +339,50 @@ mod tests {
         }
     }
 
+    fn nic(name: &str, numa: Option<u32>, virtual_: bool) -> oxmpi_pmi::topology::Nic {
+        oxmpi_pmi::topology::Nic {
+            name: name.into(),
+            numa,
+            virtual_,
+        }
+    }
+
+    #[test]
+    fn ranks_that_talk_across_hosts_start_on_the_nics_numa_node() {
+        let topo = Topology {
+            nics: vec![
+                nic("eth0", None, false),
+                nic("ib0", Some(1), false),
+                nic("lo", None, true),
+                nic("veth1", Some(0), true),
+            ],
+            ..Topology::default()
+        };
+        assert_eq!(nic_numa(&topo, ""), Some(("ib0".into(), 1)));
+        assert_eq!(nic_numa(&topo, "10.0.0.0/8"), Some(("ib0".into(), 1)));
+        assert_eq!(nic_numa(&topo, "eth0"), None, "eth0's node is unknown");
+        assert_eq!(
+            nic_numa(&topo, "lo,veth1"),
+            None,
+            "virtual interfaces have no node"
+        );
+        let cores = near_first(two_sockets(), 1);
+        let first: Vec<usize> = cores.iter().map(|c| c.cpus[0]).collect();
+        assert_eq!(first, vec![2, 3, 0, 1, 4, 5, 6, 7]);
+        let p = plan(2, Some(BindTo::Core), Within::Core, &cores);
+        assert_eq!(p, vec![Some(vec![2]), Some(vec![3])]);
+        let ib0 = Some(("ib0".to_owned(), 1));
+        assert_eq!(
+            near_text(&ib0, &[2], &cores),
+            ", near nic ib0 (numa node 1)"
+        );
+        assert_eq!(
+            near_text(&ib0, &[0, 2], &cores),
+            ", nic ib0 is on numa node 1"
+        );
+        assert_eq!(near_text(&None, &[0], &cores), "");
+    }
+
     #[test]
     fn default_binds_one_core_per_rank_when_they_fit() {
         let p = plan(3, None, Within::Core, &flat(4));
@@ -346,7 +448,8 @@ mod tests {
 
     #[test]
     fn host_has_at_least_one_core() {
-        let cores = host_cores();
+        let (cores, nic) = host_cores_near(None);
+        assert!(nic.is_none());
         assert!(!cores.is_empty());
         assert!(cores.iter().all(|c| !c.cpus.is_empty()));
     }

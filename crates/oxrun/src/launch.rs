@@ -117,7 +117,9 @@ pub fn run(plan: &Plan) -> i32 {
         }
     };
 
-    let cores = binding::host_cores();
+    // Ranks with peers on other hosts start on the cores next to the NIC.
+    let tcp_if = (local_count < size as usize).then(|| binding::tcp_if_of(&[]));
+    let (cores, nic) = binding::host_cores_near(tcp_if.as_deref());
     let mut local_bindings = binding::plan(local_count, plan.bind_to, plan.within, &cores);
     if let Some(rf) = &plan.rankfile {
         // Rank-file entries replace the policy for the ranks they name.
@@ -205,9 +207,10 @@ pub fn run(plan: &Plan) -> i32 {
             let pid = job.pid(r);
             let line = match &bindings[r as usize] {
                 Some(cpus) => format!(
-                    "oxrun: rank {r} (pid {pid}) bound to cpu{} {}",
+                    "oxrun: rank {r} (pid {pid}) bound to cpu{} {}{}",
                     if cpus.len() > 1 { "s" } else { "" },
-                    format_cpu_list(cpus)
+                    format_cpu_list(cpus),
+                    binding::near_text(&nic, cpus, &cores)
                 ),
                 None => format!(
                     "oxrun: rank {r} (pid {pid}) not bound (may run on cpus {})",

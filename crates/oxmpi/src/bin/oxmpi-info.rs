@@ -1,6 +1,7 @@
 //! `oxmpi-info`: every tunable with its default and current value, and which protocol each
 //! message size takes. `oxmpi-info --topology`: the machine as oxmpi sees it (packages, NUMA
-//! nodes, cores, caches, NICs and their NUMA node, and the CPUs this process may use).
+//! nodes, cores, caches, NICs and their NUMA node, and the CPUs this process may use), with the
+//! reader that saw it (hwloc, or sysfs and why: `OXMPI_TOPOLOGY`).
 
 use oxmpi::coll::select::{algorithm_table, Crossovers, COLL_TUNABLES};
 use oxmpi::config::{Config, Tunable, TUNABLES};
@@ -9,7 +10,9 @@ fn main() {
     match std::env::args().nth(1).as_deref() {
         None => {}
         Some("--topology") => {
-            print!("{}", oxmpi_pmi::topology::Topology::host().report());
+            let (topo, backend) = oxmpi_pmi::topology::Topology::detect(true);
+            println!("topology backend: {backend}");
+            print!("{}", topo.report());
             // What a rank started here would get: taskset, cgroups and Slurm narrow it.
             let allowed = std::fs::read_to_string("/proc/self/status")
                 .ok()

@@ -16,8 +16,10 @@
 //! - Limits of its own: no one-copy `get`/`put`, so messages above the eager limit use the
 //!   rendezvous with pushed chunks of `OXMPI_TCP_FRAG_SIZE`.
 //! - `OXMPI_TCP_LOG_ROUTES=1` (config.rs) prints each rail's local and remote address when it
-//!   connects.
+//!   connects, and ([`affinity`]) the CPU its packets are processed on, the rank's CPUs and
+//!   the interface's NUMA node.
 
+pub mod affinity;
 pub mod conn;
 pub mod frame;
 pub mod handshake;
@@ -396,6 +398,7 @@ impl TcpLink {
             };
             let opened = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
                 .and_then(|s| {
+                    affinity::on_connect(&s, self.me, rank, r, log_routes);
                     if log_routes {
                         let from = s.local_addr()?;
                         eprintln!(
@@ -941,6 +944,7 @@ impl TcpTransport {
             let _ = std::io::Write::write(&mut sock, &[REJECT]);
             return;
         }
+        affinity::on_connect(&sock, l.me, h.from, r, l.cfg.log_routes);
         let conn = std::io::Write::write(&mut sock, &[ACCEPT])
             .and_then(|_| Conn::new(sock, l.cfg.rx_bytes()))
             .and_then(|c| {
