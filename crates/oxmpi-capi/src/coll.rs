@@ -666,24 +666,14 @@ mpi_fn! {
         sbuf: *const c_void, sn: c_int, sdt: Handle,
         rbuf: *mut c_void, rn: c_int, rdt: Handle, root: c_int, c: Handle,
     ) on comm(c) => {
-        let name = "Gather";
-        let comm = typed(c)?;
-        let me = comm.rank() == root;
-        let p = comm.size() as usize;
-        if me {
-            let mut recv = output(name, rbuf, rn.into(), rdt, p)?;
-            if in_place(sbuf) {
-                comm.gather_in_place(root, recv.bytes())?;
-            } else {
-                let send = input(name, sbuf, sn.into(), sdt, 1)?;
-                comm.gather_into(root, &send, recv.bytes())?;
-            }
-            recv.finish();
-            Ok(())
-        } else {
-            let send = input(name, sbuf, sn.into(), sdt, 1)?;
-            comm.gather_into(root, &send, &mut [])
-        }
+        gather("Gather", sbuf, sn.into(), sdt, rbuf, rn.into(), rdt, root, c)
+    }
+
+    /// `MPI_Gather_c`.
+    fn Gather_c = MPI_Gather_c / PMPI_Gather_c(
+        sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rn: i64, rdt: Handle, root: c_int, c: Handle,
+    ) on comm(c) => {
+        gather("Gather_c", sbuf, sn, sdt, rbuf, rn, rdt, root, c)
     }
 
     /// `MPI_Gatherv`.
@@ -715,24 +705,14 @@ mpi_fn! {
         sbuf: *const c_void, sn: c_int, sdt: Handle,
         rbuf: *mut c_void, rn: c_int, rdt: Handle, root: c_int, c: Handle,
     ) on comm(c) => {
-        let name = "Scatter";
-        let comm = typed(c)?;
-        let p = comm.size() as usize;
-        if comm.rank() == root {
-            let send = input(name, sbuf, sn.into(), sdt, p)?;
-            if in_place(rbuf) {
-                return comm.scatter_in_place(root, &send);
-            }
-            let mut recv = output(name, rbuf, rn.into(), rdt, 1)?;
-            comm.scatter_into(root, &send, recv.bytes())?;
-            recv.finish();
-            Ok(())
-        } else {
-            let mut recv = output(name, rbuf, rn.into(), rdt, 1)?;
-            comm.scatter_into(root, &[], recv.bytes())?;
-            recv.finish();
-            Ok(())
-        }
+        scatter("Scatter", sbuf, sn.into(), sdt, rbuf, rn.into(), rdt, root, c)
+    }
+
+    /// `MPI_Scatter_c`.
+    fn Scatter_c = MPI_Scatter_c / PMPI_Scatter_c(
+        sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rn: i64, rdt: Handle, root: c_int, c: Handle,
+    ) on comm(c) => {
+        scatter("Scatter_c", sbuf, sn, sdt, rbuf, rn, rdt, root, c)
     }
 
     /// `MPI_Scatterv`.
@@ -766,17 +746,14 @@ mpi_fn! {
         sbuf: *const c_void, sn: c_int, sdt: Handle,
         rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
     ) on comm(c) => {
-        let name = "Allgather";
-        let comm = typed(c)?;
-        let mut recv = output(name, rbuf, rn.into(), rdt, comm.size() as usize)?;
-        if in_place(sbuf) {
-            comm.all_gather_in_place(recv.bytes())?;
-        } else {
-            let send = input(name, sbuf, sn.into(), sdt, 1)?;
-            comm.all_gather_into(&send, recv.bytes())?;
-        }
-        recv.finish();
-        Ok(())
+        allgather("Allgather", sbuf, sn.into(), sdt, rbuf, rn.into(), rdt, c)
+    }
+
+    /// `MPI_Allgather_c`.
+    fn Allgather_c = MPI_Allgather_c / PMPI_Allgather_c(
+        sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rn: i64, rdt: Handle, c: Handle,
+    ) on comm(c) => {
+        allgather("Allgather_c", sbuf, sn, sdt, rbuf, rn, rdt, c)
     }
 
     /// `MPI_Allgatherv`.
@@ -805,18 +782,14 @@ mpi_fn! {
         sbuf: *const c_void, sn: c_int, sdt: Handle,
         rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
     ) on comm(c) => {
-        let name = "Alltoall";
-        let comm = typed(c)?;
-        let p = comm.size() as usize;
-        let mut recv = output(name, rbuf, rn.into(), rdt, p)?;
-        if in_place(sbuf) {
-            comm.all_to_all_in_place(recv.bytes())?;
-        } else {
-            let send = input(name, sbuf, sn.into(), sdt, p)?;
-            comm.all_to_all_into(&send, recv.bytes())?;
-        }
-        recv.finish();
-        Ok(())
+        alltoall("Alltoall", sbuf, sn.into(), sdt, rbuf, rn.into(), rdt, c)
+    }
+
+    /// `MPI_Alltoall_c`.
+    fn Alltoall_c = MPI_Alltoall_c / PMPI_Alltoall_c(
+        sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rn: i64, rdt: Handle, c: Handle,
+    ) on comm(c) => {
+        alltoall("Alltoall_c", sbuf, sn, sdt, rbuf, rn, rdt, c)
     }
 
     /// `MPI_Alltoallv`.
@@ -889,26 +862,28 @@ mpi_fn! {
     fn Scan = MPI_Scan / PMPI_Scan(
         sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
     ) on comm(c) => {
-        if let Some(b) = reduction_base("Scan", dt)? {
-            return reduce_derived("Scan", 1, b, sbuf, rbuf, n.into(), dt, o, 0, c);
-        }
-        let (len, d) = span("Scan", n, dt)?;
-        let (_, op) = op(o)?;
-        let comm = typed(c)?;
-        reduce_as!("Scan", d, op, T => typed_ops::all::<T>("Scan", 1, &comm, sbuf, rbuf, len, op))
+        scan("Scan", sbuf, rbuf, n.into(), dt, o, c)
+    }
+
+    /// `MPI_Scan_c`.
+    fn Scan_c = MPI_Scan_c / PMPI_Scan_c(
+        sbuf: *const c_void, rbuf: *mut c_void, n: i64, dt: Handle, o: Handle, c: Handle,
+    ) on comm(c) => {
+        scan("Scan_c", sbuf, rbuf, n, dt, o, c)
     }
 
     /// `MPI_Exscan`.
     fn Exscan = MPI_Exscan / PMPI_Exscan(
         sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
     ) on comm(c) => {
-        if let Some(b) = reduction_base("Exscan", dt)? {
-            return reduce_derived("Exscan", 2, b, sbuf, rbuf, n.into(), dt, o, 0, c);
-        }
-        let (len, d) = span("Exscan", n, dt)?;
-        let (_, op) = op(o)?;
-        let comm = typed(c)?;
-        reduce_as!("Exscan", d, op, T => typed_ops::all::<T>("Exscan", 2, &comm, sbuf, rbuf, len, op))
+        exscan("Exscan", sbuf, rbuf, n.into(), dt, o, c)
+    }
+
+    /// `MPI_Exscan_c`.
+    fn Exscan_c = MPI_Exscan_c / PMPI_Exscan_c(
+        sbuf: *const c_void, rbuf: *mut c_void, n: i64, dt: Handle, o: Handle, c: Handle,
+    ) on comm(c) => {
+        exscan("Exscan_c", sbuf, rbuf, n, dt, o, c)
     }
 
     /// `MPI_Reduce_scatter`.
@@ -930,21 +905,28 @@ mpi_fn! {
     fn Reduce_scatter_block = MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block(
         sbuf: *const c_void, rbuf: *mut c_void, rn: c_int, dt: Handle, o: Handle, c: Handle,
     ) on comm(c) => {
-        let name = "Reduce_scatter_block";
-        let (_, d) = span(name, rn, dt)?;
-        let (_, op) = op(o)?;
-        let comm = typed(c)?;
-        let counts = vec![count(name, rn)?; comm.size() as usize];
-        reduce_as!(name, d, op, T => typed_ops::reduce_scatter::<T>(name, &comm, sbuf, rbuf, &counts, op))
+        reduce_scatter_block("Reduce_scatter_block", sbuf, rbuf, rn.into(), dt, o, c)
+    }
+
+    /// `MPI_Reduce_scatter_block_c`.
+    fn Reduce_scatter_block_c = MPI_Reduce_scatter_block_c / PMPI_Reduce_scatter_block_c(
+        sbuf: *const c_void, rbuf: *mut c_void, rn: i64, dt: Handle, o: Handle, c: Handle,
+    ) on comm(c) => {
+        reduce_scatter_block("Reduce_scatter_block_c", sbuf, rbuf, rn, dt, o, c)
     }
 
     /// `MPI_Reduce_local`.
     fn Reduce_local = MPI_Reduce_local / PMPI_Reduce_local(
         inbuf: *const c_void, inout: *mut c_void, n: c_int, dt: Handle, o: Handle,
     ) on CommHandle::WORLD => {
-        let (len, d) = span("Reduce_local", n, dt)?;
-        let (_, op) = op(o)?;
-        reduce_as!("Reduce_local", d, op, T => typed_ops::local::<T>(inbuf, inout, len, op))
+        reduce_local("Reduce_local", inbuf, inout, n.into(), dt, o)
+    }
+
+    /// `MPI_Reduce_local_c`.
+    fn Reduce_local_c = MPI_Reduce_local_c / PMPI_Reduce_local_c(
+        inbuf: *const c_void, inout: *mut c_void, n: i64, dt: Handle, o: Handle,
+    ) on CommHandle::WORLD => {
+        reduce_local("Reduce_local_c", inbuf, inout, n, dt, o)
     }
 
     /// `MPI_Op_create`: `f` is called as `f(in, inout, &count, &datatype)` on elements of
@@ -977,6 +959,240 @@ mpi_fn! {
     fn Op_commutative = MPI_Op_commutative / PMPI_Op_commutative(o: Handle, flag: *mut c_int) on CommHandle::WORLD => {
         let (id, _) = op(o)?;
         put("Op_commutative", flag, hop::op_commutative(id)? as c_int)
+    }
+}
+
+/// `MPI_Gather` and `MPI_Gather_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Gather`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn gather(
+    name: &'static str,
+    sbuf: *const c_void,
+    sn: i64,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rn: i64,
+    rdt: Handle,
+    root: c_int,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        let comm = typed(c)?;
+        let me = comm.rank() == root;
+        let p = comm.size() as usize;
+        if me {
+            let mut recv = output(name, rbuf, rn, rdt, p)?;
+            if in_place(sbuf) {
+                comm.gather_in_place(root, recv.bytes())?;
+            } else {
+                let send = input(name, sbuf, sn, sdt, 1)?;
+                comm.gather_into(root, &send, recv.bytes())?;
+            }
+            recv.finish();
+            Ok(())
+        } else {
+            let send = input(name, sbuf, sn, sdt, 1)?;
+            comm.gather_into(root, &send, &mut [])
+        }
+    }
+}
+
+/// `MPI_Scatter` and `MPI_Scatter_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Scatter`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn scatter(
+    name: &'static str,
+    sbuf: *const c_void,
+    sn: i64,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rn: i64,
+    rdt: Handle,
+    root: c_int,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        let comm = typed(c)?;
+        let p = comm.size() as usize;
+        if comm.rank() == root {
+            let send = input(name, sbuf, sn, sdt, p)?;
+            if in_place(rbuf) {
+                return comm.scatter_in_place(root, &send);
+            }
+            let mut recv = output(name, rbuf, rn, rdt, 1)?;
+            comm.scatter_into(root, &send, recv.bytes())?;
+            recv.finish();
+            Ok(())
+        } else {
+            let mut recv = output(name, rbuf, rn, rdt, 1)?;
+            comm.scatter_into(root, &[], recv.bytes())?;
+            recv.finish();
+            Ok(())
+        }
+    }
+}
+
+/// `MPI_Allgather` and `MPI_Allgather_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Allgather`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn allgather(
+    name: &'static str,
+    sbuf: *const c_void,
+    sn: i64,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rn: i64,
+    rdt: Handle,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        let comm = typed(c)?;
+        let mut recv = output(name, rbuf, rn, rdt, comm.size() as usize)?;
+        if in_place(sbuf) {
+            comm.all_gather_in_place(recv.bytes())?;
+        } else {
+            let send = input(name, sbuf, sn, sdt, 1)?;
+            comm.all_gather_into(&send, recv.bytes())?;
+        }
+        recv.finish();
+        Ok(())
+    }
+}
+
+/// `MPI_Alltoall` and `MPI_Alltoall_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Alltoall`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn alltoall(
+    name: &'static str,
+    sbuf: *const c_void,
+    sn: i64,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rn: i64,
+    rdt: Handle,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        let comm = typed(c)?;
+        let p = comm.size() as usize;
+        let mut recv = output(name, rbuf, rn, rdt, p)?;
+        if in_place(sbuf) {
+            comm.all_to_all_in_place(recv.bytes())?;
+        } else {
+            let send = input(name, sbuf, sn, sdt, p)?;
+            comm.all_to_all_into(&send, recv.bytes())?;
+        }
+        recv.finish();
+        Ok(())
+    }
+}
+
+/// `MPI_Scan` and `MPI_Scan_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Scan`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn scan(
+    name: &'static str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: i64,
+    dt: Handle,
+    o: Handle,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        if let Some(b) = reduction_base(name, dt)? {
+            return reduce_derived(name, 1, b, sbuf, rbuf, n, dt, o, 0, c);
+        }
+        let (len, d) = span(name, n, dt)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        reduce_as!(name, d, op, T => typed_ops::all::<T>(name, 1, &comm, sbuf, rbuf, len, op))
+    }
+}
+
+/// `MPI_Exscan` and `MPI_Exscan_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Exscan`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn exscan(
+    name: &'static str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: i64,
+    dt: Handle,
+    o: Handle,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        if let Some(b) = reduction_base(name, dt)? {
+            return reduce_derived(name, 2, b, sbuf, rbuf, n, dt, o, 0, c);
+        }
+        let (len, d) = span(name, n, dt)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        reduce_as!(name, d, op, T => typed_ops::all::<T>(name, 2, &comm, sbuf, rbuf, len, op))
+    }
+}
+
+/// `MPI_Reduce_scatter_block` and `MPI_Reduce_scatter_block_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Reduce_scatter_block`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn reduce_scatter_block(
+    name: &'static str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rn: i64,
+    dt: Handle,
+    o: Handle,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        let (_, d) = span(name, rn, dt)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        let counts = vec![count(name, rn)?; comm.size() as usize];
+        reduce_as!(name, d, op, T => typed_ops::reduce_scatter::<T>(name, &comm, sbuf, rbuf, &counts, op))
+    }
+}
+
+/// `MPI_Reduce_local` and `MPI_Reduce_local_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Reduce_local`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn reduce_local(
+    name: &'static str,
+    inbuf: *const c_void,
+    inout: *mut c_void,
+    n: i64,
+    dt: Handle,
+    o: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        let (len, d) = span(name, n, dt)?;
+        let (_, op) = op(o)?;
+        reduce_as!(name, d, op, T => typed_ops::local::<T>(inbuf, inout, len, op))
     }
 }
 

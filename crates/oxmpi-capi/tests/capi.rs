@@ -175,6 +175,16 @@ fn attributes() {
 }
 
 #[test]
+fn communicator_hints_idup_and_guided_splits() {
+    corpus("comminfo", &[1, 2, 3]);
+}
+
+#[test]
+fn large_count_forms_and_request_get_status_family() {
+    corpus("largecount", &[1, 2, 3, 4]);
+}
+
+#[test]
 fn info_objects() {
     corpus("info", &[1]);
 }
