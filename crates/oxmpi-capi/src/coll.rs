@@ -681,23 +681,16 @@ mpi_fn! {
         sbuf: *const c_void, sn: c_int, sdt: Handle,
         rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle, root: c_int, c: Handle,
     ) on comm(c) => {
-        let name = "Gatherv";
-        no_in_place(name, sbuf)?;
-        let comm = typed(c)?;
-        let send = input(name, sbuf, sn.into(), sdt, 1)?;
-        if comm.rank() != root {
-            return comm.gather_varcount_into(root, &send, &mut [], &[], &[]);
-        }
-        let p = comm.size() as usize;
-        if let Some(b) = Blocks::new(name, p, rcounts, displs, rdt)? {
-            let mut tmp = vec![0u8; b.total];
-            comm.gather_varcount_into(root, &send, &mut tmp, &b.bc, &b.bd)?;
-            b.unpack(rbuf, &tmp);
-            return Ok(());
-        }
-        let d = crate::datatypes::lookup(name, rdt as usize)?;
-        let (bc, bd, extent) = layout(name, p, rcounts, displs, d.size)?;
-        comm.gather_varcount_into(root, &send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
+        gatherv("Gatherv", sbuf, sn.into(), sdt, rbuf, rcounts, displs, rdt, root, c)
+    }
+
+    /// `MPI_Gatherv_c`.
+    fn Gatherv_c = MPI_Gatherv_c / PMPI_Gatherv_c(
+        sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rcounts: *const i64, displs: *const i64, rdt: Handle, root: c_int, c: Handle,
+    ) on comm(c) => {
+        let rcounts = narrow("Gatherv_c", c, rcounts)?;
+        let displs = narrow("Gatherv_c", c, displs)?;
+        gatherv("Gatherv_c", sbuf, sn, sdt, rbuf, ptr(&rcounts), ptr(&displs), rdt, root, c)
     }
 
     /// `MPI_Scatter`.
@@ -720,25 +713,16 @@ mpi_fn! {
         sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Handle,
         rbuf: *mut c_void, rn: c_int, rdt: Handle, root: c_int, c: Handle,
     ) on comm(c) => {
-        let name = "Scatterv";
-        no_in_place(name, rbuf)?;
-        let comm = typed(c)?;
-        let mut recv = output(name, rbuf, rn.into(), rdt, 1)?;
-        if comm.rank() == root {
-            let p = comm.size() as usize;
-            if let Some(b) = Blocks::new(name, p, scounts, displs, sdt)? {
-                let packed = b.pack(sbuf);
-                comm.scatter_varcount_into(root, &packed, &b.bc, &b.bd, recv.bytes())?;
-            } else {
-                let d = crate::datatypes::lookup(name, sdt as usize)?;
-                let (bc, bd, extent) = layout(name, p, scounts, displs, d.size)?;
-                comm.scatter_varcount_into(root, bytes(name, sbuf, extent)?, &bc, &bd, recv.bytes())?;
-            }
-        } else {
-            comm.scatter_varcount_into(root, &[], &[], &[], recv.bytes())?;
-        }
-        recv.finish();
-        Ok(())
+        scatterv("Scatterv", sbuf, scounts, displs, sdt, rbuf, rn.into(), rdt, root, c)
+    }
+
+    /// `MPI_Scatterv_c`.
+    fn Scatterv_c = MPI_Scatterv_c / PMPI_Scatterv_c(
+        sbuf: *const c_void, scounts: *const i64, displs: *const i64, sdt: Handle, rbuf: *mut c_void, rn: i64, rdt: Handle, root: c_int, c: Handle,
+    ) on comm(c) => {
+        let scounts = narrow("Scatterv_c", c, scounts)?;
+        let displs = narrow("Scatterv_c", c, displs)?;
+        scatterv("Scatterv_c", sbuf, ptr(&scounts), ptr(&displs), sdt, rbuf, rn, rdt, root, c)
     }
 
     /// `MPI_Allgather`.
@@ -761,20 +745,16 @@ mpi_fn! {
         sbuf: *const c_void, sn: c_int, sdt: Handle,
         rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle, c: Handle,
     ) on comm(c) => {
-        let name = "Allgatherv";
-        no_in_place(name, sbuf)?;
-        let comm = typed(c)?;
-        let p = comm.size() as usize;
-        let send = input(name, sbuf, sn.into(), sdt, 1)?;
-        if let Some(b) = Blocks::new(name, p, rcounts, displs, rdt)? {
-            let mut tmp = vec![0u8; b.total];
-            comm.all_gather_varcount_into(&send, &mut tmp, &b.bc, &b.bd)?;
-            b.unpack(rbuf, &tmp);
-            return Ok(());
-        }
-        let d = crate::datatypes::lookup(name, rdt as usize)?;
-        let (bc, bd, extent) = layout(name, p, rcounts, displs, d.size)?;
-        comm.all_gather_varcount_into(&send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
+        allgatherv("Allgatherv", sbuf, sn.into(), sdt, rbuf, rcounts, displs, rdt, c)
+    }
+
+    /// `MPI_Allgatherv_c`.
+    fn Allgatherv_c = MPI_Allgatherv_c / PMPI_Allgatherv_c(
+        sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rcounts: *const i64, displs: *const i64, rdt: Handle, c: Handle,
+    ) on comm(c) => {
+        let rcounts = narrow("Allgatherv_c", c, rcounts)?;
+        let displs = narrow("Allgatherv_c", c, displs)?;
+        allgatherv("Allgatherv_c", sbuf, sn, sdt, rbuf, ptr(&rcounts), ptr(&displs), rdt, c)
     }
 
     /// `MPI_Alltoall`.
@@ -797,39 +777,18 @@ mpi_fn! {
         sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle,
         rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle, c: Handle,
     ) on comm(c) => {
-        let name = "Alltoallv";
-        no_in_place(name, sbuf)?;
-        let comm = typed(c)?;
-        let p = comm.size() as usize;
-        let sb = Blocks::new(name, p, scounts, sdispls, sdt)?;
-        let rb = Blocks::new(name, p, rcounts, rdispls, rdt)?;
-        let (packed, sc, sdi);
-        let send: &[u8] = match &sb {
-            Some(b) => {
-                packed = b.pack(sbuf);
-                (sc, sdi) = (b.bc.clone(), b.bd.clone());
-                &packed
-            }
-            None => {
-                let sd = crate::datatypes::lookup(name, sdt as usize)?;
-                let (c, d, sext) = layout(name, p, scounts, sdispls, sd.size)?;
-                (sc, sdi) = (c, d);
-                bytes(name, sbuf, sext)?
-            }
-        };
-        match &rb {
-            Some(b) => {
-                let mut tmp = vec![0u8; b.total];
-                comm.all_to_all_varcount_into(send, &sc, &sdi, &mut tmp, &b.bc, &b.bd)?;
-                b.unpack(rbuf, &tmp);
-                Ok(())
-            }
-            None => {
-                let rd = crate::datatypes::lookup(name, rdt as usize)?;
-                let (rc, rdi, rext) = layout(name, p, rcounts, rdispls, rd.size)?;
-                comm.all_to_all_varcount_into(send, &sc, &sdi, bytes_mut(name, rbuf, rext)?, &rc, &rdi)
-            }
-        }
+        alltoallv("Alltoallv", sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, c)
+    }
+
+    /// `MPI_Alltoallv_c`.
+    fn Alltoallv_c = MPI_Alltoallv_c / PMPI_Alltoallv_c(
+        sbuf: *const c_void, scounts: *const i64, sdispls: *const i64, sdt: Handle, rbuf: *mut c_void, rcounts: *const i64, rdispls: *const i64, rdt: Handle, c: Handle,
+    ) on comm(c) => {
+        let scounts = narrow("Alltoallv_c", c, scounts)?;
+        let sdispls = narrow("Alltoallv_c", c, sdispls)?;
+        let rcounts = narrow("Alltoallv_c", c, rcounts)?;
+        let rdispls = narrow("Alltoallv_c", c, rdispls)?;
+        alltoallv("Alltoallv_c", sbuf, ptr(&scounts), ptr(&sdispls), sdt, rbuf, ptr(&rcounts), ptr(&rdispls), rdt, c)
     }
 
     /// `MPI_Reduce`.
@@ -890,15 +849,15 @@ mpi_fn! {
     fn Reduce_scatter = MPI_Reduce_scatter / PMPI_Reduce_scatter(
         sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const c_int, dt: Handle, o: Handle, c: Handle,
     ) on comm(c) => {
-        let name = "Reduce_scatter";
-        let d = crate::datatypes::lookup(name, dt as usize)?;
-        let (_, op) = op(o)?;
-        let comm = typed(c)?;
-        let counts = slice(name, rcounts, comm.size() as usize)?
-            .iter()
-            .map(|&n| count(name, n))
-            .collect::<Result<Vec<usize>>>()?;
-        reduce_as!(name, d, op, T => typed_ops::reduce_scatter::<T>(name, &comm, sbuf, rbuf, &counts, op))
+        reduce_scatter("Reduce_scatter", sbuf, rbuf, rcounts, dt, o, c)
+    }
+
+    /// `MPI_Reduce_scatter_c`.
+    fn Reduce_scatter_c = MPI_Reduce_scatter_c / PMPI_Reduce_scatter_c(
+        sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const i64, dt: Handle, o: Handle, c: Handle,
+    ) on comm(c) => {
+        let rcounts = narrow("Reduce_scatter_c", c, rcounts)?;
+        reduce_scatter("Reduce_scatter_c", sbuf, rbuf, ptr(&rcounts), dt, o, c)
     }
 
     /// `MPI_Reduce_scatter_block`.
@@ -1193,6 +1152,249 @@ unsafe fn reduce_local(
         let (len, d) = span(name, n, dt)?;
         let (_, op) = op(o)?;
         reduce_as!(name, d, op, T => typed_ops::local::<T>(inbuf, inout, len, op))
+    }
+}
+
+/// `MPI_Gatherv` and `MPI_Gatherv_c` (its arrays narrowed to `int`).
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Gatherv`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn gatherv(
+    name: &'static str,
+    sbuf: *const c_void,
+    sn: i64,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    root: c_int,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        no_in_place(name, sbuf)?;
+        let comm = typed(c)?;
+        let send = input(name, sbuf, sn, sdt, 1)?;
+        if comm.rank() != root {
+            return comm.gather_varcount_into(root, &send, &mut [], &[], &[]);
+        }
+        let p = comm.size() as usize;
+        if let Some(b) = Blocks::new(name, p, rcounts, displs, rdt)? {
+            let mut tmp = vec![0u8; b.total];
+            comm.gather_varcount_into(root, &send, &mut tmp, &b.bc, &b.bd)?;
+            b.unpack(rbuf, &tmp);
+            return Ok(());
+        }
+        let d = crate::datatypes::lookup(name, rdt as usize)?;
+        let (bc, bd, extent) = layout(name, p, rcounts, displs, d.size)?;
+        comm.gather_varcount_into(root, &send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
+    }
+}
+
+/// `MPI_Scatterv` and `MPI_Scatterv_c` (its arrays narrowed to `int`).
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Scatterv`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn scatterv(
+    name: &'static str,
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rn: i64,
+    rdt: Handle,
+    root: c_int,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        no_in_place(name, rbuf)?;
+        let comm = typed(c)?;
+        let mut recv = output(name, rbuf, rn, rdt, 1)?;
+        if comm.rank() == root {
+            let p = comm.size() as usize;
+            if let Some(b) = Blocks::new(name, p, scounts, displs, sdt)? {
+                let packed = b.pack(sbuf);
+                comm.scatter_varcount_into(root, &packed, &b.bc, &b.bd, recv.bytes())?;
+            } else {
+                let d = crate::datatypes::lookup(name, sdt as usize)?;
+                let (bc, bd, extent) = layout(name, p, scounts, displs, d.size)?;
+                comm.scatter_varcount_into(
+                    root,
+                    bytes(name, sbuf, extent)?,
+                    &bc,
+                    &bd,
+                    recv.bytes(),
+                )?;
+            }
+        } else {
+            comm.scatter_varcount_into(root, &[], &[], &[], recv.bytes())?;
+        }
+        recv.finish();
+        Ok(())
+    }
+}
+
+/// `MPI_Allgatherv` and `MPI_Allgatherv_c` (its arrays narrowed to `int`).
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Allgatherv`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn allgatherv(
+    name: &'static str,
+    sbuf: *const c_void,
+    sn: i64,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        no_in_place(name, sbuf)?;
+        let comm = typed(c)?;
+        let p = comm.size() as usize;
+        let send = input(name, sbuf, sn, sdt, 1)?;
+        if let Some(b) = Blocks::new(name, p, rcounts, displs, rdt)? {
+            let mut tmp = vec![0u8; b.total];
+            comm.all_gather_varcount_into(&send, &mut tmp, &b.bc, &b.bd)?;
+            b.unpack(rbuf, &tmp);
+            return Ok(());
+        }
+        let d = crate::datatypes::lookup(name, rdt as usize)?;
+        let (bc, bd, extent) = layout(name, p, rcounts, displs, d.size)?;
+        comm.all_gather_varcount_into(&send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
+    }
+}
+
+/// `MPI_Alltoallv` and `MPI_Alltoallv_c` (its arrays narrowed to `int`).
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Alltoallv`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn alltoallv(
+    name: &'static str,
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rdt: Handle,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        no_in_place(name, sbuf)?;
+        let comm = typed(c)?;
+        let p = comm.size() as usize;
+        let sb = Blocks::new(name, p, scounts, sdispls, sdt)?;
+        let rb = Blocks::new(name, p, rcounts, rdispls, rdt)?;
+        let (packed, sc, sdi);
+        let send: &[u8] = match &sb {
+            Some(b) => {
+                packed = b.pack(sbuf);
+                (sc, sdi) = (b.bc.clone(), b.bd.clone());
+                &packed
+            }
+            None => {
+                let sd = crate::datatypes::lookup(name, sdt as usize)?;
+                let (c, d, sext) = layout(name, p, scounts, sdispls, sd.size)?;
+                (sc, sdi) = (c, d);
+                bytes(name, sbuf, sext)?
+            }
+        };
+        match &rb {
+            Some(b) => {
+                let mut tmp = vec![0u8; b.total];
+                comm.all_to_all_varcount_into(send, &sc, &sdi, &mut tmp, &b.bc, &b.bd)?;
+                b.unpack(rbuf, &tmp);
+                Ok(())
+            }
+            None => {
+                let rd = crate::datatypes::lookup(name, rdt as usize)?;
+                let (rc, rdi, rext) = layout(name, p, rcounts, rdispls, rd.size)?;
+                comm.all_to_all_varcount_into(
+                    send,
+                    &sc,
+                    &sdi,
+                    bytes_mut(name, rbuf, rext)?,
+                    &rc,
+                    &rdi,
+                )
+            }
+        }
+    }
+}
+
+/// `MPI_Reduce_scatter` and `MPI_Reduce_scatter_c` (its arrays narrowed to `int`).
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Reduce_scatter`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn reduce_scatter(
+    name: &'static str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    dt: Handle,
+    o: Handle,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        let d = crate::datatypes::lookup(name, dt as usize)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        let counts = slice(name, rcounts, comm.size() as usize)?
+            .iter()
+            .map(|&n| count(name, n))
+            .collect::<Result<Vec<usize>>>()?;
+        reduce_as!(name, d, op, T => typed_ops::reduce_scatter::<T>(name, &comm, sbuf, rbuf, &counts, op))
+    }
+}
+
+/// An `MPI_Count` or `MPI_Aint` array of a `_c` v-collective (one entry per process of `c`,
+/// as the `int` form reads) narrowed to the `int`s the shared code takes: a value beyond
+/// `int` is [`ErrorClass::Count`]. A null array stays null (processes that are not the root
+/// may pass one).
+///
+/// # Safety
+/// `p` must be null or valid for reads of one entry per process of `c`.
+unsafe fn narrow<T: Copy + Into<i64>>(name: &str, c: Handle, p: *const T) -> Result<Vec<c_int>> {
+    if p.is_null() {
+        return Ok(Vec::new());
+    }
+    let n = typed(c)?.size() as usize;
+    // SAFETY: forwarded from our caller.
+    unsafe { crate::boundary::slice(name, p, n)? }
+        .iter()
+        .map(|&v| {
+            let v: i64 = v.into();
+            c_int::try_from(v).map_err(|_| {
+                crate::boundary::err(
+                    ErrorClass::Count,
+                    name,
+                    format!("{v} is beyond the int range oxmpi's v-collectives take"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The pointer to pass for a narrowed array: null for an empty one.
+fn ptr(v: &[c_int]) -> *const c_int {
+    if v.is_empty() {
+        std::ptr::null()
+    } else {
+        v.as_ptr()
     }
 }
 

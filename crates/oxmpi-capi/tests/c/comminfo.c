@@ -98,6 +98,8 @@ int main(int argc, char **argv) {
         MPI_Group g;
         MUST(MPI_Comm_get_name(MPI_COMM_NULL, name, &len));
         CHECK(strcmp(name, "MPI_COMM_NULL") == 0 && len == 13, "name %s", name);
+        MUST(MPI_Type_get_name(MPI_DATATYPE_NULL, name, &len));
+        CHECK(strcmp(name, "MPI_DATATYPE_NULL") == 0, "name %s", name);
         MUST(MPI_Comm_group(MPI_COMM_WORLD, &g));
         MUST(MPI_Group_translate_ranks(g, 2, from, g, to));
         CHECK(to[0] == MPI_PROC_NULL && to[1] == 0, "translated %d %d", to[0], to[1]);

@@ -171,6 +171,43 @@ static void collectives(int rank, int size) {
     for (i = 0; i < size; i++) send[i] = i;
     MUST(MPI_Reduce_scatter_block_c(send, recv, (MPI_Count)1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     CHECK(recv[0] == rank * size, "reduce_scatter_block %d", recv[0]);
+    /* The v-forms: counts as MPI_Count, displacements as MPI_Aint. */
+    {
+        MPI_Count counts[4], ones[4];
+        MPI_Aint displs[4], at[4];
+        for (i = 0; i < size; i++) {
+            counts[i] = 2;
+            displs[i] = 2 * (size - 1 - i); /* reversed order */
+            ones[i] = 1;
+            at[i] = i;
+        }
+        for (i = 0; i < 4 * N; i++) send[i] = rank * 1000 + i;
+        memset(recv, 0, sizeof recv);
+        MUST(MPI_Gatherv_c(send, (MPI_Count)2, MPI_INT, recv, counts, displs, MPI_INT, 0,
+                           MPI_COMM_WORLD));
+        if (rank == 0)
+            for (i = 0; i < size; i++)
+                CHECK(recv[2 * (size - 1 - i)] == i * 1000, "gatherv %d", i);
+        MUST(MPI_Allgatherv_c(send, (MPI_Count)2, MPI_INT, recv, counts, displs, MPI_INT,
+                              MPI_COMM_WORLD));
+        for (i = 0; i < size; i++)
+            CHECK(recv[2 * (size - 1 - i) + 1] == i * 1000 + 1, "allgatherv %d", i);
+        MUST(MPI_Scatterv_c(send, counts, displs, MPI_INT, recv, (MPI_Count)2, MPI_INT, 0,
+                            MPI_COMM_WORLD));
+        CHECK(recv[0] == 2 * (size - 1 - rank), "scatterv %d", recv[0]);
+        MUST(MPI_Alltoallv_c(send, ones, at, MPI_INT, recv, ones, at, MPI_INT, MPI_COMM_WORLD));
+        for (i = 0; i < size; i++) CHECK(recv[i] == i * 1000 + rank, "alltoallv %d", i);
+        for (i = 0; i < size; i++) send[i] = i;
+        MUST(MPI_Reduce_scatter_c(send, recv, ones, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+        CHECK(recv[0] == rank * size, "reduce_scatter %d", recv[0]);
+        /* A count beyond int is refused with its class, not truncated. */
+        MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+        counts[0] = (MPI_Count)1 << 40;
+        CHECK(MPI_Allgatherv_c(send, (MPI_Count)2, MPI_INT, recv, counts, displs, MPI_INT,
+                               MPI_COMM_WORLD) == MPI_ERR_COUNT,
+              "count beyond int");
+        MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    }
     for (i = 0; i < N; i++) recv[i] = i;
     MUST(MPI_Reduce_local_c(send, recv, (MPI_Count)1, MPI_INT, MPI_PROD));
     CHECK(recv[0] == 0, "reduce_local");
