@@ -37,9 +37,12 @@ const SHARED_MEMORY: &str = "mpi_shared_memory";
 /// The info hints set on each communicator (`MPI_Comm_set_info`), by communicator id.
 /// oxmpi acts on none of them; they are kept so `MPI_Comm_get_info` returns them, as the
 /// standard allows for hints an implementation ignores.
-static HINTS: Mutex<Vec<(i32, Vec<(String, String)>)>> = Mutex::new(Vec::new());
+static HINTS: Mutex<Vec<(i32, Hints)>> = Mutex::new(Vec::new());
 
-fn hints_lock() -> std::sync::MutexGuard<'static, Vec<(i32, Vec<(String, String)>)>> {
+/// Info hints as key/value pairs.
+type Hints = Vec<(String, String)>;
+
+fn hints_lock() -> std::sync::MutexGuard<'static, Vec<(i32, Hints)>> {
     HINTS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
