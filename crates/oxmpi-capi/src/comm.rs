@@ -315,6 +315,12 @@ mpi_fn! {
         if out.is_null() {
             return Err(err(ErrorClass::Arg, "Comm_create_group", "newcomm is NULL"));
         }
+        hc::comm_size(comm(c))?;
+        // A process outside the group gets MPI_COMM_NULL at once (a local call, as the
+        // standard has it: rsmpi's `split_by_subgroup` relies on it).
+        if hg::group_rank(group(g))?.is_none() {
+            return put("Comm_create_group", out, comm_handle(CommHandle::NULL));
+        }
         put_comm("Comm_create_group", comm(c), hc::comm_create_group(comm(c), group(g), tag)?, out)
     }
 

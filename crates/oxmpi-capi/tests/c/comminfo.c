@@ -103,6 +103,27 @@ int main(int argc, char **argv) {
         MUST(MPI_Comm_group(MPI_COMM_WORLD, &g));
         MUST(MPI_Group_translate_ranks(g, 2, from, g, to));
         CHECK(to[0] == MPI_PROC_NULL && to[1] == 0, "translated %d %d", to[0], to[1]);
+        /* Comm_create_group outside the group: MPI_COMM_NULL, a local call. */
+        {
+            MPI_Group self_only;
+            MPI_Comm c;
+            int me[1];
+            me[0] = rank;
+            MUST(MPI_Group_incl(g, 1, me, &self_only));
+            MUST(MPI_Comm_create_group(MPI_COMM_WORLD, self_only, 7, &c));
+            CHECK(c != MPI_COMM_NULL, "own group");
+            MUST(MPI_Comm_free(&c));
+            MUST(MPI_Group_free(&self_only));
+            if (size > 1) {
+                me[0] = (rank + 1) % size;
+                MUST(MPI_Group_incl(g, 1, me, &self_only));
+                /* Only the other rank is in this group; it creates its own communicator
+                 * alone, this one gets nothing. */
+                MUST(MPI_Comm_create_group(MPI_COMM_WORLD, self_only, 8, &c));
+                CHECK(c == MPI_COMM_NULL, "not a member");
+                MUST(MPI_Group_free(&self_only));
+            }
+        }
         MUST(MPI_Group_free(&g));
     }
 
