@@ -666,24 +666,14 @@ mpi_fn! {
         sbuf: *const c_void, sn: c_int, sdt: Handle,
         rbuf: *mut c_void, rn: c_int, rdt: Handle, root: c_int, c: Handle,
     ) on comm(c) => {
-        let name = "Gather";
-        let comm = typed(c)?;
-        let me = comm.rank() == root;
-        let p = comm.size() as usize;
-        if me {
-            let mut recv = output(name, rbuf, rn.into(), rdt, p)?;
-            if in_place(sbuf) {
-                comm.gather_in_place(root, recv.bytes())?;
-            } else {
-                let send = input(name, sbuf, sn.into(), sdt, 1)?;
-                comm.gather_into(root, &send, recv.bytes())?;
-            }
-            recv.finish();
-            Ok(())
-        } else {
-            let send = input(name, sbuf, sn.into(), sdt, 1)?;
-            comm.gather_into(root, &send, &mut [])
-        }
+        gather("Gather", sbuf, sn.into(), sdt, rbuf, rn.into(), rdt, root, c)
+    }
+
+    /// `MPI_Gather_c`.
+    fn Gather_c = MPI_Gather_c / PMPI_Gather_c(
+        sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rn: i64, rdt: Handle, root: c_int, c: Handle,
+    ) on comm(c) => {
+        gather("Gather_c", sbuf, sn, sdt, rbuf, rn, rdt, root, c)
     }
 
     /// `MPI_Gatherv`.
@@ -691,23 +681,16 @@ mpi_fn! {
         sbuf: *const c_void, sn: c_int, sdt: Handle,
         rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle, root: c_int, c: Handle,
     ) on comm(c) => {
-        let name = "Gatherv";
-        no_in_place(name, sbuf)?;
-        let comm = typed(c)?;
-        let send = input(name, sbuf, sn.into(), sdt, 1)?;
-        if comm.rank() != root {
-            return comm.gather_varcount_into(root, &send, &mut [], &[], &[]);
-        }
-        let p = comm.size() as usize;
-        if let Some(b) = Blocks::new(name, p, rcounts, displs, rdt)? {
-            let mut tmp = vec![0u8; b.total];
-            comm.gather_varcount_into(root, &send, &mut tmp, &b.bc, &b.bd)?;
-            b.unpack(rbuf, &tmp);
-            return Ok(());
-        }
-        let d = crate::datatypes::lookup(name, rdt as usize)?;
-        let (bc, bd, extent) = layout(name, p, rcounts, displs, d.size)?;
-        comm.gather_varcount_into(root, &send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
+        gatherv("Gatherv", sbuf, sn.into(), sdt, rbuf, rcounts, displs, rdt, root, c)
+    }
+
+    /// `MPI_Gatherv_c`.
+    fn Gatherv_c = MPI_Gatherv_c / PMPI_Gatherv_c(
+        sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rcounts: *const i64, displs: *const i64, rdt: Handle, root: c_int, c: Handle,
+    ) on comm(c) => {
+        let rcounts = narrow("Gatherv_c", c, rcounts)?;
+        let displs = narrow("Gatherv_c", c, displs)?;
+        gatherv("Gatherv_c", sbuf, sn, sdt, rbuf, ptr(&rcounts), ptr(&displs), rdt, root, c)
     }
 
     /// `MPI_Scatter`.
@@ -715,24 +698,14 @@ mpi_fn! {
         sbuf: *const c_void, sn: c_int, sdt: Handle,
         rbuf: *mut c_void, rn: c_int, rdt: Handle, root: c_int, c: Handle,
     ) on comm(c) => {
-        let name = "Scatter";
-        let comm = typed(c)?;
-        let p = comm.size() as usize;
-        if comm.rank() == root {
-            let send = input(name, sbuf, sn.into(), sdt, p)?;
-            if in_place(rbuf) {
-                return comm.scatter_in_place(root, &send);
-            }
-            let mut recv = output(name, rbuf, rn.into(), rdt, 1)?;
-            comm.scatter_into(root, &send, recv.bytes())?;
-            recv.finish();
-            Ok(())
-        } else {
-            let mut recv = output(name, rbuf, rn.into(), rdt, 1)?;
-            comm.scatter_into(root, &[], recv.bytes())?;
-            recv.finish();
-            Ok(())
-        }
+        scatter("Scatter", sbuf, sn.into(), sdt, rbuf, rn.into(), rdt, root, c)
+    }
+
+    /// `MPI_Scatter_c`.
+    fn Scatter_c = MPI_Scatter_c / PMPI_Scatter_c(
+        sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rn: i64, rdt: Handle, root: c_int, c: Handle,
+    ) on comm(c) => {
+        scatter("Scatter_c", sbuf, sn, sdt, rbuf, rn, rdt, root, c)
     }
 
     /// `MPI_Scatterv`.
@@ -740,25 +713,16 @@ mpi_fn! {
         sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Handle,
         rbuf: *mut c_void, rn: c_int, rdt: Handle, root: c_int, c: Handle,
     ) on comm(c) => {
-        let name = "Scatterv";
-        no_in_place(name, rbuf)?;
-        let comm = typed(c)?;
-        let mut recv = output(name, rbuf, rn.into(), rdt, 1)?;
-        if comm.rank() == root {
-            let p = comm.size() as usize;
-            if let Some(b) = Blocks::new(name, p, scounts, displs, sdt)? {
-                let packed = b.pack(sbuf);
-                comm.scatter_varcount_into(root, &packed, &b.bc, &b.bd, recv.bytes())?;
-            } else {
-                let d = crate::datatypes::lookup(name, sdt as usize)?;
-                let (bc, bd, extent) = layout(name, p, scounts, displs, d.size)?;
-                comm.scatter_varcount_into(root, bytes(name, sbuf, extent)?, &bc, &bd, recv.bytes())?;
-            }
-        } else {
-            comm.scatter_varcount_into(root, &[], &[], &[], recv.bytes())?;
-        }
-        recv.finish();
-        Ok(())
+        scatterv("Scatterv", sbuf, scounts, displs, sdt, rbuf, rn.into(), rdt, root, c)
+    }
+
+    /// `MPI_Scatterv_c`.
+    fn Scatterv_c = MPI_Scatterv_c / PMPI_Scatterv_c(
+        sbuf: *const c_void, scounts: *const i64, displs: *const i64, sdt: Handle, rbuf: *mut c_void, rn: i64, rdt: Handle, root: c_int, c: Handle,
+    ) on comm(c) => {
+        let scounts = narrow("Scatterv_c", c, scounts)?;
+        let displs = narrow("Scatterv_c", c, displs)?;
+        scatterv("Scatterv_c", sbuf, ptr(&scounts), ptr(&displs), sdt, rbuf, rn, rdt, root, c)
     }
 
     /// `MPI_Allgather`.
@@ -766,17 +730,14 @@ mpi_fn! {
         sbuf: *const c_void, sn: c_int, sdt: Handle,
         rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
     ) on comm(c) => {
-        let name = "Allgather";
-        let comm = typed(c)?;
-        let mut recv = output(name, rbuf, rn.into(), rdt, comm.size() as usize)?;
-        if in_place(sbuf) {
-            comm.all_gather_in_place(recv.bytes())?;
-        } else {
-            let send = input(name, sbuf, sn.into(), sdt, 1)?;
-            comm.all_gather_into(&send, recv.bytes())?;
-        }
-        recv.finish();
-        Ok(())
+        allgather("Allgather", sbuf, sn.into(), sdt, rbuf, rn.into(), rdt, c)
+    }
+
+    /// `MPI_Allgather_c`.
+    fn Allgather_c = MPI_Allgather_c / PMPI_Allgather_c(
+        sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rn: i64, rdt: Handle, c: Handle,
+    ) on comm(c) => {
+        allgather("Allgather_c", sbuf, sn, sdt, rbuf, rn, rdt, c)
     }
 
     /// `MPI_Allgatherv`.
@@ -784,20 +745,16 @@ mpi_fn! {
         sbuf: *const c_void, sn: c_int, sdt: Handle,
         rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle, c: Handle,
     ) on comm(c) => {
-        let name = "Allgatherv";
-        no_in_place(name, sbuf)?;
-        let comm = typed(c)?;
-        let p = comm.size() as usize;
-        let send = input(name, sbuf, sn.into(), sdt, 1)?;
-        if let Some(b) = Blocks::new(name, p, rcounts, displs, rdt)? {
-            let mut tmp = vec![0u8; b.total];
-            comm.all_gather_varcount_into(&send, &mut tmp, &b.bc, &b.bd)?;
-            b.unpack(rbuf, &tmp);
-            return Ok(());
-        }
-        let d = crate::datatypes::lookup(name, rdt as usize)?;
-        let (bc, bd, extent) = layout(name, p, rcounts, displs, d.size)?;
-        comm.all_gather_varcount_into(&send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
+        allgatherv("Allgatherv", sbuf, sn.into(), sdt, rbuf, rcounts, displs, rdt, c)
+    }
+
+    /// `MPI_Allgatherv_c`.
+    fn Allgatherv_c = MPI_Allgatherv_c / PMPI_Allgatherv_c(
+        sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rcounts: *const i64, displs: *const i64, rdt: Handle, c: Handle,
+    ) on comm(c) => {
+        let rcounts = narrow("Allgatherv_c", c, rcounts)?;
+        let displs = narrow("Allgatherv_c", c, displs)?;
+        allgatherv("Allgatherv_c", sbuf, sn, sdt, rbuf, ptr(&rcounts), ptr(&displs), rdt, c)
     }
 
     /// `MPI_Alltoall`.
@@ -805,18 +762,14 @@ mpi_fn! {
         sbuf: *const c_void, sn: c_int, sdt: Handle,
         rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
     ) on comm(c) => {
-        let name = "Alltoall";
-        let comm = typed(c)?;
-        let p = comm.size() as usize;
-        let mut recv = output(name, rbuf, rn.into(), rdt, p)?;
-        if in_place(sbuf) {
-            comm.all_to_all_in_place(recv.bytes())?;
-        } else {
-            let send = input(name, sbuf, sn.into(), sdt, p)?;
-            comm.all_to_all_into(&send, recv.bytes())?;
-        }
-        recv.finish();
-        Ok(())
+        alltoall("Alltoall", sbuf, sn.into(), sdt, rbuf, rn.into(), rdt, c)
+    }
+
+    /// `MPI_Alltoall_c`.
+    fn Alltoall_c = MPI_Alltoall_c / PMPI_Alltoall_c(
+        sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rn: i64, rdt: Handle, c: Handle,
+    ) on comm(c) => {
+        alltoall("Alltoall_c", sbuf, sn, sdt, rbuf, rn, rdt, c)
     }
 
     /// `MPI_Alltoallv`.
@@ -824,39 +777,18 @@ mpi_fn! {
         sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle,
         rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle, c: Handle,
     ) on comm(c) => {
-        let name = "Alltoallv";
-        no_in_place(name, sbuf)?;
-        let comm = typed(c)?;
-        let p = comm.size() as usize;
-        let sb = Blocks::new(name, p, scounts, sdispls, sdt)?;
-        let rb = Blocks::new(name, p, rcounts, rdispls, rdt)?;
-        let (packed, sc, sdi);
-        let send: &[u8] = match &sb {
-            Some(b) => {
-                packed = b.pack(sbuf);
-                (sc, sdi) = (b.bc.clone(), b.bd.clone());
-                &packed
-            }
-            None => {
-                let sd = crate::datatypes::lookup(name, sdt as usize)?;
-                let (c, d, sext) = layout(name, p, scounts, sdispls, sd.size)?;
-                (sc, sdi) = (c, d);
-                bytes(name, sbuf, sext)?
-            }
-        };
-        match &rb {
-            Some(b) => {
-                let mut tmp = vec![0u8; b.total];
-                comm.all_to_all_varcount_into(send, &sc, &sdi, &mut tmp, &b.bc, &b.bd)?;
-                b.unpack(rbuf, &tmp);
-                Ok(())
-            }
-            None => {
-                let rd = crate::datatypes::lookup(name, rdt as usize)?;
-                let (rc, rdi, rext) = layout(name, p, rcounts, rdispls, rd.size)?;
-                comm.all_to_all_varcount_into(send, &sc, &sdi, bytes_mut(name, rbuf, rext)?, &rc, &rdi)
-            }
-        }
+        alltoallv("Alltoallv", sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, c)
+    }
+
+    /// `MPI_Alltoallv_c`.
+    fn Alltoallv_c = MPI_Alltoallv_c / PMPI_Alltoallv_c(
+        sbuf: *const c_void, scounts: *const i64, sdispls: *const i64, sdt: Handle, rbuf: *mut c_void, rcounts: *const i64, rdispls: *const i64, rdt: Handle, c: Handle,
+    ) on comm(c) => {
+        let scounts = narrow("Alltoallv_c", c, scounts)?;
+        let sdispls = narrow("Alltoallv_c", c, sdispls)?;
+        let rcounts = narrow("Alltoallv_c", c, rcounts)?;
+        let rdispls = narrow("Alltoallv_c", c, rdispls)?;
+        alltoallv("Alltoallv_c", sbuf, ptr(&scounts), ptr(&sdispls), sdt, rbuf, ptr(&rcounts), ptr(&rdispls), rdt, c)
     }
 
     /// `MPI_Reduce`.
@@ -889,62 +821,71 @@ mpi_fn! {
     fn Scan = MPI_Scan / PMPI_Scan(
         sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
     ) on comm(c) => {
-        if let Some(b) = reduction_base("Scan", dt)? {
-            return reduce_derived("Scan", 1, b, sbuf, rbuf, n.into(), dt, o, 0, c);
-        }
-        let (len, d) = span("Scan", n, dt)?;
-        let (_, op) = op(o)?;
-        let comm = typed(c)?;
-        reduce_as!("Scan", d, op, T => typed_ops::all::<T>("Scan", 1, &comm, sbuf, rbuf, len, op))
+        scan("Scan", sbuf, rbuf, n.into(), dt, o, c)
+    }
+
+    /// `MPI_Scan_c`.
+    fn Scan_c = MPI_Scan_c / PMPI_Scan_c(
+        sbuf: *const c_void, rbuf: *mut c_void, n: i64, dt: Handle, o: Handle, c: Handle,
+    ) on comm(c) => {
+        scan("Scan_c", sbuf, rbuf, n, dt, o, c)
     }
 
     /// `MPI_Exscan`.
     fn Exscan = MPI_Exscan / PMPI_Exscan(
         sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
     ) on comm(c) => {
-        if let Some(b) = reduction_base("Exscan", dt)? {
-            return reduce_derived("Exscan", 2, b, sbuf, rbuf, n.into(), dt, o, 0, c);
-        }
-        let (len, d) = span("Exscan", n, dt)?;
-        let (_, op) = op(o)?;
-        let comm = typed(c)?;
-        reduce_as!("Exscan", d, op, T => typed_ops::all::<T>("Exscan", 2, &comm, sbuf, rbuf, len, op))
+        exscan("Exscan", sbuf, rbuf, n.into(), dt, o, c)
+    }
+
+    /// `MPI_Exscan_c`.
+    fn Exscan_c = MPI_Exscan_c / PMPI_Exscan_c(
+        sbuf: *const c_void, rbuf: *mut c_void, n: i64, dt: Handle, o: Handle, c: Handle,
+    ) on comm(c) => {
+        exscan("Exscan_c", sbuf, rbuf, n, dt, o, c)
     }
 
     /// `MPI_Reduce_scatter`.
     fn Reduce_scatter = MPI_Reduce_scatter / PMPI_Reduce_scatter(
         sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const c_int, dt: Handle, o: Handle, c: Handle,
     ) on comm(c) => {
-        let name = "Reduce_scatter";
-        let d = crate::datatypes::lookup(name, dt as usize)?;
-        let (_, op) = op(o)?;
-        let comm = typed(c)?;
-        let counts = slice(name, rcounts, comm.size() as usize)?
-            .iter()
-            .map(|&n| count(name, n))
-            .collect::<Result<Vec<usize>>>()?;
-        reduce_as!(name, d, op, T => typed_ops::reduce_scatter::<T>(name, &comm, sbuf, rbuf, &counts, op))
+        reduce_scatter("Reduce_scatter", sbuf, rbuf, rcounts, dt, o, c)
+    }
+
+    /// `MPI_Reduce_scatter_c`.
+    fn Reduce_scatter_c = MPI_Reduce_scatter_c / PMPI_Reduce_scatter_c(
+        sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const i64, dt: Handle, o: Handle, c: Handle,
+    ) on comm(c) => {
+        let rcounts = narrow("Reduce_scatter_c", c, rcounts)?;
+        reduce_scatter("Reduce_scatter_c", sbuf, rbuf, ptr(&rcounts), dt, o, c)
     }
 
     /// `MPI_Reduce_scatter_block`.
     fn Reduce_scatter_block = MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block(
         sbuf: *const c_void, rbuf: *mut c_void, rn: c_int, dt: Handle, o: Handle, c: Handle,
     ) on comm(c) => {
-        let name = "Reduce_scatter_block";
-        let (_, d) = span(name, rn, dt)?;
-        let (_, op) = op(o)?;
-        let comm = typed(c)?;
-        let counts = vec![count(name, rn)?; comm.size() as usize];
-        reduce_as!(name, d, op, T => typed_ops::reduce_scatter::<T>(name, &comm, sbuf, rbuf, &counts, op))
+        reduce_scatter_block("Reduce_scatter_block", sbuf, rbuf, rn.into(), dt, o, c)
+    }
+
+    /// `MPI_Reduce_scatter_block_c`.
+    fn Reduce_scatter_block_c = MPI_Reduce_scatter_block_c / PMPI_Reduce_scatter_block_c(
+        sbuf: *const c_void, rbuf: *mut c_void, rn: i64, dt: Handle, o: Handle, c: Handle,
+    ) on comm(c) => {
+        reduce_scatter_block("Reduce_scatter_block_c", sbuf, rbuf, rn, dt, o, c)
     }
 
     /// `MPI_Reduce_local`.
     fn Reduce_local = MPI_Reduce_local / PMPI_Reduce_local(
         inbuf: *const c_void, inout: *mut c_void, n: c_int, dt: Handle, o: Handle,
     ) on CommHandle::WORLD => {
-        let (len, d) = span("Reduce_local", n, dt)?;
-        let (_, op) = op(o)?;
-        reduce_as!("Reduce_local", d, op, T => typed_ops::local::<T>(inbuf, inout, len, op))
+        reduce_local("Reduce_local", inbuf, inout, n.into(), dt, o)
+    }
+
+    /// `MPI_Reduce_local_c`.
+    fn Reduce_local_c = MPI_Reduce_local_c / PMPI_Reduce_local_c(
+        inbuf: *const c_void, inout: *mut c_void, n: i64, dt: Handle, o: Handle,
+    ) on CommHandle::WORLD => {
+        reduce_local("Reduce_local_c", inbuf, inout, n, dt, o)
     }
 
     /// `MPI_Op_create`: `f` is called as `f(in, inout, &count, &datatype)` on elements of
@@ -977,6 +918,483 @@ mpi_fn! {
     fn Op_commutative = MPI_Op_commutative / PMPI_Op_commutative(o: Handle, flag: *mut c_int) on CommHandle::WORLD => {
         let (id, _) = op(o)?;
         put("Op_commutative", flag, hop::op_commutative(id)? as c_int)
+    }
+}
+
+/// `MPI_Gather` and `MPI_Gather_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Gather`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn gather(
+    name: &'static str,
+    sbuf: *const c_void,
+    sn: i64,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rn: i64,
+    rdt: Handle,
+    root: c_int,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        let comm = typed(c)?;
+        let me = comm.rank() == root;
+        let p = comm.size() as usize;
+        if me {
+            let mut recv = output(name, rbuf, rn, rdt, p)?;
+            if in_place(sbuf) {
+                comm.gather_in_place(root, recv.bytes())?;
+            } else {
+                let send = input(name, sbuf, sn, sdt, 1)?;
+                comm.gather_into(root, &send, recv.bytes())?;
+            }
+            recv.finish();
+            Ok(())
+        } else {
+            let send = input(name, sbuf, sn, sdt, 1)?;
+            comm.gather_into(root, &send, &mut [])
+        }
+    }
+}
+
+/// `MPI_Scatter` and `MPI_Scatter_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Scatter`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn scatter(
+    name: &'static str,
+    sbuf: *const c_void,
+    sn: i64,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rn: i64,
+    rdt: Handle,
+    root: c_int,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        let comm = typed(c)?;
+        let p = comm.size() as usize;
+        if comm.rank() == root {
+            let send = input(name, sbuf, sn, sdt, p)?;
+            if in_place(rbuf) {
+                return comm.scatter_in_place(root, &send);
+            }
+            let mut recv = output(name, rbuf, rn, rdt, 1)?;
+            comm.scatter_into(root, &send, recv.bytes())?;
+            recv.finish();
+            Ok(())
+        } else {
+            let mut recv = output(name, rbuf, rn, rdt, 1)?;
+            comm.scatter_into(root, &[], recv.bytes())?;
+            recv.finish();
+            Ok(())
+        }
+    }
+}
+
+/// `MPI_Allgather` and `MPI_Allgather_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Allgather`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn allgather(
+    name: &'static str,
+    sbuf: *const c_void,
+    sn: i64,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rn: i64,
+    rdt: Handle,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        let comm = typed(c)?;
+        let mut recv = output(name, rbuf, rn, rdt, comm.size() as usize)?;
+        if in_place(sbuf) {
+            comm.all_gather_in_place(recv.bytes())?;
+        } else {
+            let send = input(name, sbuf, sn, sdt, 1)?;
+            comm.all_gather_into(&send, recv.bytes())?;
+        }
+        recv.finish();
+        Ok(())
+    }
+}
+
+/// `MPI_Alltoall` and `MPI_Alltoall_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Alltoall`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn alltoall(
+    name: &'static str,
+    sbuf: *const c_void,
+    sn: i64,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rn: i64,
+    rdt: Handle,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        let comm = typed(c)?;
+        let p = comm.size() as usize;
+        let mut recv = output(name, rbuf, rn, rdt, p)?;
+        if in_place(sbuf) {
+            comm.all_to_all_in_place(recv.bytes())?;
+        } else {
+            let send = input(name, sbuf, sn, sdt, p)?;
+            comm.all_to_all_into(&send, recv.bytes())?;
+        }
+        recv.finish();
+        Ok(())
+    }
+}
+
+/// `MPI_Scan` and `MPI_Scan_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Scan`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn scan(
+    name: &'static str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: i64,
+    dt: Handle,
+    o: Handle,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        if let Some(b) = reduction_base(name, dt)? {
+            return reduce_derived(name, 1, b, sbuf, rbuf, n, dt, o, 0, c);
+        }
+        let (len, d) = span(name, n, dt)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        reduce_as!(name, d, op, T => typed_ops::all::<T>(name, 1, &comm, sbuf, rbuf, len, op))
+    }
+}
+
+/// `MPI_Exscan` and `MPI_Exscan_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Exscan`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn exscan(
+    name: &'static str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: i64,
+    dt: Handle,
+    o: Handle,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        if let Some(b) = reduction_base(name, dt)? {
+            return reduce_derived(name, 2, b, sbuf, rbuf, n, dt, o, 0, c);
+        }
+        let (len, d) = span(name, n, dt)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        reduce_as!(name, d, op, T => typed_ops::all::<T>(name, 2, &comm, sbuf, rbuf, len, op))
+    }
+}
+
+/// `MPI_Reduce_scatter_block` and `MPI_Reduce_scatter_block_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Reduce_scatter_block`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn reduce_scatter_block(
+    name: &'static str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rn: i64,
+    dt: Handle,
+    o: Handle,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        let (_, d) = span(name, rn, dt)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        let counts = vec![count(name, rn)?; comm.size() as usize];
+        reduce_as!(name, d, op, T => typed_ops::reduce_scatter::<T>(name, &comm, sbuf, rbuf, &counts, op))
+    }
+}
+
+/// `MPI_Reduce_local` and `MPI_Reduce_local_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Reduce_local`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn reduce_local(
+    name: &'static str,
+    inbuf: *const c_void,
+    inout: *mut c_void,
+    n: i64,
+    dt: Handle,
+    o: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        let (len, d) = span(name, n, dt)?;
+        let (_, op) = op(o)?;
+        reduce_as!(name, d, op, T => typed_ops::local::<T>(inbuf, inout, len, op))
+    }
+}
+
+/// `MPI_Gatherv` and `MPI_Gatherv_c` (its arrays narrowed to `int`).
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Gatherv`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn gatherv(
+    name: &'static str,
+    sbuf: *const c_void,
+    sn: i64,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    root: c_int,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        no_in_place(name, sbuf)?;
+        let comm = typed(c)?;
+        let send = input(name, sbuf, sn, sdt, 1)?;
+        if comm.rank() != root {
+            return comm.gather_varcount_into(root, &send, &mut [], &[], &[]);
+        }
+        let p = comm.size() as usize;
+        if let Some(b) = Blocks::new(name, p, rcounts, displs, rdt)? {
+            let mut tmp = vec![0u8; b.total];
+            comm.gather_varcount_into(root, &send, &mut tmp, &b.bc, &b.bd)?;
+            b.unpack(rbuf, &tmp);
+            return Ok(());
+        }
+        let d = crate::datatypes::lookup(name, rdt as usize)?;
+        let (bc, bd, extent) = layout(name, p, rcounts, displs, d.size)?;
+        comm.gather_varcount_into(root, &send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
+    }
+}
+
+/// `MPI_Scatterv` and `MPI_Scatterv_c` (its arrays narrowed to `int`).
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Scatterv`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn scatterv(
+    name: &'static str,
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rn: i64,
+    rdt: Handle,
+    root: c_int,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        no_in_place(name, rbuf)?;
+        let comm = typed(c)?;
+        let mut recv = output(name, rbuf, rn, rdt, 1)?;
+        if comm.rank() == root {
+            let p = comm.size() as usize;
+            if let Some(b) = Blocks::new(name, p, scounts, displs, sdt)? {
+                let packed = b.pack(sbuf);
+                comm.scatter_varcount_into(root, &packed, &b.bc, &b.bd, recv.bytes())?;
+            } else {
+                let d = crate::datatypes::lookup(name, sdt as usize)?;
+                let (bc, bd, extent) = layout(name, p, scounts, displs, d.size)?;
+                comm.scatter_varcount_into(
+                    root,
+                    bytes(name, sbuf, extent)?,
+                    &bc,
+                    &bd,
+                    recv.bytes(),
+                )?;
+            }
+        } else {
+            comm.scatter_varcount_into(root, &[], &[], &[], recv.bytes())?;
+        }
+        recv.finish();
+        Ok(())
+    }
+}
+
+/// `MPI_Allgatherv` and `MPI_Allgatherv_c` (its arrays narrowed to `int`).
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Allgatherv`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn allgatherv(
+    name: &'static str,
+    sbuf: *const c_void,
+    sn: i64,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        no_in_place(name, sbuf)?;
+        let comm = typed(c)?;
+        let p = comm.size() as usize;
+        let send = input(name, sbuf, sn, sdt, 1)?;
+        if let Some(b) = Blocks::new(name, p, rcounts, displs, rdt)? {
+            let mut tmp = vec![0u8; b.total];
+            comm.all_gather_varcount_into(&send, &mut tmp, &b.bc, &b.bd)?;
+            b.unpack(rbuf, &tmp);
+            return Ok(());
+        }
+        let d = crate::datatypes::lookup(name, rdt as usize)?;
+        let (bc, bd, extent) = layout(name, p, rcounts, displs, d.size)?;
+        comm.all_gather_varcount_into(&send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
+    }
+}
+
+/// `MPI_Alltoallv` and `MPI_Alltoallv_c` (its arrays narrowed to `int`).
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Alltoallv`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn alltoallv(
+    name: &'static str,
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    sdt: Handle,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rdt: Handle,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        no_in_place(name, sbuf)?;
+        let comm = typed(c)?;
+        let p = comm.size() as usize;
+        let sb = Blocks::new(name, p, scounts, sdispls, sdt)?;
+        let rb = Blocks::new(name, p, rcounts, rdispls, rdt)?;
+        let (packed, sc, sdi);
+        let send: &[u8] = match &sb {
+            Some(b) => {
+                packed = b.pack(sbuf);
+                (sc, sdi) = (b.bc.clone(), b.bd.clone());
+                &packed
+            }
+            None => {
+                let sd = crate::datatypes::lookup(name, sdt as usize)?;
+                let (c, d, sext) = layout(name, p, scounts, sdispls, sd.size)?;
+                (sc, sdi) = (c, d);
+                bytes(name, sbuf, sext)?
+            }
+        };
+        match &rb {
+            Some(b) => {
+                let mut tmp = vec![0u8; b.total];
+                comm.all_to_all_varcount_into(send, &sc, &sdi, &mut tmp, &b.bc, &b.bd)?;
+                b.unpack(rbuf, &tmp);
+                Ok(())
+            }
+            None => {
+                let rd = crate::datatypes::lookup(name, rdt as usize)?;
+                let (rc, rdi, rext) = layout(name, p, rcounts, rdispls, rd.size)?;
+                comm.all_to_all_varcount_into(
+                    send,
+                    &sc,
+                    &sdi,
+                    bytes_mut(name, rbuf, rext)?,
+                    &rc,
+                    &rdi,
+                )
+            }
+        }
+    }
+}
+
+/// `MPI_Reduce_scatter` and `MPI_Reduce_scatter_c` (its arrays narrowed to `int`).
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Reduce_scatter`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn reduce_scatter(
+    name: &'static str,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    dt: Handle,
+    o: Handle,
+    c: Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        let d = crate::datatypes::lookup(name, dt as usize)?;
+        let (_, op) = op(o)?;
+        let comm = typed(c)?;
+        let counts = slice(name, rcounts, comm.size() as usize)?
+            .iter()
+            .map(|&n| count(name, n))
+            .collect::<Result<Vec<usize>>>()?;
+        reduce_as!(name, d, op, T => typed_ops::reduce_scatter::<T>(name, &comm, sbuf, rbuf, &counts, op))
+    }
+}
+
+/// An `MPI_Count` or `MPI_Aint` array of a `_c` v-collective (one entry per process of `c`,
+/// as the `int` form reads) narrowed to the `int`s the shared code takes: a value beyond
+/// `int` is [`ErrorClass::Count`]. A null array stays null (processes that are not the root
+/// may pass one).
+///
+/// # Safety
+/// `p` must be null or valid for reads of one entry per process of `c`.
+unsafe fn narrow<T: Copy + Into<i64>>(name: &str, c: Handle, p: *const T) -> Result<Vec<c_int>> {
+    if p.is_null() {
+        return Ok(Vec::new());
+    }
+    let n = typed(c)?.size() as usize;
+    // SAFETY: forwarded from our caller.
+    unsafe { crate::boundary::slice(name, p, n)? }
+        .iter()
+        .map(|&v| {
+            let v: i64 = v.into();
+            c_int::try_from(v).map_err(|_| {
+                crate::boundary::err(
+                    ErrorClass::Count,
+                    name,
+                    format!("{v} is beyond the int range oxmpi's v-collectives take"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The pointer to pass for a narrowed array: null for an empty one.
+fn ptr(v: &[c_int]) -> *const c_int {
+    if v.is_empty() {
+        std::ptr::null()
+    } else {
+        v.as_ptr()
     }
 }
 

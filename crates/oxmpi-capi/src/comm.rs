@@ -2,10 +2,12 @@
 //! intercommunicators), comparison, freeing, and the group operations.
 
 use std::ffi::{c_char, c_int};
+use std::sync::Mutex;
 
 use oxmpi::handle::comm::{self as hc, CommHandle};
 use oxmpi::handle::errhandler;
 use oxmpi::handle::group::{self as hg, GroupHandle};
+use oxmpi::handle::info::{self as hi, InfoHandle};
 use oxmpi::{ErrorClass, Relation, SplitType};
 
 use crate::boundary::{
@@ -19,6 +21,120 @@ pub const UNDEFINED: c_int = -32766;
 pub(crate) const MAX_OBJECT_NAME: usize = 128;
 /// `MPI_COMM_TYPE_SHARED`.
 const COMM_TYPE_SHARED: c_int = 221;
+/// `MPI_COMM_TYPE_HW_UNGUIDED`.
+const COMM_TYPE_HW_UNGUIDED: c_int = 222;
+/// `MPI_COMM_TYPE_HW_GUIDED`.
+const COMM_TYPE_HW_GUIDED: c_int = 223;
+/// `MPI_COMM_TYPE_RESOURCE_GUIDED`.
+const COMM_TYPE_RESOURCE_GUIDED: c_int = 224;
+/// `MPI_PROC_NULL`.
+const PROC_NULL: c_int = -3;
+/// The info key naming the hardware resource of the guided split types, and the one value
+/// oxmpi knows (every process of a host shares its memory).
+const HW_RESOURCE_TYPE: &str = "mpi_hw_resource_type";
+const SHARED_MEMORY: &str = "mpi_shared_memory";
+
+/// The info hints set on each communicator (`MPI_Comm_set_info`), by communicator id.
+/// oxmpi acts on none of them; they are kept so `MPI_Comm_get_info` returns them, as the
+/// standard allows for hints an implementation ignores.
+static HINTS: Mutex<Vec<(i32, Hints)>> = Mutex::new(Vec::new());
+
+/// Info hints as key/value pairs.
+type Hints = Vec<(String, String)>;
+
+fn hints_lock() -> std::sync::MutexGuard<'static, Vec<(i32, Hints)>> {
+    HINTS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The key/value pairs of info object `h` (`MPI_INFO_NULL` has none).
+fn info_pairs(h: Handle) -> oxmpi::Result<Vec<(String, String)>> {
+    let i = InfoHandle::from_int(int_of(h));
+    if i == InfoHandle::NULL {
+        return Ok(Vec::new());
+    }
+    let n = hi::info_get_nkeys(i)?;
+    let mut v = Vec::with_capacity(n as usize);
+    for k in 0..n {
+        let key = hi::info_get_nthkey(i, k)?;
+        if let Some(val) = hi::info_get(i, &key)? {
+            v.push((key, val));
+        }
+    }
+    Ok(v)
+}
+
+/// Replaces the hints of communicator `c` with `pairs`.
+fn set_hints(c: CommHandle, pairs: Vec<(String, String)>) {
+    let mut t = hints_lock();
+    t.retain(|(id, _)| *id != c.to_int());
+    if !pairs.is_empty() {
+        t.push((c.to_int(), pairs));
+    }
+}
+
+/// The hints of communicator `c`.
+fn hints(c: CommHandle) -> Vec<(String, String)> {
+    hints_lock()
+        .iter()
+        .find(|(id, _)| *id == c.to_int())
+        .map(|(_, p)| p.clone())
+        .unwrap_or_default()
+}
+
+/// The split a guided split type (`MPI_COMM_TYPE_HW_GUIDED`, `MPI_COMM_TYPE_RESOURCE_GUIDED`)
+/// asks for: the host when `info` names `mpi_shared_memory`, nothing (`MPI_COMM_NULL`) for
+/// any other or no resource, as the standard requires for resources not known.
+fn guided(info: Handle) -> oxmpi::Result<Option<SplitType>> {
+    let shared = info_pairs(info)?
+        .iter()
+        .any(|(k, v)| k == HW_RESOURCE_TYPE && v == SHARED_MEMORY);
+    Ok(shared.then_some(SplitType::Shared))
+}
+
+/// Duplicates `c` with hints `pairs` into `*out` (`MPI_Comm_dup` and its info forms).
+///
+/// # Safety
+/// `out` must be null or valid for a write.
+unsafe fn dup(
+    name: &str,
+    c: Handle,
+    pairs: Vec<(String, String)>,
+    out: *mut Handle,
+) -> oxmpi::Result<()> {
+    if out.is_null() {
+        return Err(err(ErrorClass::Arg, name, "newcomm is NULL"));
+    }
+    let new = hc::comm_dup(comm(c))?;
+    set_hints(new, pairs);
+    // SAFETY: forwarded from our caller.
+    unsafe { put_comm(name, comm(c), new, out) }
+}
+
+/// `MPI_Comm_idup` and `MPI_Comm_idup_with_info`: the duplicate is made at once (the
+/// agreement on a context id is a blocking collective in the core), and the request returned
+/// is already complete. Correct wherever every member calls it before waiting on anything
+/// another member does after it, which is how nonblocking duplication is used.
+///
+/// # Safety
+/// `out` and `r` must be null or valid for writes.
+unsafe fn idup(
+    name: &str,
+    c: Handle,
+    pairs: Vec<(String, String)>,
+    out: *mut Handle,
+    r: *mut Handle,
+) -> oxmpi::Result<()> {
+    if r.is_null() {
+        return Err(err(ErrorClass::Arg, name, "request is NULL"));
+    }
+    // SAFETY: forwarded from our caller.
+    unsafe { dup(name, c, pairs, out)? };
+    let id = crate::p2p::with_requests(name, |t| {
+        Ok(t.completed(oxmpi::handle::request::empty_status()))
+    })?;
+    // SAFETY: forwarded from our caller.
+    unsafe { put(name, r, crate::p2p::req_handle(id)) }
+}
 
 fn group(h: Handle) -> GroupHandle {
     GroupHandle::from_int(int_of(h))
@@ -103,10 +219,40 @@ mpi_fn! {
 
     /// `MPI_Comm_dup`.
     fn Comm_dup = MPI_Comm_dup / PMPI_Comm_dup(c: Handle, out: *mut Handle) on comm(c) => {
+        dup("Comm_dup", c, hints(comm(c)), out)
+    }
+
+    /// `MPI_Comm_dup_with_info`: the duplicate takes the hints of `info` instead of `c`'s.
+    fn Comm_dup_with_info = MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info(c: Handle, info: Handle, out: *mut Handle) on comm(c) => {
+        dup("Comm_dup_with_info", c, info_pairs(info)?, out)
+    }
+
+    /// `MPI_Comm_idup` (see [`idup`]).
+    fn Comm_idup = MPI_Comm_idup / PMPI_Comm_idup(c: Handle, out: *mut Handle, r: *mut Handle) on comm(c) => {
+        idup("Comm_idup", c, hints(comm(c)), out, r)
+    }
+
+    /// `MPI_Comm_idup_with_info` (see [`idup`]).
+    fn Comm_idup_with_info = MPI_Comm_idup_with_info / PMPI_Comm_idup_with_info(c: Handle, info: Handle, out: *mut Handle, r: *mut Handle) on comm(c) => {
+        idup("Comm_idup_with_info", c, info_pairs(info)?, out, r)
+    }
+
+    /// `MPI_Comm_set_info`: replaces the communicator's hints (none changes what oxmpi does).
+    fn Comm_set_info = MPI_Comm_set_info / PMPI_Comm_set_info(c: Handle, info: Handle) on comm(c) => {
+        hc::comm_size(comm(c))?;
+        set_hints(comm(c), info_pairs(info)?);
+        Ok(())
+    }
+
+    /// `MPI_Comm_get_info`: a new info object holding the communicator's hints.
+    fn Comm_get_info = MPI_Comm_get_info / PMPI_Comm_get_info(c: Handle, out: *mut Handle) on comm(c) => {
+        hc::comm_size(comm(c))?;
         if out.is_null() {
-            return Err(err(ErrorClass::Arg, "Comm_dup", "newcomm is NULL"));
+            return Err(err(ErrorClass::Arg, "Comm_get_info", "info_used is NULL"));
         }
-        put_comm("Comm_dup", comm(c), hc::comm_dup(comm(c))?, out)
+        let pairs = hints(comm(c));
+        let refs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        put("Comm_get_info", out, handle_of(hi::info_from(&refs)?.to_int()))
     }
 
     /// `MPI_Comm_split`.
@@ -120,24 +266,40 @@ mpi_fn! {
         put_comm("Comm_split", comm(c), hc::comm_split(comm(c), color, key)?, out)
     }
 
-    /// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` (one communicator per host) or
-    /// `MPI_UNDEFINED`.
+    /// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` (one communicator per host), the guided
+    /// types (the host for `mpi_hw_resource_type` = `mpi_shared_memory`, else
+    /// `MPI_COMM_NULL`), `MPI_COMM_TYPE_HW_UNGUIDED` (the host if it is smaller than `c`,
+    /// else `MPI_COMM_NULL`: no finer level is known) or `MPI_UNDEFINED`.
     fn Comm_split_type = MPI_Comm_split_type / PMPI_Comm_split_type(
         c: Handle,
         split_type: c_int,
         key: c_int,
-        _info: Handle,
+        info: Handle,
         out: *mut Handle,
     ) on comm(c) => {
         let kind = match split_type {
             COMM_TYPE_SHARED => Some(SplitType::Shared),
+            COMM_TYPE_HW_GUIDED | COMM_TYPE_RESOURCE_GUIDED => guided(info)?,
+            COMM_TYPE_HW_UNGUIDED => Some(SplitType::Shared),
             UNDEFINED => None,
-            t => return Err(err(ErrorClass::Arg, "Comm_split_type", format!("split type {t} is not supported (MPI_COMM_TYPE_SHARED or MPI_UNDEFINED)"))),
+            t => return Err(err(ErrorClass::Arg, "Comm_split_type", format!("split type {t} is not supported"))),
         };
         if out.is_null() {
             return Err(err(ErrorClass::Arg, "Comm_split_type", "newcomm is NULL"));
         }
-        put_comm("Comm_split_type", comm(c), hc::comm_split_type(comm(c), kind, key)?, out)
+        let mut new = hc::comm_split_type(comm(c), kind, key)?;
+        if split_type == COMM_TYPE_HW_UNGUIDED && new != CommHandle::NULL {
+            // The result must be strictly smaller than `c`; a host is the only level known,
+            // so where it is all of `c` (on every member alike: then `c` spans one host)
+            // the answer is MPI_COMM_NULL.
+            if hc::comm_size(new)? == hc::comm_size(comm(c))? {
+                hc::comm_free(&mut new)?;
+            } else if InfoHandle::from_int(int_of(info)) != InfoHandle::NULL {
+                // The standard has the info argument report the resource split by.
+                hi::info_set(InfoHandle::from_int(int_of(info)), HW_RESOURCE_TYPE, SHARED_MEMORY)?;
+            }
+        }
+        put_comm("Comm_split_type", comm(c), new, out)
     }
 
     /// `MPI_Comm_create`.
@@ -152,6 +314,12 @@ mpi_fn! {
     fn Comm_create_group = MPI_Comm_create_group / PMPI_Comm_create_group(c: Handle, g: Handle, tag: c_int, out: *mut Handle) on comm(c) => {
         if out.is_null() {
             return Err(err(ErrorClass::Arg, "Comm_create_group", "newcomm is NULL"));
+        }
+        hc::comm_size(comm(c))?;
+        // A process outside the group gets MPI_COMM_NULL at once (a local call, as the
+        // standard has it: rsmpi's `split_by_subgroup` relies on it).
+        if hg::group_rank(group(g))?.is_none() {
+            return put("Comm_create_group", out, comm_handle(CommHandle::NULL));
         }
         put_comm("Comm_create_group", comm(c), hc::comm_create_group(comm(c), group(g), tag)?, out)
     }
@@ -186,6 +354,7 @@ mpi_fn! {
         let old = h;
         let r = hc::comm_free(&mut h);
         if h == CommHandle::NULL {
+            set_hints(old, Vec::new());
             errhandler::forget(old);
             oxmpi::handle::name::forget(old);
             put("Comm_free", c, comm_handle(h))?;
@@ -200,7 +369,12 @@ mpi_fn! {
 
     /// `MPI_Comm_get_name`: `name` must hold `MPI_MAX_OBJECT_NAME` bytes.
     fn Comm_get_name = MPI_Comm_get_name / PMPI_Comm_get_name(c: Handle, name: *mut c_char, len: *mut c_int) on comm(c) => {
-        let n = oxmpi::handle::name::comm_get_name(comm(c))?;
+        // mpi4py and others name the null handle like the predefined ones.
+        let n = if comm(c) == CommHandle::NULL {
+            "MPI_COMM_NULL".to_string()
+        } else {
+            oxmpi::handle::name::comm_get_name(comm(c))?
+        };
         let written = put_str("Comm_get_name", name, MAX_OBJECT_NAME, &n)?;
         put("Comm_get_name", len, written)
     }
@@ -231,9 +405,15 @@ mpi_fn! {
     ) on CommHandle::WORLD => {
         let from = ranks("Group_translate_ranks", n, ranks_a)?;
         let to = slice_mut("Group_translate_ranks", ranks_b, from.len())?;
-        let got = hg::group_translate_ranks(group(a), from, group(b))?;
-        for (t, g) in to.iter_mut().zip(got) {
-            *t = g.unwrap_or(UNDEFINED);
+        // MPI_PROC_NULL translates to itself; the rest go to the core.
+        let real: Vec<c_int> = from.iter().copied().filter(|&r| r != PROC_NULL).collect();
+        let mut got = hg::group_translate_ranks(group(a), &real, group(b))?.into_iter();
+        for (t, &f) in to.iter_mut().zip(from) {
+            *t = if f == PROC_NULL {
+                PROC_NULL
+            } else {
+                got.next().flatten().unwrap_or(UNDEFINED)
+            };
         }
         Ok(())
     }

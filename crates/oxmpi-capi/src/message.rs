@@ -126,24 +126,59 @@ mpi_fn! {
     /// `MPI_Imrecv`: starts receiving a matched message; `*message` becomes
     /// `MPI_MESSAGE_NULL`.
     fn Imrecv = MPI_Imrecv / PMPI_Imrecv(buf: *mut c_void, n: c_int, dt: Handle, message: *mut Handle, r: *mut Handle) on oxmpi::handle::comm::CommHandle::WORLD => {
-        let name = "Imrecv";
+        imrecv("Imrecv", buf, n.into(), dt, message, r)
+    }
+
+    /// `MPI_Imrecv_c`.
+    fn Imrecv_c = MPI_Imrecv_c / PMPI_Imrecv_c(buf: *mut c_void, n: i64, dt: Handle, message: *mut Handle, r: *mut Handle) on oxmpi::handle::comm::CommHandle::WORLD => {
+        imrecv("Imrecv_c", buf, n, dt, message, r)
+    }
+
+    /// `MPI_Mrecv`: receives a matched message; `*message` becomes `MPI_MESSAGE_NULL`.
+    fn Mrecv = MPI_Mrecv / PMPI_Mrecv(buf: *mut c_void, n: c_int, dt: Handle, message: *mut Handle, status: *mut MpiStatus) on oxmpi::handle::comm::CommHandle::WORLD => {
+        mrecv("Mrecv", buf, n.into(), dt, message, status)
+    }
+
+    /// `MPI_Mrecv_c`.
+    fn Mrecv_c = MPI_Mrecv_c / PMPI_Mrecv_c(buf: *mut c_void, n: i64, dt: Handle, message: *mut Handle, status: *mut MpiStatus) on oxmpi::handle::comm::CommHandle::WORLD => {
+        mrecv("Mrecv_c", buf, n, dt, message, status)
+    }
+}
+
+/// `MPI_Imrecv` and `MPI_Imrecv_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Imrecv`.
+unsafe fn imrecv(
+    name: &str,
+    buf: *mut c_void,
+    n: i64,
+    dt: Handle,
+    message: *mut Handle,
+    r: *mut Handle,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
         if r.is_null() {
             return Err(err(ErrorClass::Arg, name, "request is NULL"));
         }
-        let (ptr, len, staged) = match crate::datatypes::data(name, n.into(), dt as usize, buf.cast_const())? {
-            Data::Bytes { offset, len } => {
-                let at = buf.cast::<u8>().wrapping_offset(offset).cast::<c_void>();
-                (recv_buf(name, at, len)?.as_mut_ptr(), len, None)
-            }
-            Data::Typed { ty, count, len } => {
-                let mut s = Staged::recv(ty, buf, count, len, false);
-                (s.bytes().as_mut_ptr(), len, Some(s))
-            }
-        };
+        let (ptr, len, staged) =
+            match crate::datatypes::data(name, n, dt as usize, buf.cast_const())? {
+                Data::Bytes { offset, len } => {
+                    let at = buf.cast::<u8>().wrapping_offset(offset).cast::<c_void>();
+                    (recv_buf(name, at, len)?.as_mut_ptr(), len, None)
+                }
+                Data::Typed { ty, count, len } => {
+                    let mut s = Staged::recv(ty, buf, count, len, false);
+                    (s.bytes().as_mut_ptr(), len, Some(s))
+                }
+            };
         let m = take(name, get(name, message)?)?;
         put(name, message, MESSAGE_NULL as Handle)?;
         let id = match m {
-            None => crate::p2p::with_requests(name, |q| Ok(q.completed(oxmpi::Status::proc_null())))?,
+            None => {
+                crate::p2p::with_requests(name, |q| Ok(q.completed(oxmpi::Status::proc_null())))?
+            }
             // SAFETY: the caller keeps the buffer valid until the request completes; a
             // staged buffer is held with the request.
             Some(m) => crate::p2p::with_requests(name, |q| q.imrecv(m, ptr, len))?,
@@ -153,19 +188,32 @@ mpi_fn! {
         }
         put(name, r, crate::p2p::req_handle(id))
     }
+}
 
-    /// `MPI_Mrecv`: receives a matched message; `*message` becomes `MPI_MESSAGE_NULL`.
-    fn Mrecv = MPI_Mrecv / PMPI_Mrecv(buf: *mut c_void, n: c_int, dt: Handle, message: *mut Handle, status: *mut MpiStatus) on oxmpi::handle::comm::CommHandle::WORLD => {
+/// `MPI_Mrecv` and `MPI_Mrecv_c`.
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Mrecv`.
+unsafe fn mrecv(
+    name: &str,
+    buf: *mut c_void,
+    n: i64,
+    dt: Handle,
+    message: *mut Handle,
+    status: *mut MpiStatus,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
         // The buffer is checked before the message is taken, so a bad buffer loses nothing.
-        let mut into = match crate::datatypes::data("Mrecv", n.into(), dt as usize, buf.cast_const())? {
+        let mut into = match crate::datatypes::data(name, n, dt as usize, buf.cast_const())? {
             Data::Bytes { offset, len } => {
                 let at = buf.cast::<u8>().wrapping_offset(offset).cast::<c_void>();
-                Ok(recv_buf("Mrecv", at, len)?)
+                Ok(recv_buf(name, at, len)?)
             }
             Data::Typed { ty, count, len } => Err(Staged::recv(ty, buf, count, len, false)),
         };
-        let m = take("Mrecv", get("Mrecv", message)?)?;
-        put("Mrecv", message, MESSAGE_NULL as Handle)?;
+        let m = take(name, get(name, message)?)?;
+        put(name, message, MESSAGE_NULL as Handle)?;
         let st = match (m, &mut into) {
             (None, _) => oxmpi::Status::proc_null(),
             (Some(m), Ok(data)) => m.matched_receive_into(&mut **data)?,

@@ -16,7 +16,7 @@ use oxmpi::handle::request::{AnyDone, RequestId, Requests, SendMode};
 use oxmpi::{Communicator, ErrorClass, Result, Single, Source, Status, Tag};
 
 use crate::boundary::{
-    comm, count, err, get, mpi_fn, put, put_status, recv_buf, send_buf, slice_mut, Handle,
+    comm, count, err, get, mpi_fn, put, put_status, recv_buf, send_buf, slice, slice_mut, Handle,
     MpiStatus,
 };
 use crate::comm::UNDEFINED;
@@ -519,6 +519,191 @@ mpi_fn! {
         recv("Recv_c", buf, n, dt, src, t, c, status)
     }
 
+    /// `MPI_Bsend_c`.
+    fn Bsend_c = MPI_Bsend_c / PMPI_Bsend_c(buf: *const c_void, n: i64, dt: Handle, dest: c_int, t: c_int, c: Handle) on comm(c) => {
+        send("Bsend_c", SendMode::Buffered, buf, n, dt, dest, t, c)
+    }
+
+    /// `MPI_Rsend_c`.
+    fn Rsend_c = MPI_Rsend_c / PMPI_Rsend_c(buf: *const c_void, n: i64, dt: Handle, dest: c_int, t: c_int, c: Handle) on comm(c) => {
+        send("Rsend_c", SendMode::Ready, buf, n, dt, dest, t, c)
+    }
+
+    /// `MPI_Issend_c`.
+    fn Issend_c = MPI_Issend_c / PMPI_Issend_c(buf: *const c_void, n: i64, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        isend("Issend_c", false, SendMode::Synchronous, buf, n, dt, dest, t, c, r)
+    }
+
+    /// `MPI_Ibsend_c`.
+    fn Ibsend_c = MPI_Ibsend_c / PMPI_Ibsend_c(buf: *const c_void, n: i64, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        isend("Ibsend_c", false, SendMode::Buffered, buf, n, dt, dest, t, c, r)
+    }
+
+    /// `MPI_Irsend_c`.
+    fn Irsend_c = MPI_Irsend_c / PMPI_Irsend_c(buf: *const c_void, n: i64, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        isend("Irsend_c", false, SendMode::Ready, buf, n, dt, dest, t, c, r)
+    }
+
+    /// `MPI_Send_init_c`.
+    fn Send_init_c = MPI_Send_init_c / PMPI_Send_init_c(buf: *const c_void, n: i64, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        isend("Send_init_c", true, SendMode::Standard, buf, n, dt, dest, t, c, r)
+    }
+
+    /// `MPI_Ssend_init_c`.
+    fn Ssend_init_c = MPI_Ssend_init_c / PMPI_Ssend_init_c(buf: *const c_void, n: i64, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        isend("Ssend_init_c", true, SendMode::Synchronous, buf, n, dt, dest, t, c, r)
+    }
+
+    /// `MPI_Rsend_init_c`.
+    fn Rsend_init_c = MPI_Rsend_init_c / PMPI_Rsend_init_c(buf: *const c_void, n: i64, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        isend("Rsend_init_c", true, SendMode::Ready, buf, n, dt, dest, t, c, r)
+    }
+
+    /// `MPI_Bsend_init_c`.
+    fn Bsend_init_c = MPI_Bsend_init_c / PMPI_Bsend_init_c(buf: *const c_void, n: i64, dt: Handle, dest: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        isend("Bsend_init_c", true, SendMode::Buffered, buf, n, dt, dest, t, c, r)
+    }
+
+    /// `MPI_Recv_init_c`.
+    fn Recv_init_c = MPI_Recv_init_c / PMPI_Recv_init_c(buf: *mut c_void, n: i64, dt: Handle, src: c_int, t: c_int, c: Handle, r: *mut Handle) on comm(c) => {
+        irecv("Recv_init_c", true, buf, n, dt, src, t, c, r)
+    }
+
+    /// `MPI_Isendrecv_c`.
+    fn Isendrecv_c = MPI_Isendrecv_c / PMPI_Isendrecv_c(
+        sbuf: *const c_void, sn: i64, sdt: Handle, dest: c_int, stag: c_int,
+        rbuf: *mut c_void, rn: i64, rdt: Handle, src: c_int, rtag: c_int,
+        c: Handle, r: *mut Handle,
+    ) on comm(c) => {
+        isendrecv("Isendrecv_c", sbuf, sn, sdt, dest, stag, rbuf, rn, rdt, src, rtag, c, r)
+    }
+
+    /// `MPI_Isendrecv_replace_c`.
+    fn Isendrecv_replace_c = MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c(
+        buf: *mut c_void, n: i64, dt: Handle, dest: c_int, stag: c_int, src: c_int, rtag: c_int,
+        c: Handle, r: *mut Handle,
+    ) on comm(c) => {
+        isendrecv("Isendrecv_replace_c", std::ptr::null(), n, dt, dest, stag, buf, n, dt, src, rtag, c, r)
+    }
+
+    /// `MPI_Status_set_elements_c`.
+    fn Status_set_elements_c = MPI_Status_set_elements_c / PMPI_Status_set_elements_c(status: *mut MpiStatus, dt: Handle, n: i64) on CommHandle::WORLD => {
+        set_elements("Status_set_elements_c", status, dt, n)
+    }
+
+    /// `MPI_Request_get_status_any`: the first active request that is complete, without
+    /// freeing it; `*index` = `MPI_UNDEFINED` (and `*flag` true) if none is active.
+    fn Request_get_status_any = MPI_Request_get_status_any / PMPI_Request_get_status_any(
+        n: c_int, r: *const Handle, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus,
+    ) on CommHandle::WORLD => {
+        let name = "Request_get_status_any";
+        let ids = request_ids(name, n, r)?;
+        if index.is_null() || flag.is_null() {
+            return Err(err(ErrorClass::Arg, name, "index or flag is NULL"));
+        }
+        let found = with_requests(name, |t| {
+            let mut active = false;
+            for (i, &id) in ids.iter().enumerate() {
+                if !t.is_active(id)? {
+                    continue;
+                }
+                active = true;
+                if let Some(st) = t.get_status(id)? {
+                    return Ok(Some(Some((i, st))));
+                }
+            }
+            Ok((!active).then_some(None))
+        })?;
+        match found {
+            None => put(name, flag, 0),
+            Some(None) => {
+                put(name, index, UNDEFINED)?;
+                put_status(status, &oxmpi::handle::request::empty_status());
+                put(name, flag, 1)
+            }
+            Some(Some((i, st))) => {
+                staging::completed(ids[i], &st, true);
+                put(name, index, i as c_int)?;
+                put_status(status, &st);
+                put(name, flag, 1)
+            }
+        }
+    }
+
+    /// `MPI_Request_get_status_all`: whether every request is complete (null and inactive
+    /// ones count as complete, with an empty status), without freeing any; the statuses are
+    /// written only when all are.
+    fn Request_get_status_all = MPI_Request_get_status_all / PMPI_Request_get_status_all(
+        n: c_int, r: *const Handle, flag: *mut c_int, out: *mut MpiStatus,
+    ) on CommHandle::WORLD => {
+        let name = "Request_get_status_all";
+        let ids = request_ids(name, n, r)?;
+        if flag.is_null() {
+            return Err(err(ErrorClass::Arg, name, "flag is NULL"));
+        }
+        let done = with_requests(name, |t| {
+            let mut all = Vec::with_capacity(ids.len());
+            for &id in &ids {
+                match t.get_status(id)? {
+                    Some(st) => all.push(st),
+                    None => return Ok(None),
+                }
+            }
+            Ok(Some(all))
+        })?;
+        match done {
+            None => put(name, flag, 0),
+            Some(all) => {
+                for (id, st) in ids.iter().zip(&all) {
+                    staging::completed(*id, st, true);
+                }
+                put_statuses(name, out, &all)?;
+                put(name, flag, 1)
+            }
+        }
+    }
+
+    /// `MPI_Request_get_status_some`: the indices of the active requests that are complete,
+    /// without freeing them; `*outcount` = `MPI_UNDEFINED` if none is active.
+    fn Request_get_status_some = MPI_Request_get_status_some / PMPI_Request_get_status_some(
+        n: c_int, r: *const Handle, outcount: *mut c_int, indices: *mut c_int, out: *mut MpiStatus,
+    ) on CommHandle::WORLD => {
+        let name = "Request_get_status_some";
+        let ids = request_ids(name, n, r)?;
+        if outcount.is_null() {
+            return Err(err(ErrorClass::Arg, name, "outcount is NULL"));
+        }
+        let found = with_requests(name, |t| {
+            let mut active = false;
+            let mut done = Vec::new();
+            for (i, &id) in ids.iter().enumerate() {
+                if !t.is_active(id)? {
+                    continue;
+                }
+                active = true;
+                if let Some(st) = t.get_status(id)? {
+                    done.push((i, st));
+                }
+            }
+            Ok(active.then_some(done))
+        })?;
+        let Some(done) = found else {
+            return put(name, outcount, UNDEFINED);
+        };
+        let idx = slice_mut(name, indices, done.len())?;
+        for (d, (i, st)) in idx.iter_mut().zip(&done) {
+            staging::completed(ids[*i], st, true);
+            *d = *i as c_int;
+        }
+        if !out.is_null() {
+            let sts = slice_mut(name, out, done.len())?;
+            for (d, (_, st)) in sts.iter_mut().zip(&done) {
+                *d = MpiStatus::from_core(st);
+            }
+        }
+        put(name, outcount, done.len() as c_int)
+    }
+
     /// `MPI_Recv`.
     fn Recv = MPI_Recv / PMPI_Recv(buf: *mut c_void, n: c_int, dt: Handle, src: c_int, t: c_int, c: Handle, status: *mut MpiStatus) on comm(c) => {
         recv("Recv", buf, n.into(), dt, src, t, c, status)
@@ -540,33 +725,16 @@ mpi_fn! {
         rbuf: *mut c_void, rn: c_int, rdt: Handle, src: c_int, rtag: c_int,
         c: Handle, status: *mut MpiStatus,
     ) on comm(c) => {
-        check_send_tag("Sendrecv", stag)?;
-        check_recv_tag("Sendrecv", rtag)?;
-        let sd = data("Sendrecv", sn.into(), sdt as usize, sbuf)?;
-        let rd = data("Sendrecv", rn.into(), rdt as usize, rbuf.cast_const())?;
-        let packed;
-        let sdata: &[u8] = match sd {
-            Data::Bytes { offset, len } => send_buf("Sendrecv", at(sbuf, offset), len)?,
-            Data::Typed { ty, count, len } => {
-                packed = Staged::send(ty, sbuf, count, len, false);
-                packed.buf_ref()
-            }
-        };
-        let comm = typed(c)?;
-        let st = match rd {
-            Data::Bytes { offset, len } => {
-                let rdata = recv_buf("Sendrecv", at_mut(rbuf, offset), len)?;
-                comm.send_receive_into(sdata, dest, stag, rdata, source(src), tag(rtag))?
-            }
-            Data::Typed { ty, count, len } => {
-                let mut s = Staged::recv(ty, rbuf, count, len, false);
-                let st = comm.send_receive_into(sdata, dest, stag, s.bytes(), source(src), tag(rtag))?;
-                s.unpack(st.bytes());
-                st
-            }
-        };
-        put_status(status, &st);
-        Ok(())
+        sendrecv("Sendrecv", sbuf, sn.into(), sdt, dest, stag, rbuf, rn.into(), rdt, src, rtag, c, status)
+    }
+
+    /// `MPI_Sendrecv_c`.
+    fn Sendrecv_c = MPI_Sendrecv_c / PMPI_Sendrecv_c(
+        sbuf: *const c_void, sn: i64, sdt: Handle, dest: c_int, stag: c_int,
+        rbuf: *mut c_void, rn: i64, rdt: Handle, src: c_int, rtag: c_int,
+        c: Handle, status: *mut MpiStatus,
+    ) on comm(c) => {
+        sendrecv("Sendrecv_c", sbuf, sn, sdt, dest, stag, rbuf, rn, rdt, src, rtag, c, status)
     }
 
     /// `MPI_Isendrecv`: one request for both; it completes with the receive's status.
@@ -592,24 +760,15 @@ mpi_fn! {
         buf: *mut c_void, n: c_int, dt: Handle, dest: c_int, stag: c_int, src: c_int, rtag: c_int,
         c: Handle, status: *mut MpiStatus,
     ) on comm(c) => {
-        check_send_tag("Sendrecv_replace", stag)?;
-        check_recv_tag("Sendrecv_replace", rtag)?;
-        let comm = typed(c)?;
-        let st = match data("Sendrecv_replace", n.into(), dt as usize, buf.cast_const())? {
-            Data::Bytes { offset, len } => {
-                let data = recv_buf("Sendrecv_replace", at_mut(buf, offset), len)?;
-                comm.send_receive_replace_into(data, dest, stag, source(src), tag(rtag))?
-            }
-            Data::Typed { ty, count, len } => {
-                let mut s = Staged::send(ty, buf, count, len, false);
-                let st = comm.send_receive_replace_into(s.bytes(), dest, stag, source(src), tag(rtag))?;
-                // The staged bytes now hold the message; `s` unpacks into `buf`.
-                s.unpack(st.bytes());
-                st
-            }
-        };
-        put_status(status, &st);
-        Ok(())
+        sendrecv_replace("Sendrecv_replace", buf, n.into(), dt, dest, stag, src, rtag, c, status)
+    }
+
+    /// `MPI_Sendrecv_replace_c`.
+    fn Sendrecv_replace_c = MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c(
+        buf: *mut c_void, n: i64, dt: Handle, dest: c_int, stag: c_int, src: c_int, rtag: c_int,
+        c: Handle, status: *mut MpiStatus,
+    ) on comm(c) => {
+        sendrecv_replace("Sendrecv_replace_c", buf, n, dt, dest, stag, src, rtag, c, status)
     }
 
     /// `MPI_Probe`.
@@ -895,6 +1054,112 @@ mpi_fn! {
         put("Buffer_detach", buf.cast::<*mut c_void>(), p.cast::<c_void>())?;
         put("Buffer_detach", size, len as c_int)
     }
+}
+
+/// A blocking send and receive (`MPI_Sendrecv`, `MPI_Sendrecv_c`).
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Sendrecv`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn sendrecv(
+    name: &str,
+    sbuf: *const c_void,
+    sn: i64,
+    sdt: Handle,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rn: i64,
+    rdt: Handle,
+    src: c_int,
+    rtag: c_int,
+    c: Handle,
+    status: *mut MpiStatus,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        check_send_tag(name, stag)?;
+        check_recv_tag(name, rtag)?;
+        let sd = data(name, sn, sdt as usize, sbuf)?;
+        let rd = data(name, rn, rdt as usize, rbuf.cast_const())?;
+        let packed;
+        let sdata: &[u8] = match sd {
+            Data::Bytes { offset, len } => send_buf(name, at(sbuf, offset), len)?,
+            Data::Typed { ty, count, len } => {
+                packed = Staged::send(ty, sbuf, count, len, false);
+                packed.buf_ref()
+            }
+        };
+        let comm = typed(c)?;
+        let st = match rd {
+            Data::Bytes { offset, len } => {
+                let rdata = recv_buf(name, at_mut(rbuf, offset), len)?;
+                comm.send_receive_into(sdata, dest, stag, rdata, source(src), tag(rtag))?
+            }
+            Data::Typed { ty, count, len } => {
+                let mut s = Staged::recv(ty, rbuf, count, len, false);
+                let st =
+                    comm.send_receive_into(sdata, dest, stag, s.bytes(), source(src), tag(rtag))?;
+                s.unpack(st.bytes());
+                st
+            }
+        };
+        put_status(status, &st);
+        Ok(())
+    }
+}
+
+/// A blocking send and receive in one buffer (`MPI_Sendrecv_replace`, `_c`).
+///
+/// # Safety
+/// Pointers as the standard's contract for `MPI_Sendrecv_replace`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+unsafe fn sendrecv_replace(
+    name: &str,
+    buf: *mut c_void,
+    n: i64,
+    dt: Handle,
+    dest: c_int,
+    stag: c_int,
+    src: c_int,
+    rtag: c_int,
+    c: Handle,
+    status: *mut MpiStatus,
+) -> Result<()> {
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        check_send_tag(name, stag)?;
+        check_recv_tag(name, rtag)?;
+        let comm = typed(c)?;
+        let st = match data(name, n, dt as usize, buf.cast_const())? {
+            Data::Bytes { offset, len } => {
+                let data = recv_buf(name, at_mut(buf, offset), len)?;
+                comm.send_receive_replace_into(data, dest, stag, source(src), tag(rtag))?
+            }
+            Data::Typed { ty, count, len } => {
+                let mut s = Staged::send(ty, buf, count, len, false);
+                let st =
+                    comm.send_receive_replace_into(s.bytes(), dest, stag, source(src), tag(rtag))?;
+                // The staged bytes now hold the message; `s` unpacks into `buf`.
+                s.unpack(st.bytes());
+                st
+            }
+        };
+        put_status(status, &st);
+        Ok(())
+    }
+}
+
+/// The request ids of `n` handles at `r`, read only (the `MPI_Request_get_status_*` calls).
+///
+/// # Safety
+/// `r` must be valid for reads of `n` handles.
+unsafe fn request_ids(name: &str, n: c_int, r: *const Handle) -> Result<Vec<RequestId>> {
+    // SAFETY: forwarded from our caller.
+    unsafe { slice(name, r, count(name, n)?)? }
+        .iter()
+        .map(|&h| req(h))
+        .collect()
 }
 
 /// `p` moved by a datatype's lower bound (wrapping: with `MPI_BOTTOM` the bound is an address).

@@ -730,8 +730,13 @@ mpi_fn! {
 
     /// `MPI_Type_get_name`: at most `MPI_MAX_OBJECT_NAME` bytes with the NUL.
     fn Type_get_name = MPI_Type_get_name / PMPI_Type_get_name(dt: Handle, name: *mut c_char, len: *mut c_int) on CommHandle::WORLD => {
-        ty("Type_get_name", dt)?;
-        let s = hd::type_get_name(id(dt as usize))?;
+        // mpi4py and others name the null handle like the predefined ones.
+        let s = if dt as usize == 0x200 {
+            "MPI_DATATYPE_NULL".to_string()
+        } else {
+            ty("Type_get_name", dt)?;
+            hd::type_get_name(id(dt as usize))?
+        };
         let n = put_str("Type_get_name", name, crate::comm::MAX_OBJECT_NAME, &s)?;
         put("Type_get_name", len, n)
     }

@@ -185,6 +185,16 @@ fn attributes() {
 }
 
 #[test]
+fn communicator_hints_idup_and_guided_splits() {
+    corpus("comminfo", &[1, 2, 3]);
+}
+
+#[test]
+fn large_count_forms_and_request_get_status_family() {
+    corpus("largecount", &[1, 2, 3, 4]);
+}
+
+#[test]
 fn info_objects() {
     corpus("info", &[1]);
 }
@@ -225,7 +235,7 @@ arg_errors! {
     arg_error_type: "type",
     arg_error_buffer: "buffer",
     arg_error_root: "root",
-    arg_error_group: "group",
+    arg_error_group: "test_group[.]",
     arg_error_op: "op",
     arg_error_request: "request",
     arg_error_keyval: "keyval",
@@ -704,11 +714,39 @@ fn unittest_summaries_are_parsed() {
     assert_eq!(unittest_counts("no summary"), None);
 }
 
+/// The test-name patterns of tests/mpi4py/excluded.txt (each line: a pattern, then why).
+fn mpi4py_exclusions() -> Vec<String> {
+    let text = std::fs::read_to_string(crate_dir().join("tests/mpi4py/excluded.txt"))
+        .expect("read tests/mpi4py/excluded.txt");
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn every_mpi4py_exclusion_gives_its_reason() {
+    let text = std::fs::read_to_string(crate_dir().join("tests/mpi4py/excluded.txt"))
+        .expect("read tests/mpi4py/excluded.txt");
+    for l in text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        let reason = l
+            .split_once(char::is_whitespace)
+            .map_or("", |(_, r)| r.trim());
+        assert!(reason.len() > 10, "exclusion without a reason: {l}");
+    }
+    assert!(!mpi4py_exclusions().is_empty());
+}
+
 /// mpi4py from PyPI, built with our `mpicc` (tests/mpi4py/build.sh; cached under
-/// ~/.cache/oxmpi), runs modules of its own test suite under our `mpiexec` at 1 to 3 ranks:
-/// point-to-point with buffers and pickled objects (matched probes too), nonblocking
-/// collectives over buffers and vectors, reduction operations, topologies, pickling and error
-/// handlers. The rest of its suite does not pass yet (see the README's C section).
+/// ~/.cache/oxmpi), runs modules of its own test suite under our `mpiexec`: point-to-point
+/// with buffers and pickled objects (matched probes too), message specifications,
+/// communicators, groups, requests and statuses, nonblocking, persistent and neighbourhood
+/// collectives over buffers and vectors, reduction operations, topologies, pickling and
+/// error handlers at 1 to 3 ranks, and datatypes (local calls only) at 1. The tests left
+/// out, each with its reason, are in tests/mpi4py/excluded.txt.
 #[test]
 fn mpi4py_test_suite_runs_on_oxmpi() {
     if Command::new("python3").arg("--version").output().is_err() {
@@ -724,35 +762,50 @@ fn mpi4py_test_suite_runs_on_oxmpi() {
     assert!(build.status.success(), "mpi4py build failed:\n{o}\n{e}");
     let venv = PathBuf::from(o.lines().last().expect("venv path").trim());
     let suite = venv.join("src/mpi4py-4.1.2/test/main.py");
+    // `-i` takes regular expressions searched in the test files' names.
     let modules = [
         "p2p_obj",
         "p2p_buf",
-        "p2p_obj_matched",
-        "p2p_buf_matched",
         "cco_nb_buf",
         "cco_nb_vec",
-        "op",
+        "cco_pr_buf",
+        "cco_ngh_buf",
+        "msgspec",
+        "test_op[.]",
+        "test_comm[.]",
         "comm_topo",
+        "test_group[.]",
+        "test_request[.]",
+        "test_status[.]",
         "pickle",
         "errhandler",
     ];
-    for np in [1, 2, 3] {
+    let excluded = mpi4py_exclusions();
+    // The datatype module makes no communication and is the slowest (thousands of
+    // constructors): once, at one rank.
+    let runs: [(usize, &[&str]); 4] = [
+        (1, &modules),
+        (2, &modules),
+        (3, &modules),
+        (1, &["test_datatype[.]"]),
+    ];
+    for (np, modules) in runs {
         let mut cmd = Command::new(prefix().join("bin/mpiexec"));
-        cmd.args(["--timeout", "240", "-n", &np.to_string()])
+        cmd.args(["--timeout", "400", "-n", &np.to_string()])
             .arg(venv.join("bin/python"))
             .arg(&suite);
         for m in modules {
             cmd.args(["-i", m]);
         }
-        // MPI_Alltoallw takes predefined datatypes only: not the derived ones at absolute
-        // addresses this test sends from MPI_BOTTOM.
-        cmd.args(["-x", "testAlltoallwBottom"]);
+        for x in &excluded {
+            cmd.args(["-x", x]);
+        }
         // The cached build may come from another installation: ours goes first.
         cmd.env("LD_LIBRARY_PATH", prefix().join("lib"));
-        let out = run_with_deadline(cmd, Duration::from_secs(300));
+        let out = run_with_deadline(cmd, Duration::from_secs(450));
         let (o, e) = text(&out);
         let counts = unittest_counts(&e);
-        eprintln!("mpi4py at np {np}: (ran, failures, errors, skipped) = {counts:?}");
+        eprintln!("mpi4py {modules:?} at np {np}: (ran, failures, errors, skipped) = {counts:?}");
         assert!(
             out.status.success() && counts.is_some_and(|(ran, f, er, _)| ran > 0 && f + er == 0),
             "mpi4py's suite at np {np} failed ({:?})\nstdout:\n{o}\nstderr:\n{e}",

@@ -623,6 +623,12 @@ impl<L: ThreadLevel> Requests<L> {
             .map(|st| st.expect("wait completes"))
     }
 
+    /// Whether `id` is active: neither null nor an inactive persistent request (the ones
+    /// `MPI_Request_get_status_any` and `_some` skip).
+    pub fn is_active(&mut self, id: RequestId) -> Result<bool> {
+        Ok(!matches!(self.engine_id("is_active", id)?, Target::Empty))
+    }
+
     /// The status of `id` if it has completed, without freeing it
     /// (`MPI_Request_get_status`).
     pub fn get_status(&mut self, id: RequestId) -> Result<Option<Status>> {
