@@ -55,7 +55,9 @@ pub mod window;
 
 pub use coll::InterRoot;
 pub use comm::{AnyCommunicator, Communicator, InterCommunicator, Keyval, SplitType, UNDEFINED};
-pub use datatype::{Buffer, BufferMut, Checked, Datatyped, Equivalence};
+pub use datatype::{
+    Buffer, BufferMut, Checked, Datatyped, Element, Elements, ElementsMut, Equivalence,
+};
 pub use environment::{
     init, init_with, library_version, processor_name, time, time_resolution, version, Universe,
 };
