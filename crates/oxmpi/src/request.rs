@@ -139,8 +139,12 @@ pub struct Request<'a, 's, M = PinnedToThread> {
     waker: Option<u64>,
     /// Ties the request (and the buffer borrow `'a`) to its scope, whose state it never
     /// touches after [`new`](Request::new); `M` says which threads may hold it.
-    _scope: PhantomData<(fn() -> &'s Scope<'a>, M)>,
+    _scope: PhantomData<(ScopeTie<'a, 's>, M)>,
 }
+
+/// A request's tie to its scope: covariant in `'s`, invariant in `'a` (as `&'s Scope<'a>`),
+/// without holding a `!Sync` reference.
+type ScopeTie<'a, 's> = fn() -> &'s Scope<'a>;
 
 /// A [`Request`] that may move to another thread, e.g. awaited inside `tokio::spawn` (with
 /// [`static_scope`] and `'static` buffers); see [`Request::into_send`].
