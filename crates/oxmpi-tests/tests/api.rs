@@ -1,6 +1,7 @@
 //! The Rust API's second round through oxrun: the fixes (receive_vec under `Multiple`, a
-//! dropped matched message, a panic with an operation in flight, the cancel guard) and
-//! requests as futures under tokio (the async examples).
+//! dropped matched message, a panic with an operation in flight, the cancel guard), requests
+//! as futures under tokio (the async examples, also on spawned tasks), and collectives over
+//! single values and `bool`/`char` (`api_coll`).
 
 use oxmpi_tests::{example, oxrun_job, text};
 
@@ -104,6 +105,55 @@ fn awaited_requests_under_tokio_multi_thread_np2_np3() {
 }
 
 #[test]
+fn requests_awaited_on_spawned_tokio_tasks_np2_np3() {
+    for np in [2, 3] {
+        for spin in ["1", "1000"] {
+            let out = oxrun_job(
+                np,
+                &example("async_spawn"),
+                &[],
+                &[("OXMPI_ASYNC_SPIN", spin)],
+            );
+            let (so, se) = text(&out);
+            assert!(out.status.success(), "np {np} spin {spin}:\n{so}\n{se}");
+            assert_eq!(so.matches("async_spawn OK").count(), np, "{so}\n{se}");
+        }
+    }
+}
+
+/// Runs `api_coll MODE` at np 2 and 3; every rank must print `api_coll MODE OK`.
+fn api_coll(mode: &str) {
+    let prog = env!("CARGO_BIN_EXE_api_coll");
+    for np in [2, 3] {
+        let out = oxrun_job(np, std::path::Path::new(prog), &[mode], &[]);
+        let (so, se) = text(&out);
+        assert!(out.status.success(), "{mode} np {np}:\n{so}\n{se}");
+        let want = format!("api_coll {mode} OK");
+        assert_eq!(so.matches(&want).count(), np, "{mode} np {np}:\n{so}\n{se}");
+    }
+}
+
+#[test]
+fn collectives_take_single_values_arrays_and_vectors() {
+    api_coll("values");
+}
+
+#[test]
+fn bool_and_char_travel_in_collectives_and_reduce_with_their_ops() {
+    api_coll("checked");
+}
+
+#[test]
+fn invalid_bool_or_char_received_is_an_error_and_wrong_ops_are_refused() {
+    api_coll("invalid");
+}
+
+#[test]
+fn a_request_cannot_become_send_below_serialized() {
+    api_coll("single");
+}
+
+#[test]
 fn awaited_latency_benchmark_reports_both_paths() {
     let out = oxrun_job(2, &example("async_latency"), &["200", "1"], &[]);
     let (so, se) = text(&out);
@@ -128,6 +178,7 @@ const EXAMPLES: &[&str] = &[
     "attributes",
     "buffered_ready",
     "async_ring",
+    "async_spawn",
 ];
 
 #[test]

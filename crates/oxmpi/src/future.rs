@@ -21,14 +21,28 @@
 //! A future dropped before it finishes cancels a receive that has not matched and otherwise
 //! waits for the operation, so the buffer it borrows is never released while the engine can
 //! still write it.
+//!
+//! # Futures on other threads (`tokio::spawn`)
+//! A [`Request`](crate::Request) stays on its thread; [`Request::into_send`](crate::Request::into_send)
+//! makes it a [`SendRequest`](crate::SendRequest) at [`Serialized`](crate::Serialized) and
+//! [`Multiple`](crate::Multiple). A spawned task must be `'static`, so its requests live in
+//! [`static_scope`](crate::static_scope): sends can borrow `'static` data, and
+//! [`Communicator::immediate_receive_owned`] receives into a vector the future owns and
+//! hands back.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::task::{Context, Waker};
 
+use crate::comm::Communicator;
+use crate::datatype::Equivalence;
+use crate::error::{Error, ErrorClass, Result};
 use crate::handle::request as h;
 use crate::p2p::progress::{Backoff, WaitPolicy};
 use crate::p2p::request::{ReqId, Status};
+use crate::point_to_point::{Source, Tag};
+use crate::request::{Request, SendRequest};
 use crate::runtime::Runtime;
+use crate::threading::ThreadLevel;
 use crate::threading::Threading;
 
 /// The async tunables, read once.
@@ -207,5 +221,86 @@ fn progress_thread(rt: Weak<Runtime>) {
             backoff.reset();
         }
         backoff.snooze();
+    }
+}
+
+/// A receive that owns its vector, for tasks that must be `Send + 'static` (`tokio::spawn`):
+/// awaiting it gives the vector back with the status. Made by
+/// [`Communicator::immediate_receive_owned`].
+#[must_use = "a receive must be awaited"]
+pub struct OwnedReceive<T: Equivalence> {
+    /// Completed (by the await or by its drop) before `buf` is handed back or freed: fields
+    /// drop in declaration order.
+    req: Option<SendRequest<'static, 'static>>,
+    buf: Vec<T>,
+}
+
+impl<L: ThreadLevel> Communicator<L> {
+    /// Starts a receive into `buf` (`MPI_Irecv`) that owns it: the result is `Send` and
+    /// `'static`, so it can be awaited in a spawned task, and yields `(buf, status)`. Dropped
+    /// early, it cancels the receive if it has not matched (otherwise waits for it).
+    /// Errors: as [`immediate_receive_into`](Self::immediate_receive_into), and
+    /// [`ErrorClass::Other`] below [`Serialized`](crate::Serialized) (see
+    /// [`Request::into_send`]).
+    pub fn immediate_receive_owned<T: Equivalence>(
+        &self,
+        mut buf: Vec<T>,
+        source: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<OwnedReceive<T>> {
+        if !self.rt.level.needs_lock() {
+            return Err(Error::new(
+                ErrorClass::Other,
+                format!(
+                    "immediate_receive_owned: a request cannot leave its thread at thread level {:?}",
+                    self.rt.level
+                ),
+            ));
+        }
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut buf[..]);
+        // SAFETY: the vector's heap memory stays allocated and untouched until the receive
+        // completes: `OwnedReceive` never reads, resizes or frees `buf` before `req` has
+        // completed (the await takes it back only after completion; on drop `req` goes first
+        // and waits or cancels); moving the vector does not move its heap memory; and a
+        // leaked `OwnedReceive` leaks the vector with it.
+        let start = unsafe {
+            self.start_receive("immediate_receive_owned", bytes, source.into(), tag.into())?
+        };
+        let req = Request::new(
+            &self.rt,
+            start,
+            std::mem::size_of::<T>(),
+            crate::static_scope(),
+        );
+        Ok(OwnedReceive {
+            req: Some(req.into_send()?),
+            buf,
+        })
+    }
+}
+
+// Nothing is pinned structurally: the vector is only moved out once complete.
+impl<T: Equivalence> Unpin for OwnedReceive<T> {}
+
+impl<T: Equivalence> std::future::Future for OwnedReceive<T> {
+    type Output = Result<(Vec<T>, Status)>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> std::task::Poll<Self::Output> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        let Some(req) = this.req.as_mut() else {
+            return Poll::Ready(Err(Error::new(
+                ErrorClass::Request,
+                "await: the owned receive was already awaited to completion",
+            )));
+        };
+        match std::future::Future::poll(std::pin::Pin::new(req), cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(r) => {
+                // Complete: the engine is done with the vector.
+                this.req = None;
+                Poll::Ready(r.map(|st| (std::mem::take(&mut this.buf), st)))
+            }
+        }
     }
 }

@@ -55,11 +55,14 @@ pub mod window;
 
 pub use coll::InterRoot;
 pub use comm::{AnyCommunicator, Communicator, InterCommunicator, Keyval, SplitType, UNDEFINED};
-pub use datatype::{Buffer, BufferMut, Checked, Datatyped, Equivalence};
+pub use datatype::{
+    Buffer, BufferMut, Checked, Datatyped, Element, Elements, ElementsMut, Equivalence,
+};
 pub use environment::{
     init, init_with, library_version, processor_name, time, time_resolution, version, Universe,
 };
 pub use error::{Error, ErrorClass, Result};
+pub use future::OwnedReceive;
 pub use group::{Group, Relation};
 pub use handle::attr::Predefined;
 pub use memory::SharedBuffer;
@@ -75,7 +78,7 @@ pub use point_to_point::{Message, Source, Tag, TAG_UB};
 pub use process::{AnyProcess, Process};
 pub use request::{
     scope, static_scope, CancelGuard, Completion, Finished, InStatus, Persistent, Request,
-    RequestCollection, Scope,
+    RequestCollection, Scope, SendRequest,
 };
 pub use runtime::{is_finalized, is_initialized};
 pub use threading::{Funneled, Multiple, Serialized, Single, ThreadLevel, Threading};

@@ -195,7 +195,7 @@ impl<L: ThreadLevel> Communicator<L> {
     ///
     /// # Safety
     /// `bytes` must stay valid and otherwise untouched until the receive completes.
-    unsafe fn start_receive(
+    pub(crate) unsafe fn start_receive(
         &self,
         call: &'static str,
         bytes: &mut [u8],

@@ -4,9 +4,14 @@
 //! omitted tag is 0, as in rsmpi.
 
 use crate::comm::Communicator;
-use crate::datatype::{Buffer, BufferMut, Equivalence};
+use crate::datatype::{Buffer, BufferMut, Element, Elements, ElementsMut, Equivalence};
 use crate::error::Result;
 use crate::op::{Op, Reducible};
+
+/// Root-only arguments on the ranks that are not the root.
+fn none<T>() -> [T; 0] {
+    []
+}
 use crate::point_to_point::{Message, Source, Tag};
 use crate::request::{Request, Scope};
 use crate::threading::ThreadLevel;
@@ -139,38 +144,59 @@ impl<'c, L: ThreadLevel> Process<'c, L> {
             .immediate_receive_into(scope, buf, self.rank, Tag::Any)
     }
 
-    /// Broadcast from this process (the root) into `buf` on every rank (`MPI_Bcast`).
-    pub fn broadcast_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<()> {
+    /// Broadcast from this process (the root) into `buf` on every rank (`MPI_Bcast`): one
+    /// value, an array, a slice or a vector.
+    pub fn broadcast_into<T: Element, B: ElementsMut<T> + ?Sized>(
+        &self,
+        buf: &mut B,
+    ) -> Result<()> {
         self.comm.broadcast_into(self.rank, buf)
     }
 
     /// Gather to this process, called by a rank that is not it (`MPI_Gather`).
-    pub fn gather_into<T: Equivalence>(&self, send: &[T]) -> Result<()> {
-        self.comm.gather_into(self.rank, send, &mut [])
+    pub fn gather_into<T: Element, S: Elements<T> + ?Sized>(&self, send: &S) -> Result<()> {
+        self.comm.gather_into(self.rank, send, &mut none::<T>())
     }
 
     /// Gather to this process, called by it: `recv` gets every rank's `send` in rank order.
-    pub fn gather_into_root<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+    pub fn gather_into_root<T: Element, S: Elements<T> + ?Sized, R: ElementsMut<T> + ?Sized>(
+        &self,
+        send: &S,
+        recv: &mut R,
+    ) -> Result<()> {
         self.comm.gather_into(self.rank, send, recv)
     }
 
     /// Scatter from this process, called by a rank that is not it (`MPI_Scatter`).
-    pub fn scatter_into<T: Equivalence>(&self, recv: &mut [T]) -> Result<()> {
-        self.comm.scatter_into(self.rank, &[], recv)
+    pub fn scatter_into<T: Element, R: ElementsMut<T> + ?Sized>(&self, recv: &mut R) -> Result<()> {
+        self.comm.scatter_into(self.rank, &none::<T>(), recv)
     }
 
     /// Scatter from this process, called by it: block i of `send` goes to rank i.
-    pub fn scatter_into_root<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+    pub fn scatter_into_root<T: Element, S: Elements<T> + ?Sized, R: ElementsMut<T> + ?Sized>(
+        &self,
+        send: &S,
+        recv: &mut R,
+    ) -> Result<()> {
         self.comm.scatter_into(self.rank, send, recv)
     }
 
     /// Reduce to this process, called by a rank that is not it (`MPI_Reduce`).
-    pub fn reduce_into<T: Reducible>(&self, send: &[T], op: Op) -> Result<()> {
-        self.comm.reduce_into(self.rank, send, &mut [], op)
+    pub fn reduce_into<T, S>(&self, send: &S, op: Op) -> Result<()>
+    where
+        T: Element<Raw: Reducible>,
+        S: Elements<T> + ?Sized,
+    {
+        self.comm.reduce_into(self.rank, send, &mut none::<T>(), op)
     }
 
     /// Reduce to this process, called by it: `recv` gets the combination.
-    pub fn reduce_into_root<T: Reducible>(&self, send: &[T], recv: &mut [T], op: Op) -> Result<()> {
+    pub fn reduce_into_root<T, S, R>(&self, send: &S, recv: &mut R, op: Op) -> Result<()>
+    where
+        T: Element<Raw: Reducible>,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    {
         self.comm.reduce_into(self.rank, send, recv, op)
     }
 }

@@ -20,6 +20,7 @@ use crate::p2p::engine::RecvStart;
 use crate::p2p::request::ReqId;
 pub use crate::p2p::request::Status;
 use crate::runtime::Runtime;
+use crate::threading::{AnyThread, PinnedToThread};
 
 /// Where outstanding nonblocking operations live; see [`scope`].
 pub struct Scope<'a> {
@@ -35,7 +36,7 @@ pub struct Scope<'a> {
 
 impl Scope<'_> {
     /// The process's runtime, kept once per scope so that requests need not count references.
-    fn runtime(&self, rt: &Arc<Runtime>) -> &Runtime {
+    fn runtime(&self, rt: &Arc<Runtime>) -> &Arc<Runtime> {
         self.rt.get_or_init(|| rt.clone())
     }
 
@@ -123,18 +124,46 @@ pub fn static_scope() -> &'static Scope<'static> {
 }
 
 /// A nonblocking operation in flight, borrowing its buffer for `'a`.
+///
+/// A request stays on the thread that started it (`M` is [`PinnedToThread`]) unless
+/// [`into_send`](Request::into_send) made it a [`SendRequest`], which needs a thread level
+/// at which the engine is locked.
 #[must_use = "a request must be waited for or tested"]
-pub struct Request<'a, 's> {
-    rt: &'s Runtime,
+pub struct Request<'a, 's, M = PinnedToThread> {
+    rt: &'s Arc<Runtime>,
     state: ReqState,
     elem: usize,
     /// Polled as a future: dropped early, it cancels a receive that has not matched.
     polled: bool,
     /// Its entry in the async progress source's waiter list, while it has one.
     waker: Option<u64>,
-    /// Ties the request (and the buffer borrow `'a`) to its scope.
-    _scope: &'s Scope<'a>,
+    /// Ties the request (and the buffer borrow `'a`) to its scope, whose state it never
+    /// touches after [`new`](Request::new); `M` says which threads may hold it.
+    _scope: PhantomData<(ScopeTie<'a, 's>, M)>,
 }
+
+/// A request's tie to its scope: covariant in `'s`, invariant in `'a` (as `&'s Scope<'a>`),
+/// without holding a `!Sync` reference.
+type ScopeTie<'a, 's> = fn() -> &'s Scope<'a>;
+
+/// A [`Request`] that may move to another thread, e.g. awaited inside `tokio::spawn` (with
+/// [`static_scope`] and `'static` buffers); see [`Request::into_send`].
+///
+/// ```no_run
+/// fn needs_send<T: Send>(_: T) {}
+/// let universe = oxmpi::init_with::<oxmpi::Multiple>()?;
+/// let world = universe.world();
+/// needs_send(world.immediate_barrier(oxmpi::static_scope())?.into_send()?);
+/// # Ok::<(), oxmpi::Error>(())
+/// ```
+/// A plain [`Request`] stays on its thread:
+/// ```compile_fail
+/// fn needs_send<T: Send>(_: T) {}
+/// let universe = oxmpi::init_with::<oxmpi::Multiple>().unwrap();
+/// let world = universe.world();
+/// needs_send(world.immediate_barrier(oxmpi::static_scope()).unwrap());
+/// ```
+pub type SendRequest<'a, 's> = Request<'a, 's, AnyThread>;
 
 #[derive(Clone, Copy)]
 enum ReqState {
@@ -165,21 +194,50 @@ impl<'a, 's> Request<'a, 's> {
             elem,
             polled: false,
             waker: None,
-            _scope: scope,
+            _scope: PhantomData,
         }
     }
 
-    /// Drops the async waiter entry once the request is collected.
-    fn unregister(&mut self) {
-        if let Some(token) = self.waker.take() {
-            crate::future::unregister(token);
+    /// This request as one that may be moved to (and completed on) another thread, e.g. a
+    /// future given to `tokio::spawn`. Errors ([`ErrorClass::Other`]): below
+    /// [`Serialized`](crate::Serialized), where the engine has no lock and must stay on the
+    /// thread that initialized MPI.
+    pub fn into_send(mut self) -> Result<SendRequest<'a, 's>> {
+        if !self.rt.level.needs_lock() {
+            return Err(Error::new(
+                ErrorClass::Other,
+                format!(
+                    "into_send: a request cannot leave its thread at thread level {:?}",
+                    self.rt.level
+                ),
+            ));
         }
+        // The fields move to the new request; this one is left collected, so its drop does
+        // nothing.
+        let state = std::mem::replace(&mut self.state, ReqState::Collected);
+        Ok(Request {
+            rt: self.rt,
+            state,
+            elem: self.elem,
+            polled: self.polled,
+            waker: self.waker.take(),
+            _scope: PhantomData,
+        })
     }
 
     /// A guard that cancels the operation when dropped, then waits for it: a receive that
     /// never matches does not hold up the end of a scope (rsmpi's `CancelGuard`).
     pub fn cancel_guard(self) -> CancelGuard<'a, 's> {
         CancelGuard(Some(self))
+    }
+}
+
+impl<M> Request<'_, '_, M> {
+    /// Drops the async waiter entry once the request is collected.
+    fn unregister(&mut self) {
+        if let Some(token) = self.waker.take() {
+            crate::future::unregister(token);
+        }
     }
 
     /// Blocks until the operation completes (`MPI_Wait`).
@@ -235,7 +293,7 @@ impl<'a, 's> Request<'a, 's> {
     }
 }
 
-impl Drop for Request<'_, '_> {
+impl<M> Drop for Request<'_, '_, M> {
     fn drop(&mut self) {
         if let Some(token) = self.waker.take() {
             crate::future::unregister(token);
@@ -292,7 +350,8 @@ pub(crate) fn drop_wait(rt: &Runtime, id: ReqId, call: &'static str) -> Status {
 /// happens without the task spinning (see [`crate::future`]). A request dropped before it
 /// completes cancels a receive that has not matched and waits for anything else, so its
 /// buffer stays borrowed until the engine is done with it.
-impl std::future::Future for Request<'_, '_> {
+// Both thread markers are `PhantomData`, hence `Unpin`.
+impl<M: Unpin> std::future::Future for Request<'_, '_, M> {
     type Output = Result<Status>;
 
     fn poll(
@@ -307,12 +366,7 @@ impl std::future::Future for Request<'_, '_> {
             ReqState::Pending(id) => id,
             ReqState::Done(_) | ReqState::Collected => return Poll::Ready(this.wait_in("await")),
         };
-        let rt = this
-            ._scope
-            .rt
-            .get()
-            .expect("a pending request's scope holds the runtime");
-        match crate::future::poll_request(rt, id, &mut this.waker, cx) {
+        match crate::future::poll_request(this.rt, id, &mut this.waker, cx) {
             Some(st) => {
                 this.unregister();
                 this.state = ReqState::Collected;
@@ -575,7 +629,7 @@ impl<'a, 's, D> RequestCollection<'a, 's, D> {
     }
 
     fn runtime(&self) -> Option<&'s Runtime> {
-        self.slots.iter().flatten().map(|(r, _)| r.rt).next()
+        self.slots.iter().flatten().map(|(r, _)| &**r.rt).next()
     }
 
     fn finish(&mut self, index: usize, call: &'static str) -> Finished<D> {

@@ -7,7 +7,8 @@ use super::algorithms::{allgather, allreduce, alltoall, misc};
 use super::schedule::{Program, Region, Span};
 use super::{bytes, bytes_mut, check_len, combine, hier, select, v_spans, Ctx, Planned};
 use crate::comm::Communicator;
-use crate::datatype::Equivalence;
+use crate::datatype::elements::{check_op, with_raw_mut};
+use crate::datatype::{Element, Elements, ElementsMut, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
 use crate::op::{Op, Reducible};
 use crate::request::{Persistent, Request, Scope};
@@ -164,60 +165,91 @@ impl<L: ThreadLevel> Communicator<L> {
     }
 
     /// Gathers every rank's `send` into every rank's `recv`, in rank order (`MPI_Allgather`).
-    pub fn all_gather_into<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
-        self.coll_run(self.allgather_plan("allgather", Some(send), recv)?)
+    pub fn all_gather_into<T: Element, S: Elements<T> + ?Sized, R: ElementsMut<T> + ?Sized>(
+        &self,
+        send: &S,
+        recv: &mut R,
+    ) -> Result<()> {
+        let send = T::raw(send.elements());
+        with_raw_mut("allgather", recv.elements_mut(), |recv| {
+            self.coll_run(self.allgather_plan("allgather", Some(send), recv)?)
+        })
     }
 
     /// Allgather with each rank's block already in place in `buf` (`MPI_IN_PLACE`).
-    pub fn all_gather_in_place<T: Equivalence>(&self, buf: &mut [T]) -> Result<()> {
-        self.coll_run(self.allgather_plan("allgather", None, buf)?)
+    pub fn all_gather_in_place<T: Element, B: ElementsMut<T> + ?Sized>(
+        &self,
+        buf: &mut B,
+    ) -> Result<()> {
+        with_raw_mut("allgather", buf.elements_mut(), |buf| {
+            self.coll_run(self.allgather_plan("allgather", None, buf)?)
+        })
     }
 
     /// Starts an allgather with each rank's block already in place in `buf`
     /// (`MPI_Iallgather` with `MPI_IN_PLACE`).
-    pub fn immediate_all_gather_in_place<'a, 's, T: Equivalence>(
+    pub fn immediate_all_gather_in_place<'a, 's, T: Equivalence, B: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
-        buf: &'a mut [T],
+        buf: &'a mut B,
     ) -> Result<Request<'a, 's>> {
         self.coll_start(
             scope,
-            self.allgather_plan("immediate_allgather", None, buf)?,
+            self.allgather_plan("immediate_allgather", None, buf.elements_mut())?,
         )
     }
 
     /// Starts an allgather (`MPI_Iallgather`).
-    pub fn immediate_all_gather_into<'a, 's, T: Equivalence>(
+    pub fn immediate_all_gather_into<
+        'a,
+        's,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
     ) -> Result<Request<'a, 's>> {
-        let p = self.allgather_plan("immediate_allgather", Some(send), recv)?;
+        let p = self.allgather_plan(
+            "immediate_allgather",
+            Some(send.elements()),
+            recv.elements_mut(),
+        )?;
         self.coll_start(scope, p)
     }
 
     /// A persistent allgather (`MPI_Allgather_init`), inactive until started.
-    pub fn all_gather_init<'a, 's, T: Equivalence>(
+    pub fn all_gather_init<
+        'a,
+        's,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
     ) -> Result<Persistent<'a, 's>> {
         self.coll_keep(
             scope,
-            self.allgather_plan("allgather_init", Some(send), recv)?,
+            self.allgather_plan("allgather_init", Some(send.elements()), recv.elements_mut())?,
         )
     }
 
     /// A persistent allgather with each rank's block in place in `buf`
     /// (`MPI_Allgather_init` with `MPI_IN_PLACE`).
-    pub fn all_gather_in_place_init<'a, 's, T: Equivalence>(
+    pub fn all_gather_in_place_init<'a, 's, T: Equivalence, B: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
-        buf: &'a mut [T],
+        buf: &'a mut B,
     ) -> Result<Persistent<'a, 's>> {
-        self.coll_keep(scope, self.allgather_plan("allgather_init", None, buf)?)
+        self.coll_keep(
+            scope,
+            self.allgather_plan("allgather_init", None, buf.elements_mut())?,
+        )
     }
 
     /// The plan of an allgatherv.
@@ -240,39 +272,70 @@ impl<L: ThreadLevel> Communicator<L> {
 
     /// Allgather of blocks of different lengths (`MPI_Allgatherv`): rank i's `send` lands at
     /// `recv[displs[i]..][..counts[i]]` on every rank.
-    pub fn all_gather_varcount_into<T: Equivalence>(
+    pub fn all_gather_varcount_into<
+        T: Element,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
-        send: &[T],
-        recv: &mut [T],
+        send: &S,
+        recv: &mut R,
         counts: &[usize],
         displs: &[usize],
     ) -> Result<()> {
-        self.coll_run(self.allgatherv_plan("allgatherv", send, recv, counts, displs)?)
+        let send = T::raw(send.elements());
+        with_raw_mut("allgatherv", recv.elements_mut(), |recv| {
+            self.coll_run(self.allgatherv_plan("allgatherv", send, recv, counts, displs)?)
+        })
     }
 
     /// Starts an allgatherv (`MPI_Iallgatherv`).
-    pub fn immediate_all_gather_varcount_into<'a, 's, T: Equivalence>(
+    pub fn immediate_all_gather_varcount_into<
+        'a,
+        's,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
         counts: &[usize],
         displs: &[usize],
     ) -> Result<Request<'a, 's>> {
-        let p = self.allgatherv_plan("immediate_allgatherv", send, recv, counts, displs)?;
+        let p = self.allgatherv_plan(
+            "immediate_allgatherv",
+            send.elements(),
+            recv.elements_mut(),
+            counts,
+            displs,
+        )?;
         self.coll_start(scope, p)
     }
 
     /// A persistent allgatherv (`MPI_Allgatherv_init`), inactive until started.
-    pub fn all_gather_varcount_init<'a, 's, T: Equivalence>(
+    pub fn all_gather_varcount_init<
+        'a,
+        's,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
         counts: &[usize],
         displs: &[usize],
     ) -> Result<Persistent<'a, 's>> {
-        let p = self.allgatherv_plan("allgatherv_init", send, recv, counts, displs)?;
+        let p = self.allgatherv_plan(
+            "allgatherv_init",
+            send.elements(),
+            recv.elements_mut(),
+            counts,
+            displs,
+        )?;
         self.coll_keep(scope, p)
     }
 
@@ -303,55 +366,89 @@ impl<L: ThreadLevel> Communicator<L> {
 
     /// Sends block j of `send` to rank j and receives rank j's block into block j of `recv`
     /// (`MPI_Alltoall`); both hold p equal blocks.
-    pub fn all_to_all_into<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
-        self.coll_run(self.alltoall_plan("alltoall", Some(send), recv)?)
+    pub fn all_to_all_into<T: Element, S: Elements<T> + ?Sized, R: ElementsMut<T> + ?Sized>(
+        &self,
+        send: &S,
+        recv: &mut R,
+    ) -> Result<()> {
+        let send = T::raw(send.elements());
+        with_raw_mut("alltoall", recv.elements_mut(), |recv| {
+            self.coll_run(self.alltoall_plan("alltoall", Some(send), recv)?)
+        })
     }
 
     /// All-to-all in one buffer (`MPI_IN_PLACE`).
-    pub fn all_to_all_in_place<T: Equivalence>(&self, buf: &mut [T]) -> Result<()> {
-        self.coll_run(self.alltoall_plan("alltoall", None, buf)?)
+    pub fn all_to_all_in_place<T: Element, B: ElementsMut<T> + ?Sized>(
+        &self,
+        buf: &mut B,
+    ) -> Result<()> {
+        with_raw_mut("alltoall", buf.elements_mut(), |buf| {
+            self.coll_run(self.alltoall_plan("alltoall", None, buf)?)
+        })
     }
 
     /// Starts an all-to-all in one buffer (`MPI_Ialltoall` with `MPI_IN_PLACE`).
-    pub fn immediate_all_to_all_in_place<'a, 's, T: Equivalence>(
+    pub fn immediate_all_to_all_in_place<'a, 's, T: Equivalence, B: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
-        buf: &'a mut [T],
+        buf: &'a mut B,
     ) -> Result<Request<'a, 's>> {
-        self.coll_start(scope, self.alltoall_plan("immediate_alltoall", None, buf)?)
+        self.coll_start(
+            scope,
+            self.alltoall_plan("immediate_alltoall", None, buf.elements_mut())?,
+        )
     }
 
     /// Starts an all-to-all (`MPI_Ialltoall`).
-    pub fn immediate_all_to_all_into<'a, 's, T: Equivalence>(
+    pub fn immediate_all_to_all_into<
+        'a,
+        's,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
     ) -> Result<Request<'a, 's>> {
-        let p = self.alltoall_plan("immediate_alltoall", Some(send), recv)?;
+        let p = self.alltoall_plan(
+            "immediate_alltoall",
+            Some(send.elements()),
+            recv.elements_mut(),
+        )?;
         self.coll_start(scope, p)
     }
 
     /// A persistent all-to-all (`MPI_Alltoall_init`), inactive until started.
-    pub fn all_to_all_init<'a, 's, T: Equivalence>(
+    pub fn all_to_all_init<
+        'a,
+        's,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
     ) -> Result<Persistent<'a, 's>> {
         self.coll_keep(
             scope,
-            self.alltoall_plan("alltoall_init", Some(send), recv)?,
+            self.alltoall_plan("alltoall_init", Some(send.elements()), recv.elements_mut())?,
         )
     }
 
     /// A persistent all-to-all in one buffer (`MPI_Alltoall_init` with `MPI_IN_PLACE`).
-    pub fn all_to_all_in_place_init<'a, 's, T: Equivalence>(
+    pub fn all_to_all_in_place_init<'a, 's, T: Equivalence, B: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
-        buf: &'a mut [T],
+        buf: &'a mut B,
     ) -> Result<Persistent<'a, 's>> {
-        self.coll_keep(scope, self.alltoall_plan("alltoall_init", None, buf)?)
+        self.coll_keep(
+            scope,
+            self.alltoall_plan("alltoall_init", None, buf.elements_mut())?,
+        )
     }
 
     /// The plan of an alltoallv over elements of `T`.
@@ -393,37 +490,51 @@ impl<L: ThreadLevel> Communicator<L> {
     /// All-to-all with blocks of different lengths (`MPI_Alltoallv`): block j of `send` is
     /// `send[sdispls[j]..][..scounts[j]]`, and rank j's block lands at
     /// `recv[rdispls[j]..][..rcounts[j]]`.
-    pub fn all_to_all_varcount_into<T: Equivalence>(
+    pub fn all_to_all_varcount_into<
+        T: Element,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
-        send: &[T],
+        send: &S,
         scounts: &[usize],
         sdispls: &[usize],
-        recv: &mut [T],
+        recv: &mut R,
         rcounts: &[usize],
         rdispls: &[usize],
     ) -> Result<()> {
-        let p = self.alltoallv_plan("alltoallv", send, scounts, sdispls, recv, rcounts, rdispls)?;
-        self.coll_run(p)
+        let send = T::raw(send.elements());
+        with_raw_mut("alltoallv", recv.elements_mut(), |recv| {
+            let p =
+                self.alltoallv_plan("alltoallv", send, scounts, sdispls, recv, rcounts, rdispls)?;
+            self.coll_run(p)
+        })
     }
 
     /// Starts an alltoallv (`MPI_Ialltoallv`).
     #[allow(clippy::too_many_arguments)]
-    pub fn immediate_all_to_all_varcount_into<'a, 's, T: Equivalence>(
+    pub fn immediate_all_to_all_varcount_into<
+        'a,
+        's,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
-        send: &'a [T],
+        send: &'a S,
         scounts: &[usize],
         sdispls: &[usize],
-        recv: &'a mut [T],
+        recv: &'a mut R,
         rcounts: &[usize],
         rdispls: &[usize],
     ) -> Result<Request<'a, 's>> {
         let p = self.alltoallv_plan(
             "immediate_alltoallv",
-            send,
+            send.elements(),
             scounts,
             sdispls,
-            recv,
+            recv.elements_mut(),
             rcounts,
             rdispls,
         )?;
@@ -432,22 +543,28 @@ impl<L: ThreadLevel> Communicator<L> {
 
     /// A persistent alltoallv (`MPI_Alltoallv_init`), inactive until started.
     #[allow(clippy::too_many_arguments)]
-    pub fn all_to_all_varcount_init<'a, 's, T: Equivalence>(
+    pub fn all_to_all_varcount_init<
+        'a,
+        's,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
-        send: &'a [T],
+        send: &'a S,
         scounts: &[usize],
         sdispls: &[usize],
-        recv: &'a mut [T],
+        recv: &'a mut R,
         rcounts: &[usize],
         rdispls: &[usize],
     ) -> Result<Persistent<'a, 's>> {
         let p = self.alltoallv_plan(
             "alltoallv_init",
-            send,
+            send.elements(),
             scounts,
             sdispls,
-            recv,
+            recv.elements_mut(),
             rcounts,
             rdispls,
         )?;
@@ -540,60 +657,98 @@ impl<L: ThreadLevel> Communicator<L> {
 
     /// Combines every rank's `send` with `op` into every rank's `recv`
     /// (`MPI_Allreduce`). The result is bit-identical on every rank.
-    pub fn all_reduce_into<T: Reducible>(&self, send: &[T], recv: &mut [T], op: Op) -> Result<()> {
-        self.all_reduce_blocking(Some(send), recv, &op)
+    pub fn all_reduce_into<T, S, R>(&self, send: &S, recv: &mut R, op: Op) -> Result<()>
+    where
+        T: Element<Raw: Reducible>,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    {
+        check_op::<T>("allreduce", &op)?;
+        let send = T::raw(send.elements());
+        with_raw_mut("allreduce", recv.elements_mut(), |recv| {
+            self.all_reduce_blocking(Some(send), recv, &op)
+        })
     }
 
     /// Allreduce of `buf` into itself (`MPI_IN_PLACE`).
-    pub fn all_reduce_in_place<T: Reducible>(&self, buf: &mut [T], op: Op) -> Result<()> {
-        self.all_reduce_blocking(None, buf, &op)
+    pub fn all_reduce_in_place<T, B>(&self, buf: &mut B, op: Op) -> Result<()>
+    where
+        T: Element<Raw: Reducible>,
+        B: ElementsMut<T> + ?Sized,
+    {
+        check_op::<T>("allreduce", &op)?;
+        with_raw_mut("allreduce", buf.elements_mut(), |buf| {
+            self.all_reduce_blocking(None, buf, &op)
+        })
     }
 
     /// Starts an allreduce (`MPI_Iallreduce`).
-    pub fn immediate_all_reduce_into<'a, 's, T: Reducible>(
+    pub fn immediate_all_reduce_into<
+        'a,
+        's,
+        T: Reducible,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
         op: Op,
     ) -> Result<Request<'a, 's>> {
-        let p = self.allreduce_plan("immediate_allreduce", Some(send), recv, &op)?;
+        let p = self.allreduce_plan(
+            "immediate_allreduce",
+            Some(send.elements()),
+            recv.elements_mut(),
+            &op,
+        )?;
         self.coll_start(scope, p)
     }
 
     /// Starts an in-place allreduce (`MPI_Iallreduce` with `MPI_IN_PLACE`).
-    pub fn immediate_all_reduce_in_place<'a, 's, T: Reducible>(
+    pub fn immediate_all_reduce_in_place<'a, 's, T: Reducible, B: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
-        buf: &'a mut [T],
+        buf: &'a mut B,
         op: Op,
     ) -> Result<Request<'a, 's>> {
-        let p = self.allreduce_plan("immediate_allreduce", None, buf, &op)?;
+        let p = self.allreduce_plan("immediate_allreduce", None, buf.elements_mut(), &op)?;
         self.coll_start(scope, p)
     }
 
     /// A persistent allreduce (`MPI_Allreduce_init`), inactive until started.
-    pub fn all_reduce_init<'a, 's, T: Reducible>(
+    pub fn all_reduce_init<
+        'a,
+        's,
+        T: Reducible,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
         op: Op,
     ) -> Result<Persistent<'a, 's>> {
-        let p = self.allreduce_plan("allreduce_init", Some(send), recv, &op)?;
+        let p = self.allreduce_plan(
+            "allreduce_init",
+            Some(send.elements()),
+            recv.elements_mut(),
+            &op,
+        )?;
         self.coll_keep(scope, p)
     }
 
     /// A persistent in-place allreduce (`MPI_Allreduce_init` with `MPI_IN_PLACE`).
-    pub fn all_reduce_in_place_init<'a, 's, T: Reducible>(
+    pub fn all_reduce_in_place_init<'a, 's, T: Reducible, B: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
-        buf: &'a mut [T],
+        buf: &'a mut B,
         op: Op,
     ) -> Result<Persistent<'a, 's>> {
         self.coll_keep(
             scope,
-            self.allreduce_plan("allreduce_init", None, buf, &op)?,
+            self.allreduce_plan("allreduce_init", None, buf.elements_mut(), &op)?,
         )
     }
 
@@ -644,77 +799,118 @@ impl<L: ThreadLevel> Communicator<L> {
 
     /// Reduces `send` (the concatenation of p blocks, block i of `counts[i]` elements) over
     /// all ranks and leaves block i of the result in rank i's `recv` (`MPI_Reduce_scatter`).
-    pub fn reduce_scatter_into<T: Reducible>(
+    pub fn reduce_scatter_into<T, S, R>(
         &self,
-        send: &[T],
-        recv: &mut [T],
+        send: &S,
+        recv: &mut R,
         counts: &[usize],
         op: Op,
-    ) -> Result<()> {
-        let p = self.reduce_scatter_plan("reduce_scatter", Some(send), recv, counts, &op)?;
-        self.coll_run(p)
+    ) -> Result<()>
+    where
+        T: Element<Raw: Reducible>,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    {
+        check_op::<T>("reduce_scatter", &op)?;
+        let send = T::raw(send.elements());
+        with_raw_mut("reduce_scatter", recv.elements_mut(), |recv| {
+            let p = self.reduce_scatter_plan("reduce_scatter", Some(send), recv, counts, &op)?;
+            self.coll_run(p)
+        })
     }
 
     /// Reduce-scatter in place (`MPI_IN_PLACE`): `buf` holds the whole input and receives
     /// this rank's block at its start.
-    pub fn reduce_scatter_in_place<T: Reducible>(
-        &self,
-        buf: &mut [T],
-        counts: &[usize],
-        op: Op,
-    ) -> Result<()> {
-        self.coll_run(self.reduce_scatter_plan("reduce_scatter", None, buf, counts, &op)?)
+    pub fn reduce_scatter_in_place<T, B>(&self, buf: &mut B, counts: &[usize], op: Op) -> Result<()>
+    where
+        T: Element<Raw: Reducible>,
+        B: ElementsMut<T> + ?Sized,
+    {
+        check_op::<T>("reduce_scatter", &op)?;
+        with_raw_mut("reduce_scatter", buf.elements_mut(), |buf| {
+            self.coll_run(self.reduce_scatter_plan("reduce_scatter", None, buf, counts, &op)?)
+        })
     }
 
     /// Starts a reduce-scatter in place (`MPI_Ireduce_scatter` with `MPI_IN_PLACE`): `buf`
     /// holds the whole input and receives this rank's block at its start.
-    pub fn immediate_reduce_scatter_in_place<'a, 's, T: Reducible>(
+    pub fn immediate_reduce_scatter_in_place<'a, 's, T: Reducible, B: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
-        buf: &'a mut [T],
+        buf: &'a mut B,
         counts: &[usize],
         op: Op,
     ) -> Result<Request<'a, 's>> {
-        let p = self.reduce_scatter_plan("immediate_reduce_scatter", None, buf, counts, &op)?;
+        let p = self.reduce_scatter_plan(
+            "immediate_reduce_scatter",
+            None,
+            buf.elements_mut(),
+            counts,
+            &op,
+        )?;
         self.coll_start(scope, p)
     }
 
     /// Starts a reduce-scatter (`MPI_Ireduce_scatter`).
-    pub fn immediate_reduce_scatter_into<'a, 's, T: Reducible>(
+    pub fn immediate_reduce_scatter_into<
+        'a,
+        's,
+        T: Reducible,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
         counts: &[usize],
         op: Op,
     ) -> Result<Request<'a, 's>> {
-        let p =
-            self.reduce_scatter_plan("immediate_reduce_scatter", Some(send), recv, counts, &op)?;
+        let p = self.reduce_scatter_plan(
+            "immediate_reduce_scatter",
+            Some(send.elements()),
+            recv.elements_mut(),
+            counts,
+            &op,
+        )?;
         self.coll_start(scope, p)
     }
 
     /// A persistent reduce-scatter (`MPI_Reduce_scatter_init`), inactive until started.
-    pub fn reduce_scatter_init<'a, 's, T: Reducible>(
+    pub fn reduce_scatter_init<
+        'a,
+        's,
+        T: Reducible,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
         counts: &[usize],
         op: Op,
     ) -> Result<Persistent<'a, 's>> {
-        let p = self.reduce_scatter_plan("reduce_scatter_init", Some(send), recv, counts, &op)?;
+        let p = self.reduce_scatter_plan(
+            "reduce_scatter_init",
+            Some(send.elements()),
+            recv.elements_mut(),
+            counts,
+            &op,
+        )?;
         self.coll_keep(scope, p)
     }
 
     /// A persistent reduce-scatter in place (`MPI_Reduce_scatter_init` with `MPI_IN_PLACE`).
-    pub fn reduce_scatter_in_place_init<'a, 's, T: Reducible>(
+    pub fn reduce_scatter_in_place_init<'a, 's, T: Reducible, B: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
-        buf: &'a mut [T],
+        buf: &'a mut B,
         counts: &[usize],
         op: Op,
     ) -> Result<Persistent<'a, 's>> {
-        let p = self.reduce_scatter_plan("reduce_scatter_init", None, buf, counts, &op)?;
+        let p =
+            self.reduce_scatter_plan("reduce_scatter_init", None, buf.elements_mut(), counts, &op)?;
         self.coll_keep(scope, p)
     }
 
@@ -732,37 +928,63 @@ impl<L: ThreadLevel> Communicator<L> {
 
     /// Reduce-scatter with equal blocks of `recv.len()` elements
     /// (`MPI_Reduce_scatter_block`).
-    pub fn reduce_scatter_block_into<T: Reducible>(
-        &self,
-        send: &[T],
-        recv: &mut [T],
-        op: Op,
-    ) -> Result<()> {
-        self.coll_run(self.reduce_scatter_block_plan("reduce_scatter_block", send, recv, &op)?)
+    pub fn reduce_scatter_block_into<T, S, R>(&self, send: &S, recv: &mut R, op: Op) -> Result<()>
+    where
+        T: Element<Raw: Reducible>,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    {
+        check_op::<T>("reduce_scatter_block", &op)?;
+        let send = T::raw(send.elements());
+        with_raw_mut("reduce_scatter_block", recv.elements_mut(), |recv| {
+            let p = self.reduce_scatter_block_plan("reduce_scatter_block", send, recv, &op)?;
+            self.coll_run(p)
+        })
     }
 
     /// Starts a reduce-scatter with equal blocks (`MPI_Ireduce_scatter_block`).
-    pub fn immediate_reduce_scatter_block_into<'a, 's, T: Reducible>(
+    pub fn immediate_reduce_scatter_block_into<
+        'a,
+        's,
+        T: Reducible,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
         op: Op,
     ) -> Result<Request<'a, 's>> {
-        let p =
-            self.reduce_scatter_block_plan("immediate_reduce_scatter_block", send, recv, &op)?;
+        let p = self.reduce_scatter_block_plan(
+            "immediate_reduce_scatter_block",
+            send.elements(),
+            recv.elements_mut(),
+            &op,
+        )?;
         self.coll_start(scope, p)
     }
 
     /// A persistent reduce-scatter with equal blocks (`MPI_Reduce_scatter_block_init`).
-    pub fn reduce_scatter_block_init<'a, 's, T: Reducible>(
+    pub fn reduce_scatter_block_init<
+        'a,
+        's,
+        T: Reducible,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
         op: Op,
     ) -> Result<Persistent<'a, 's>> {
-        let p = self.reduce_scatter_block_plan("reduce_scatter_block_init", send, recv, &op)?;
+        let p = self.reduce_scatter_block_plan(
+            "reduce_scatter_block_init",
+            send.elements(),
+            recv.elements_mut(),
+            &op,
+        )?;
         self.coll_keep(scope, p)
     }
 }

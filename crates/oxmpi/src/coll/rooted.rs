@@ -6,7 +6,8 @@ use super::schedule::{Program, Region, Span};
 use super::Planned;
 use super::{bytes, bytes_mut, check_len, check_root, combine, hier, select, v_spans, Ctx};
 use crate::comm::Communicator;
-use crate::datatype::{BufferMut, Equivalence};
+use crate::datatype::elements::{check_op, with_raw_mut};
+use crate::datatype::{Element, Elements, ElementsMut, Equivalence};
 use crate::error::Result;
 use crate::op::{Op, Reducible};
 use crate::request::{Persistent, Request, Scope};
@@ -114,10 +115,21 @@ impl<L: ThreadLevel> Communicator<L> {
         Ok(Planned::new(call, prog, None, &[], buf))
     }
 
-    /// Broadcasts `buf` from `root` to every rank (`MPI_Bcast`).
-    pub fn broadcast_into<B: BufferMut + ?Sized>(&self, root: i32, buf: &mut B) -> Result<()> {
-        let elem = buf.element_size();
-        let bytes = buf.bytes_mut();
+    /// Broadcasts `buf` (one value, an array, a slice or a vector; `bool` and `char` are
+    /// checked on receipt) from `root` to every rank (`MPI_Bcast`).
+    pub fn broadcast_into<T: Element, B: ElementsMut<T> + ?Sized>(
+        &self,
+        root: i32,
+        buf: &mut B,
+    ) -> Result<()> {
+        with_raw_mut("broadcast", buf.elements_mut(), |raw| {
+            self.broadcast_raw(root, raw)
+        })
+    }
+
+    fn broadcast_raw<T: Equivalence>(&self, root: i32, buf: &mut [T]) -> Result<()> {
+        let elem = size_of::<T>();
+        let bytes = bytes_mut(buf);
         if let Ok(r) = u32::try_from(root) {
             if r < self.size() as u32 {
                 if let Some(at) = self.shm_fits(bytes.len())? {
@@ -129,26 +141,31 @@ impl<L: ThreadLevel> Communicator<L> {
     }
 
     /// Starts a broadcast (`MPI_Ibcast`).
-    pub fn immediate_broadcast_into<'a, 's, B: BufferMut + ?Sized>(
+    pub fn immediate_broadcast_into<'a, 's, T: Equivalence, B: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
         buf: &'a mut B,
     ) -> Result<Request<'a, 's>> {
-        let elem = buf.element_size();
-        let p = self.bcast_plan("immediate_broadcast", root, buf.bytes_mut(), elem)?;
+        let elem = size_of::<T>();
+        let p = self.bcast_plan(
+            "immediate_broadcast",
+            root,
+            bytes_mut(buf.elements_mut()),
+            elem,
+        )?;
         self.coll_start(scope, p)
     }
 
     /// A persistent broadcast (`MPI_Bcast_init`), inactive until started.
-    pub fn broadcast_init<'a, 's, B: BufferMut + ?Sized>(
+    pub fn broadcast_init<'a, 's, T: Equivalence, B: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
         buf: &'a mut B,
     ) -> Result<Persistent<'a, 's>> {
-        let elem = buf.element_size();
-        let p = self.bcast_plan("broadcast_init", root, buf.bytes_mut(), elem)?;
+        let elem = size_of::<T>();
+        let p = self.bcast_plan("broadcast_init", root, bytes_mut(buf.elements_mut()), elem)?;
         self.coll_keep(scope, p)
     }
 
@@ -177,67 +194,106 @@ impl<L: ThreadLevel> Communicator<L> {
 
     /// Gathers every rank's `send` into `recv` at `root`, in rank order (`MPI_Gather`).
     /// `recv` (p × `send.len()` elements) is used at the root only.
-    pub fn gather_into<T: Equivalence>(&self, root: i32, send: &[T], recv: &mut [T]) -> Result<()> {
-        self.coll_run(self.gather_plan("gather", root, Some(send), recv)?)
+    pub fn gather_into<T: Element, S: Elements<T> + ?Sized, R: ElementsMut<T> + ?Sized>(
+        &self,
+        root: i32,
+        send: &S,
+        recv: &mut R,
+    ) -> Result<()> {
+        let send = T::raw(send.elements());
+        with_raw_mut("gather", recv.elements_mut(), |recv| {
+            self.coll_run(self.gather_plan("gather", root, Some(send), recv)?)
+        })
     }
 
     /// Gather at the root with its own block already in place in `buf` (`MPI_IN_PLACE`);
     /// other ranks call [`gather_into`](Self::gather_into).
-    pub fn gather_in_place<T: Equivalence>(&self, root: i32, buf: &mut [T]) -> Result<()> {
-        self.coll_run(self.gather_plan("gather", root, None, buf)?)
+    pub fn gather_in_place<T: Element, B: ElementsMut<T> + ?Sized>(
+        &self,
+        root: i32,
+        buf: &mut B,
+    ) -> Result<()> {
+        with_raw_mut("gather", buf.elements_mut(), |buf| {
+            self.coll_run(self.gather_plan("gather", root, None, buf)?)
+        })
     }
 
     /// Starts a gather whose root has its own block already in place in `buf`
     /// (`MPI_Igather` with `MPI_IN_PLACE`); other ranks call
     /// [`immediate_gather_into`](Self::immediate_gather_into).
-    pub fn immediate_gather_in_place<'a, 's, T: Equivalence>(
+    pub fn immediate_gather_in_place<'a, 's, T: Equivalence, B: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
-        buf: &'a mut [T],
+        buf: &'a mut B,
     ) -> Result<Request<'a, 's>> {
         self.coll_start(
             scope,
-            self.gather_plan("immediate_gather", root, None, buf)?,
+            self.gather_plan("immediate_gather", root, None, buf.elements_mut())?,
         )
     }
 
     /// Starts a gather (`MPI_Igather`).
-    pub fn immediate_gather_into<'a, 's, T: Equivalence>(
+    pub fn immediate_gather_into<
+        'a,
+        's,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
     ) -> Result<Request<'a, 's>> {
-        let p = self.gather_plan("immediate_gather", root, Some(send), recv)?;
+        let p = self.gather_plan(
+            "immediate_gather",
+            root,
+            Some(send.elements()),
+            recv.elements_mut(),
+        )?;
         self.coll_start(scope, p)
     }
 
     /// A persistent gather (`MPI_Gather_init`), inactive until started.
-    pub fn gather_init<'a, 's, T: Equivalence>(
+    pub fn gather_init<
+        'a,
+        's,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
     ) -> Result<Persistent<'a, 's>> {
         self.coll_keep(
             scope,
-            self.gather_plan("gather_init", root, Some(send), recv)?,
+            self.gather_plan(
+                "gather_init",
+                root,
+                Some(send.elements()),
+                recv.elements_mut(),
+            )?,
         )
     }
 
     /// A persistent gather whose root has its own block in place in `buf`
     /// (`MPI_Gather_init` with `MPI_IN_PLACE`); other ranks call
     /// [`gather_init`](Self::gather_init).
-    pub fn gather_in_place_init<'a, 's, T: Equivalence>(
+    pub fn gather_in_place_init<'a, 's, T: Equivalence, B: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
-        buf: &'a mut [T],
+        buf: &'a mut B,
     ) -> Result<Persistent<'a, 's>> {
-        self.coll_keep(scope, self.gather_plan("gather_init", root, None, buf)?)
+        self.coll_keep(
+            scope,
+            self.gather_plan("gather_init", root, None, buf.elements_mut())?,
+        )
     }
 
     /// The plan of a gatherv.
@@ -276,42 +332,71 @@ impl<L: ThreadLevel> Communicator<L> {
     /// Gathers blocks of different lengths (`MPI_Gatherv`): rank i's `send` lands at
     /// `recv[displs[i]..][..counts[i]]` at the root. `recv`, `counts` and `displs` are used
     /// at the root only.
-    pub fn gather_varcount_into<T: Equivalence>(
+    pub fn gather_varcount_into<T: Element, S: Elements<T> + ?Sized, R: ElementsMut<T> + ?Sized>(
         &self,
         root: i32,
-        send: &[T],
-        recv: &mut [T],
+        send: &S,
+        recv: &mut R,
         counts: &[usize],
         displs: &[usize],
     ) -> Result<()> {
-        self.coll_run(self.gatherv_plan("gatherv", root, send, recv, counts, displs)?)
+        let send = T::raw(send.elements());
+        with_raw_mut("gatherv", recv.elements_mut(), |recv| {
+            self.coll_run(self.gatherv_plan("gatherv", root, send, recv, counts, displs)?)
+        })
     }
 
     /// Starts a gatherv (`MPI_Igatherv`).
-    pub fn immediate_gather_varcount_into<'a, 's, T: Equivalence>(
+    pub fn immediate_gather_varcount_into<
+        'a,
+        's,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
         counts: &[usize],
         displs: &[usize],
     ) -> Result<Request<'a, 's>> {
-        let p = self.gatherv_plan("immediate_gatherv", root, send, recv, counts, displs)?;
+        let p = self.gatherv_plan(
+            "immediate_gatherv",
+            root,
+            send.elements(),
+            recv.elements_mut(),
+            counts,
+            displs,
+        )?;
         self.coll_start(scope, p)
     }
 
     /// A persistent gatherv (`MPI_Gatherv_init`), inactive until started.
-    pub fn gather_varcount_init<'a, 's, T: Equivalence>(
+    pub fn gather_varcount_init<
+        'a,
+        's,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
         counts: &[usize],
         displs: &[usize],
     ) -> Result<Persistent<'a, 's>> {
-        let p = self.gatherv_plan("gatherv_init", root, send, recv, counts, displs)?;
+        let p = self.gatherv_plan(
+            "gatherv_init",
+            root,
+            send.elements(),
+            recv.elements_mut(),
+            counts,
+            displs,
+        )?;
         self.coll_keep(scope, p)
     }
 
@@ -342,72 +427,105 @@ impl<L: ThreadLevel> Communicator<L> {
 
     /// Scatters the root's `send` (p blocks of `recv.len()` elements) so that rank i gets
     /// block i (`MPI_Scatter`). `send` is used at the root only.
-    pub fn scatter_into<T: Equivalence>(
+    pub fn scatter_into<T: Element, S: Elements<T> + ?Sized, R: ElementsMut<T> + ?Sized>(
         &self,
         root: i32,
-        send: &[T],
-        recv: &mut [T],
+        send: &S,
+        recv: &mut R,
     ) -> Result<()> {
-        self.coll_run(self.scatter_plan("scatter", root, send, Some(recv))?)
+        let send = T::raw(send.elements());
+        with_raw_mut("scatter", recv.elements_mut(), |recv| {
+            self.coll_run(self.scatter_plan("scatter", root, send, Some(recv))?)
+        })
     }
 
     /// Scatter from the root, which keeps its own block in place in `buf` (`MPI_IN_PLACE`);
     /// other ranks call [`scatter_into`](Self::scatter_into).
-    pub fn scatter_in_place<T: Equivalence>(&self, root: i32, buf: &[T]) -> Result<()> {
+    pub fn scatter_in_place<T: Element, S: Elements<T> + ?Sized>(
+        &self,
+        root: i32,
+        buf: &S,
+    ) -> Result<()> {
+        let buf = T::raw(buf.elements());
         self.coll_run(self.scatter_plan("scatter", root, buf, None)?)
     }
 
     /// Starts a scatter whose root keeps its own block in place in `buf`
     /// (`MPI_Iscatter` with `MPI_IN_PLACE`); other ranks call
     /// [`immediate_scatter_into`](Self::immediate_scatter_into).
-    pub fn immediate_scatter_in_place<'a, 's, T: Equivalence>(
+    pub fn immediate_scatter_in_place<'a, 's, T: Equivalence, S: Elements<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
-        buf: &'a [T],
+        buf: &'a S,
     ) -> Result<Request<'a, 's>> {
         self.coll_start(
             scope,
-            self.scatter_plan("immediate_scatter", root, buf, None)?,
+            self.scatter_plan("immediate_scatter", root, buf.elements(), None)?,
         )
     }
 
     /// Starts a scatter (`MPI_Iscatter`).
-    pub fn immediate_scatter_into<'a, 's, T: Equivalence>(
+    pub fn immediate_scatter_into<
+        'a,
+        's,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
     ) -> Result<Request<'a, 's>> {
-        let p = self.scatter_plan("immediate_scatter", root, send, Some(recv))?;
+        let p = self.scatter_plan(
+            "immediate_scatter",
+            root,
+            send.elements(),
+            Some(recv.elements_mut()),
+        )?;
         self.coll_start(scope, p)
     }
 
     /// A persistent scatter (`MPI_Scatter_init`), inactive until started.
-    pub fn scatter_init<'a, 's, T: Equivalence>(
+    pub fn scatter_init<
+        'a,
+        's,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
     ) -> Result<Persistent<'a, 's>> {
         self.coll_keep(
             scope,
-            self.scatter_plan("scatter_init", root, send, Some(recv))?,
+            self.scatter_plan(
+                "scatter_init",
+                root,
+                send.elements(),
+                Some(recv.elements_mut()),
+            )?,
         )
     }
 
     /// A persistent scatter whose root keeps its own block in place in `buf`
     /// (`MPI_Scatter_init` with `MPI_IN_PLACE`); other ranks call
     /// [`scatter_init`](Self::scatter_init).
-    pub fn scatter_in_place_init<'a, 's, T: Equivalence>(
+    pub fn scatter_in_place_init<'a, 's, T: Equivalence, S: Elements<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
-        buf: &'a [T],
+        buf: &'a S,
     ) -> Result<Persistent<'a, 's>> {
-        self.coll_keep(scope, self.scatter_plan("scatter_init", root, buf, None)?)
+        self.coll_keep(
+            scope,
+            self.scatter_plan("scatter_init", root, buf.elements(), None)?,
+        )
     }
 
     /// The plan of a scatterv.
@@ -446,42 +564,75 @@ impl<L: ThreadLevel> Communicator<L> {
     /// Scatters blocks of different lengths (`MPI_Scatterv`): rank i receives
     /// `send[displs[i]..][..counts[i]]` into `recv`. `send`, `counts`, `displs` are used at
     /// the root only.
-    pub fn scatter_varcount_into<T: Equivalence>(
+    pub fn scatter_varcount_into<
+        T: Element,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         root: i32,
-        send: &[T],
+        send: &S,
         counts: &[usize],
         displs: &[usize],
-        recv: &mut [T],
+        recv: &mut R,
     ) -> Result<()> {
-        self.coll_run(self.scatterv_plan("scatterv", root, send, counts, displs, recv)?)
+        let send = T::raw(send.elements());
+        with_raw_mut("scatterv", recv.elements_mut(), |recv| {
+            self.coll_run(self.scatterv_plan("scatterv", root, send, counts, displs, recv)?)
+        })
     }
 
     /// Starts a scatterv (`MPI_Iscatterv`).
-    pub fn immediate_scatter_varcount_into<'a, 's, T: Equivalence>(
+    pub fn immediate_scatter_varcount_into<
+        'a,
+        's,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
-        send: &'a [T],
+        send: &'a S,
         counts: &[usize],
         displs: &[usize],
-        recv: &'a mut [T],
+        recv: &'a mut R,
     ) -> Result<Request<'a, 's>> {
-        let p = self.scatterv_plan("immediate_scatterv", root, send, counts, displs, recv)?;
+        let p = self.scatterv_plan(
+            "immediate_scatterv",
+            root,
+            send.elements(),
+            counts,
+            displs,
+            recv.elements_mut(),
+        )?;
         self.coll_start(scope, p)
     }
 
     /// A persistent scatterv (`MPI_Scatterv_init`), inactive until started.
-    pub fn scatter_varcount_init<'a, 's, T: Equivalence>(
+    pub fn scatter_varcount_init<
+        'a,
+        's,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
-        send: &'a [T],
+        send: &'a S,
         counts: &[usize],
         displs: &[usize],
-        recv: &'a mut [T],
+        recv: &'a mut R,
     ) -> Result<Persistent<'a, 's>> {
-        let p = self.scatterv_plan("scatterv_init", root, send, counts, displs, recv)?;
+        let p = self.scatterv_plan(
+            "scatterv_init",
+            root,
+            send.elements(),
+            counts,
+            displs,
+            recv.elements_mut(),
+        )?;
         self.coll_keep(scope, p)
     }
 
@@ -518,14 +669,17 @@ impl<L: ThreadLevel> Communicator<L> {
 
     /// Combines every rank's `send` with `op` into `recv` at `root` (`MPI_Reduce`); `recv`
     /// is used at the root only.
-    pub fn reduce_into<T: Reducible>(
-        &self,
-        root: i32,
-        send: &[T],
-        recv: &mut [T],
-        op: Op,
-    ) -> Result<()> {
-        self.reduce_blocking(root, Some(send), recv, &op)
+    pub fn reduce_into<T, S, R>(&self, root: i32, send: &S, recv: &mut R, op: Op) -> Result<()>
+    where
+        T: Element<Raw: Reducible>,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    {
+        check_op::<T>("reduce", &op)?;
+        let send = T::raw(send.elements());
+        with_raw_mut("reduce", recv.elements_mut(), |recv| {
+            self.reduce_blocking(root, Some(send), recv, &op)
+        })
     }
 
     /// The blocking reduce: through shared memory when it fits, else the plan.
@@ -550,63 +704,94 @@ impl<L: ThreadLevel> Communicator<L> {
 
     /// Reduce at the root with its contribution in `buf`, which receives the result
     /// (`MPI_IN_PLACE`); other ranks call [`reduce_into`](Self::reduce_into).
-    pub fn reduce_in_place<T: Reducible>(&self, root: i32, buf: &mut [T], op: Op) -> Result<()> {
-        self.reduce_blocking(root, None, buf, &op)
+    pub fn reduce_in_place<T, B>(&self, root: i32, buf: &mut B, op: Op) -> Result<()>
+    where
+        T: Element<Raw: Reducible>,
+        B: ElementsMut<T> + ?Sized,
+    {
+        check_op::<T>("reduce", &op)?;
+        with_raw_mut("reduce", buf.elements_mut(), |buf| {
+            self.reduce_blocking(root, None, buf, &op)
+        })
     }
 
     /// Starts a reduce whose root contributes `buf` and receives the result in it
     /// (`MPI_Ireduce` with `MPI_IN_PLACE`); other ranks call
     /// [`immediate_reduce_into`](Self::immediate_reduce_into).
-    pub fn immediate_reduce_in_place<'a, 's, T: Reducible>(
+    pub fn immediate_reduce_in_place<'a, 's, T: Reducible, B: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
-        buf: &'a mut [T],
+        buf: &'a mut B,
         op: Op,
     ) -> Result<Request<'a, 's>> {
-        let p = self.reduce_plan("immediate_reduce", root, None, buf, &op)?;
+        let p = self.reduce_plan("immediate_reduce", root, None, buf.elements_mut(), &op)?;
         self.coll_start(scope, p)
     }
 
     /// Starts a reduce (`MPI_Ireduce`).
-    pub fn immediate_reduce_into<'a, 's, T: Reducible>(
+    pub fn immediate_reduce_into<
+        'a,
+        's,
+        T: Reducible,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
         op: Op,
     ) -> Result<Request<'a, 's>> {
-        let p = self.reduce_plan("immediate_reduce", root, Some(send), recv, &op)?;
+        let p = self.reduce_plan(
+            "immediate_reduce",
+            root,
+            Some(send.elements()),
+            recv.elements_mut(),
+            &op,
+        )?;
         self.coll_start(scope, p)
     }
 
     /// A persistent reduce (`MPI_Reduce_init`), inactive until started.
-    pub fn reduce_init<'a, 's, T: Reducible>(
+    pub fn reduce_init<
+        'a,
+        's,
+        T: Reducible,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
         op: Op,
     ) -> Result<Persistent<'a, 's>> {
-        let p = self.reduce_plan("reduce_init", root, Some(send), recv, &op)?;
+        let p = self.reduce_plan(
+            "reduce_init",
+            root,
+            Some(send.elements()),
+            recv.elements_mut(),
+            &op,
+        )?;
         self.coll_keep(scope, p)
     }
 
     /// A persistent reduce whose root contributes `buf` and receives the result in it
     /// (`MPI_Reduce_init` with `MPI_IN_PLACE`); other ranks call
     /// [`reduce_init`](Self::reduce_init).
-    pub fn reduce_in_place_init<'a, 's, T: Reducible>(
+    pub fn reduce_in_place_init<'a, 's, T: Reducible, B: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
         root: i32,
-        buf: &'a mut [T],
+        buf: &'a mut B,
         op: Op,
     ) -> Result<Persistent<'a, 's>> {
         self.coll_keep(
             scope,
-            self.reduce_plan("reduce_init", root, None, buf, &op)?,
+            self.reduce_plan("reduce_init", root, None, buf.elements_mut(), &op)?,
         )
     }
 }

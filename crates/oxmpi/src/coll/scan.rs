@@ -5,6 +5,8 @@ use super::algorithms::misc;
 use super::schedule::{Program, Region, Span};
 use super::{bytes, bytes_mut, check_len, combine, Ctx, Planned};
 use crate::comm::Communicator;
+use crate::datatype::elements::{check_op, with_raw_mut};
+use crate::datatype::{Element, Elements, ElementsMut};
 use crate::error::Result;
 use crate::op::{Op, Reducible};
 use crate::request::{Persistent, Request, Scope};
@@ -52,127 +54,210 @@ impl<L: ThreadLevel> Communicator<L> {
 
     /// Inclusive prefix reduction: rank r's `recv` gets `send` of ranks 0..=r combined in
     /// rank order (`MPI_Scan`).
-    pub fn scan_into<T: Reducible>(&self, send: &[T], recv: &mut [T], op: Op) -> Result<()> {
-        self.coll_run(self.scan_plan("scan", Some(send), recv, &op, false)?)
+    pub fn scan_into<T, S, R>(&self, send: &S, recv: &mut R, op: Op) -> Result<()>
+    where
+        T: Element<Raw: Reducible>,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    {
+        self.scan_blocking(
+            "scan",
+            Some(T::raw(send.elements())),
+            recv.elements_mut(),
+            op,
+            false,
+        )
+    }
+
+    /// The blocking scans, on raw elements (checked on receipt for `bool`/`char`).
+    fn scan_blocking<T: Element<Raw: Reducible>>(
+        &self,
+        call: &'static str,
+        send: Option<&[T::Raw]>,
+        recv: &mut [T],
+        op: Op,
+        exclusive: bool,
+    ) -> Result<()> {
+        check_op::<T>(call, &op)?;
+        with_raw_mut(call, recv, |recv| {
+            self.coll_run(self.scan_plan(call, send, recv, &op, exclusive)?)
+        })
     }
 
     /// Inclusive scan in place (`MPI_IN_PLACE`).
-    pub fn scan_in_place<T: Reducible>(&self, buf: &mut [T], op: Op) -> Result<()> {
-        self.coll_run(self.scan_plan("scan", None, buf, &op, false)?)
+    pub fn scan_in_place<T, B>(&self, buf: &mut B, op: Op) -> Result<()>
+    where
+        T: Element<Raw: Reducible>,
+        B: ElementsMut<T> + ?Sized,
+    {
+        self.scan_blocking("scan", None, buf.elements_mut(), op, false)
     }
 
     /// Starts an inclusive scan in place (`MPI_Iscan` with `MPI_IN_PLACE`).
-    pub fn immediate_scan_in_place<'a, 's, T: Reducible>(
+    pub fn immediate_scan_in_place<'a, 's, T: Reducible, B: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
-        buf: &'a mut [T],
+        buf: &'a mut B,
         op: Op,
     ) -> Result<Request<'a, 's>> {
         self.coll_start(
             scope,
-            self.scan_plan("immediate_scan", None, buf, &op, false)?,
+            self.scan_plan("immediate_scan", None, buf.elements_mut(), &op, false)?,
         )
     }
 
     /// Starts an inclusive scan (`MPI_Iscan`).
-    pub fn immediate_scan_into<'a, 's, T: Reducible>(
+    pub fn immediate_scan_into<
+        'a,
+        's,
+        T: Reducible,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
         &self,
         scope: &'s Scope<'a>,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
         op: Op,
     ) -> Result<Request<'a, 's>> {
-        let p = self.scan_plan("immediate_scan", Some(send), recv, &op, false)?;
+        let p = self.scan_plan(
+            "immediate_scan",
+            Some(send.elements()),
+            recv.elements_mut(),
+            &op,
+            false,
+        )?;
         self.coll_start(scope, p)
     }
 
     /// A persistent inclusive scan (`MPI_Scan_init`), inactive until started.
-    pub fn scan_init<'a, 's, T: Reducible>(
+    pub fn scan_init<'a, 's, T: Reducible, S: Elements<T> + ?Sized, R: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'a S,
+        recv: &'a mut R,
         op: Op,
     ) -> Result<Persistent<'a, 's>> {
         self.coll_keep(
             scope,
-            self.scan_plan("scan_init", Some(send), recv, &op, false)?,
+            self.scan_plan(
+                "scan_init",
+                Some(send.elements()),
+                recv.elements_mut(),
+                &op,
+                false,
+            )?,
         )
     }
 
     /// A persistent inclusive scan in place (`MPI_Scan_init` with `MPI_IN_PLACE`).
-    pub fn scan_in_place_init<'a, 's, T: Reducible>(
+    pub fn scan_in_place_init<'a, 's, T: Reducible, B: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
-        buf: &'a mut [T],
-        op: Op,
-    ) -> Result<Persistent<'a, 's>> {
-        self.coll_keep(scope, self.scan_plan("scan_init", None, buf, &op, false)?)
-    }
-
-    /// Exclusive prefix reduction: rank r's `recv` gets `send` of ranks 0..r combined in rank
-    /// order; rank 0's `recv` is left unchanged (`MPI_Exscan`).
-    pub fn exclusive_scan_into<T: Reducible>(
-        &self,
-        send: &[T],
-        recv: &mut [T],
-        op: Op,
-    ) -> Result<()> {
-        self.coll_run(self.scan_plan("exscan", Some(send), recv, &op, true)?)
-    }
-
-    /// Exclusive scan in place (`MPI_IN_PLACE`).
-    pub fn exclusive_scan_in_place<T: Reducible>(&self, buf: &mut [T], op: Op) -> Result<()> {
-        self.coll_run(self.scan_plan("exscan", None, buf, &op, true)?)
-    }
-
-    /// Starts an exclusive scan in place (`MPI_Iexscan` with `MPI_IN_PLACE`); rank 0's `buf`
-    /// is left unchanged.
-    pub fn immediate_exclusive_scan_in_place<'a, 's, T: Reducible>(
-        &self,
-        scope: &'s Scope<'a>,
-        buf: &'a mut [T],
-        op: Op,
-    ) -> Result<Request<'a, 's>> {
-        self.coll_start(
-            scope,
-            self.scan_plan("immediate_exscan", None, buf, &op, true)?,
-        )
-    }
-
-    /// Starts an exclusive scan (`MPI_Iexscan`).
-    pub fn immediate_exclusive_scan_into<'a, 's, T: Reducible>(
-        &self,
-        scope: &'s Scope<'a>,
-        send: &'a [T],
-        recv: &'a mut [T],
-        op: Op,
-    ) -> Result<Request<'a, 's>> {
-        let p = self.scan_plan("immediate_exscan", Some(send), recv, &op, true)?;
-        self.coll_start(scope, p)
-    }
-
-    /// A persistent exclusive scan (`MPI_Exscan_init`), inactive until started.
-    pub fn exclusive_scan_init<'a, 's, T: Reducible>(
-        &self,
-        scope: &'s Scope<'a>,
-        send: &'a [T],
-        recv: &'a mut [T],
+        buf: &'a mut B,
         op: Op,
     ) -> Result<Persistent<'a, 's>> {
         self.coll_keep(
             scope,
-            self.scan_plan("exscan_init", Some(send), recv, &op, true)?,
+            self.scan_plan("scan_init", None, buf.elements_mut(), &op, false)?,
+        )
+    }
+
+    /// Exclusive prefix reduction: rank r's `recv` gets `send` of ranks 0..r combined in rank
+    /// order; rank 0's `recv` is left unchanged (`MPI_Exscan`).
+    pub fn exclusive_scan_into<T, S, R>(&self, send: &S, recv: &mut R, op: Op) -> Result<()>
+    where
+        T: Element<Raw: Reducible>,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    {
+        let send = Some(T::raw(send.elements()));
+        self.scan_blocking("exscan", send, recv.elements_mut(), op, true)
+    }
+
+    /// Exclusive scan in place (`MPI_IN_PLACE`).
+    pub fn exclusive_scan_in_place<T, B>(&self, buf: &mut B, op: Op) -> Result<()>
+    where
+        T: Element<Raw: Reducible>,
+        B: ElementsMut<T> + ?Sized,
+    {
+        self.scan_blocking("exscan", None, buf.elements_mut(), op, true)
+    }
+
+    /// Starts an exclusive scan in place (`MPI_Iexscan` with `MPI_IN_PLACE`); rank 0's `buf`
+    /// is left unchanged.
+    pub fn immediate_exclusive_scan_in_place<'a, 's, T: Reducible, B: ElementsMut<T> + ?Sized>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut B,
+        op: Op,
+    ) -> Result<Request<'a, 's>> {
+        self.coll_start(
+            scope,
+            self.scan_plan("immediate_exscan", None, buf.elements_mut(), &op, true)?,
+        )
+    }
+
+    /// Starts an exclusive scan (`MPI_Iexscan`).
+    pub fn immediate_exclusive_scan_into<
+        'a,
+        's,
+        T: Reducible,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a S,
+        recv: &'a mut R,
+        op: Op,
+    ) -> Result<Request<'a, 's>> {
+        let p = self.scan_plan(
+            "immediate_exscan",
+            Some(send.elements()),
+            recv.elements_mut(),
+            &op,
+            true,
+        )?;
+        self.coll_start(scope, p)
+    }
+
+    /// A persistent exclusive scan (`MPI_Exscan_init`), inactive until started.
+    pub fn exclusive_scan_init<
+        'a,
+        's,
+        T: Reducible,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    >(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a S,
+        recv: &'a mut R,
+        op: Op,
+    ) -> Result<Persistent<'a, 's>> {
+        self.coll_keep(
+            scope,
+            self.scan_plan(
+                "exscan_init",
+                Some(send.elements()),
+                recv.elements_mut(),
+                &op,
+                true,
+            )?,
         )
     }
 
     /// A persistent exclusive scan in place (`MPI_Exscan_init` with `MPI_IN_PLACE`).
-    pub fn exclusive_scan_in_place_init<'a, 's, T: Reducible>(
+    pub fn exclusive_scan_in_place_init<'a, 's, T: Reducible, B: ElementsMut<T> + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
-        buf: &'a mut [T],
+        buf: &'a mut B,
         op: Op,
     ) -> Result<Persistent<'a, 's>> {
-        self.coll_keep(scope, self.scan_plan("exscan_init", None, buf, &op, true)?)
+        self.coll_keep(
+            scope,
+            self.scan_plan("exscan_init", None, buf.elements_mut(), &op, true)?,
+        )
     }
 }

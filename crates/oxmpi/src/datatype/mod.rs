@@ -34,6 +34,7 @@
 use bytemuck::Pod;
 
 pub mod build;
+pub mod elements;
 pub mod envelope;
 pub mod external32;
 pub mod layout;
@@ -45,6 +46,7 @@ mod reference;
 pub mod signature;
 
 pub use build::{Bounds, Combiner, Distribution, Order, Type};
+pub use elements::{Element, Elements, ElementsMut};
 pub use predefined::Predefined;
 
 /// A type whose values can be sent and received as raw bytes.

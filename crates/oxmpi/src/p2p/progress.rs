@@ -114,7 +114,8 @@ impl std::fmt::Debug for EngineCell {
 
 // SAFETY: with `lock` present every access is serialized by the mutex. Without it, the thread
 // level is SINGLE or FUNNELED and every handle that can reach this cell is `!Send + !Sync`
-// (see `threading`), so all accesses come from the one thread that initialized MPI.
+// (see `threading`; a request becomes `Send` only through `Request::into_send`, which refuses
+// these levels), so all accesses come from the one thread that initialized MPI.
 unsafe impl Sync for EngineCell {}
 // SAFETY: as above; moving the cell itself happens only before handles exist or under the lock.
 unsafe impl Send for EngineCell {}

@@ -1,0 +1,344 @@
+//! Collectives over any buffer shape and over `bool`/`char`, one mode per argument:
+//! - `values`: single values, arrays, slices and vectors in broadcast, reduce, allreduce,
+//!   gather/scatter (root and not), allgather, alltoall, scan, exscan, reduce-scatter and the
+//!   in-place forms; every element checked.
+//! - `checked`: `bool` and `char` in broadcast, gather, scatter, allgather, alltoall, and the
+//!   reductions MPI defines on them (LAND/LOR/LXOR on `bool`, MIN/MAX on `char`).
+//! - `invalid`: raw values that are no `bool`/`char` reach a checked buffer (an
+//!   `ErrorClass::Type` error, the buffer left unchanged, the other ranks unaffected), and
+//!   reductions not defined on them (`ErrorClass::Op`, before anything is sent).
+//! - `single`: at `Single`, a request cannot become `Send` (`ErrorClass::Other`).
+//!
+//! Prints `api_coll MODE OK` per rank; exits non-zero on a failure.
+
+use oxmpi::{Communicator, ErrorClass, Op, ThreadLevel};
+use oxmpi_tests::{check, must};
+
+fn main() {
+    let mode = std::env::args().nth(1).unwrap_or_default();
+    if mode == "single" {
+        let universe = oxmpi::init().expect("init");
+        single(&universe.world());
+        println!("api_coll {mode} OK");
+        universe.finalize().expect("finalize");
+        return;
+    }
+    let universe = oxmpi::init_with::<oxmpi::Multiple>().expect("init");
+    let world = universe.world();
+    check!(world.size() >= 2, "needs two ranks");
+    match mode.as_str() {
+        "values" => values(&world),
+        "checked" => checked(&world),
+        "invalid" => invalid(&world),
+        _ => {
+            eprintln!("unknown mode {mode:?}");
+            std::process::exit(2)
+        }
+    }
+    println!("api_coll {mode} OK");
+    universe.finalize().expect("finalize");
+}
+
+fn values<L: ThreadLevel>(w: &Communicator<L>) {
+    let (r, p) = (w.rank(), w.size());
+    let (ri, pi) = (r as i64, p as i64);
+    let tri = |n: i64| n * (n + 1) / 2;
+
+    // Broadcast: one value, an array, a vector.
+    let mut x = if r == 0 { 42.5f64 } else { 0.0 };
+    must("bcast value", w.broadcast_into(0, &mut x));
+    check!(x == 42.5, "bcast value: {x}");
+    let root = p - 1;
+    let mut a = if r == root { [7u16, 8, 9] } else { [0; 3] };
+    must("bcast array", w.broadcast_into(root, &mut a));
+    check!(a == [7, 8, 9], "bcast array: {a:?}");
+    let mut v = vec![if r == 0 { 5u8 } else { 0 }; 5];
+    must("bcast vec", w.process_at_rank(0).broadcast_into(&mut v));
+    check!(v == [5; 5], "bcast vec: {v:?}");
+
+    // Reductions with single values.
+    let mut sum = 0i64;
+    must(
+        "allreduce value",
+        w.all_reduce_into(&(ri + 1), &mut sum, Op::Sum),
+    );
+    check!(sum == tri(pi), "allreduce value: {sum}");
+    let mut m = [0i32; 2];
+    must(
+        "allreduce array",
+        w.all_reduce_into(&[r, -r], &mut m, Op::Max),
+    );
+    check!(m == [p - 1, 0], "allreduce array: {m:?}");
+    let mut inplace = ri + 10;
+    must(
+        "allreduce in place",
+        w.all_reduce_in_place(&mut inplace, Op::Sum),
+    );
+    check!(inplace == tri(pi - 1) + 10 * pi, "in place: {inplace}");
+    for root in 0..p {
+        let mut got = -1i64;
+        must("reduce value", w.reduce_into(root, &ri, &mut got, Op::Sum));
+        let want = if r == root { tri(pi - 1) } else { -1 };
+        check!(got == want, "reduce value at root {root}: {got}");
+        let proc_ = w.process_at_rank(root);
+        if r == root {
+            let mut prod = 0u64;
+            must(
+                "reduce_into_root",
+                proc_.reduce_into_root(&2u64, &mut prod, Op::Prod),
+            );
+            check!(prod == 1 << p, "reduce_into_root: {prod}");
+            let mut all = vec![0i32; p as usize];
+            must(
+                "gather_into_root",
+                proc_.gather_into_root(&(r * 3), &mut all),
+            );
+            check!(
+                all.iter().enumerate().all(|(i, &y)| y == i as i32 * 3),
+                "gather value: {all:?}"
+            );
+            let blocks: Vec<u32> = (0..p as u32).map(|i| i * 11).collect();
+            let mut mine = 0u32;
+            must(
+                "scatter_into_root",
+                proc_.scatter_into_root(&blocks, &mut mine),
+            );
+            check!(mine == r as u32 * 11, "scatter root: {mine}");
+        } else {
+            must("reduce_into", proc_.reduce_into(&2u64, Op::Prod));
+            must("gather_into", proc_.gather_into(&(r * 3)));
+            let mut mine = 0u32;
+            must("scatter_into", proc_.scatter_into(&mut mine));
+            check!(mine == r as u32 * 11, "scatter: {mine}");
+        }
+    }
+
+    // Every rank receives.
+    let mut all = vec![0f32; p as usize];
+    must(
+        "allgather value",
+        w.all_gather_into(&(r as f32 + 0.5), &mut all),
+    );
+    check!(
+        all.iter().enumerate().all(|(i, &y)| y == i as f32 + 0.5),
+        "allgather: {all:?}"
+    );
+    let send: Vec<i32> = (0..p).map(|j| r * 100 + j).collect();
+    let mut recv = vec![0i32; p as usize];
+    must("alltoall", w.all_to_all_into(&send, &mut recv));
+    check!(
+        recv.iter()
+            .enumerate()
+            .all(|(j, &y)| y == j as i32 * 100 + r),
+        "alltoall: {recv:?}"
+    );
+    let mut inc = 0i64;
+    must("scan value", w.scan_into(&(ri + 1), &mut inc, Op::Sum));
+    check!(inc == tri(ri + 1), "scan: {inc}");
+    let mut exc = -7i64;
+    must(
+        "exscan value",
+        w.exclusive_scan_into(&(ri + 1), &mut exc, Op::Sum),
+    );
+    check!(
+        r == 0 && exc == -7 || r > 0 && exc == tri(ri),
+        "exscan: {exc}"
+    );
+    let contrib: Vec<i64> = (0..p as i64).map(|j| j + ri).collect();
+    let mut block = 0i64;
+    must(
+        "reduce_scatter_block value",
+        w.reduce_scatter_block_into(&contrib, &mut block, Op::Sum),
+    );
+    check!(
+        block == ri * pi + tri(pi - 1),
+        "reduce_scatter_block: {block}"
+    );
+}
+
+fn checked<L: ThreadLevel>(w: &Communicator<L>) {
+    let (r, p) = (w.rank(), w.size());
+    let mut flags = if r == 0 {
+        [true, false, true, true]
+    } else {
+        [false; 4]
+    };
+    must("bcast bool", w.broadcast_into(0, &mut flags));
+    check!(flags == [true, false, true, true], "bcast bool: {flags:?}");
+    let mut c = if r == 1 { '😀' } else { 'x' };
+    must("bcast char", w.broadcast_into(1, &mut c));
+    check!(c == '😀', "bcast char: {c:?}");
+
+    let odd = r % 2 == 1;
+    let (mut and, mut or, mut xor) = (false, false, false);
+    must("LAND", w.all_reduce_into(&odd, &mut and, Op::LogicalAnd));
+    must("LOR", w.all_reduce_into(&odd, &mut or, Op::LogicalOr));
+    must("LXOR", w.all_reduce_into(&odd, &mut xor, Op::LogicalXor));
+    let odds = (0..p).filter(|i| i % 2 == 1).count() as i32;
+    check!(
+        !and && or == (odds > 0) && xor == (odds % 2 == 1),
+        "bool reductions: {and} {or} {xor}"
+    );
+    let mut every = [true, r == 0];
+    must(
+        "LAND in place",
+        w.all_reduce_in_place(&mut every, Op::LogicalAnd),
+    );
+    check!(every == [true, false], "LAND in place: {every:?}");
+    let mut prefix = false;
+    must("scan LXOR", w.scan_into(&true, &mut prefix, Op::LogicalXor));
+    check!(prefix == (r % 2 == 0), "scan LXOR: {prefix}");
+
+    let letter = char::from(b'a' + r as u8);
+    let (mut lo, mut hi) = (' ', ' ');
+    must("MIN char", w.all_reduce_into(&letter, &mut lo, Op::Min));
+    must("MAX char", w.all_reduce_into(&letter, &mut hi, Op::Max));
+    let last = char::from(b'a' + p as u8 - 1);
+    check!(lo == 'a' && hi == last, "char min/max: {lo} {hi}");
+    let mut top = ' ';
+    must(
+        "reduce MAX char",
+        w.reduce_into(0, &letter, &mut top, Op::Max),
+    );
+    check!(r != 0 || top == last, "reduce char: {top}");
+
+    let mut letters = vec![' '; p as usize];
+    must("allgather char", w.all_gather_into(&letter, &mut letters));
+    check!(
+        letters
+            .iter()
+            .enumerate()
+            .all(|(i, &l)| l == char::from(b'a' + i as u8)),
+        "allgather char: {letters:?}"
+    );
+    let mut gathered = vec![false; if r == 0 { p as usize } else { 0 }];
+    must("gather bool", w.gather_into(0, &odd, &mut gathered));
+    check!(
+        gathered.iter().enumerate().all(|(i, &b)| b == (i % 2 == 1)),
+        "gather bool: {gathered:?}"
+    );
+    let src: Vec<bool> = (0..p).map(|i| i % 3 == 0).collect();
+    let mut mine = false;
+    must("scatter bool", w.scatter_into(0, &src, &mut mine));
+    check!(mine == (r % 3 == 0), "scatter bool: {mine}");
+    let out: Vec<char> = (0..p)
+        .map(|j| char::from(b'A' + (r * p + j) as u8))
+        .collect();
+    let mut inp = vec![' '; p as usize];
+    must("alltoall char", w.all_to_all_into(&out, &mut inp));
+    check!(
+        inp.iter()
+            .enumerate()
+            .all(|(j, &ch)| ch == char::from(b'A' + (j as i32 * p + r) as u8)),
+        "alltoall char: {inp:?}"
+    );
+}
+
+/// The error of `r`, which must have failed with `class`.
+fn fails<T: std::fmt::Debug>(what: &str, r: oxmpi::Result<T>, class: ErrorClass) -> String {
+    match r {
+        Err(e) if e.class() == class => e.message().to_string(),
+        other => {
+            eprintln!("MISMATCH {what}: expected {class:?}, got {other:?}");
+            std::process::exit(1)
+        }
+    }
+}
+
+fn invalid<L: ThreadLevel>(w: &Communicator<L>) {
+    let (r, p) = (w.rank(), w.size());
+    // The root broadcasts raw bytes, one of which is no bool.
+    if r == 0 {
+        let mut raw = [1u8, 0, 2];
+        must("bcast raw", w.broadcast_into(0, &mut raw));
+    } else {
+        let mut flags = [true; 3];
+        let m = fails(
+            "bcast invalid bool",
+            w.broadcast_into(0, &mut flags),
+            ErrorClass::Type,
+        );
+        check!(m.contains("element 2"), "message: {m}");
+        check!(flags == [true; 3], "left unchanged: {flags:?}");
+    }
+    // One rank contributes a surrogate (no char) to an allgather of chars: every rank sees it.
+    let last = p - 1;
+    let mut letters = ['?'; 8];
+    let res = if r == last {
+        let mut raw = [0u32; 8];
+        let s = w.all_gather_into(&0xD800u32, &mut raw[..p as usize]);
+        must("allgather raw", s);
+        check!(
+            raw[..p as usize - 1].iter().all(|&x| x == 'z' as u32),
+            "raw: {raw:?}"
+        );
+        Ok(())
+    } else {
+        w.all_gather_into(&'z', &mut letters[..p as usize])
+    };
+    if r != last {
+        fails("allgather invalid char", res, ErrorClass::Type);
+        check!(letters == ['?'; 8], "left unchanged: {letters:?}");
+    }
+    // A gather of an invalid bool fails at the root only.
+    let mut at_root = vec![false; if r == 0 { p as usize } else { 0 }];
+    let res = if r == 1 {
+        w.gather_into(0, &7u8, &mut Vec::<u8>::new())
+    } else {
+        w.gather_into(0, &true, &mut at_root)
+    };
+    if r == 0 {
+        fails("gather invalid bool", res, ErrorClass::Type);
+        check!(at_root.iter().all(|&b| !b), "left unchanged: {at_root:?}");
+    } else {
+        must("gather (not root)", res);
+    }
+    // Reductions MPI does not define on bool/char: refused before anything is sent.
+    let (mut b, mut c) = (false, 'a');
+    fails(
+        "SUM on bool",
+        w.all_reduce_into(&true, &mut b, Op::Sum),
+        ErrorClass::Op,
+    );
+    fails(
+        "BAND on bool",
+        w.reduce_into(0, &true, &mut b, Op::BitwiseAnd),
+        ErrorClass::Op,
+    );
+    fails(
+        "LAND on char",
+        w.all_reduce_into(&'a', &mut c, Op::LogicalAnd),
+        ErrorClass::Op,
+    );
+    fails(
+        "SUM on char",
+        w.scan_into(&'a', &mut c, Op::Sum),
+        ErrorClass::Op,
+    );
+    // Nothing was sent: the next collective still matches.
+    let mut n = 0i32;
+    must("allreduce after", w.all_reduce_into(&1, &mut n, Op::Sum));
+    check!(n == p, "allreduce after: {n}");
+}
+
+fn single<L: ThreadLevel>(w: &Communicator<L>) {
+    let req = must("ibarrier", w.immediate_barrier(oxmpi::static_scope()));
+    let m = match req.into_send() {
+        Err(e) if e.class() == ErrorClass::Other => e.message().to_string(),
+        Err(e) => {
+            eprintln!("MISMATCH into_send at Single: {e}");
+            std::process::exit(1)
+        }
+        Ok(r) => {
+            eprintln!("MISMATCH into_send at Single succeeded");
+            drop(r);
+            std::process::exit(1)
+        }
+    };
+    check!(m.contains("Single"), "message: {m}");
+    fails(
+        "owned receive at Single",
+        w.immediate_receive_owned(vec![0u8; 4], 0, 0).map(drop),
+        ErrorClass::Other,
+    );
+}
