@@ -37,7 +37,7 @@ HANDWRITTEN = {
     "MPI_Op_create", "MPI_Op_free", "MPI_Comm_create_errhandler", "MPI_Comm_create_keyval",
     "MPI_Keyval_create", "MPI_Type_create_keyval", "MPI_Comm_set_attr", "MPI_Comm_get_attr",
     "MPI_Attr_put", "MPI_Attr_get", "MPI_Type_set_attr", "MPI_Type_get_attr",
-    "MPI_Win_get_attr",
+    "MPI_Win_get_attr", "MPI_Win_create_errhandler", "MPI_Win_create_keyval", "MPI_Win_set_attr",
 }
 # C-only by the standard: conversions between the languages' handles.
 C_ONLY = re.compile(r"_(c2f|f2c|toint|fromint|c2f08|f082c|f2f08|f082f)$")
@@ -316,7 +316,8 @@ def mpif_h(consts):
     L.append("      external MPI_AINT_ADD, MPI_AINT_DIFF")
     for fn in ["MPI_COMM_NULL_COPY_FN", "MPI_COMM_DUP_FN", "MPI_COMM_NULL_DELETE_FN",
                "MPI_NULL_COPY_FN", "MPI_DUP_FN", "MPI_NULL_DELETE_FN",
-               "MPI_TYPE_NULL_COPY_FN", "MPI_TYPE_DUP_FN", "MPI_TYPE_NULL_DELETE_FN"]:
+               "MPI_TYPE_NULL_COPY_FN", "MPI_TYPE_DUP_FN", "MPI_TYPE_NULL_DELETE_FN",
+               "MPI_WIN_NULL_COPY_FN", "MPI_WIN_DUP_FN", "MPI_WIN_NULL_DELETE_FN"]:
         L.append(f"      external {fn}")
     for line in L:
         assert len(line) <= 72, line

@@ -32,6 +32,9 @@ NOT_GENERATED = {
     "MPI_Type_set_attr": "hand-written",
     "MPI_Type_get_attr": "hand-written",
     "MPI_Win_get_attr": "hand-written",
+    "MPI_Win_set_attr": "hand-written",
+    "MPI_Win_create_errhandler": "hand-written",
+    "MPI_Win_create_keyval": "hand-written",
     "MPI_Alloc_mem": "hand-written",
     "MPI_Buffer_detach": "hand-written",
     "MPI_Pcontrol": "hand-written",
@@ -308,7 +311,8 @@ HAND_NAMES = ["MPI_Init", "MPI_Init_thread", "MPI_Comm_get_attr", "MPI_Comm_set_
               "MPI_Op_create", "MPI_Op_free", "MPI_Comm_create_errhandler",
               "MPI_Comm_create_keyval", "MPI_Type_create_keyval", "MPI_Type_set_attr",
               "MPI_Type_get_attr", "MPI_Alloc_mem", "MPI_Buffer_detach", "MPI_Keyval_create",
-              "MPI_Attr_put", "MPI_Attr_get", "MPI_Win_get_attr"]
+              "MPI_Attr_put", "MPI_Attr_get", "MPI_Win_get_attr", "MPI_Win_set_attr",
+              "MPI_Win_create_errhandler", "MPI_Win_create_keyval"]
 
 HAND_ABSTRACT = """        subroutine MPI_Comm_errhandler_function(comm, error_code)
             import
@@ -351,7 +355,26 @@ HAND_ABSTRACT = """        subroutine MPI_Comm_errhandler_function(comm, error_c
             type(MPI_Datatype) :: datatype
             integer :: type_keyval, ierror
             integer(kind=MPI_ADDRESS_KIND) :: attribute_val, extra_state
-        end subroutine MPI_Type_delete_attr_function"""
+        end subroutine MPI_Type_delete_attr_function
+        subroutine MPI_Win_errhandler_function(win, error_code)
+            import
+            type(MPI_Win) :: win
+            integer :: error_code
+        end subroutine MPI_Win_errhandler_function
+        subroutine MPI_Win_copy_attr_function(oldwin, win_keyval, extra_state, &
+                attribute_val_in, attribute_val_out, flag, ierror)
+            import
+            type(MPI_Win) :: oldwin
+            integer :: win_keyval, ierror
+            integer(kind=MPI_ADDRESS_KIND) :: extra_state, attribute_val_in, attribute_val_out
+            logical :: flag
+        end subroutine MPI_Win_copy_attr_function
+        subroutine MPI_Win_delete_attr_function(win, win_keyval, attribute_val, extra_state, ierror)
+            import
+            type(MPI_Win) :: win
+            integer :: win_keyval, ierror
+            integer(kind=MPI_ADDRESS_KIND) :: attribute_val, extra_state
+        end subroutine MPI_Win_delete_attr_function"""
 
 HAND_IFACES = """        subroutine oxf77_init(ierr) bind(C, name="mpi_init_")
             import
@@ -464,7 +487,25 @@ HAND_IFACES = """        subroutine oxf77_init(ierr) bind(C, name="mpi_init_")
             type(MPI_Win) :: win
             integer(c_int) :: keyval, flag, ierr
             integer(c_int64_t) :: val
-        end subroutine oxf77_win_get_attr"""
+        end subroutine oxf77_win_get_attr
+        subroutine oxf77_win_set_attr(win, keyval, val, ierr) bind(C, name="mpi_win_set_attr_")
+            import
+            type(MPI_Win) :: win
+            integer(c_int) :: keyval, ierr
+            integer(c_int64_t) :: val
+        end subroutine oxf77_win_set_attr
+        subroutine oxf77_win_create_errhandler(fn, errhandler, ierr) bind(C, name="mpi_win_create_errhandler_")
+            import
+            type(c_funptr), value :: fn
+            type(MPI_Errhandler) :: errhandler
+            integer(c_int) :: ierr
+        end subroutine oxf77_win_create_errhandler
+        subroutine oxf77_win_create_keyval(copy, del, keyval, extra, ierr) bind(C, name="mpi_win_create_keyval_")
+            import
+            type(c_funptr), value :: copy, del
+            integer(c_int) :: keyval, ierr
+            integer(c_int64_t) :: extra
+        end subroutine oxf77_win_create_keyval"""
 
 HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
         integer, optional, intent(out) :: ierror
@@ -678,6 +719,43 @@ HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
         flag = iflag /= 0
         if (present(ierror)) ierror = ierr
     end subroutine MPI_Win_get_attr_f08
+    subroutine MPI_Win_set_attr_f08(win, win_keyval, attribute_val, ierror)
+        type(MPI_Win), intent(in) :: win
+        integer, intent(in) :: win_keyval
+        integer(kind=MPI_ADDRESS_KIND), intent(in) :: attribute_val
+        integer, optional, intent(out) :: ierror
+        integer :: ierr, k
+        type(MPI_Win) :: w
+        integer(kind=MPI_ADDRESS_KIND) :: val
+        w = win
+        k = win_keyval
+        val = attribute_val
+        call oxf77_win_set_attr(w, k, val, ierr)
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Win_set_attr_f08
+    subroutine MPI_Win_create_errhandler_f08(win_errhandler_fn, errhandler, ierror)
+        procedure(MPI_Win_errhandler_function) :: win_errhandler_fn
+        type(MPI_Errhandler), intent(out) :: errhandler
+        integer, optional, intent(out) :: ierror
+        integer :: ierr
+        ! The F77 trampolines pass the window and the code by reference, as here.
+        call oxf77_win_create_errhandler(c_funloc(win_errhandler_fn), errhandler, ierr)
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Win_create_errhandler_f08
+    subroutine MPI_Win_create_keyval_f08(win_copy_attr_fn, win_delete_attr_fn, win_keyval, &
+            extra_state, ierror)
+        procedure(MPI_Win_copy_attr_function) :: win_copy_attr_fn
+        procedure(MPI_Win_delete_attr_function) :: win_delete_attr_fn
+        integer, intent(out) :: win_keyval
+        integer(kind=MPI_ADDRESS_KIND), intent(in) :: extra_state
+        integer, optional, intent(out) :: ierror
+        integer :: ierr
+        integer(kind=MPI_ADDRESS_KIND) :: extra
+        extra = extra_state
+        call oxf77_win_create_keyval(c_funloc(win_copy_attr_fn), c_funloc(win_delete_attr_fn), &
+            win_keyval, extra, ierr)
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Win_create_keyval_f08
     ! The predefined callbacks, as Fortran procedures of the abstract interfaces.
     subroutine MPI_COMM_NULL_COPY_FN(oldcomm, comm_keyval, extra_state, attribute_val_in, &
             attribute_val_out, flag, ierror)
@@ -729,6 +807,31 @@ HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
         integer(kind=MPI_ADDRESS_KIND) :: attribute_val, extra_state
         ierror = MPI_SUCCESS
     end subroutine MPI_TYPE_NULL_DELETE_FN
+    subroutine MPI_WIN_NULL_COPY_FN(oldwin, win_keyval, extra_state, attribute_val_in, &
+            attribute_val_out, flag, ierror)
+        type(MPI_Win) :: oldwin
+        integer :: win_keyval, ierror
+        integer(kind=MPI_ADDRESS_KIND) :: extra_state, attribute_val_in, attribute_val_out
+        logical :: flag
+        flag = .false.
+        ierror = MPI_SUCCESS
+    end subroutine MPI_WIN_NULL_COPY_FN
+    subroutine MPI_WIN_DUP_FN(oldwin, win_keyval, extra_state, attribute_val_in, &
+            attribute_val_out, flag, ierror)
+        type(MPI_Win) :: oldwin
+        integer :: win_keyval, ierror
+        integer(kind=MPI_ADDRESS_KIND) :: extra_state, attribute_val_in, attribute_val_out
+        logical :: flag
+        attribute_val_out = attribute_val_in
+        flag = .true.
+        ierror = MPI_SUCCESS
+    end subroutine MPI_WIN_DUP_FN
+    subroutine MPI_WIN_NULL_DELETE_FN(win, win_keyval, attribute_val, extra_state, ierror)
+        type(MPI_Win) :: win
+        integer :: win_keyval, ierror
+        integer(kind=MPI_ADDRESS_KIND) :: attribute_val, extra_state
+        ierror = MPI_SUCCESS
+    end subroutine MPI_WIN_NULL_DELETE_FN
     ! Those of the deprecated MPI_Keyval_create (INTEGER attribute values).
     subroutine MPI_NULL_COPY_FN(oldcomm, keyval, extra_state, attribute_val_in, &
             attribute_val_out, flag, ierr)

@@ -148,6 +148,18 @@ OXF_REPEAT64(OXF_ERRH_TRAMP)
 static MPI_Comm_errhandler_function *const errh_tramps[OXF_SLOTS] = {
     OXF_REPEAT64(OXF_ERRH_ENTRY)};
 
+/* Window handlers share the slots (a slot holds only the Fortran function) but need
+ * trampolines of the window handler's C type. */
+#define OXF_WIN_ERRH_TRAMP(k)                                                                 \
+    static void win_errh_tramp_##k(MPI_Win *win, int *code, ...) {                             \
+        MPI_Fint fw = OXF_C2F(*win);                                                           \
+        errh_slots[0##k](&fw, code);                                                           \
+    }
+OXF_REPEAT64(OXF_WIN_ERRH_TRAMP)
+#define OXF_WIN_ERRH_ENTRY(k) win_errh_tramp_##k,
+static MPI_Win_errhandler_function *const win_errh_tramps[OXF_SLOTS] = {
+    OXF_REPEAT64(OXF_WIN_ERRH_ENTRY)};
+
 OXF_EXPORT void pmpi_op_create_(oxf_user_fn fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierr) {
     pthread_mutex_lock(&cb_lock);
     int k = 0;
@@ -185,22 +197,40 @@ OXF_EXPORT void pmpi_op_free_(MPI_Fint *op, MPI_Fint *ierr) {
     *op = OXF_C2F(c);
 }
 
-OXF_EXPORT void pmpi_comm_create_errhandler_(oxf_errh_fn fn, MPI_Fint *errhandler,
-                                            MPI_Fint *ierr) {
+/* The slot of Fortran handler `fn`, or -1 when every slot holds another one. */
+static int errh_slot(oxf_errh_fn fn) {
     pthread_mutex_lock(&cb_lock);
     int k = 0;
     /* The same Fortran function shares its slot; handlers are rarely freed. */
     while (k < OXF_SLOTS && errh_slots[k] && errh_slots[k] != fn)
         k++;
-    if (k == OXF_SLOTS) {
-        pthread_mutex_unlock(&cb_lock);
+    if (k < OXF_SLOTS)
+        errh_slots[k] = fn;
+    pthread_mutex_unlock(&cb_lock);
+    return k < OXF_SLOTS ? k : -1;
+}
+
+OXF_EXPORT void pmpi_comm_create_errhandler_(oxf_errh_fn fn, MPI_Fint *errhandler,
+                                            MPI_Fint *ierr) {
+    int k = errh_slot(fn);
+    if (k < 0) {
         *ierr = MPI_ERR_NO_MEM;
         return;
     }
-    errh_slots[k] = fn;
-    pthread_mutex_unlock(&cb_lock);
     MPI_Errhandler c = MPI_ERRHANDLER_NULL;
     *ierr = MPI_Comm_create_errhandler(errh_tramps[k], &c);
+    *errhandler = OXF_C2F(c);
+}
+
+OXF_EXPORT void pmpi_win_create_errhandler_(oxf_errh_fn fn, MPI_Fint *errhandler,
+                                           MPI_Fint *ierr) {
+    int k = errh_slot(fn);
+    if (k < 0) {
+        *ierr = MPI_ERR_NO_MEM;
+        return;
+    }
+    MPI_Errhandler c = MPI_ERRHANDLER_NULL;
+    *ierr = MPI_Win_create_errhandler(win_errh_tramps[k], &c);
     *errhandler = OXF_C2F(c);
 }
 
@@ -236,6 +266,19 @@ OXF_EXPORT void mpi_comm_null_delete_fn_(MPI_Fint *comm, MPI_Fint *kv, MPI_Aint 
                                          MPI_Aint *extra, MPI_Fint *ierr) {
     (void)comm, (void)kv, (void)val, (void)extra;
     *ierr = MPI_SUCCESS;
+}
+OXF_EXPORT void mpi_win_null_copy_fn_(MPI_Fint *old, MPI_Fint *kv, MPI_Aint *extra,
+                                      MPI_Aint *in, MPI_Aint *out, MPI_Fint *flag,
+                                      MPI_Fint *ierr) {
+    mpi_comm_null_copy_fn_(old, kv, extra, in, out, flag, ierr);
+}
+OXF_EXPORT void mpi_win_dup_fn_(MPI_Fint *old, MPI_Fint *kv, MPI_Aint *extra, MPI_Aint *in,
+                                MPI_Aint *out, MPI_Fint *flag, MPI_Fint *ierr) {
+    mpi_comm_dup_fn_(old, kv, extra, in, out, flag, ierr);
+}
+OXF_EXPORT void mpi_win_null_delete_fn_(MPI_Fint *win, MPI_Fint *kv, MPI_Aint *val,
+                                        MPI_Aint *extra, MPI_Fint *ierr) {
+    mpi_comm_null_delete_fn_(win, kv, val, extra, ierr);
 }
 /* MPI_NULL_COPY_FN, MPI_DUP_FN, MPI_NULL_DELETE_FN (INTEGER attribute values). */
 OXF_EXPORT void mpi_null_copy_fn_(MPI_Fint *old, MPI_Fint *kv, MPI_Fint *extra, MPI_Fint *in,
@@ -314,6 +357,14 @@ static int type_delete(MPI_Datatype t, int kv, void *val, void *extra) {
     return delete_any((intptr_t)t, kv, val, extra);
 }
 
+/* Windows are never duplicated, so win_copy is not called; it keeps the keyval complete. */
+static int win_copy(MPI_Win old, int kv, void *extra, void *in, void *out, int *flag) {
+    return copy_any((intptr_t)old, kv, extra, in, out, flag);
+}
+static int win_delete(MPI_Win w, int kv, void *val, void *extra) {
+    return delete_any((intptr_t)w, kv, val, extra);
+}
+
 static struct oxf_keyval *keyval_state(void *copy, void *del, MPI_Aint extra, int old_style) {
     /* Lives as long as the keyval; keyvals are few and the C layer keeps no destructor for
      * extra state, so it is not freed. */
@@ -345,6 +396,12 @@ OXF_EXPORT void pmpi_type_create_keyval_(void *copy, void *del, MPI_Fint *keyval
     *ierr = k ? MPI_Type_create_keyval(type_copy, type_delete, keyval, k) : MPI_ERR_NO_MEM;
 }
 
+OXF_EXPORT void pmpi_win_create_keyval_(void *copy, void *del, MPI_Fint *keyval,
+                                       MPI_Aint *extra, MPI_Fint *ierr) {
+    struct oxf_keyval *k = keyval_state(copy, del, *extra, 0);
+    *ierr = k ? MPI_Win_create_keyval(win_copy, win_delete, keyval, k) : MPI_ERR_NO_MEM;
+}
+
 /* ---- Attribute values: Fortran stores integers, not pointers. The predefined attributes
  * (MPI_TAG_UB .. MPI_UNIVERSE_SIZE) are pointers to int in C and their value in Fortran. */
 
@@ -360,6 +417,10 @@ OXF_EXPORT void pmpi_attr_put_(MPI_Fint *comm, MPI_Fint *kv, MPI_Fint *val, MPI_
 
 OXF_EXPORT void pmpi_type_set_attr_(MPI_Fint *t, MPI_Fint *kv, MPI_Aint *val, MPI_Fint *ierr) {
     *ierr = MPI_Type_set_attr(OXF_F2C(MPI_Datatype, *t), *kv, (void *)(intptr_t)*val);
+}
+
+OXF_EXPORT void pmpi_win_set_attr_(MPI_Fint *win, MPI_Fint *kv, MPI_Aint *val, MPI_Fint *ierr) {
+    *ierr = MPI_Win_set_attr(OXF_F2C(MPI_Win, *win), *kv, (void *)(intptr_t)*val);
 }
 
 static MPI_Aint attr_value(int kv, void *p) {
@@ -397,7 +458,8 @@ OXF_EXPORT void pmpi_type_get_attr_(MPI_Fint *t, MPI_Fint *kv, MPI_Aint *val, MP
 }
 
 /* MPI_WIN_BASE is the address itself; the other predefined window attributes point to their
- * value (an MPI_Aint for MPI_WIN_SIZE, an int for the rest). */
+ * value (an MPI_Aint for MPI_WIN_SIZE, an int for the rest). A user key's value is the
+ * stored pointer, which MPI_WIN_SET_ATTR made from the Fortran integer. */
 OXF_EXPORT void pmpi_win_get_attr_(MPI_Fint *win, MPI_Fint *kv, MPI_Aint *val, MPI_Fint *flag,
                                    MPI_Fint *ierr) {
     void *p = NULL;
@@ -406,7 +468,8 @@ OXF_EXPORT void pmpi_win_get_attr_(MPI_Fint *win, MPI_Fint *kv, MPI_Aint *val, M
     *flag = f;
     if (*ierr != MPI_SUCCESS || !f)
         return;
-    if (*kv == MPI_WIN_BASE)
+    int predefined = *kv >= MPI_WIN_BASE && *kv <= MPI_WIN_MODEL;
+    if (!predefined || *kv == MPI_WIN_BASE)
         *val = (MPI_Aint)(intptr_t)p;
     else if (*kv == MPI_WIN_SIZE)
         *val = *(MPI_Aint *)p;
@@ -439,3 +502,6 @@ OXF_PROFILED(mpi_attr_get_)
 OXF_PROFILED(mpi_type_get_attr_)
 OXF_PROFILED(mpi_f_sync_reg_)
 OXF_PROFILED(mpi_win_get_attr_)
+OXF_PROFILED(mpi_win_create_errhandler_)
+OXF_PROFILED(mpi_win_create_keyval_)
+OXF_PROFILED(mpi_win_set_attr_)

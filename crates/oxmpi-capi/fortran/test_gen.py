@@ -92,12 +92,24 @@ class Wrappers(unittest.TestCase):
         self.assertIn("logical, intent(in) :: remain_dims(*)", body)
 
     def test_what_a_table_cannot_bind_is_skipped(self):
-        for decl in ["int MPI_Win_set_attr(MPI_Win win, int keyval, void *val);",
+        for decl in ["int MPI_File_set_attr(MPI_File fh, int keyval, void *val);",
                      "int MPI_Comm_spawn(const char *command, char *argv[], int n, MPI_Info info, "
                      "int root, MPI_Comm comm, MPI_Comm *inter, int errcodes[]);",
-                     "int MPI_Win_create_errhandler(MPI_Win_errhandler_function *fn, MPI_Errhandler *e);"]:
+                     "int MPI_File_create_errhandler(MPI_File_errhandler_function *fn, MPI_Errhandler *e);"]:
             with self.assertRaises(gen.Skip, msg=decl):
                 gen.c_wrapper(func(decl))
+
+    def test_window_callbacks_and_attributes_are_handwritten(self):
+        # runtime.c binds them (trampolines, keyval state, integer values), mpif08.py too.
+        for name in ["MPI_Win_create_errhandler", "MPI_Win_create_keyval", "MPI_Win_set_attr",
+                     "MPI_Win_get_attr"]:
+            self.assertIn(name, gen.HANDWRITTEN)
+            self.assertIn(name, mpif08.HAND_NAMES)
+            self.assertEqual(mpif08.NOT_GENERATED.get(name), "hand-written")
+        text = gen.mpif_h([])
+        for fn in ["MPI_WIN_NULL_COPY_FN", "MPI_WIN_DUP_FN", "MPI_WIN_NULL_DELETE_FN"]:
+            self.assertIn(f"external {fn}", text)
+            self.assertIn(f"subroutine {fn}(", mpif08.HAND_PROCS)
 
 
 class Headers(unittest.TestCase):

@@ -226,6 +226,15 @@ fn use_mpi_f08() {
 }
 
 #[test]
+fn window_errhandlers_keyvals_attributes_and_names() {
+    need_fortran!();
+    let exe = program("win77.f", "mpif77", &[]);
+    corpus(&exe, &[1, 2]);
+    let exe = program("win08.f90", "mpifort", &[]);
+    corpus(&exe, &[1, 2]);
+}
+
+#[test]
 fn mixed_job_of_c_and_fortran_ranks() {
     need_fortran!();
     let f = program("mixed.f90", "mpifort", &[]);
@@ -459,6 +468,9 @@ fn every_declared_c_function_has_a_fortran_symbol() {
         "MPI_Pcontrol",
         "MPI_Comm_get_attr",
         "MPI_Op_create",
+        "MPI_Win_create_errhandler",
+        "MPI_Win_create_keyval",
+        "MPI_Win_set_attr",
     ] {
         assert!(
             !missing.iter().any(|m| *m == d),
