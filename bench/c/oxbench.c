@@ -1092,8 +1092,10 @@ static void ddt_check(const struct ctx *c, const uint8_t *buf, const uint8_t *ma
     for (size_t i = 0; i < span; i++) {
         uint8_t want = mask[i] ? pattern_byte(seed, i) : (uint8_t)~pattern_byte(seed, i);
         if (buf[i] != want)
-            fail(c, "size %zu, data from rank %d, %s byte %zu: expected 0x%02x, got 0x%02x", size,
-                 from, mask[i] ? "data" : "gap", i, want, buf[i]);
+            fail(c,
+                 "verification failed: size %zu, data from rank %d, %s byte %zu: expected "
+                 "0x%02x, got 0x%02x",
+                 size, from, mask[i] ? "data" : "gap", i, want, buf[i]);
     }
 }
 
@@ -1107,8 +1109,13 @@ static void bench_ddt(const struct ctx *c, enum ddt_kind kind, int pack)
 
     header(c, pack ? "pack + unpack throughput" : "ping-pong bandwidth", "MB/s");
     for (size_t size = c->opt.min; size <= c->opt.max; size = next_size(size)) {
-        if (size < 16 || size % 16 != 0)
-            fail(c, "ddt sizes must be multiples of 16 bytes, got %zu", size);
+        if (size < 16 || size % 16 != 0) {
+            if (c->rank == 0)
+                fprintf(stderr, "oxbench: %s: sizes must be multiples of 16 bytes, got %zu\n",
+                        c->name, size);
+            MPI_Finalize();
+            exit(2);
+        }
         MPI_Datatype t;
         memset(mask, 0, cap);
         size_t span = ddt_type(c, kind, size, &t, mask);

@@ -137,7 +137,7 @@ pub fn run(ctx: &Ctx<'_>) -> oxmpi::Result<()> {
         if size < 16 || size % 16 != 0 {
             return Err(oxmpi::Error::new(
                 oxmpi::ErrorClass::Arg,
-                format!("ddt sizes must be multiples of 16 bytes, got {size}"),
+                format!("sizes must be multiples of 16 bytes, got {size}"),
             ));
         }
         let t = build(kind, size)?;
