@@ -1005,7 +1005,7 @@ static void bench_fop_counter(const struct ctx *c)
  * one element of a derived type, the same type on both sides:
  *   contig     n MPI_DOUBLE (the baseline)
  *   vector     MPI_Type_vector(n, 1, 2, MPI_DOUBLE)
- *   vector64k  MPI_Type_vector(n/b, b, 2b, MPI_DOUBLE), b = min(n, 8192) (64 KiB blocks)
+ *   vector64k  MPI_Type_vector(n/b, b, 2b, MPI_DOUBLE), b = gcd(n, 8192) (64 KiB blocks)
  *   indexed    MPI_Type_indexed: block k holds (k%4)+1 doubles and starts one double after the
  *              end of block k-1; the last block is cut so the blocks hold n doubles
  *   struct     SIZE/16 elements of {int32 @0, double @8, int32 @16} resized to extent 24
@@ -1031,7 +1031,16 @@ static size_t ddt_type(const struct ctx *c, enum ddt_kind kind, size_t size, MPI
         break;
     case DDT_VECTOR:
     case DDT_VECTOR64K: {
-        size_t b = kind == DDT_VECTOR ? 1 : (n < 8192 ? n : 8192), blocks = n / b;
+        /* 64 KiB blocks, or the largest block dividing n when SIZE is not a multiple. */
+        size_t b = 1;
+        if (kind == DDT_VECTOR64K)
+            for (size_t x = n, y = 8192; y != 0;) {
+                size_t r = x % y;
+                x = y;
+                y = r;
+                b = x;
+            }
+        size_t blocks = n / b;
         MPI_Type_vector(mpi_count(c, blocks), mpi_count(c, b), mpi_count(c, 2 * b), MPI_DOUBLE,
                         out);
         span = ((2 * blocks - 1) * b) * 8;

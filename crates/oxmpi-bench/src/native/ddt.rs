@@ -40,7 +40,12 @@ pub(crate) fn build(kind: Kind, size: usize) -> oxmpi::Result<DdtType> {
             runs: vec![(0, size)],
         },
         Kind::Vector | Kind::Vector64k => {
-            let b = if kind == Kind::Vector { 1 } else { n.min(8192) };
+            // 64 KiB blocks, or the largest block dividing n when SIZE is not a multiple.
+            let b = if kind == Kind::Vector {
+                1
+            } else {
+                gcd(n, 8192)
+            };
             let blocks = n / b;
             DdtType {
                 ty: Type::vector(blocks as i64, b as i64, 2 * b as i64, &dbl)?,
@@ -79,6 +84,14 @@ pub(crate) fn build(kind: Kind, size: usize) -> oxmpi::Result<DdtType> {
             }
         }
     })
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// The family and mode (`true`: pack + unpack) of a `ddt-*` benchmark.
