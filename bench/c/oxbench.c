@@ -17,6 +17,11 @@
  *              collective latency, us, averaged over ranks; SIZE is the bytes each rank
  *              contributes (reduce/allreduce: SIZE/4 ints summed); allreduce-init is the
  *              allreduce as one MPI_Allreduce_init request, each call an MPI_Start + MPI_Wait
+ *   ddt-contig ddt-vector ddt-vector64k ddt-indexed ddt-struct
+ *              ping-pong bandwidth of SIZE data bytes through one element of a derived type
+ *              (ranks 0 and 1), MB/s; see "Derived datatypes" below for the types
+ *   ddt-pack-vector ddt-pack-indexed ddt-pack-struct
+ *              MPI_Pack + MPI_Unpack throughput of the same types, MB/s
  *   init       MPI_Init and MPI_Finalize only (start-up timing); with --report-mem it also
  *              reports memory per rank (see below)
  *
@@ -239,7 +244,8 @@ static const char *const usage =
     "       oxbench init [--report-mem]\n"
     "benchmarks: latency bw bibw msgrate multi-bw multi-lat barrier bcast reduce allreduce\n"
     "            gather scatter allgather alltoall allreduce-init put_latency get_latency\n"
-    "            put_bw get_bw acc_latency fop_counter init\n";
+    "            put_bw get_bw acc_latency fop_counter ddt-contig ddt-vector ddt-vector64k\n"
+    "            ddt-indexed ddt-struct ddt-pack-vector ddt-pack-indexed ddt-pack-struct init\n";
 
 /* Returns NULL on success, or a message naming the bad argument. */
 static const char *parse_options(int argc, char **argv, struct options *o)
@@ -993,6 +999,172 @@ static void bench_fop_counter(const struct ctx *c)
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Derived datatypes                                                                          */
+
+/* The ddt-* benchmarks move SIZE data bytes (n = SIZE/8 doubles, or SIZE/16 structs) through
+ * one element of a derived type, the same type on both sides:
+ *   contig     n MPI_DOUBLE (the baseline)
+ *   vector     MPI_Type_vector(n, 1, 2, MPI_DOUBLE)
+ *   vector64k  MPI_Type_vector(n/b, b, 2b, MPI_DOUBLE), b = gcd(n, 8192) (64 KiB blocks)
+ *   indexed    MPI_Type_indexed: block k holds (k%4)+1 doubles and starts one double after the
+ *              end of block k-1; the last block is cut so the blocks hold n doubles
+ *   struct     SIZE/16 elements of {int32 @0, double @8, int32 @16} resized to extent 24
+ * Transfer benchmarks ping-pong between ranks 0 and 1 and report SIZE / one-way time. Pack
+ * benchmarks time MPI_Pack of the whole message into a SIZE-byte buffer plus MPI_Unpack of it
+ * back into a second buffer (every rank at once; rank 0's figure), SIZE / (pack + unpack).
+ * Receive buffers are poisoned: data bytes are checked against the pattern and gap bytes
+ * must still hold the poison. */
+enum ddt_kind { DDT_CONTIG, DDT_VECTOR, DDT_VECTOR64K, DDT_INDEXED, DDT_STRUCT };
+
+/* Builds the committed type of `kind` for `size` data bytes; returns the bytes its element
+ * spans from the buffer start, and marks the data bytes of `mask` (if not NULL) with 1. */
+static size_t ddt_type(const struct ctx *c, enum ddt_kind kind, size_t size, MPI_Datatype *out,
+                       uint8_t *mask)
+{
+    size_t n = size / 8, span = 0;
+    switch (kind) {
+    case DDT_CONTIG:
+        MPI_Type_contiguous(mpi_count(c, n), MPI_DOUBLE, out);
+        span = size;
+        if (mask)
+            memset(mask, 1, size);
+        break;
+    case DDT_VECTOR:
+    case DDT_VECTOR64K: {
+        /* 64 KiB blocks, or the largest block dividing n when SIZE is not a multiple. */
+        size_t b = 1;
+        if (kind == DDT_VECTOR64K)
+            for (size_t x = n, y = 8192; y != 0;) {
+                size_t r = x % y;
+                x = y;
+                y = r;
+                b = x;
+            }
+        size_t blocks = n / b;
+        MPI_Type_vector(mpi_count(c, blocks), mpi_count(c, b), mpi_count(c, 2 * b), MPI_DOUBLE,
+                        out);
+        span = ((2 * blocks - 1) * b) * 8;
+        if (mask)
+            for (size_t k = 0; k < blocks; k++)
+                memset(mask + 2 * k * b * 8, 1, b * 8);
+        break;
+    }
+    case DDT_INDEXED: {
+        size_t cap = n / 1 + 1, nb = 0, done = 0, at = 0;
+        int *lens = xalloc(c, cap * sizeof(int)), *displs = xalloc(c, cap * sizeof(int));
+        while (done < n) {
+            size_t len = nb % 4 + 1;
+            if (len > n - done)
+                len = n - done;
+            lens[nb] = (int)len;
+            displs[nb] = mpi_count(c, at);
+            if (mask)
+                memset(mask + at * 8, 1, len * 8);
+            done += len;
+            at += len + 1;
+            nb++;
+        }
+        MPI_Type_indexed(mpi_count(c, nb), lens, displs, MPI_DOUBLE, out);
+        span = (at - 1) * 8;
+        free(lens);
+        free(displs);
+        break;
+    }
+    case DDT_STRUCT: {
+        int lens[3] = {1, 1, 1};
+        MPI_Aint displs[3] = {0, 8, 16};
+        MPI_Datatype types[3] = {MPI_INT32_T, MPI_DOUBLE, MPI_INT32_T}, s;
+        size_t count = size / 16;
+        MPI_Type_create_struct(3, lens, displs, types, &s);
+        MPI_Datatype r;
+        MPI_Type_create_resized(s, 0, 24, &r);
+        MPI_Type_free(&s);
+        MPI_Type_contiguous(mpi_count(c, count), r, out);
+        MPI_Type_free(&r);
+        span = count * 24 - 4;
+        if (mask)
+            for (size_t k = 0; k < count; k++) {
+                memset(mask + 24 * k, 1, 4);
+                memset(mask + 24 * k + 8, 1, 12);
+            }
+        break;
+    }
+    }
+    MPI_Type_commit(out);
+    return span;
+}
+
+/* Checks `buf` (span bytes) after data named by `seed` landed through a type with `mask`. */
+static void ddt_check(const struct ctx *c, const uint8_t *buf, const uint8_t *mask, size_t span,
+                      uint64_t seed, size_t size, int from)
+{
+    for (size_t i = 0; i < span; i++) {
+        uint8_t want = mask[i] ? pattern_byte(seed, i) : (uint8_t)~pattern_byte(seed, i);
+        if (buf[i] != want)
+            fail(c,
+                 "verification failed: size %zu, data from rank %d, %s byte %zu: expected "
+                 "0x%02x, got 0x%02x",
+                 size, from, mask[i] ? "data" : "gap", i, want, buf[i]);
+    }
+}
+
+static void bench_ddt(const struct ctx *c, enum ddt_kind kind, int pack)
+{
+    require_np(c, 2, 0);
+    int peer = 1 - c->rank;
+    size_t cap = 2 * c->opt.max + 64;
+    uint8_t *sbuf = xalloc(c, cap), *rbuf = xalloc(c, cap), *mask = xalloc(c, cap);
+    uint8_t *packed = pack ? xalloc(c, c->opt.max + 64) : NULL;
+
+    header(c, pack ? "pack + unpack throughput" : "ping-pong bandwidth", "MB/s");
+    for (size_t size = c->opt.min; size <= c->opt.max; size = next_size(size)) {
+        if (size < 16 || size % 16 != 0) {
+            if (c->rank == 0)
+                fprintf(stderr, "oxbench: %s: sizes must be multiples of 16 bytes, got %zu\n",
+                        c->name, size);
+            MPI_Finalize();
+            exit(2);
+        }
+        MPI_Datatype t;
+        memset(mask, 0, cap);
+        size_t span = ddt_type(c, kind, size, &t, mask);
+        long iters = iters_for(c, ITERS_BW, size), warmup = warmup_for(c, ITERS_BW, size);
+        uint64_t out_seed = seed_of(size, c->rank, pack ? c->rank : peer);
+        uint64_t in_seed = pack ? out_seed : seed_of(size, peer, c->rank);
+        fill(sbuf, span, out_seed);
+        poison(rbuf, span, in_seed);
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = 0.0;
+        for (long i = 0; i < warmup + iters; i++) {
+            if (i == warmup)
+                t0 = MPI_Wtime();
+            if (pack) {
+                int pos = 0;
+                MPI_Pack(sbuf, 1, t, packed, mpi_count(c, size), &pos, MPI_COMM_WORLD);
+                pos = 0;
+                MPI_Unpack(packed, mpi_count(c, size), &pos, rbuf, 1, t, MPI_COMM_WORLD);
+            } else if (c->rank == 0) {
+                MPI_Send(sbuf, 1, t, peer, TAG_DATA, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, 1, t, peer, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(rbuf, 1, t, peer, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, 1, t, peer, TAG_DATA, MPI_COMM_WORLD);
+            }
+        }
+        double t1 = MPI_Wtime() - t0;
+        ddt_check(c, rbuf, mask, span, in_seed, size, pack ? c->rank : peer);
+        MPI_Type_free(&t);
+        /* ping-pong: one-way time is half a round trip; pack: one pack + one unpack. */
+        double per = pack ? t1 / (double)iters : t1 / (2.0 * (double)iters);
+        row(c, size, (double)size / per / 1e6);
+    }
+    free(sbuf);
+    free(rbuf);
+    free(mask);
+    free(packed);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 struct bench_def {
     const char *name;
@@ -1007,6 +1179,10 @@ static const struct bench_def benches[] = {
     {"allgather", 4, 1u << 20}, {"alltoall", 4, 1u << 20},  {"allreduce-init", 4, 1u << 20},
     {"put_latency", 1, 4u << 20}, {"get_latency", 1, 4u << 20}, {"put_bw", 1, 4u << 20},
     {"get_bw", 1, 4u << 20},    {"acc_latency", 4, 1u << 20}, {"fop_counter", 0, 0},
+    {"ddt-contig", 1u << 10, 16u << 20}, {"ddt-vector", 1u << 10, 16u << 20},
+    {"ddt-vector64k", 1u << 10, 16u << 20}, {"ddt-indexed", 1u << 10, 16u << 20},
+    {"ddt-struct", 1u << 10, 16u << 20}, {"ddt-pack-vector", 1u << 10, 16u << 20},
+    {"ddt-pack-indexed", 1u << 10, 16u << 20}, {"ddt-pack-struct", 1u << 10, 16u << 20},
     {"init", 0, 0},
 };
 
@@ -1072,6 +1248,13 @@ int main(int argc, char **argv)
         bench_rma(&c, RMA_ACC, 0);
     } else if (strcmp(c.name, "fop_counter") == 0) {
         bench_fop_counter(&c);
+    } else if (strncmp(c.name, "ddt-", 4) == 0) {
+        static const char *const kinds[] = {"contig", "vector", "vector64k", "indexed", "struct"};
+        int pack = strncmp(c.name, "ddt-pack-", 9) == 0;
+        const char *kind = c.name + (pack ? 9 : 4);
+        for (int k = 0; k < 5; k++)
+            if (strcmp(kind, kinds[k]) == 0)
+                bench_ddt(&c, (enum ddt_kind)k, pack);
     } else {
         static const char *const names[] = {"bcast",     "reduce",    "allreduce",
                                             "gather",    "scatter",   "allgather",

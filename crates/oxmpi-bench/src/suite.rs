@@ -92,6 +92,22 @@ pub enum Benchmark {
     AccLatency,
     /// Every rank increments one counter on rank 0 with `MPI_Fetch_and_op` (int64 sum).
     FopCounter,
+    /// Ping-pong bandwidth of contiguous doubles: the baseline of the datatype benchmarks.
+    DdtContig,
+    /// Ping-pong bandwidth of a stride-2 vector of doubles (blocks of one double).
+    DdtVector,
+    /// Ping-pong bandwidth of a stride-2 vector of 64 KiB blocks (one block below 64 KiB).
+    DdtVector64k,
+    /// Ping-pong bandwidth of an indexed type: blocks of 1, 2, 3, 4 doubles, one double apart.
+    DdtIndexed,
+    /// Ping-pong bandwidth of a struct {int32 @0, double @8, int32 @16} of extent 24.
+    DdtStruct,
+    /// `MPI_Pack` + `MPI_Unpack` throughput of the [`DdtVector`](Benchmark::DdtVector) type.
+    DdtPackVector,
+    /// `MPI_Pack` + `MPI_Unpack` throughput of the [`DdtIndexed`](Benchmark::DdtIndexed) type.
+    DdtPackIndexed,
+    /// `MPI_Pack` + `MPI_Unpack` throughput of the [`DdtStruct`](Benchmark::DdtStruct) type.
+    DdtPackStruct,
     /// Launch-to-exit time of an init/finalize program.
     Startup,
     /// Peak RSS and shared memory per rank.
@@ -100,7 +116,7 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every benchmark, in report order.
-    pub const ALL: [Benchmark; 23] = [
+    pub const ALL: [Benchmark; 31] = [
         Benchmark::Latency,
         Benchmark::Bw,
         Benchmark::Bibw,
@@ -122,6 +138,14 @@ impl Benchmark {
         Benchmark::GetBw,
         Benchmark::AccLatency,
         Benchmark::FopCounter,
+        Benchmark::DdtContig,
+        Benchmark::DdtVector,
+        Benchmark::DdtVector64k,
+        Benchmark::DdtIndexed,
+        Benchmark::DdtStruct,
+        Benchmark::DdtPackVector,
+        Benchmark::DdtPackIndexed,
+        Benchmark::DdtPackStruct,
         Benchmark::Startup,
         Benchmark::Mem,
     ];
@@ -150,6 +174,14 @@ impl Benchmark {
             Benchmark::GetBw => "get_bw",
             Benchmark::AccLatency => "acc_latency",
             Benchmark::FopCounter => "fop_counter",
+            Benchmark::DdtContig => "ddt-contig",
+            Benchmark::DdtVector => "ddt-vector",
+            Benchmark::DdtVector64k => "ddt-vector64k",
+            Benchmark::DdtIndexed => "ddt-indexed",
+            Benchmark::DdtStruct => "ddt-struct",
+            Benchmark::DdtPackVector => "ddt-pack-vector",
+            Benchmark::DdtPackIndexed => "ddt-pack-indexed",
+            Benchmark::DdtPackStruct => "ddt-pack-struct",
             Benchmark::Startup => "startup",
             Benchmark::Mem => "mem",
         }
@@ -177,6 +209,7 @@ impl Benchmark {
             | Benchmark::MultiBw
             | Benchmark::PutBw
             | Benchmark::GetBw => "MB/s",
+            b if b.is_ddt() => "MB/s",
             Benchmark::Msgrate => "messages/s",
             Benchmark::Startup => "ms",
             Benchmark::Mem => "kB",
@@ -212,6 +245,14 @@ impl Benchmark {
             Benchmark::FopCounter => {
                 "contended counter: MPI_Fetch_and_op on rank 0 from every rank, time per increment"
             }
+            Benchmark::DdtContig => "ping-pong bandwidth, contiguous doubles",
+            Benchmark::DdtVector => "ping-pong bandwidth, vector of doubles, stride 2",
+            Benchmark::DdtVector64k => "ping-pong bandwidth, vector of 64 KiB blocks, stride 2",
+            Benchmark::DdtIndexed => "ping-pong bandwidth, indexed blocks of 1-4 doubles",
+            Benchmark::DdtStruct => "ping-pong bandwidth, struct {int32, double, int32}",
+            Benchmark::DdtPackVector => "pack + unpack throughput, vector of doubles, stride 2",
+            Benchmark::DdtPackIndexed => "pack + unpack throughput, indexed blocks of 1-4 doubles",
+            Benchmark::DdtPackStruct => "pack + unpack throughput, struct {int32, double, int32}",
             Benchmark::Startup => "launch-to-exit wall time of MPI_Init + MPI_Finalize",
             Benchmark::Mem => "memory per rank",
         }
@@ -227,6 +268,21 @@ impl Benchmark {
                 | Benchmark::MultiBw
                 | Benchmark::PutBw
                 | Benchmark::GetBw
+        ) || self.is_ddt()
+    }
+
+    /// True for the derived-datatype benchmarks (`ddt-*`; sizes count data bytes).
+    pub fn is_ddt(self) -> bool {
+        matches!(
+            self,
+            Benchmark::DdtContig
+                | Benchmark::DdtVector
+                | Benchmark::DdtVector64k
+                | Benchmark::DdtIndexed
+                | Benchmark::DdtStruct
+                | Benchmark::DdtPackVector
+                | Benchmark::DdtPackIndexed
+                | Benchmark::DdtPackStruct
         )
     }
 
@@ -245,6 +301,7 @@ impl Benchmark {
             | Benchmark::MultiBw
             | Benchmark::PutBw
             | Benchmark::GetBw => IterClass::Bandwidth,
+            b if b.is_ddt() => IterClass::Bandwidth,
             _ => IterClass::Collective,
         }
     }
@@ -260,6 +317,7 @@ impl Benchmark {
             | Benchmark::PutBw
             | Benchmark::GetBw
             | Benchmark::AccLatency => RankPolicy::Two,
+            b if b.is_ddt() => RankPolicy::Two,
             Benchmark::Msgrate | Benchmark::MultiBw | Benchmark::MultiLat => RankPolicy::Pairs,
             Benchmark::Startup | Benchmark::Mem => RankPolicy::Startup,
             _ => RankPolicy::Any,
@@ -279,6 +337,7 @@ impl Benchmark {
             Benchmark::Barrier | Benchmark::FopCounter | Benchmark::Startup | Benchmark::Mem => {
                 (0, 0)
             }
+            b if b.is_ddt() => (1 << 10, 16 << 20),
             _ => (4, 1 << 20),
         }
     }
@@ -482,7 +541,7 @@ mod tests {
             parse_benchmark_list("bw, latency,bw").unwrap(),
             vec![Benchmark::Latency, Benchmark::Bw]
         );
-        assert_eq!(parse_benchmark_list("all").unwrap().len(), 23);
+        assert_eq!(parse_benchmark_list("all").unwrap().len(), 31);
         let err = parse_benchmark_list("latency,nope").unwrap_err();
         assert!(err.contains("unknown benchmark 'nope'"), "{err}");
         assert!(parse_benchmark_list(" , ").is_err());

@@ -108,6 +108,17 @@ fn collective_benchmarks_run_and_verify() {
 }
 
 #[test]
+fn datatype_benchmarks_run_and_verify() {
+    for b in Benchmark::ALL.into_iter().filter(|b| b.is_ddt()) {
+        check(b, 2, &[]);
+    }
+    let (ok, _, se) = run(3, &["ddt-vector", "--iters", "1"]);
+    assert!(!ok && se.contains("exactly 2 ranks"), "{se}");
+    let (ok, _, se) = run(2, &["ddt-struct", "--min", "1000", "--max", "1000"]);
+    assert!(!ok && se.contains("multiples of 16"), "{se}");
+}
+
+#[test]
 fn one_sided_benchmarks_run_and_verify() {
     for b in [
         Benchmark::PutLatency,

@@ -157,7 +157,7 @@ fn wrong_data_is_caught() {
     let out = run::run(&spec, LIMIT).expect("spawn mpicc");
     run::judge(&out, LIMIT).unwrap_or_else(|e| panic!("{}: {e}", spec.display()));
     let imp = implementation(&exe);
-    for b in [Benchmark::Latency, Benchmark::Bcast] {
+    for b in [Benchmark::Latency, Benchmark::Bcast, Benchmark::DdtVector] {
         let job = tiny_job(b, 2);
         let spec = imp.command(2, job.binding, &b.program_args(&job.options));
         let out = run::run(&spec, LIMIT).expect("spawn");

@@ -3,6 +3,7 @@
 //! against the oxmpi Rust API.
 
 mod coll;
+mod ddt;
 mod mem;
 mod p2p;
 pub mod pattern;
@@ -23,7 +24,8 @@ use crate::suite::{header_line, row_line, BenchOptions, Benchmark, IterClass};
 pub struct NativeArgs {
     /// Benchmark name (latency, bw, bibw, msgrate, multi-bw, multi-lat, barrier, bcast, reduce,
     /// allreduce, gather, scatter, allgather, alltoall, put_latency, get_latency, put_bw,
-    /// get_bw, acc_latency, fop_counter, init).
+    /// get_bw, acc_latency, fop_counter, ddt-contig, ddt-vector, ddt-vector64k, ddt-indexed,
+    /// ddt-struct, ddt-pack-vector, ddt-pack-indexed, ddt-pack-struct, init).
     pub benchmark: String,
     /// Shared options.
     #[command(flatten)]
@@ -195,6 +197,7 @@ pub fn run(args: &[String]) -> ExitCode {
         | Benchmark::GetBw
         | Benchmark::AccLatency => rma::transfer(&ctx),
         Benchmark::FopCounter => rma::counter(&ctx),
+        b if b.is_ddt() => ddt::run(&ctx),
         _ => coll::run(&ctx),
     };
     match result.and_then(|()| universe.finalize()) {
