@@ -190,7 +190,11 @@ fn measure(mut s: TcpStream, a: &RawTcpArgs) -> io::Result<()> {
         println!("# raw TCP ping-pong, both sides spinning on nonblocking sockets");
         println!("# {:>10} {:>14}", "size", "latency (us)");
         for &size in &a.lat_sizes {
-            println!("{:>12} {:>14.2}", size, spin_latency(&mut s, size, a.iters)?);
+            println!(
+                "{:>12} {:>14.2}",
+                size,
+                spin_latency(&mut s, size, a.iters)?
+            );
         }
     }
     println!("# raw TCP stream");
@@ -252,7 +256,10 @@ mod tests {
         let mut s = TcpStream::connect(addr).unwrap();
         assert!(latency(&mut s, 8, 50).unwrap() > 0.0);
         assert!(spin_latency(&mut s, 8, 50).unwrap() > 0.0);
-        assert!(latency(&mut s, 8, 5).unwrap() > 0.0, "blocking again after spinning");
+        assert!(
+            latency(&mut s, 8, 5).unwrap() > 0.0,
+            "blocking again after spinning"
+        );
         assert!(bandwidth(&mut s, 65536, 1 << 20).unwrap() > 0.0);
         s.write_all(&command(DONE, 0, 0)).unwrap();
         server.join().unwrap().unwrap();

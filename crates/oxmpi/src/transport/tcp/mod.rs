@@ -1527,7 +1527,10 @@ mod tests {
             for &(off, len) in &frames {
                 expect[off..off + len].copy_from_slice(&payload(off as u64, len));
             }
-            assert!(p.buf == expect, "{rails} rails: a byte is wrong or a gap was written");
+            assert!(
+                p.buf == expect,
+                "{rails} rails: a byte is wrong or a gap was written"
+            );
             let order: Vec<u64> = p.got.iter().map(|g| g.0).collect();
             let sent: Vec<u64> = frames.iter().map(|f| f.0 as u64).collect();
             assert_eq!(order, sent, "handed over in order");
