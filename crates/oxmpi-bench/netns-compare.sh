@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Cross-host comparison on namespace hosts: oxmpi-bench latency (1 B) and bw (4 MiB) between
 # two network-namespace hosts joined by two veth rails (one rail and both), against
-# `oxmpi-bench rawtcp` and, when installed in ~/.cache/oxmpi/peers/mpich
-# (scripts/install-peers.sh mpich), MPICH running the C suite over TCP (libfabric's tcp
-# provider, one interface), all between the same namespaces, interleaved round by round.
-# Hydra starts its proxies through a launcher that runs them in a namespace. Needs root and
-# `ip`; builds nothing of oxmpi (run `cargo build --release --workspace --bins` first).
+# `oxmpi-bench rawtcp` (its ping-pong both blocking and spinning) and, when installed in
+# ~/.cache/oxmpi/peers/mpich (scripts/install-peers.sh mpich), MPICH running the C suite
+# over TCP (libfabric's tcp provider, one interface), all between the same namespaces,
+# interleaved round by round. Hydra starts its proxies through a launcher that runs them in
+# a namespace. Needs root and `ip`; builds nothing of oxmpi (run
+# `cargo build --release --workspace --bins` first).
 #
 #   crates/oxmpi-bench/netns-compare.sh [ROUNDS] [EXTRA ENV ...]   e.g. 3 OXMPI_TCP_SPIN_COUNT=16
 #
@@ -60,16 +61,17 @@ mpi() { # rails-cidr benchmark size
     --launcher 'ip netns exec {host}' --timeout 100 --host $H1:1,$H2:1 -n 2 \
     "$T/oxmpi-bench" "$2" --min "$3" --max "$3" | awk -v s="$3" '$1==s {print $2}'
 }
-raw() { # which: lat|bw
+raw() { # which: lat|spin|bw (spin: the ping-pong with both sides polling nonblocking sockets)
   local port=$((20000 + RANDOM % 20000))
   timeout 120 "${PRE[@]}" ip netns exec $H1 "$T/oxmpi-bench" rawtcp --serve 10.77.12.1:$port >/dev/null &
   local srv=$!
   sleep 0.3
   local out
   out=$(timeout 120 "${PRE[@]}" ip netns exec $H2 "$T/oxmpi-bench" rawtcp --connect 10.77.12.1:$port \
-        --lat-sizes 1 --bw-sizes 4194304 --iters 10000 --stream-bytes 1073741824)
+        --lat-sizes 1 --bw-sizes 4194304 --iters 10000 --stream-bytes 1073741824 --spin)
   wait $srv || true
   if [ "$1" = lat ]; then echo "$out" | awk '/ping-pong/{p=1} p && $1=="1"{print $2; exit}'
+  elif [ "$1" = spin ]; then echo "$out" | awk '/spinning/{p=1} p && $1=="1"{print $2; exit}'
   else echo "$out" | awk '/stream/{p=1} p && $1=="4194304"{print $2; exit}'; fi
 }
 mpich() { # benchmark size: MPICH over rail0 between h1 and h2
@@ -82,10 +84,10 @@ mpich() { # benchmark size: MPICH over rail0 between h1 and h2
 ONE=10.77.12.0/24 TWO=10.77.12.0/24,10.77.112.0/24
 RES=$(mktemp)
 for r in $(seq 1 "$ROUNDS"); do
-  for m in "raw-lat" "mpi1-lat" "mpi2-lat" "mpich-lat" "raw-bw" "mpi1-bw" "mpi2-bw" "mpich-bw"; do
+  for m in "raw-lat" "rawspin-lat" "mpi1-lat" "mpi2-lat" "mpich-lat" "raw-bw" "mpi1-bw" "mpi2-bw" "mpich-bw"; do
     case $m in
       mpich-lat) v=$(mpich latency 1) ;; mpich-bw) v=$(mpich bw 4194304) ;;
-      raw-lat) v=$(raw lat) ;; raw-bw) v=$(raw bw) ;;
+      raw-lat) v=$(raw lat) ;; rawspin-lat) v=$(raw spin) ;; raw-bw) v=$(raw bw) ;;
       mpi1-lat) v=$(mpi $ONE latency 1) ;; mpi2-lat) v=$(mpi $TWO latency 1) ;;
       mpi1-bw) v=$(mpi $ONE bw 4194304) ;; mpi2-bw) v=$(mpi $TWO bw 4194304) ;;
     esac
@@ -94,8 +96,8 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 med() { grep "^$1 " "$RES" | awk '{print $2}' | sort -g | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 echo
-echo "| measure (median of $ROUNDS, ${EXTRA[*]:-default env}${PRIO:+, $PRIO}) | raw TCP | oxmpi 1 rail | oxmpi 2 rails | MPICH 1 rail |"
-echo "|---|---|---|---|---|"
-echo "| 1 B latency (us) | $(med raw-lat) | $(med mpi1-lat) | $(med mpi2-lat) | $(med mpich-lat) |"
-echo "| 4 MiB bandwidth (MB/s) | $(med raw-bw) | $(med mpi1-bw) | $(med mpi2-bw) | $(med mpich-bw) |"
+echo "| measure (median of $ROUNDS, ${EXTRA[*]:-default env}${PRIO:+, $PRIO}) | raw TCP | raw TCP, spinning | oxmpi 1 rail | oxmpi 2 rails | MPICH 1 rail |"
+echo "|---|---|---|---|---|---|"
+echo "| 1 B latency (us) | $(med raw-lat) | $(med rawspin-lat) | $(med mpi1-lat) | $(med mpi2-lat) | $(med mpich-lat) |"
+echo "| 4 MiB bandwidth (MB/s) | $(med raw-bw) | - | $(med mpi1-bw) | $(med mpi2-bw) | $(med mpich-bw) |"
 rm -f "$RES"

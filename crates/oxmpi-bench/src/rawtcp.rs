@@ -30,11 +30,47 @@ pub struct RawTcpArgs {
     /// Bytes streamed per bandwidth size.
     #[arg(long, default_value_t = 1 << 30)]
     pub stream_bytes: u64,
+    /// Also measure a ping-pong whose client and server spin on nonblocking sockets instead
+    /// of sleeping in the kernel until data arrives (how MPI libraries that poll wait).
+    #[arg(long)]
+    pub spin: bool,
 }
 
 const PING: u8 = 1;
 const STREAM: u8 = 2;
 const DONE: u8 = 3;
+/// A ping-pong with both sides spinning on nonblocking sockets.
+const SPIN_PING: u8 = 4;
+
+/// Reads exactly `buf.len()` bytes from a nonblocking socket, polling it without sleeping.
+fn spin_read(s: &mut TcpStream, buf: &mut [u8]) -> io::Result<()> {
+    let mut got = 0;
+    while got < buf.len() {
+        match s.read(&mut buf[got..]) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Writes all of `buf` to a nonblocking socket, polling it without sleeping.
+fn spin_write(s: &mut TcpStream, buf: &[u8]) -> io::Result<()> {
+    let mut put = 0;
+    while put < buf.len() {
+        match s.write(&buf[put..]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => put += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
 
 /// One request of the client: what to do, the message size and the count.
 fn command(kind: u8, size: usize, count: u64) -> [u8; 17] {
@@ -74,6 +110,14 @@ fn serve_one(mut s: TcpStream) -> io::Result<()> {
                 }
                 s.write_all(&[1])?;
             }
+            SPIN_PING => {
+                s.set_nonblocking(true)?;
+                for _ in 0..count {
+                    spin_read(&mut s, &mut buf)?;
+                    spin_write(&mut s, &buf)?;
+                }
+                s.set_nonblocking(false)?;
+            }
             DONE => return Ok(()),
             k => {
                 return Err(io::Error::new(
@@ -101,6 +145,26 @@ fn latency(s: &mut TcpStream, size: usize, iters: u32) -> io::Result<f64> {
     Ok(t.elapsed().as_secs_f64() * 1e6 / iters as f64 / 2.0)
 }
 
+/// One-way latency in microseconds of `size`-byte ping-pongs with both sides spinning.
+fn spin_latency(s: &mut TcpStream, size: usize, iters: u32) -> io::Result<f64> {
+    let mut buf = vec![0x5a; size];
+    s.write_all(&command(SPIN_PING, size, 2 * iters as u64))?;
+    s.set_nonblocking(true)?;
+    let mut round = |s: &mut TcpStream| -> io::Result<()> {
+        for _ in 0..iters {
+            spin_write(s, &buf)?;
+            spin_read(s, &mut buf)?;
+        }
+        Ok(())
+    };
+    round(s)?;
+    let t = Instant::now();
+    round(s)?;
+    let us = t.elapsed().as_secs_f64() * 1e6 / iters as f64 / 2.0;
+    s.set_nonblocking(false)?;
+    Ok(us)
+}
+
 /// Bandwidth in MB/s (10^6 bytes per second) of a stream of `size`-byte messages.
 fn bandwidth(s: &mut TcpStream, size: usize, total: u64) -> io::Result<f64> {
     let count = (total / size.max(1) as u64).max(4);
@@ -121,6 +185,17 @@ fn measure(mut s: TcpStream, a: &RawTcpArgs) -> io::Result<()> {
     println!("# {:>10} {:>14}", "size", "latency (us)");
     for &size in &a.lat_sizes {
         println!("{:>12} {:>14.2}", size, latency(&mut s, size, a.iters)?);
+    }
+    if a.spin {
+        println!("# raw TCP ping-pong, both sides spinning on nonblocking sockets");
+        println!("# {:>10} {:>14}", "size", "latency (us)");
+        for &size in &a.lat_sizes {
+            println!(
+                "{:>12} {:>14.2}",
+                size,
+                spin_latency(&mut s, size, a.iters)?
+            );
+        }
     }
     println!("# raw TCP stream");
     println!("# {:>10} {:>14}", "size", "MB/s");
@@ -180,6 +255,11 @@ mod tests {
         let server = std::thread::spawn(move || serve_one(l.accept().unwrap().0));
         let mut s = TcpStream::connect(addr).unwrap();
         assert!(latency(&mut s, 8, 50).unwrap() > 0.0);
+        assert!(spin_latency(&mut s, 8, 50).unwrap() > 0.0);
+        assert!(
+            latency(&mut s, 8, 5).unwrap() > 0.0,
+            "blocking again after spinning"
+        );
         assert!(bandwidth(&mut s, 65536, 1 << 20).unwrap() > 0.0);
         s.write_all(&command(DONE, 0, 0)).unwrap();
         server.join().unwrap().unwrap();
@@ -200,6 +280,7 @@ mod tests {
             bw_sizes: vec![],
             iters: 1,
             stream_bytes: 1,
+            spin: false,
         };
         assert!(run(&a).is_err());
         a.lat_sizes = vec![1];

@@ -201,3 +201,38 @@ fn a_fault_inside_a_collective_names_the_collective() {
         "{se}"
     );
 }
+
+/// `(messages verified, bytes placed)` summed over the ranks of a `tcp_land` run.
+fn landed(so: &str) -> (u64, u64) {
+    let field = |l: &str, after: &str| -> u64 {
+        l.split(after)
+            .nth(1)
+            .and_then(|s| s.split(' ').next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    so.lines()
+        .filter(|l| l.starts_with("tcp_land: rank"))
+        .map(|l| (field(l, "verified "), field(l, "placed ")))
+        .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
+}
+
+#[test]
+fn large_messages_land_in_place_with_offsets_striping_and_truncation() {
+    let prog = env!("CARGO_BIN_EXE_tcp_land");
+    for (seed, rails) in [("81", "1"), ("82", "2"), ("83", "3")] {
+        let max = (6 << 20).to_string();
+        let (so, se) = run_ok(2, prog, &[seed, "40", &max], &[("OXMPI_TCP_RAILS", rails)]);
+        let (verified, placed) = landed(&so);
+        assert_eq!(verified, 80, "{rails} rails:\n{so}\n{se}");
+        assert!(
+            placed > 0,
+            "nothing read straight into place over {rails} rails:\n{so}"
+        );
+    }
+    // Small fragments: many chunks per message, each landing at its offset.
+    let small = [("OXMPI_TCP_FRAG_SIZE", "16384"), ("OXMPI_TCP_RAILS", "2")];
+    let (so, _) = run_ok(2, prog, &["84", "30", "300000"], &small);
+    let (verified, placed) = landed(&so);
+    assert_eq!(verified, 60, "{so}");
+    assert!(placed > 0, "{so}");
+}

@@ -20,8 +20,11 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use oxmpi_pmi::launch::{shm_prefix, valid_jobkey, SHM_DIR};
 
 use crate::binding::{self, format_cpu_list};
 use crate::frame::{FrameReader, JobSpec, Msg};
@@ -157,6 +160,54 @@ fn handshake(conn: &mut TcpStream, token: &str) -> Result<Option<(JobSpec, Frame
     }
 }
 
+/// Takes `n` slots of this machine for the ranks of job `jobkey`, by creating the files
+/// `<dir>/oxmpi.<jobkey>.slot<i>` (the job's prefix: removed with its other files). Hosts of
+/// one job that share a machine (network-namespace hosts, containers sharing `/dev/shm`) then
+/// take distinct slots; a host that is a machine of its own takes `0..n`. `None` if the
+/// directory cannot be written.
+pub fn claim_slots(dir: &Path, jobkey: &str, n: usize) -> Option<Vec<usize>> {
+    if !valid_jobkey(jobkey) {
+        return None;
+    }
+    let prefix = shm_prefix(jobkey);
+    let mut slots = Vec::with_capacity(n);
+    let mut i = 0;
+    while slots.len() < n {
+        let claim = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(format!("{prefix}slot{i}")));
+        match claim {
+            Ok(_) => slots.push(i),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(_) => return None,
+        }
+        i += 1;
+    }
+    Some(slots)
+}
+
+/// CPU bindings of `n` ranks of this host whose machine may also run other hosts of the job:
+/// the plan of the machine's slots so far, as if all of its ranks were one host's, so that
+/// hosts sharing a machine get different cores (and none are bound once the machine is
+/// oversubscribed, by the default policy). Falls back to this host alone without slots.
+pub fn machine_bindings(
+    dir: &Path,
+    jobkey: &str,
+    n: usize,
+    (bind, within): (Option<binding::BindTo>, binding::Within),
+    cores: &[binding::Core],
+) -> Vec<Option<Vec<usize>>> {
+    match claim_slots(dir, jobkey, n) {
+        Some(slots) => {
+            let total = slots.iter().max().map_or(0, |&m| m + 1);
+            let all = binding::plan(total, bind, within, cores);
+            slots.iter().map(|&s| all[s].clone()).collect()
+        }
+        None => binding::plan(n, bind, within, cores),
+    }
+}
+
 /// One rank of this host.
 #[derive(Debug)]
 struct Rank {
@@ -245,11 +296,18 @@ impl Agent {
     fn start_ranks(&mut self) {
         self.start_watchdog();
         let (bind, within) = binding::from_wire(self.job.bind);
-        // Ranks with peers on other hosts start on the cores next to the NIC.
+        // Ranks with peers on other hosts start on the cores next to the NIC; hosts sharing
+        // this machine (namespace hosts) take distinct cores among those.
         let across = self.job.ranks.len() < self.job.size as usize;
         let tcp_if = self.job.ranks.first().map(|r| binding::tcp_if_of(&r.env));
         let (cores, nic) = binding::host_cores_near(tcp_if.as_deref().filter(|_| across));
-        let bindings = binding::plan(self.job.ranks.len(), bind, within, &cores);
+        let bindings = machine_bindings(
+            Path::new(SHM_DIR),
+            &self.job.jobkey,
+            self.job.ranks.len(),
+            (bind, within),
+            &cores,
+        );
         let nofile = sys::raise_nofile_limit().ok().map(|(old, _)| old);
         let env = JobEnv {
             size: self.job.size,
@@ -704,6 +762,52 @@ mod tests {
         assert!(parse_args(&os("4000 host.example"))
             .unwrap_err()
             .contains("address"));
+    }
+
+    #[test]
+    fn hosts_sharing_a_machine_take_distinct_cores() {
+        let dir = std::env::temp_dir().join(format!("oxrun-slots-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let cores: Vec<binding::Core> = (0..4)
+            .map(|c| binding::Core {
+                cpus: vec![c],
+                package: 0,
+                numa: 0,
+            })
+            .collect();
+        let key = "00112233aabbccdd";
+        let default = (None, binding::Within::Core);
+        // Three hosts of one job on a 4-core machine: 2 + 1 ranks fit, the third host's 2 do not.
+        let a = machine_bindings(&dir, key, 2, default, &cores);
+        let b = machine_bindings(&dir, key, 1, default, &cores);
+        let c = machine_bindings(&dir, key, 2, default, &cores);
+        assert_eq!(a, vec![Some(vec![0]), Some(vec![1])]);
+        assert_eq!(b, vec![Some(vec![2])]);
+        assert_eq!(
+            c,
+            vec![None, None],
+            "an oversubscribed machine binds no more"
+        );
+        // Asked for cores explicitly, the last host wraps around.
+        let forced = (Some(binding::BindTo::Core), binding::Within::Core);
+        let d = machine_bindings(&dir, key, 1, forced, &cores);
+        assert_eq!(d, vec![Some(vec![1])]);
+        // Another job, or a machine of its own, starts at the first core.
+        let other = machine_bindings(&dir, "ffeeddccbbaa9988", 1, default, &cores);
+        assert_eq!(other, vec![Some(vec![0])]);
+        // The job's files go with the rest of its files.
+        assert!(crate::shm::remove_job_files_in(&dir, key).is_empty());
+        assert_eq!(claim_slots(&dir, key, 2), Some(vec![0, 1]));
+        // A bad key or an unwritable directory: this host alone.
+        assert_eq!(claim_slots(&dir, "../x", 1), None);
+        let gone = dir.join("missing");
+        assert_eq!(claim_slots(&gone, key, 1), None);
+        assert_eq!(
+            machine_bindings(&gone, key, 1, default, &cores),
+            vec![Some(vec![0])]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

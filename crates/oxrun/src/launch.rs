@@ -120,7 +120,14 @@ pub fn run(plan: &Plan) -> i32 {
     // Ranks with peers on other hosts start on the cores next to the NIC.
     let tcp_if = (local_count < size as usize).then(|| binding::tcp_if_of(&[]));
     let (cores, nic) = binding::host_cores_near(tcp_if.as_deref());
-    let mut local_bindings = binding::plan(local_count, plan.bind_to, plan.within, &cores);
+    let mut local_bindings = if remote_hosts > 0 {
+        // Agents of other hosts may share this machine (namespace hosts): take distinct cores.
+        let dir = std::path::Path::new(oxmpi_pmi::launch::SHM_DIR);
+        let policy = (plan.bind_to, plan.within);
+        crate::agent::machine_bindings(dir, &jobkey, local_count, policy, &cores)
+    } else {
+        binding::plan(local_count, plan.bind_to, plan.within, &cores)
+    };
     if let Some(rf) = &plan.rankfile {
         // Rank-file entries replace the policy for the ranks they name.
         let local: Vec<u32> = (0..size).filter(|&r| is_local(r)).collect();

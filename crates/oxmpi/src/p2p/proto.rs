@@ -47,6 +47,8 @@ pub struct Stats {
     pub pushed: u64,
     /// Rendezvous messages copied straight out of the sender's shared arena.
     pub arena_pulls: u64,
+    /// Pushed rendezvous bytes a transport read straight into the receive buffer.
+    pub placed_bytes: u64,
 }
 
 /// A fault that breaks communication with a peer (or with everyone, `peer: None`).
@@ -157,6 +159,29 @@ impl Handler for Proto {
     #[inline]
     fn frag<L: Link>(&mut self, link: &mut L, f: Frag<'_>) {
         self.on_frag(link, f.from, f.am, f.hdr, &f.payload);
+    }
+
+    /// A rendezvous chunk from the sender of a receive in progress goes to its offset in the
+    /// receive buffer, when it fits there whole (a truncating chunk takes the copying path).
+    #[inline]
+    fn place(&mut self, from: u32, am: u8, hdr: &[u8], len: usize) -> Option<*mut u8> {
+        if am != am::DATA {
+            return None;
+        }
+        let c = CtrlHdr::decode(hdr)?;
+        if self.peer_of.get(c.rreq as usize) != Some(&from) {
+            return None;
+        }
+        match self.reqs.state_at(c.rreq) {
+            Some(&mut State::RecvChunks { buf, expect, .. })
+                if c.offset.checked_add(len as u64)? <= expect =>
+            {
+                // SAFETY: offset + len ≤ expect ≤ the receive buffer's capacity, so the
+                // result stays inside the buffer the API layer keeps borrowed.
+                Some(unsafe { buf.add(c.offset as usize) })
+            }
+            _ => None,
+        }
     }
 }
 
@@ -931,7 +956,9 @@ impl Proto {
                 got,
             }) => {
                 let n = data.len() as u64;
-                if c.offset < *expect {
+                if let Payload::Placed(k) = data {
+                    self.stats.placed_bytes += *k as u64;
+                } else if c.offset < *expect {
                     let keep = (*expect - c.offset).min(n) as usize;
                     // SAFETY: offset + keep ≤ expect ≤ the receive buffer's capacity.
                     let dst = unsafe { user_buf(buf.add(c.offset as usize), keep) };
@@ -1149,6 +1176,10 @@ impl Proto {
                 total: h.len,
                 got: 0,
             };
+            // A wildcard receive now waits on this sender alone (its chunks may be placed).
+            if let Some(p) = self.peer_of.get_mut(req as usize) {
+                *p = from;
+            }
         }
         self.reqs.set_status(req, st);
         self.reply(

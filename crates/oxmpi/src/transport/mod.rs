@@ -78,6 +78,8 @@ pub enum Payload<'a> {
     Bytes(&'a [u8]),
     /// Still in shared memory.
     Shm(shm::Payload<'a>),
+    /// `n` bytes the transport already wrote where [`Handler::place`] said they go.
+    Placed(usize),
 }
 
 impl Payload<'_> {
@@ -87,10 +89,13 @@ impl Payload<'_> {
         match self {
             Payload::Bytes(b) => b.len(),
             Payload::Shm(p) => p.len(),
+            Payload::Placed(n) => *n,
         }
     }
 
     /// Copies the first `dst.len()` payload bytes (at most [`len`](Self::len)) into `dst`.
+    /// Placed bytes are already at the place the handler named, which is the only `dst` a
+    /// handler passes for them: nothing to copy.
     #[inline]
     pub fn copy_to(&self, dst: &mut [u8]) {
         match self {
@@ -99,6 +104,7 @@ impl Payload<'_> {
                 dst[..n].copy_from_slice(&s[..n]);
             }
             Payload::Shm(p) => p.copy_to(dst),
+            Payload::Placed(_) => {}
         }
     }
 }
@@ -146,6 +152,17 @@ pub trait Link {
 pub trait Handler {
     /// Handles fragment `f`; `link` is the transport it arrived on, for immediate replies.
     fn frag<L: Link>(&mut self, link: &mut L, f: Frag<'_>);
+
+    /// Where the `len` payload bytes of a fragment `am` from `from` with header `hdr` go, if
+    /// the protocol knows before it arrives (a rendezvous chunk of a matched receive): a
+    /// transport reading a byte stream then reads them straight there and hands the fragment
+    /// over with [`Payload::Placed`]. Changes nothing; the transport asks again before each
+    /// read and stops writing there once the answer changes (the receive ended), so the
+    /// memory need only be valid, and not otherwise accessed, while the answer stands.
+    fn place(&mut self, from: u32, am: u8, hdr: &[u8], len: usize) -> Option<*mut u8> {
+        let _ = (from, am, hdr, len);
+        None
+    }
 }
 
 /// A transport: a [`Link`] for sending plus a receive side to poll.

@@ -10,7 +10,30 @@ use std::io::{self, IoSlice, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 
+use super::super::MAX_HDR;
 use super::frame::{FrameHdr, FRAME_HDR};
+
+/// Most bytes one ordinary read takes: a large payload behind a frame header is then mostly
+/// read straight to its place (see [`Landing`]) instead of into the receive buffer.
+const READ_MAX: usize = 64 << 10;
+/// The read after a landing: likely the next chunk's header, with as little payload as may be.
+const READ_AFTER_LANDING: usize = 4 << 10;
+
+/// A frame whose payload is being read straight into memory the protocol named
+/// ([`Handler::place`](crate::transport::Handler::place)), not into the receive buffer.
+#[derive(Debug)]
+pub struct Landing {
+    /// The frame's header.
+    pub fh: FrameHdr,
+    /// Its protocol header.
+    pub hdr: [u8; MAX_HDR],
+    /// Where the payload goes.
+    pub dst: *mut u8,
+    /// Payload bytes already there.
+    pub got: usize,
+    /// The place was withdrawn: the rest is read and dropped.
+    pub discard: bool,
+}
 
 /// What a read found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +82,10 @@ pub struct Conn {
     rx: Vec<u8>,
     rx_start: usize,
     rx_end: usize,
+    /// A payload being read to its place; the receive buffer is empty meanwhile.
+    pub landing: Option<Landing>,
+    /// The next read follows a landing (kept short).
+    after_landing: bool,
 }
 
 fn again(e: &io::Error) -> bool {
@@ -81,6 +108,8 @@ impl Conn {
             rx: vec![0; rx_bytes],
             rx_start: 0,
             rx_end: 0,
+            landing: None,
+            after_landing: false,
         })
     }
 
@@ -166,7 +195,13 @@ impl Conn {
             self.rx_end -= self.rx_start;
             self.rx_start = 0;
         }
-        match self.sock.read(&mut self.rx[self.rx_end..]) {
+        let cap = if std::mem::take(&mut self.after_landing) {
+            READ_AFTER_LANDING
+        } else {
+            READ_MAX
+        };
+        let to = self.rx.len().min(self.rx_end + cap);
+        match self.sock.read(&mut self.rx[self.rx_end..to]) {
             Ok(0) => Ok(Fill::Closed),
             Ok(n) => {
                 self.rx_end += n;
@@ -174,6 +209,51 @@ impl Conn {
             }
             Err(e) if again(&e) => Ok(Fill::Empty),
             Err(e) => Err(e),
+        }
+    }
+
+    /// Reads the payload of the [`landing`](Self::landing) on: into its place, or dropped once
+    /// the place is withdrawn. `Got(n)`: `n` more bytes are there; the landing is done when
+    /// `got` reaches the frame's payload length, and the read after it is kept short.
+    ///
+    /// # Safety
+    /// Unless the landing is `discard`, `dst + got .. dst + len` must be valid for writes and
+    /// not otherwise accessed during the call (the protocol's place answer stands).
+    pub unsafe fn land(&mut self) -> io::Result<Fill> {
+        let Some(l) = self.landing.as_mut() else {
+            return Ok(Fill::Empty);
+        };
+        let left = l.fh.len as usize - l.got;
+        let n = if l.discard {
+            // Nothing is buffered while landing: the receive buffer is scratch space.
+            let k = left.min(self.rx.len());
+            match self.sock.read(&mut self.rx[..k]) {
+                Ok(n) => n as isize,
+                Err(e) if again(&e) => return Ok(Fill::Empty),
+                Err(e) => return Err(e),
+            }
+        } else {
+            // SAFETY: the caller guarantees `dst + got` is valid for `left` bytes of writes;
+            // the descriptor is owned by `sock`. A failed read writes nothing.
+            unsafe { libc::recv(self.sock.as_raw_fd(), l.dst.add(l.got).cast(), left, 0) }
+        };
+        match n {
+            0 if left > 0 => Ok(Fill::Closed),
+            n if n >= 0 => {
+                l.got += n as usize;
+                if l.got == l.fh.len as usize {
+                    self.after_landing = true;
+                }
+                Ok(Fill::Got(n as usize))
+            }
+            _ => {
+                let e = io::Error::last_os_error();
+                if again(&e) {
+                    Ok(Fill::Empty)
+                } else {
+                    Err(e)
+                }
+            }
         }
     }
 

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use super::{Frag, Handler, Limits, Link, Payload, Remote, SendError, Transport, Wakeup, MAX_HDR};
 use crate::error::{Error, ErrorClass, Result};
-use conn::{parse_frame, Conn, Fill};
+use conn::{parse_frame, Conn, Fill, Landing};
 use frame::{FrameHdr, FRAME_HDR, KIND_ACK, KIND_MSG};
 use handshake::{Hello, Ours, ACCEPT, HELLO_LEN, REJECT, TOKEN_LEN};
 use iface::IfAddr;
@@ -258,7 +258,7 @@ struct Peer {
     connected: bool,
     broken: Option<Error>,
     next_seq: u64,
-    reorder: Reorder<(FrameHdr, Vec<u8>)>,
+    reorder: Reorder<(FrameHdr, Vec<u8>, bool)>,
     /// Unacknowledged fragments (only with more than one rail).
     window: SendWindow,
     /// Delivered count last acknowledged, and bytes delivered since.
@@ -345,6 +345,8 @@ pub struct TcpLink {
     /// The first fault not yet reported by `poll`.
     fault: Option<Error>,
     frames_sent: u64,
+    /// Payload bytes read straight to their place.
+    placed: u64,
     resolve: Cards,
 }
 
@@ -803,6 +805,7 @@ impl TcpTransport {
                 dirty: Vec::new(),
                 fault: None,
                 frames_sent: 0,
+                placed: 0,
                 resolve: Cards(resolve),
             },
             events: Vec::with_capacity(64),
@@ -991,8 +994,35 @@ impl TcpTransport {
         }
     }
 
-    /// Reads what rail `r` of peer `idx` brought and hands whole fragments to `h`.
+    /// Reads what rail `r` of peer `idx` brought and hands whole fragments to `h`. A large
+    /// payload whose place the protocol knows is read straight there (a [`Landing`]); a few
+    /// rounds follow one, as the next chunk usually waits behind it.
     fn read_rail<H: Handler>(&mut self, idx: usize, r: usize, h: &mut H) -> usize {
+        let mut n = 0;
+        for _ in 0..LANDING_ROUNDS {
+            let landing =
+                (self.link.peers[idx].rails[r].conn.as_ref()).is_some_and(|c| c.landing.is_some());
+            if landing {
+                match self.land(idx, r, h) {
+                    Some(k) => {
+                        n += k;
+                        continue;
+                    }
+                    None => return n,
+                }
+            }
+            n += self.read_frames(idx, r, h);
+            let landing =
+                (self.link.peers[idx].rails[r].conn.as_ref()).is_some_and(|c| c.landing.is_some());
+            if !landing {
+                break;
+            }
+        }
+        n
+    }
+
+    /// Reads once into rail `r`'s buffer and hands the whole frames to `h`.
+    fn read_frames<H: Handler>(&mut self, idx: usize, r: usize, h: &mut H) -> usize {
         let fill = match self.link.peers[idx].rails[r].conn.as_mut().map(Conn::fill) {
             None => return 0,
             Some(Ok(f)) => f,
@@ -1037,8 +1067,61 @@ impl TcpTransport {
         n
     }
 
+    /// Reads on the payload landing on rail `r`: `Some(fragments handed over)` while the
+    /// socket gives bytes (the landing may be done), `None` once it has nothing more now.
+    fn land<H: Handler>(&mut self, idx: usize, r: usize, h: &mut H) -> Option<usize> {
+        let peer = &mut self.link.peers[idx];
+        let (rank, broken) = (peer.rank, peer.broken.is_some());
+        let c = peer.rails[r].conn.as_mut()?;
+        let l = c.landing.as_mut()?;
+        if !l.discard {
+            // Asked again before every read: a receive that ended (a fault failed it) or a
+            // copy delivered over another rail withdraws the place.
+            let len = l.fh.len as usize;
+            let hdr = &l.hdr[..l.fh.hdr_len as usize];
+            l.discard = broken
+                || !peer.reorder.is_new(l.fh.seq)
+                || h.place(rank, l.fh.am, hdr, len) != Some(l.dst);
+        }
+        // SAFETY: unless discarding, the protocol's place answer was asked just now and still
+        // stands: `dst .. dst + len` lies in a receive buffer that nothing else touches until
+        // this fragment is handed over (the receive cannot end before it is).
+        let read = unsafe { c.land() };
+        match read {
+            Err(e) => {
+                self.link.rail_died(idx, r, e.to_string());
+                None
+            }
+            Ok(Fill::Closed) => {
+                self.link
+                    .rail_died(idx, r, "the peer closed the connection".into());
+                None
+            }
+            Ok(Fill::Empty) => None,
+            Ok(Fill::Got(k)) => {
+                if !c.landing.as_ref().is_some_and(|l| l.discard) {
+                    self.link.placed += k as u64;
+                }
+                let c = self.link.peers[idx].rails[r].conn.as_mut()?;
+                if c.landing
+                    .as_ref()
+                    .is_some_and(|l| l.got == l.fh.len as usize)
+                {
+                    let l = c.landing.take().expect("checked");
+                    let hdr = &l.hdr[..l.fh.hdr_len as usize];
+                    let n = hand(&mut self.link, idx, l.fh, hdr, Payload::Placed(l.got), h);
+                    self.link.maybe_ack(idx, false);
+                    return Some(n);
+                }
+                Some(0)
+            }
+        }
+    }
+
     /// Hands the whole frames in rail `r`'s buffer to `h`, in sequence order.
-    /// All of them: frames left in the buffer would wait for more bytes on the socket.
+    /// All of them: frames left in the buffer would wait for more bytes on the socket. A large
+    /// frame cut short whose place the protocol knows starts a landing: its payload so far is
+    /// copied there and the rest is read straight after it.
     #[inline]
     fn deliver<H: Handler>(&mut self, idx: usize, r: usize, h: &mut H) -> usize {
         let l = &mut self.link;
@@ -1069,47 +1152,22 @@ impl TcpTransport {
                 l.peers[idx].window.ack(fh.seq);
                 continue;
             }
-            match l.peers[idx].reorder.offer(fh.seq) {
-                Offer::Deliver => {}
-                Offer::Hold => {
-                    l.peers[idx]
-                        .reorder
-                        .hold(fh.seq, (fh, rx[body..body_end].to_vec()));
-                    continue;
-                }
-                Offer::Duplicate => continue,
-            }
-            h.frag(
-                l,
-                Frag {
-                    from: rank,
-                    am: fh.am,
-                    hdr: &rx[body..hdr_end],
-                    payload: Payload::Bytes(&rx[hdr_end..body_end]),
-                },
-            );
-            n += 1;
-            l.peers[idx].unacked_in += fh.total();
-            while let Some((f2, v)) = l.peers[idx].reorder.next_held() {
-                let hl = f2.hdr_len as usize;
-                h.frag(
-                    l,
-                    Frag {
-                        from: rank,
-                        am: f2.am,
-                        hdr: &v[..hl],
-                        payload: Payload::Bytes(&v[hl..]),
-                    },
-                );
-                n += 1;
-                l.peers[idx].unacked_in += f2.total();
-            }
+            let payload = Payload::Bytes(&rx[hdr_end..body_end]);
+            n += hand(l, idx, fh, &rx[body..hdr_end], payload, h);
+        }
+        if n > 0 {
             l.maybe_ack(idx, false);
         }
+        let landing = if bad.is_none() {
+            start_landing(l, idx, &rx, &mut start, end, h)
+        } else {
+            None
+        };
         let rail = &mut l.peers[idx].rails[r];
         if rail.gen == gen {
             if let Some(c) = rail.conn.as_mut() {
                 c.put_rx(rx, start);
+                c.landing = landing;
             }
         }
         if let Some(why) = bad {
@@ -1126,6 +1184,120 @@ impl TcpTransport {
         }
         n
     }
+}
+
+/// Payloads at least this large are read straight to their place when the protocol knows it.
+const PLACE_MIN: usize = 8192;
+/// Reads per poll of a rail with a landing (a few chunks' worth).
+const LANDING_ROUNDS: usize = 8;
+
+/// Hands fragment `fh` (protocol header `hdr`, `payload`) of peer `idx` to `h` in sequence
+/// order: held if ahead of a gap, dropped if a copy came first, and followed by the held ones
+/// it unblocks. Returns how many were handed over.
+#[inline]
+fn hand<H: Handler>(
+    l: &mut TcpLink,
+    idx: usize,
+    fh: FrameHdr,
+    hdr: &[u8],
+    payload: Payload<'_>,
+    h: &mut H,
+) -> usize {
+    let rank = l.peers[idx].rank;
+    match l.peers[idx].reorder.offer(fh.seq) {
+        Offer::Deliver => {}
+        Offer::Hold => {
+            // A placed payload is where it goes already: only its header waits.
+            let placed = matches!(payload, Payload::Placed(_));
+            let mut v = hdr.to_vec();
+            if let Payload::Bytes(b) = payload {
+                v.extend_from_slice(b);
+            }
+            l.peers[idx].reorder.hold(fh.seq, (fh, v, placed));
+            return 0;
+        }
+        Offer::Duplicate => return 0,
+    }
+    h.frag(
+        l,
+        Frag {
+            from: rank,
+            am: fh.am,
+            hdr,
+            payload,
+        },
+    );
+    let mut n = 1;
+    l.peers[idx].unacked_in += fh.total();
+    while let Some((f2, v, placed)) = l.peers[idx].reorder.next_held() {
+        let hl = f2.hdr_len as usize;
+        let payload = if placed {
+            Payload::Placed(f2.len as usize)
+        } else {
+            Payload::Bytes(&v[hl..])
+        };
+        h.frag(
+            l,
+            Frag {
+                from: rank,
+                am: f2.am,
+                hdr: &v[..hl],
+                payload,
+            },
+        );
+        n += 1;
+        l.peers[idx].unacked_in += f2.total();
+    }
+    n
+}
+
+/// Starts a landing for the frame cut short at `rx[*start..end]` if it is large, new, and
+/// the protocol names its place: the payload bytes already read are copied there and
+/// `*start` moves past them.
+#[inline]
+fn start_landing<H: Handler>(
+    l: &mut TcpLink,
+    idx: usize,
+    rx: &[u8],
+    start: &mut usize,
+    end: usize,
+    h: &mut H,
+) -> Option<Landing> {
+    let s = *start;
+    if end - s < FRAME_HDR {
+        return None;
+    }
+    let fh = FrameHdr::decode(&rx[s..s + FRAME_HDR], l.cfg.max_frag).ok()?;
+    let body = s + FRAME_HDR;
+    let hdr_end = body + fh.hdr_len as usize;
+    let len = fh.len as usize;
+    let peer = &l.peers[idx];
+    if fh.kind != KIND_MSG
+        || len < PLACE_MIN
+        || end < hdr_end
+        || end - s >= fh.total()
+        || peer.broken.is_some()
+        || !peer.reorder.is_new(fh.seq)
+    {
+        return None;
+    }
+    let dst = h.place(peer.rank, fh.am, &rx[body..hdr_end], len)?;
+    let have = end - hdr_end;
+    // SAFETY: the place answer stands (asked just now): `dst` is valid for `len` > `have`
+    // bytes of writes in a receive buffer nothing else touches; `rx` is this transport's own
+    // buffer, so the two cannot overlap.
+    unsafe { std::ptr::copy_nonoverlapping(rx[hdr_end..end].as_ptr(), dst, have) };
+    l.placed += have as u64;
+    let mut hdr = [0u8; MAX_HDR];
+    hdr[..fh.hdr_len as usize].copy_from_slice(&rx[body..hdr_end]);
+    *start = end;
+    Some(Landing {
+        fh,
+        hdr,
+        dst,
+        got: have,
+        discard: false,
+    })
 }
 
 impl TcpLink {
@@ -1278,6 +1450,128 @@ mod tests {
 
     fn payload(i: u64, len: usize) -> Vec<u8> {
         (0..len).map(|k| (k as u64 * 7 + i * 13) as u8).collect()
+    }
+
+    /// Places fragments of kind 7 (header: offset u64) at that offset of `buf`, until
+    /// `withdraw_after` place answers have been given; records what was handed over.
+    struct Placer {
+        buf: Vec<u8>,
+        answers: usize,
+        withdraw_after: usize,
+        got: Vec<(u64, usize, bool)>,
+    }
+
+    impl Handler for Placer {
+        fn frag<L: Link>(&mut self, _link: &mut L, f: Frag<'_>) {
+            let off = u64::from_le_bytes(f.hdr.try_into().unwrap());
+            let placed = matches!(f.payload, Payload::Placed(_));
+            if !placed {
+                let at = off as usize;
+                f.payload.copy_to(&mut self.buf[at..at + f.payload.len()]);
+            }
+            self.got.push((off, f.payload.len(), placed));
+        }
+
+        fn place(&mut self, _from: u32, am: u8, hdr: &[u8], len: usize) -> Option<*mut u8> {
+            let off = u64::from_le_bytes(hdr.try_into().ok()?) as usize;
+            if am != 7 || self.answers >= self.withdraw_after || off + len > self.buf.len() {
+                return None;
+            }
+            self.answers += 1;
+            Some(self.buf[off..].as_mut_ptr())
+        }
+    }
+
+    const GUARD: u8 = 0xEE;
+
+    /// Sends `frames` (offset, length) of `payload(seed)` bytes to rank 1 of `t`, and polls
+    /// until `p` has them all.
+    fn land_frames(t: &mut [TcpTransport], p: &mut Placer, frames: &[(usize, usize)]) {
+        let mut c = Collect::default();
+        let mut i = 0;
+        for _ in 0..1_000_000 {
+            while i < frames.len() {
+                let (off, len) = frames[i];
+                let data = payload(off as u64, len);
+                match t[0].link().send(1, 7, &(off as u64).to_le_bytes(), &data) {
+                    Ok(()) => i += 1,
+                    Err(SendError::Busy) => break,
+                    Err(SendError::Fatal(e)) => panic!("{e}"),
+                }
+            }
+            t[0].poll(64, &mut c).unwrap();
+            t[1].poll(64, p).unwrap();
+            if p.got.len() == frames.len() {
+                return;
+            }
+        }
+        panic!("frames never all arrived");
+    }
+
+    #[test]
+    fn large_payloads_land_at_their_place_over_every_rail_and_nothing_around_it() {
+        for rails in [1, 2, 3] {
+            let mut cfg = config(rails, None);
+            cfg.max_frag = 1 << 20;
+            cfg.send_queue = 4 << 20;
+            let mut t = pair(cfg);
+            // Chunks of one large message, at their offsets, with a gap left untouched.
+            let frames: Vec<(usize, usize)> = (0..12)
+                .map(|k| (64 + k * 300_000, [300_000, 20_000, 131_072][k % 3]))
+                .collect();
+            let size = 64 + 12 * 300_000 + 64;
+            let mut p = Placer {
+                buf: vec![GUARD; size],
+                answers: 0,
+                withdraw_after: usize::MAX,
+                got: Vec::new(),
+            };
+            land_frames(&mut t, &mut p, &frames);
+            let mut expect = vec![GUARD; size];
+            for &(off, len) in &frames {
+                expect[off..off + len].copy_from_slice(&payload(off as u64, len));
+            }
+            assert!(
+                p.buf == expect,
+                "{rails} rails: a byte is wrong or a gap was written"
+            );
+            let order: Vec<u64> = p.got.iter().map(|g| g.0).collect();
+            let sent: Vec<u64> = frames.iter().map(|f| f.0 as u64).collect();
+            assert_eq!(order, sent, "handed over in order");
+            let placed = p.got.iter().filter(|g| g.2).count();
+            assert!(placed > 0, "{rails} rails: nothing landed: {:?}", p.got);
+            let landed = t[1].link.placed;
+            // A read takes at most 64 KiB: the rest of each placed payload lands directly.
+            let floor: usize = (p.got.iter().filter(|g| g.2))
+                .map(|g| g.1.saturating_sub(64 << 10))
+                .sum();
+            assert!(landed as usize >= floor, "{landed} < {floor}");
+        }
+    }
+
+    #[test]
+    fn a_withdrawn_place_gets_no_more_bytes_and_the_fragment_still_arrives() {
+        let mut cfg = config(1, None);
+        cfg.max_frag = 1 << 20;
+        cfg.send_queue = 4 << 20;
+        let mut t = pair(cfg);
+        let len = 900_000;
+        let mut p = Placer {
+            buf: vec![GUARD; len],
+            answers: 0,
+            // Placed when its header arrives, withdrawn at the first read after.
+            withdraw_after: 1,
+            got: Vec::new(),
+        };
+        land_frames(&mut t, &mut p, &[(0, len)]);
+        assert_eq!(p.got.len(), 1);
+        let want = payload(0, len);
+        let k = (0..len).find(|&i| p.buf[i] != want[i]).unwrap_or(len);
+        assert!(k < len, "the withdrawn place was written to the end");
+        assert!(
+            p.buf[k..].iter().all(|&b| b == GUARD),
+            "bytes written after the place was withdrawn"
+        );
     }
 
     #[test]

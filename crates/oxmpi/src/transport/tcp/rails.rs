@@ -121,6 +121,13 @@ impl<T> Reorder<T> {
         }
     }
 
+    /// Whether fragment `seq` is neither delivered nor held: [`offer`](Self::offer) would not
+    /// call it a duplicate. Changes nothing.
+    #[inline]
+    pub fn is_new(&self, seq: u64) -> bool {
+        seq >= self.expected && (self.held.is_empty() || !self.held.contains_key(&seq))
+    }
+
     /// Keeps fragment `seq` (classified [`Offer::Hold`]).
     pub fn hold(&mut self, seq: u64, item: T) {
         self.held.insert(seq, item);
@@ -214,8 +221,10 @@ mod tests {
     #[test]
     fn duplicates_are_recognised_whether_delivered_or_held() {
         let mut r: Reorder<()> = Reorder::default();
+        assert!(r.is_new(1));
         assert_eq!(r.offer(1), Offer::Hold);
         r.hold(1, ());
+        assert!(!r.is_new(1) && r.is_new(0) && r.is_new(2));
         assert_eq!(r.offer(1), Offer::Duplicate);
         assert_eq!(r.offer(0), Offer::Deliver);
         assert_eq!(r.offer(0), Offer::Duplicate);
