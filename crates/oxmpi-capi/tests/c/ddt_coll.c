@@ -142,7 +142,8 @@ static void vector_forms(Ty st, Ty rt, int init) {
     int mine = counts[rank];
     size_t rspan = (size_t)total * rt.extent, sspan = (size_t)(total + 3) * st.extent;
     unsigned char *s = alloc(sspan), *gv = alloc(rspan), *agv = alloc(rspan), *sv = alloc(3 * rt.extent);
-    unsigned char *a2av = alloc(rspan), *a2aw = alloc(rspan), *want = alloc(rspan);
+    size_t wspan = rspan > 3 * (size_t)rt.extent ? rspan : 3 * (size_t)rt.extent;
+    unsigned char *a2av = alloc(rspan), *a2aw = alloc(rspan), *want = alloc(wspan);
     /* The w-form: the same layout in bytes, the datatypes per block. */
     int wc[16], wsd[16], wrd[16];
     MPI_Datatype wst[16], wrt[16];
@@ -395,6 +396,40 @@ static void reduce_scatter(void) {
     MUST(MPI_Type_free(&dv));
 }
 
+/* Bad inputs: a reduction over a type of two predefined types, an uncommitted type. */
+static void errors(Ty mixed) {
+    MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    double buf[64];
+    int counts[16];
+    for (int i = 0; i < size; i++) counts[i] = 1;
+    MPI_Request r = MPI_REQUEST_NULL;
+    int cls = MPI_Iallreduce(buf, buf + 32, 1, mixed.t, MPI_SUM, MPI_COMM_WORLD, &r);
+    MUST(MPI_Error_class(cls, &cls));
+    CHECK(cls == MPI_ERR_TYPE, "iallreduce over a struct: class %d", cls);
+    cls = MPI_Reduce_scatter_init(buf, buf + 32, counts, mixed.t, MPI_SUM, MPI_COMM_WORLD,
+                                  MPI_INFO_NULL, &r);
+    MUST(MPI_Error_class(cls, &cls));
+    CHECK(cls == MPI_ERR_TYPE, "reduce_scatter_init over a struct: class %d", cls);
+    cls = MPI_Reduce_scatter_block(buf, buf + 32, 1, mixed.t, MPI_SUM, MPI_COMM_WORLD);
+    MUST(MPI_Error_class(cls, &cls));
+    CHECK(cls == MPI_ERR_TYPE, "reduce_scatter_block over a struct: class %d", cls);
+    MPI_Datatype raw;
+    MUST(MPI_Type_vector(2, 1, 2, MPI_INT, &raw));
+    int sc[16], sd[16];
+    MPI_Datatype ts[16];
+    for (int i = 0; i < size; i++) sc[i] = 1, sd[i] = 0, ts[i] = raw;
+    cls = MPI_Ialltoallw(buf, sc, sd, ts, buf + 32, sc, sd, ts, MPI_COMM_WORLD, &r);
+    MUST(MPI_Error_class(cls, &cls));
+    CHECK(cls == MPI_ERR_TYPE, "ialltoallw uncommitted: class %d", cls);
+    cls = MPI_Gatherv_init(buf, 1, raw, buf + 32, counts, sd, raw, 0, MPI_COMM_WORLD,
+                           MPI_INFO_NULL, &r);
+    MUST(MPI_Error_class(cls, &cls));
+    CHECK(cls == MPI_ERR_TYPE, "gatherv_init uncommitted: class %d", cls);
+    CHECK(r == MPI_REQUEST_NULL, "a failed call made a request");
+    MUST(MPI_Type_free(&raw));
+    MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
 int main(int argc, char **argv) {
     MUST(MPI_Init(&argc, &argv));
     MUST(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -426,6 +461,7 @@ int main(int argc, char **argv) {
     }
     minloc();
     reduce_scatter();
+    errors(st);
     MUST(MPI_Type_free(&vec.t));
     MUST(MPI_Type_free(&idx.t));
     MUST(MPI_Type_free(&st.t));
