@@ -962,6 +962,42 @@ unsafe fn in_place_input(
     })
 }
 
+/// `MPI_Alltoallv` and `MPI_Alltoallw`: `build(p, send, rw, k)` gives the send (`send`)
+/// or receive blocks for `p` ranks.
+unsafe fn alltoall_blocks(
+    name: &str,
+    how: How,
+    sbuf: *const c_void,
+    c: Handle,
+    out: *mut Handle,
+    build: impl Fn(usize, bool, (bool, bool), &mut Kept) -> Result<Blocks>,
+) -> Result<()> {
+    let comm = typed(c)?;
+    let mut k = Kept::default();
+    let p = comm.size() as usize;
+    let ip = in_place(sbuf);
+    let r = build(p, false, (ip, true), &mut k)?;
+    // SAFETY: the receive blocks are readable now (the MPI contract).
+    let s = unsafe {
+        in_place_input(
+            name,
+            how,
+            &r,
+            &mut k,
+            |k| build(p, true, (true, false), k),
+            ip,
+        )?
+    };
+    // SAFETY: the caller's buffers (or staged ones, kept), valid until the request completes.
+    unsafe {
+        launch(name, how, out, k, |q| {
+            q.alltoallv_init(
+                &comm, s.at, s.extent, &s.bc, &s.bd, r.at, r.extent, &r.bc, &r.bd,
+            )
+        })
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 unsafe fn alltoallv(
     name: &str,
@@ -977,35 +1013,14 @@ unsafe fn alltoallv(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let comm = typed(c)?;
-    let mut k = Kept::default();
-    let p = comm.size() as usize;
-    let ip = in_place(sbuf);
     // SAFETY: the caller's buffers and arrays, valid until the request completes.
     unsafe {
-        let r = blocks(
-            name,
-            how,
-            p,
-            rcounts,
-            rdispls,
-            rdt,
-            rbuf,
-            (ip, true),
-            &mut k,
-        )?;
-        let s = in_place_input(
-            name,
-            how,
-            &r,
-            &mut k,
-            |k| blocks(name, how, p, scounts, sdispls, sdt, sbuf, (true, false), k),
-            ip,
-        )?;
-        launch(name, how, out, k, |q| {
-            q.alltoallv_init(
-                &comm, s.at, s.extent, &s.bc, &s.bd, r.at, r.extent, &r.bc, &r.bd,
-            )
+        alltoall_blocks(name, how, sbuf, c, out, |p, send, rw, k| {
+            if send {
+                blocks(name, how, p, scounts, sdispls, sdt, sbuf, rw, k)
+            } else {
+                blocks(name, how, p, rcounts, rdispls, rdt, rbuf, rw, k)
+            }
         })
     }
 }
@@ -1303,35 +1318,14 @@ unsafe fn alltoallw(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let comm = typed(c)?;
-    let p = comm.size() as usize;
-    let mut k = Kept::default();
-    let ip = in_place(sbuf);
     // SAFETY: the caller's buffers and arrays, valid until the request completes.
     unsafe {
-        let r = wblocks(
-            name,
-            how,
-            p,
-            rcounts,
-            rdispls,
-            rdts,
-            rbuf,
-            (ip, true),
-            &mut k,
-        )?;
-        let s = in_place_input(
-            name,
-            how,
-            &r,
-            &mut k,
-            |k| wblocks(name, how, p, scounts, sdispls, sdts, sbuf, (true, false), k),
-            ip,
-        )?;
-        launch(name, how, out, k, |q| {
-            q.alltoallv_init(
-                &comm, s.at, s.extent, &s.bc, &s.bd, r.at, r.extent, &r.bc, &r.bd,
-            )
+        alltoall_blocks(name, how, sbuf, c, out, |p, send, rw, k| {
+            if send {
+                wblocks(name, how, p, scounts, sdispls, sdts, sbuf, rw, k)
+            } else {
+                wblocks(name, how, p, rcounts, rdispls, rdts, rbuf, rw, k)
+            }
         })
     }
 }
