@@ -100,7 +100,11 @@ unsafe fn stage(
         // SAFETY: forwarded.
         unsafe { t.pack() };
     }
-    let at = if t.len() == 0 { empty() } else { t.ptr() };
+    let at = if t.staged_len() == 0 {
+        empty()
+    } else {
+        t.ptr()
+    };
     k.staged.push(t);
     at
 }
@@ -490,7 +494,7 @@ unsafe fn operand(
     let pieces = one(ty.clone(), items as u64, len);
     // SAFETY: forwarded.
     let at = unsafe { stage(how, p, pieces, len, pair, rw, k) };
-    let wide = k.staged.last().map_or(0, |t| t.len());
+    let wide = k.staged.last().map_or(0, |t| t.staged_len());
     Ok((at.cast(), wide))
 }
 

@@ -170,7 +170,7 @@ impl Through {
     }
 
     /// Staged bytes.
-    pub fn len(&self) -> usize {
+    pub fn staged_len(&self) -> usize {
         self.len
     }
 

@@ -160,6 +160,11 @@ fn derived_datatypes_in_nonblocking_and_persistent_collectives() {
 }
 
 #[test]
+fn long_double_reductions_match_c() {
+    corpus("longdouble", &[1, 2, 3, 4]);
+}
+
+#[test]
 fn nonblocking_sendrecv_and_matched_receive() {
     corpus("isendrecv", &[1, 2, 3, 4]);
 }
