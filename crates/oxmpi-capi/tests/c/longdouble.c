@@ -36,10 +36,10 @@ int main(int argc, char **argv) {
     CHECK(mx == 1.0L + (size - 1) * ldexpl(1.0L, -62), "max %.25Lg", mx);
 
     /* MINLOC/MAXLOC on pairs. */
-    struct { long double v; int i; } in = {5.0L - (rank % 2) * ldexpl(1.0L, -62), rank}, lo, hi;
+    struct { long double v; int i; } in = {5.0L - (rank % 2) * ldexpl(1.0L, -60), rank}, lo, hi;
     MUST(MPI_Allreduce(&in, &lo, 1, MPI_LONG_DOUBLE_INT, MPI_MINLOC, MPI_COMM_WORLD));
     MUST(MPI_Allreduce(&in, &hi, 1, MPI_LONG_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD));
-    CHECK(lo.i == (size > 1 ? 1 : 0) && lo.v == in.v - (size > 1 && rank % 2 == 0 ? ldexpl(1.0L, -62) : 0),
+    CHECK(lo.i == (size > 1 ? 1 : 0) && lo.v == in.v - (size > 1 && rank % 2 == 0 ? ldexpl(1.0L, -60) : 0),
           "minloc %.25Lg at %d", lo.v, lo.i);
     CHECK(hi.i == 0 && hi.v == 5.0L, "maxloc %.25Lg at %d", hi.v, hi.i);
 
