@@ -16,7 +16,7 @@ use oxmpi::{Communicator, ErrorClass, Op, Reducible, Result, Single};
 
 use crate::boundary::{comm, count, err, get, handle_of, int_of, mpi_fn, put, slice, span, Handle};
 use crate::datatypes::{with_elem_type, Predef};
-use crate::staging::Staged;
+use crate::staging::{PairLayout, Staged};
 
 /// `MPI_IN_PLACE`.
 const IN_PLACE: usize = 1;
@@ -349,7 +349,7 @@ unsafe fn output<'a>(
 }
 
 /// A committed derived type, its element count for `blocks × n` and their packed length.
-fn derived(
+pub(crate) fn derived(
     name: &str,
     n: i64,
     dt: Handle,
@@ -371,7 +371,7 @@ fn derived(
 
 /// A reduction over a derived datatype made of one predefined type: the base's table entry
 /// and the element count, or `None` for a predefined datatype.
-fn reduction_base(name: &str, dt: Handle) -> Result<Option<&'static Predef>> {
+pub(crate) fn reduction_base(name: &str, dt: Handle) -> Result<Option<&'static Predef>> {
     if crate::datatypes::lookup(name, dt as usize).is_ok() {
         return Ok(None);
     }
@@ -384,6 +384,19 @@ fn reduction_base(name: &str, dt: Handle) -> Result<Option<&'static Predef>> {
         )
     })?;
     crate::datatypes::lookup(name, base.handle() as usize).map(Some)
+}
+
+/// The C struct layout of `d` if it is a MINLOC/MAXLOC pair type.
+pub(crate) fn pair_layout(d: &Predef) -> Option<PairLayout> {
+    oxmpi::datatype::Predefined::from_handle(d.handle as u32).and_then(|p| {
+        let i = p.info();
+        i.pair_index.map(|ix| PairLayout {
+            value: i.repr.size(),
+            index: p.pair_index_repr().size(),
+            at: ix,
+            extent: d.size,
+        })
+    })
 }
 
 /// A reduction (`kind`: 0 allreduce, 1 scan, 2 exscan, 3 reduce at `root`) over a derived
@@ -410,15 +423,7 @@ unsafe fn reduce_derived(
     let comm = typed(c)?;
     let at_root = kind != 3 || comm.rank() == root;
     let (ty, k, len) = derived(name, n, dt, 1, rbuf.cast_const())?;
-    let pair = oxmpi::datatype::Predefined::from_handle(d.handle as u32).and_then(|p| {
-        let i = p.info();
-        i.pair_index.map(|ix| PairLayout {
-            value: i.repr.size(),
-            index: p.pair_index_repr().size(),
-            at: ix,
-            extent: d.size,
-        })
-    });
+    let pair = pair_layout(d);
     // SAFETY: the caller's buffers, per the standard's contract.
     unsafe {
         let send = if in_place(sbuf) {
@@ -458,51 +463,6 @@ unsafe fn reduce_derived(
         }
     }
     Ok(())
-}
-
-/// Where a MINLOC/MAXLOC pair's value and index lie: packed (value then index) and in its
-/// C struct (index at `at`, `extent` bytes each).
-#[derive(Clone, Copy)]
-struct PairLayout {
-    value: usize,
-    index: usize,
-    at: usize,
-    extent: usize,
-}
-
-impl PairLayout {
-    /// Packed pairs to C structs (padding zeroed); other data unchanged.
-    fn widen(p: Option<PairLayout>, packed: Vec<u8>) -> Vec<u8> {
-        let Some(p) = p else { return packed };
-        let step = p.value + p.index;
-        let n = packed.len() / step;
-        let mut out = vec![0u8; n * p.extent];
-        for (src, dst) in packed
-            .chunks_exact(step)
-            .zip(out.chunks_exact_mut(p.extent))
-        {
-            dst[..p.value].copy_from_slice(&src[..p.value]);
-            dst[p.at..p.at + p.index].copy_from_slice(&src[p.value..]);
-        }
-        out
-    }
-
-    /// C structs back to packed pairs in `packed`; other data copied as it is.
-    fn narrow(p: Option<PairLayout>, wide: &[u8], packed: &mut [u8]) {
-        let Some(p) = p else {
-            let n = wide.len().min(packed.len());
-            packed[..n].copy_from_slice(&wide[..n]);
-            return;
-        };
-        let step = p.value + p.index;
-        for (src, dst) in wide
-            .chunks_exact(p.extent)
-            .zip(packed.chunks_exact_mut(step))
-        {
-            dst[..p.value].copy_from_slice(&src[..p.value]);
-            dst[p.value..].copy_from_slice(&src[p.at..p.at + p.index]);
-        }
-    }
 }
 
 /// The blocks of a v-collective through a derived datatype: element counts and
@@ -1126,10 +1086,13 @@ unsafe fn reduce_scatter_block(
 ) -> Result<()> {
     // SAFETY: forwarded from our caller.
     unsafe {
-        let (_, d) = span(name, rn, dt)?;
-        let (_, op) = op(o)?;
         let comm = typed(c)?;
         let counts = vec![count(name, rn)?; comm.size() as usize];
+        if reduction_base(name, dt)?.is_some() {
+            return crate::icoll::reduce_scatter_blocking(name, true, sbuf, rbuf, &counts, dt, o, &comm);
+        }
+        let (_, d) = span(name, rn, dt)?;
+        let (_, op) = op(o)?;
         reduce_as!(name, d, op, T => typed_ops::reduce_scatter::<T>(name, &comm, sbuf, rbuf, &counts, op))
     }
 }
@@ -1350,13 +1313,16 @@ unsafe fn reduce_scatter(
 ) -> Result<()> {
     // SAFETY: forwarded from our caller.
     unsafe {
-        let d = crate::datatypes::lookup(name, dt as usize)?;
-        let (_, op) = op(o)?;
         let comm = typed(c)?;
         let counts = slice(name, rcounts, comm.size() as usize)?
             .iter()
             .map(|&n| count(name, n))
             .collect::<Result<Vec<usize>>>()?;
+        if reduction_base(name, dt)?.is_some() {
+            return crate::icoll::reduce_scatter_blocking(name, false, sbuf, rbuf, &counts, dt, o, &comm);
+        }
+        let d = crate::datatypes::lookup(name, dt as usize)?;
+        let (_, op) = op(o)?;
         reduce_as!(name, d, op, T => typed_ops::reduce_scatter::<T>(name, &comm, sbuf, rbuf, &counts, op))
     }
 }

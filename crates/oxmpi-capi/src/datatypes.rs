@@ -28,6 +28,10 @@ pub enum Kind {
     Pair(Pair),
     /// A complex number of two `f32` or two `f64` (`SUM` and `PROD` only).
     Complex,
+    /// C `long double` (`MIN MAX SUM PROD`, computed by C: [`crate::longdouble`]).
+    LongDouble,
+    /// C `long double _Complex` (`SUM` and `PROD`).
+    LongDoubleComplex,
     /// Defined size, no reduction oxmpi implements on it (complex, `long double`, ...).
     Opaque,
 }
@@ -46,6 +50,8 @@ pub enum Pair {
     TwoInt,
     /// `MPI_SHORT_INT`.
     ShortInt,
+    /// `MPI_LONG_DOUBLE_INT`.
+    LongDoubleInt,
 }
 
 /// A predefined datatype as the C layer's reductions see it.
@@ -73,8 +79,16 @@ fn kind_of(i: &Info) -> Kind {
             "MPI_LONG_INT" => Kind::Pair(Pair::LongInt),
             "MPI_2INT" | "MPI_2INTEGER" => Kind::Pair(Pair::TwoInt),
             "MPI_SHORT_INT" => Kind::Pair(Pair::ShortInt),
+            "MPI_LONG_DOUBLE_INT" => Kind::Pair(Pair::LongDoubleInt),
             _ => Kind::Opaque,
         };
+    }
+    match i.name {
+        "MPI_LONG_DOUBLE" => return Kind::LongDouble,
+        "MPI_C_LONG_DOUBLE_COMPLEX" | "MPI_CXX_LONG_DOUBLE_COMPLEX" => {
+            return Kind::LongDoubleComplex
+        }
+        _ => {}
     }
     match (i.repr, i.class) {
         (Byte | Packed, _) => Kind::Byte,
@@ -310,6 +324,18 @@ macro_rules! with_elem_type {
             }
             (Kind::Pair(Pair::ShortInt), _) => {
                 type $T = oxmpi::op::ShortInt;
+                $body
+            }
+            (Kind::LongDouble, 16) => {
+                type $T = $crate::longdouble::LongDouble;
+                $body
+            }
+            (Kind::LongDoubleComplex, 32) => {
+                type $T = $crate::longdouble::LongDoubleComplex;
+                $body
+            }
+            (Kind::Pair(Pair::LongDoubleInt), 32) => {
+                type $T = $crate::longdouble::LongDoubleInt;
                 $body
             }
             _ => $none,

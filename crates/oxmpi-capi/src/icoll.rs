@@ -7,14 +7,14 @@
 //! ([`Requests::immediately`]). Data moves as bytes; reductions run on the element type of
 //! their (predefined) datatype, as in the blocking forms.
 //!
-//! Datatypes: the regular collectives take any committed datatype; a non-contiguous one is
-//! packed into a copy the request owns (sends) or staged and unpacked when the request
-//! completes (receives), which the nonblocking forms support; a persistent request reads its
-//! buffers at every start, so it takes contiguous layouts only. The v-collectives and
-//! reductions take predefined datatypes. `MPI_IN_PLACE` is accepted wherever MPI allows it;
-//! where the in-place block must be copied aside (gatherv, allgatherv, alltoallv,
-//! reduce_scatter_block) the copy is taken when the call is made, so only the nonblocking
-//! form offers it.
+//! Datatypes: every form takes any committed datatype, the v- and w-forms included. A
+//! non-contiguous one is staged in bytes the request owns ([`Through`]): packed from the
+//! caller's memory when the operation starts (at the call, or at each `MPI_Start` of a
+//! persistent request) and unpacked into it when the request completes. Reductions take
+//! derived datatypes made of one predefined type, reduced with that type's kernel on the
+//! staged bytes. `MPI_IN_PLACE` is accepted wherever MPI allows it; where the in-place
+//! block must be copied aside (gatherv, allgatherv, alltoallv, reduce_scatter_block) the
+//! copy is taken when the call is made, so only the nonblocking form offers it.
 
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
@@ -24,10 +24,12 @@ use oxmpi::op::Reducible;
 use oxmpi::{Communicator, ErrorClass, Op, Result, Single};
 
 use crate::boundary::{comm, count, err, mpi_fn, put, slice, span, Handle};
-use crate::coll::{in_place, layout, op, reduce_as, typed, CALL_DATATYPE};
+use crate::coll::{
+    derived, in_place, layout, op, pair_layout, reduce_as, reduction_base, typed, CALL_DATATYPE,
+};
 use crate::datatypes::{data, with_elem_type, Data, Predef};
 use crate::p2p::{req_handle, with_requests};
-use crate::staging::{self, Kept, Staged};
+use crate::staging::{self, Kept, PairLayout, Piece, Through};
 
 /// Nonblocking (`Now`), persistent (`Init`), or blocking (`Block`: started, then waited
 /// for; the neighbourhood collectives).
@@ -77,11 +79,88 @@ fn empty() -> *mut u8 {
     NonNull::<u8>::dangling().as_ptr()
 }
 
-/// `n × blocks` elements of `dt` from `p` for reading: (address, bytes). A non-contiguous
-/// datatype is packed into a copy kept in `k` (nonblocking form only).
+/// Stages `pieces` of the caller's buffer at `p` (`packed` bytes) in `k` and returns the
+/// staged bytes' address: packed now (or, persistent, at each start) if `read`, unpacked at
+/// each completion if `write`.
 ///
 /// # Safety
-/// `p` valid for reads of those elements.
+/// The pieces' data bytes valid for reads now (`read`, not persistent), and as `read` and
+/// `write` say at each start and completion.
+unsafe fn stage(
+    how: How,
+    p: *const c_void,
+    pieces: Vec<Piece>,
+    packed: usize,
+    pair: Option<PairLayout>,
+    rw: (bool, bool),
+    k: &mut Kept,
+) -> *mut u8 {
+    let mut t = Through::new(p, pieces, packed, pair, rw.0, rw.1);
+    if rw.0 && how != How::Init {
+        // SAFETY: forwarded.
+        unsafe { t.pack() };
+    }
+    let at = if t.staged_len() == 0 {
+        empty()
+    } else {
+        t.ptr()
+    };
+    k.staged.push(t);
+    at
+}
+
+/// One piece: `count` elements of `ty` at the buffer's address, `len` packed bytes.
+fn one(ty: oxmpi::datatype::Type, count: u64, len: usize) -> Vec<Piece> {
+    vec![Piece {
+        ty,
+        at: 0,
+        count,
+        off: 0,
+        len,
+    }]
+}
+
+/// `n × blocks` elements of `dt` at `p`: (address, bytes) of the caller's memory, or of a
+/// staged copy for a non-contiguous datatype (`rw` as in [`stage`]).
+///
+/// # Safety
+/// `p` valid for the elements as `rw` says, until the request completes (is freed).
+#[allow(clippy::too_many_arguments)]
+unsafe fn buffer(
+    name: &str,
+    how: How,
+    p: *const c_void,
+    n: i64,
+    dt: Handle,
+    blocks: usize,
+    rw: (bool, bool),
+    k: &mut Kept,
+) -> Result<(*mut u8, usize)> {
+    let n = count(name, n)?
+        .checked_mul(blocks)
+        .ok_or_else(|| err(ErrorClass::Count, name, "count overflows"))?;
+    match data(name, n as i64, dt as usize, p)? {
+        Data::Bytes { len: 0, .. } => Ok((empty(), 0)),
+        Data::Bytes { offset, len } => {
+            let at = p.cast::<u8>().wrapping_offset(offset).cast_mut();
+            if at.is_null() {
+                return Err(null_buffer(name));
+            }
+            Ok((at, len))
+        }
+        // SAFETY: forwarded.
+        Data::Typed { ty, count, len } => Ok((
+            unsafe { stage(how, p, one(ty, count, len), len, None, rw, k) },
+            len,
+        )),
+    }
+}
+
+/// `n × blocks` elements of `dt` from `p` for reading: (address, bytes).
+///
+/// # Safety
+/// `p` valid for reads of those elements (at each start, if persistent).
+#[allow(clippy::too_many_arguments)]
 unsafe fn src(
     name: &str,
     how: How,
@@ -91,35 +170,17 @@ unsafe fn src(
     blocks: usize,
     k: &mut Kept,
 ) -> Result<(*const u8, usize)> {
-    let n = count(name, n)?
-        .checked_mul(blocks)
-        .ok_or_else(|| err(ErrorClass::Count, name, "count overflows"))?;
-    match data(name, n as i64, dt as usize, p)? {
-        Data::Bytes { len: 0, .. } => Ok((empty(), 0)),
-        Data::Bytes { offset, len } => {
-            let at = p.cast::<u8>().wrapping_offset(offset);
-            if at.is_null() {
-                return Err(null_buffer(name));
-            }
-            Ok((at, len))
-        }
-        Data::Typed { ty, count, len } => {
-            contiguous_only(name, how)?;
-            // SAFETY: forwarded: the elements' bytes are readable.
-            let v = unsafe { Staged::send(ty, p, count, len, false) }.into_bytes();
-            let at = v.as_ptr();
-            k.sends.push(v);
-            Ok((at, len))
-        }
-    }
+    // SAFETY: forwarded.
+    let (at, len) = unsafe { buffer(name, how, p, n, dt, blocks, (true, false), k)? };
+    Ok((at.cast_const(), len))
 }
 
-/// `n × blocks` elements of `dt` at `p` for writing (and reading, for in-place forms). A
-/// non-contiguous datatype is staged in `k`, starting as the packed current contents, and
-/// unpacked when the request completes (nonblocking form only).
+/// `n × blocks` elements of `dt` at `p` for writing, and for reading too if `read` (a
+/// broadcast, an in-place form): a staged copy then starts as the packed current contents.
 ///
 /// # Safety
-/// `p` valid for reads and writes of those elements until the request completes.
+/// `p` valid for writes (and reads) of those elements until the request completes.
+#[allow(clippy::too_many_arguments)]
 unsafe fn dst(
     name: &str,
     how: How,
@@ -127,40 +188,11 @@ unsafe fn dst(
     n: i64,
     dt: Handle,
     blocks: usize,
+    read: bool,
     k: &mut Kept,
 ) -> Result<(*mut u8, usize)> {
-    let n = count(name, n)?
-        .checked_mul(blocks)
-        .ok_or_else(|| err(ErrorClass::Count, name, "count overflows"))?;
-    match data(name, n as i64, dt as usize, p.cast_const())? {
-        Data::Bytes { len: 0, .. } => Ok((empty(), 0)),
-        Data::Bytes { offset, len } => {
-            let at = p.cast::<u8>().wrapping_offset(offset);
-            if at.is_null() {
-                return Err(null_buffer(name));
-            }
-            Ok((at, len))
-        }
-        Data::Typed { ty, count, len } => {
-            contiguous_only(name, how)?;
-            // SAFETY: forwarded: the elements' bytes are readable (they are writable).
-            let mut s = unsafe { Staged::send(ty, p, count, len, false) };
-            let at = s.bytes().as_mut_ptr();
-            k.recvs.push(s);
-            Ok((at, len))
-        }
-    }
-}
-
-fn contiguous_only(name: &str, how: How) -> Result<()> {
-    if how == How::Init {
-        return Err(err(
-            ErrorClass::Type,
-            name,
-            "persistent collectives take datatypes with a contiguous layout",
-        ));
-    }
-    Ok(())
+    // SAFETY: forwarded.
+    unsafe { buffer(name, how, p.cast_const(), n, dt, blocks, (read, true), k) }
 }
 
 fn null_buffer(name: &str) -> oxmpi::Error {
@@ -206,20 +238,100 @@ fn predefined(name: &str, dt: Handle) -> Result<&'static Predef> {
     })
 }
 
-/// Counts and displacements of `p` blocks in bytes, and the extent they cover.
+/// The blocks of a v-collective at `base`: `p` counts and displacements (in extents of
+/// `dt`) as the byte counts and offsets the byte collectives move, the bytes they span and
+/// the address those are relative to: the caller's buffer for a predefined datatype, a
+/// staged copy (`rw` as in [`stage`]) for a derived one.
 ///
 /// # Safety
-/// Arrays valid for `p` reads.
+/// Arrays valid for `p` reads; the blocks' data valid as `rw` says.
+#[allow(clippy::too_many_arguments)]
 unsafe fn blocks(
     name: &str,
+    how: How,
     p: usize,
     counts: *const c_int,
     displs: *const c_int,
     dt: Handle,
-) -> Result<(Vec<usize>, Vec<usize>, usize)> {
-    let d = predefined(name, dt)?;
+    base: *const c_void,
+    rw: (bool, bool),
+    k: &mut Kept,
+) -> Result<Blocks> {
+    if let Ok(d) = crate::datatypes::lookup(name, dt as usize) {
+        // SAFETY: forwarded.
+        let (bc, bd, extent) = unsafe { layout(name, p, counts, displs, d.size)? };
+        let at = whole(name, base, extent)?.cast_mut();
+        return Ok(Blocks { bc, bd, extent, at });
+    }
+    let ty = oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(dt as usize))?;
     // SAFETY: forwarded.
-    unsafe { layout(name, p, counts, displs, d.size) }
+    let (c, d) = unsafe { (slice(name, counts, p)?, slice(name, displs, p)?) };
+    let each: Vec<(usize, i64)> = c
+        .iter()
+        .zip(d)
+        .map(|(&n, &o)| Ok((count(name, n)?, i64::from(o))))
+        .collect::<Result<_>>()?;
+    // SAFETY: forwarded.
+    unsafe { staged_blocks(name, how, &each, |_| Ok(ty.clone()), true, base, rw, k) }
+}
+
+/// Byte counts and offsets of a v- or w-collective's blocks, the bytes they span, and the
+/// address they are relative to.
+struct Blocks {
+    bc: Vec<usize>,
+    bd: Vec<usize>,
+    extent: usize,
+    at: *mut u8,
+}
+
+/// Blocks (`count`, displacement) of the types `ty(i)` at `base` staged one after another
+/// (`scaled`: displacements in extents of the type, else in bytes).
+///
+/// # Safety
+/// As [`blocks`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn staged_blocks(
+    name: &str,
+    how: How,
+    each: &[(usize, i64)],
+    ty: impl Fn(usize) -> Result<oxmpi::datatype::Type>,
+    scaled: bool,
+    base: *const c_void,
+    rw: (bool, bool),
+    k: &mut Kept,
+) -> Result<Blocks> {
+    let overflow = || err(ErrorClass::Count, name, "count × datatype size overflows");
+    let (mut bc, mut bd, mut pieces, mut total) = (vec![], vec![], vec![], 0usize);
+    for (i, &(n, o)) in each.iter().enumerate() {
+        let t = ty(i)?;
+        let len = usize::try_from(t.size())
+            .ok()
+            .and_then(|s| s.checked_mul(n))
+            .ok_or_else(overflow)?;
+        let at = if scaled {
+            o.wrapping_mul(t.extent())
+        } else {
+            o
+        };
+        pieces.push(Piece {
+            ty: t,
+            at: at as isize,
+            count: n as u64,
+            off: total,
+            len,
+        });
+        bc.push(len);
+        bd.push(total);
+        total = total.checked_add(len).ok_or_else(overflow)?;
+    }
+    // SAFETY: forwarded.
+    let at = unsafe { stage(how, base, pieces, total, None, rw, k) };
+    Ok(Blocks {
+        bc,
+        bd,
+        extent: total,
+        at,
+    })
 }
 
 /// `p` bytes aligned for `T` (a reduction's buffer).
@@ -264,7 +376,8 @@ mod typed_ops {
         Ok(p.cast())
     }
 
-    /// `kind`: 0 allreduce, 1 scan, 2 exscan, 3 reduce at `root`.
+    /// `kind`: 0 allreduce, 1 scan, 2 exscan, 3 reduce at `root`; `len` bytes; `k` the
+    /// buffers staged for the request.
     ///
     /// # Safety
     /// Buffers valid for `len` bytes until the request completes (is freed).
@@ -274,12 +387,11 @@ mod typed_ops {
         how: How,
         kind: u8,
         c: &Communicator<Single>,
-        sbuf: *const c_void,
-        rbuf: *mut c_void,
-        len: usize,
+        (sbuf, rbuf, len): (*const c_void, *mut c_void, usize),
         o: oxmpi::handle::op::OpHandle,
         root: c_int,
         out: *mut Handle,
+        k: Kept,
     ) -> Result<()> {
         let n = len / std::mem::size_of::<T>().max(1);
         let s = send_ptr::<T>(name, sbuf, len)?;
@@ -289,9 +401,10 @@ mod typed_ops {
         } else {
             NonNull::<T>::dangling().as_ptr()
         };
-        // SAFETY: the caller's buffers, valid until the request completes.
+        // SAFETY: the caller's buffers (or staged ones, kept with the request), valid until
+        // the request completes.
         unsafe {
-            launch(name, how, out, Kept::default(), |q| match kind {
+            launch(name, how, out, k, |q| match kind {
                 0 => q.allreduce_init(c, s, r, n, o),
                 1 => q.scan_init(c, s, r, n, o, false),
                 2 => q.scan_init(c, s, r, n, o, true),
@@ -316,11 +429,11 @@ mod typed_ops {
         counts: &[usize],
         o: oxmpi::handle::op::OpHandle,
         out: *mut Handle,
+        mut k: Kept,
     ) -> Result<()> {
         let size = std::mem::size_of::<T>();
         let total: usize = counts.iter().sum();
         let mine = counts.get(c.rank() as usize).copied().unwrap_or(0);
-        let mut k = Kept::default();
         let (s, r) = if in_place(sbuf) {
             let r = recv_ptr::<T>(name, rbuf, total * size)?;
             if block {
@@ -357,7 +470,37 @@ mod typed_ops {
     }
 }
 
-/// A reduction (`kind` as in [`typed_ops::reduce`]) of `n` elements of predefined `dt`.
+/// A reduction's operand of `items` elements of a derived datatype `ty` (of base `b`) at
+/// `p`, staged as an array of the base's elements: its address and bytes.
+///
+/// # Safety
+/// As [`stage`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn operand(
+    name: &str,
+    how: How,
+    p: *const c_void,
+    ty: &oxmpi::datatype::Type,
+    items: usize,
+    b: &Predef,
+    rw: (bool, bool),
+    k: &mut Kept,
+) -> Result<(*mut c_void, usize)> {
+    let len = usize::try_from(ty.size())
+        .ok()
+        .and_then(|s| s.checked_mul(items))
+        .ok_or_else(|| err(ErrorClass::Count, name, "count × datatype size overflows"))?;
+    let pair = pair_layout(b);
+    let pieces = one(ty.clone(), items as u64, len);
+    // SAFETY: forwarded.
+    let at = unsafe { stage(how, p, pieces, len, pair, rw, k) };
+    let wide = k.staged.last().map_or(0, |t| t.staged_len());
+    Ok((at.cast(), wide))
+}
+
+/// A reduction (`kind` as in [`typed_ops::reduce`]) of `n` elements of `dt`: a predefined
+/// datatype, or a derived one of one predefined type, whose operands are staged (an
+/// in-place input is packed from the receive buffer).
 ///
 /// # Safety
 /// As the MPI call.
@@ -375,20 +518,46 @@ unsafe fn reduce(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    predefined(name, dt)?;
-    let (len, d) = span(name, n, dt)?;
-    let (oh, op) = op(o)?;
     let comm = typed(c)?;
     if kind == 3 {
         check_root(name, &comm, root)?;
     }
+    let (oh, op) = op(o)?;
+    let mut k = Kept::default();
+    let (d, bufs) = match reduction_base(name, dt)? {
+        None => {
+            let (len, d) = span(name, n, dt)?;
+            (d, (sbuf, rbuf, len))
+        }
+        Some(b) => {
+            let (ty, items, _) = derived(name, n, dt, 1, rbuf.cast_const())?;
+            let items = items as usize;
+            let from = if in_place(sbuf) {
+                rbuf.cast_const()
+            } else {
+                sbuf
+            };
+            // SAFETY: the caller's buffers, valid until the request completes (is freed).
+            let (s, len) =
+                unsafe { operand(name, how, from, &ty, items, b, (true, false), &mut k)? };
+            let r = if kind != 3 || comm.rank() == root {
+                // Read too: what the operation leaves alone (exscan's rank 0) stays as it is.
+                // SAFETY: as above.
+                unsafe { operand(name, how, rbuf, &ty, items, b, (true, true), &mut k)? }.0
+            } else {
+                empty().cast()
+            };
+            (b, (s.cast_const(), r, len))
+        }
+    };
     // SAFETY: forwarded.
     reduce_as!(name, d, op, T => unsafe {
-        typed_ops::reduce::<T>(name, how, kind, &comm, sbuf, rbuf, len, oh, root, out)
+        typed_ops::reduce::<T>(name, how, kind, &comm, bufs, oh, root, out, k)
     })
 }
 
-/// `MPI_Reduce_scatter(_block)`.
+/// `MPI_Reduce_scatter(_block)` in all three forms: `counts` in elements of `dt`, a
+/// predefined datatype or a derived one of one predefined type (staged as in [`reduce`]).
 ///
 /// # Safety
 /// As the MPI call.
@@ -405,12 +574,73 @@ unsafe fn reduce_scatter(
     comm: &Communicator<Single>,
     out: *mut Handle,
 ) -> Result<()> {
-    let d = predefined(name, dt)?;
     let (oh, op) = op(o)?;
-    // SAFETY: forwarded.
-    reduce_as!(name, d, op, T => unsafe {
-        typed_ops::reduce_scatter::<T>(name, how, block, comm, sbuf, rbuf, counts, oh, out)
+    let Some(b) = reduction_base(name, dt)? else {
+        let d = predefined(name, dt)?;
+        // SAFETY: forwarded.
+        return reduce_as!(name, d, op, T => unsafe {
+            typed_ops::reduce_scatter::<T>(name, how, block, comm, sbuf, rbuf, counts, oh, out, Kept::default())
+        });
+    };
+    let ty = oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(dt as usize))?;
+    // Base elements per element of `ty` (pairs count as one).
+    let base = oxmpi::datatype::Type::predefined(
+        oxmpi::datatype::Predefined::from_handle(b.handle as u32)
+            .ok_or_else(|| err(ErrorClass::Type, name, "no base type"))?,
+    );
+    let per = (ty.size() / base.size().max(1)) as usize;
+    let total: usize = counts.iter().sum();
+    let mine = counts.get(comm.rank() as usize).copied().unwrap_or(0);
+    let scaled: Vec<usize> = counts.iter().map(|&x| x * per).collect();
+    let from = if in_place(sbuf) {
+        rbuf.cast_const()
+    } else {
+        sbuf
+    };
+    let mut k = Kept::default();
+    // SAFETY: the caller's buffers, valid until the request completes (is freed).
+    let (s, r) = unsafe {
+        (
+            operand(name, how, from, &ty, total, b, (true, false), &mut k)?.0,
+            operand(name, how, rbuf, &ty, mine, b, (true, true), &mut k)?.0,
+        )
+    };
+    // SAFETY: staged buffers, kept with the request.
+    reduce_as!(name, b, op, T => unsafe {
+        typed_ops::reduce_scatter::<T>(name, how, block, comm, s, r, &scaled, oh, out, k)
     })
+}
+
+/// Blocking `MPI_Reduce_scatter(_block)` through a derived datatype.
+///
+/// # Safety
+/// As the MPI call.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn reduce_scatter_blocking(
+    name: &str,
+    block: bool,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    counts: &[usize],
+    dt: Handle,
+    o: Handle,
+    comm: &Communicator<Single>,
+) -> Result<()> {
+    // SAFETY: forwarded.
+    unsafe {
+        reduce_scatter(
+            name,
+            How::Block,
+            block,
+            sbuf,
+            rbuf,
+            counts,
+            dt,
+            o,
+            comm,
+            std::ptr::null_mut(),
+        )
+    }
 }
 
 /// Element counts of a `p`-array as `usize`.
@@ -460,7 +690,7 @@ unsafe fn bcast(
     check_root(name, &comm, root)?;
     let mut k = Kept::default();
     // SAFETY: the caller's buffer.
-    let (b, len) = unsafe { dst(name, how, buf, n, dt, 1, &mut k)? };
+    let (b, len) = unsafe { dst(name, how, buf, n, dt, 1, comm.rank() == root, &mut k)? };
     // SAFETY: valid until the request completes (is freed); a staged copy is kept with it.
     unsafe { launch(name, how, out, k, |q| q.bcast_init(&comm, b, len, root)) }
 }
@@ -486,9 +716,10 @@ unsafe fn gather(
     // SAFETY: the caller's buffers, valid until the request completes.
     unsafe {
         if comm.rank() == root {
-            let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, p, &mut k)?;
+            let ip = in_place(sbuf);
+            let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, p, ip, &mut k)?;
             let block = rlen / p.max(1);
-            let (s, slen) = if in_place(sbuf) {
+            let (s, slen) = if ip {
                 (std::ptr::null(), block)
             } else {
                 src(name, how, sbuf, sn.into(), sdt, 1, &mut k)?
@@ -532,7 +763,7 @@ unsafe fn scatter(
             let r = if in_place(rbuf) {
                 std::ptr::null_mut()
             } else {
-                let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, 1, &mut k)?;
+                let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, 1, false, &mut k)?;
                 same_block(name, block, rlen)?;
                 r
             };
@@ -540,7 +771,7 @@ unsafe fn scatter(
                 q.scatter_init(&comm, s, r, block, root)
             })
         } else {
-            let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, 1, &mut k)?;
+            let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, 1, false, &mut k)?;
             launch(name, how, out, k, |q| {
                 q.scatter_init(&comm, empty(), r, rlen, root)
             })
@@ -548,10 +779,12 @@ unsafe fn scatter(
     }
 }
 
+/// `MPI_Allgather` (`all_to_all` false) and `MPI_Alltoall`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn allgather(
     name: &str,
     how: How,
+    all_to_all: bool,
     sbuf: *const c_void,
     sn: c_int,
     sdt: Handle,
@@ -564,78 +797,49 @@ unsafe fn allgather(
     let comm = typed(c)?;
     let p = comm.size() as usize;
     let mut k = Kept::default();
+    let ip = in_place(sbuf);
     // SAFETY: the caller's buffers, valid until the request completes.
     unsafe {
-        let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, p, &mut k)?;
+        let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, p, ip, &mut k)?;
         let block = rlen / p.max(1);
-        let (s, slen) = if in_place(sbuf) {
-            (std::ptr::null(), block)
+        let sblocks = if all_to_all { p } else { 1 };
+        let (s, slen) = if ip {
+            (std::ptr::null(), block * sblocks)
         } else {
-            src(name, how, sbuf, sn.into(), sdt, 1, &mut k)?
+            src(name, how, sbuf, sn.into(), sdt, sblocks, &mut k)?
         };
-        same_block(name, slen, block)?;
-        launch(name, how, out, k, |q| q.allgather_init(&comm, s, slen, r))
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn alltoall(
-    name: &str,
-    how: How,
-    sbuf: *const c_void,
-    sn: c_int,
-    sdt: Handle,
-    rbuf: *mut c_void,
-    rn: c_int,
-    rdt: Handle,
-    c: Handle,
-    out: *mut Handle,
-) -> Result<()> {
-    let comm = typed(c)?;
-    let p = comm.size() as usize;
-    let mut k = Kept::default();
-    // SAFETY: the caller's buffers, valid until the request completes.
-    unsafe {
-        let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, p, &mut k)?;
-        let s = if in_place(sbuf) {
-            std::ptr::null()
-        } else {
-            let (s, slen) = src(name, how, sbuf, sn.into(), sdt, p, &mut k)?;
-            same_block(name, slen, rlen)?;
-            s
-        };
+        same_block(name, slen, block * sblocks)?;
         launch(name, how, out, k, |q| {
-            q.alltoall_init(&comm, s, r, rlen / p.max(1))
+            if all_to_all {
+                q.alltoall_init(&comm, s, r, block)
+            } else {
+                q.allgather_init(&comm, s, slen, r)
+            }
         })
     }
 }
 
-/// A block of `len` bytes at `at` of the caller's buffer, copied into `k`.
+/// A block of `len` bytes at `at` of `base`, copied into `k`.
 ///
 /// # Safety
 /// `base + at` valid for reads of `len` bytes.
-unsafe fn copy_block(base: *const c_void, at: usize, len: usize, k: &mut Kept) -> *const u8 {
+unsafe fn copy_block(base: *const u8, at: usize, len: usize, k: &mut Kept) -> *const u8 {
     if len == 0 {
         return empty();
     }
     // SAFETY: forwarded.
-    let v = unsafe { std::slice::from_raw_parts(base.cast::<u8>().add(at), len) }.to_vec();
+    let v = unsafe { std::slice::from_raw_parts(base.add(at), len) }.to_vec();
     let p = v.as_ptr();
     k.sends.push(v);
     p
 }
 
-fn nonnull<T>(name: &str, p: *const T, len: usize) -> Result<()> {
-    if len > 0 && p.is_null() {
-        return Err(null_buffer(name));
-    }
-    Ok(())
-}
-
+/// `MPI_Gatherv` (`all` false; `root` receives) and `MPI_Allgatherv` (`all` true).
 #[allow(clippy::too_many_arguments)]
 unsafe fn gatherv(
     name: &str,
     how: How,
+    all: bool,
     sbuf: *const c_void,
     sn: c_int,
     sdt: Handle,
@@ -648,34 +852,35 @@ unsafe fn gatherv(
     out: *mut Handle,
 ) -> Result<()> {
     let comm = typed(c)?;
-    check_root(name, &comm, root)?;
+    if !all {
+        check_root(name, &comm, root)?;
+    }
     let mut k = Kept::default();
     let me = comm.rank();
     // SAFETY: the caller's buffers and arrays, valid until the request completes.
     unsafe {
-        if me != root {
+        if !all && me != root {
             let (s, slen) = src(name, how, sbuf, sn.into(), sdt, 1, &mut k)?;
             return launch(name, how, out, k, |q| {
                 q.gatherv_init(&comm, s, slen, empty(), 0, &[], &[], root)
             });
         }
         let p = comm.size() as usize;
-        let (bc, bd, extent) = blocks(name, p, rcounts, displs, rdt)?;
-        nonnull(name, rbuf, extent)?;
-        let (s, slen) = if in_place(sbuf) {
+        let ip = in_place(sbuf);
+        let b = blocks(name, how, p, rcounts, displs, rdt, rbuf, (ip, true), &mut k)?;
+        let (s, slen) = if ip {
             copy_in_place(name, how)?;
             let i = me as usize;
-            (copy_block(rbuf, bd[i], bc[i], &mut k), bc[i])
+            (copy_block(b.at, b.bd[i], b.bc[i], &mut k), b.bc[i])
         } else {
             src(name, how, sbuf, sn.into(), sdt, 1, &mut k)?
         };
-        let r = if extent == 0 {
-            empty()
-        } else {
-            rbuf.cast::<u8>()
-        };
         launch(name, how, out, k, |q| {
-            q.gatherv_init(&comm, s, slen, r, extent, &bc, &bd, root)
+            if all {
+                q.allgatherv_init(&comm, s, slen, b.at, b.extent, &b.bc, &b.bd)
+            } else {
+                q.gatherv_init(&comm, s, slen, b.at, b.extent, &b.bc, &b.bd, root)
+            }
         })
     }
 }
@@ -702,70 +907,97 @@ unsafe fn scatterv(
     // SAFETY: the caller's buffers and arrays, valid until the request completes.
     unsafe {
         if me != root {
-            let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, 1, &mut k)?;
+            let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, 1, false, &mut k)?;
             return launch(name, how, out, k, |q| {
                 q.scatterv_init(&comm, empty(), 0, &[], &[], r, rlen, root)
             });
         }
         let p = comm.size() as usize;
-        let (bc, bd, extent) = blocks(name, p, scounts, displs, sdt)?;
-        nonnull(name, sbuf, extent)?;
-        let s = if extent == 0 {
-            empty().cast_const()
-        } else {
-            sbuf.cast::<u8>()
-        };
+        let b = blocks(
+            name,
+            how,
+            p,
+            scounts,
+            displs,
+            sdt,
+            sbuf,
+            (true, false),
+            &mut k,
+        )?;
         let (r, rlen) = if in_place(rbuf) {
             // The root's block stays where it is: it lands in scratch the request owns.
-            let mut v = vec![0u8; bc[me as usize]];
+            let mut v = vec![0u8; b.bc[me as usize]];
             let at = v.as_mut_ptr();
             let n = v.len();
             k.sends.push(v);
             (at, n)
         } else {
-            dst(name, how, rbuf, rn.into(), rdt, 1, &mut k)?
+            dst(name, how, rbuf, rn.into(), rdt, 1, false, &mut k)?
         };
         launch(name, how, out, k, |q| {
-            q.scatterv_init(&comm, s, extent, &bc, &bd, r, rlen, root)
+            q.scatterv_init(&comm, b.at, b.extent, &b.bc, &b.bd, r, rlen, root)
         })
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-unsafe fn allgatherv(
+/// The send side of an alltoallv/w: the receive blocks as they are now when in place (a
+/// copy, so nonblocking only), else the send blocks.
+///
+/// # Safety
+/// `r`'s bytes readable now.
+unsafe fn in_place_input(
+    name: &str,
+    how: How,
+    r: &Blocks,
+    k: &mut Kept,
+    send: impl FnOnce(&mut Kept) -> Result<Blocks>,
+    ip: bool,
+) -> Result<Blocks> {
+    if !ip {
+        return send(k);
+    }
+    copy_in_place(name, how)?;
+    Ok(Blocks {
+        // SAFETY: forwarded.
+        at: unsafe { copy_block(r.at, 0, r.extent, k) }.cast_mut(),
+        bc: r.bc.clone(),
+        bd: r.bd.clone(),
+        extent: r.extent,
+    })
+}
+
+/// `MPI_Alltoallv` and `MPI_Alltoallw`: `build(p, send, rw, k)` gives the send (`send`)
+/// or receive blocks for `p` ranks.
+unsafe fn alltoall_blocks(
     name: &str,
     how: How,
     sbuf: *const c_void,
-    sn: c_int,
-    sdt: Handle,
-    rbuf: *mut c_void,
-    rcounts: *const c_int,
-    displs: *const c_int,
-    rdt: Handle,
     c: Handle,
     out: *mut Handle,
+    build: impl Fn(usize, bool, (bool, bool), &mut Kept) -> Result<Blocks>,
 ) -> Result<()> {
     let comm = typed(c)?;
     let mut k = Kept::default();
     let p = comm.size() as usize;
-    // SAFETY: the caller's buffers and arrays, valid until the request completes.
+    let ip = in_place(sbuf);
+    let r = build(p, false, (ip, true), &mut k)?;
+    // SAFETY: the receive blocks are readable now (the MPI contract).
+    let s = unsafe {
+        in_place_input(
+            name,
+            how,
+            &r,
+            &mut k,
+            |k| build(p, true, (true, false), k),
+            ip,
+        )?
+    };
+    // SAFETY: the caller's buffers (or staged ones, kept), valid until the request completes.
     unsafe {
-        let (bc, bd, extent) = blocks(name, p, rcounts, displs, rdt)?;
-        nonnull(name, rbuf, extent)?;
-        let (s, slen) = if in_place(sbuf) {
-            copy_in_place(name, how)?;
-            let i = comm.rank() as usize;
-            (copy_block(rbuf, bd[i], bc[i], &mut k), bc[i])
-        } else {
-            src(name, how, sbuf, sn.into(), sdt, 1, &mut k)?
-        };
-        let r = if extent == 0 {
-            empty()
-        } else {
-            rbuf.cast::<u8>()
-        };
         launch(name, how, out, k, |q| {
-            q.allgatherv_init(&comm, s, slen, r, extent, &bc, &bd)
+            q.alltoallv_init(
+                &comm, s.at, s.extent, &s.bc, &s.bd, r.at, r.extent, &r.bc, &r.bd,
+            )
         })
     }
 }
@@ -785,55 +1017,36 @@ unsafe fn alltoallv(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let comm = typed(c)?;
-    let mut k = Kept::default();
-    let p = comm.size() as usize;
     // SAFETY: the caller's buffers and arrays, valid until the request completes.
     unsafe {
-        let (rc, rd, rext) = blocks(name, p, rcounts, rdispls, rdt)?;
-        nonnull(name, rbuf, rext)?;
-        let (s, sext, sc, sd) = if in_place(sbuf) {
-            // The input is the receive buffer as it is now, laid out like the output.
-            copy_in_place(name, how)?;
-            (
-                copy_block(rbuf, 0, rext, &mut k),
-                rext,
-                rc.clone(),
-                rd.clone(),
-            )
-        } else {
-            let (sc, sd, sext) = blocks(name, p, scounts, sdispls, sdt)?;
-            nonnull(name, sbuf, sext)?;
-            let s = if sext == 0 {
-                empty().cast_const()
+        alltoall_blocks(name, how, sbuf, c, out, |p, send, rw, k| {
+            if send {
+                blocks(name, how, p, scounts, sdispls, sdt, sbuf, rw, k)
             } else {
-                sbuf.cast::<u8>()
-            };
-            (s, sext, sc, sd)
-        };
-        let r = if rext == 0 {
-            empty()
-        } else {
-            rbuf.cast::<u8>()
-        };
-        launch(name, how, out, k, |q| {
-            q.alltoallv_init(&comm, s, sext, &sc, &sd, r, rext, &rc, &rd)
+                blocks(name, how, p, rcounts, rdispls, rdt, rbuf, rw, k)
+            }
         })
     }
 }
 
-/// `n` neighbours' blocks of an alltoallw: byte counts and displacements (predefined
-/// datatypes, displacements in bytes), and the extent they cover.
+/// `n` blocks of an alltoallw at `base` (displacements in bytes), as [`blocks`]: the
+/// caller's buffer when every datatype is predefined, else every block staged through its
+/// datatype.
 ///
 /// # Safety
-/// Arrays valid for `n` reads.
+/// Arrays valid for `n` reads; the blocks' data valid as `rw` says.
+#[allow(clippy::too_many_arguments)]
 unsafe fn wblocks<D: Disp>(
     name: &str,
+    how: How,
     n: usize,
     counts: *const c_int,
     displs: *const D,
     types: *const Handle,
-) -> Result<(Vec<usize>, Vec<usize>, usize)> {
+    base: *const c_void,
+    rw: (bool, bool),
+    k: &mut Kept,
+) -> Result<Blocks> {
     // SAFETY: forwarded.
     let (c, d, t) = unsafe {
         (
@@ -842,12 +1055,25 @@ unsafe fn wblocks<D: Disp>(
             slice(name, types, n)?,
         )
     };
+    let each: Vec<(usize, i64)> = c
+        .iter()
+        .zip(d)
+        .map(|(&x, &o)| Ok((count(name, x)?, o.wide())))
+        .collect::<Result<_>>()?;
+    if t.iter()
+        .any(|&h| crate::datatypes::lookup(name, h as usize).is_err())
+    {
+        let ty = |i: usize| {
+            oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(t[i] as usize))
+        };
+        // SAFETY: forwarded.
+        return unsafe { staged_blocks(name, how, &each, ty, false, base, rw, k) };
+    }
     let (mut bc, mut bd, mut extent) = (Vec::with_capacity(n), Vec::with_capacity(n), 0);
-    for i in 0..n {
-        let len = count(name, c[i])?
-            .checked_mul(predefined(name, t[i])?.size)
+    for (i, &(x, di)) in each.iter().enumerate() {
+        let len = x
+            .checked_mul(crate::datatypes::lookup(name, t[i] as usize)?.size)
             .ok_or_else(|| err(ErrorClass::Count, name, "count × datatype size overflows"))?;
-        let di = d[i].wide();
         let at = usize::try_from(di).map_err(|_| {
             err(
                 ErrorClass::Arg,
@@ -859,7 +1085,8 @@ unsafe fn wblocks<D: Disp>(
         bc.push(len);
         bd.push(at);
     }
-    Ok((bc, bd, extent))
+    let at = whole(name, base, extent)?.cast_mut();
+    Ok(Blocks { bc, bd, extent, at })
 }
 
 /// A byte displacement: `int` (`MPI_Alltoallw`) or `MPI_Aint` (the neighbourhood form).
@@ -881,7 +1108,9 @@ impl Disp for isize {
 
 /// The caller's buffer of `extent` bytes at `p` (a non-null address when empty).
 fn whole<T>(name: &str, p: *const T, extent: usize) -> Result<*const u8> {
-    nonnull(name, p, extent)?;
+    if extent > 0 && p.is_null() {
+        return Err(null_buffer(name));
+    }
     Ok(if extent == 0 { empty() } else { p.cast() })
 }
 
@@ -903,18 +1132,11 @@ unsafe fn neighbor_regular(
     let comm = typed(c)?;
     let (indeg, outdeg) = oxmpi::handle::topo::neighbor_degrees(crate::boundary::comm(c))?;
     let mut k = Kept::default();
+    let sblocks = if kind == 0 { 1 } else { outdeg };
     // SAFETY: the caller's buffers, valid until the request completes.
     unsafe {
-        let (s, slen) = src(
-            name,
-            how,
-            sbuf,
-            sn.into(),
-            sdt,
-            if kind == 0 { 1 } else { outdeg },
-            &mut k,
-        )?;
-        let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, indeg, &mut k)?;
+        let (s, slen) = src(name, how, sbuf, sn.into(), sdt, sblocks, &mut k)?;
+        let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, indeg, false, &mut k)?;
         launch(name, how, out, k, |q| {
             if kind == 0 {
                 q.neighbor_allgather_init(&comm, s, slen, r, rlen)
@@ -945,10 +1167,49 @@ unsafe fn neighbor_allgatherv(
     // SAFETY: the caller's buffers and arrays, valid until the request completes.
     unsafe {
         let (s, slen) = src(name, how, sbuf, sn.into(), sdt, 1, &mut k)?;
-        let (bc, bd, extent) = blocks(name, indeg, rcounts, displs, rdt)?;
-        let r = whole(name, rbuf, extent)?.cast_mut();
+        let r = blocks(
+            name,
+            how,
+            indeg,
+            rcounts,
+            displs,
+            rdt,
+            rbuf,
+            (false, true),
+            &mut k,
+        )?;
         launch(name, how, out, k, |q| {
-            q.neighbor_v_init(&comm, s, slen, None, r, extent, &bc, &bd)
+            q.neighbor_v_init(&comm, s, slen, None, r.at, r.extent, &r.bc, &r.bd)
+        })
+    }
+}
+
+/// The vector neighbourhood collectives: `build` gives the send and receive blocks from
+/// the in- and out-degrees.
+unsafe fn neighbor_v(
+    name: &str,
+    how: How,
+    c: Handle,
+    out: *mut Handle,
+    build: impl FnOnce(usize, usize, &mut Kept) -> Result<(Blocks, Blocks)>,
+) -> Result<()> {
+    let comm = typed(c)?;
+    let (indeg, outdeg) = oxmpi::handle::topo::neighbor_degrees(crate::boundary::comm(c))?;
+    let mut k = Kept::default();
+    let (s, r) = build(indeg, outdeg, &mut k)?;
+    // SAFETY: the caller's buffers (or staged ones, kept), valid until the request completes.
+    unsafe {
+        launch(name, how, out, k, |q| {
+            q.neighbor_v_init(
+                &comm,
+                s.at,
+                s.extent,
+                Some((&s.bc, &s.bd)),
+                r.at,
+                r.extent,
+                &r.bc,
+                &r.bd,
+            )
         })
     }
 }
@@ -968,16 +1229,33 @@ unsafe fn neighbor_alltoallv(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let comm = typed(c)?;
-    let (indeg, outdeg) = oxmpi::handle::topo::neighbor_degrees(crate::boundary::comm(c))?;
     // SAFETY: the caller's buffers and arrays, valid until the request completes.
     unsafe {
-        let (sc, sd, sext) = blocks(name, outdeg, scounts, sdispls, sdt)?;
-        let (rc, rd, rext) = blocks(name, indeg, rcounts, rdispls, rdt)?;
-        let s = whole(name, sbuf, sext)?;
-        let r = whole(name, rbuf, rext)?.cast_mut();
-        launch(name, how, out, Kept::default(), |q| {
-            q.neighbor_v_init(&comm, s, sext, Some((&sc, &sd)), r, rext, &rc, &rd)
+        neighbor_v(name, how, c, out, |indeg, outdeg, k| {
+            Ok((
+                blocks(
+                    name,
+                    how,
+                    outdeg,
+                    scounts,
+                    sdispls,
+                    sdt,
+                    sbuf,
+                    (true, false),
+                    k,
+                )?,
+                blocks(
+                    name,
+                    how,
+                    indeg,
+                    rcounts,
+                    rdispls,
+                    rdt,
+                    rbuf,
+                    (false, true),
+                    k,
+                )?,
+            ))
         })
     }
 }
@@ -997,21 +1275,38 @@ unsafe fn neighbor_alltoallw(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let comm = typed(c)?;
-    let (indeg, outdeg) = oxmpi::handle::topo::neighbor_degrees(crate::boundary::comm(c))?;
     // SAFETY: the caller's buffers and arrays, valid until the request completes.
     unsafe {
-        let (sc, sd, sext) = wblocks(name, outdeg, scounts, sdispls, sdts)?;
-        let (rc, rd, rext) = wblocks(name, indeg, rcounts, rdispls, rdts)?;
-        let s = whole(name, sbuf, sext)?;
-        let r = whole(name, rbuf, rext)?.cast_mut();
-        launch(name, how, out, Kept::default(), |q| {
-            q.neighbor_v_init(&comm, s, sext, Some((&sc, &sd)), r, rext, &rc, &rd)
+        neighbor_v(name, how, c, out, |indeg, outdeg, k| {
+            Ok((
+                wblocks(
+                    name,
+                    how,
+                    outdeg,
+                    scounts,
+                    sdispls,
+                    sdts,
+                    sbuf,
+                    (true, false),
+                    k,
+                )?,
+                wblocks(
+                    name,
+                    how,
+                    indeg,
+                    rcounts,
+                    rdispls,
+                    rdts,
+                    rbuf,
+                    (false, true),
+                    k,
+                )?,
+            ))
         })
     }
 }
 
-/// `MPI_Alltoallw` in its three forms (predefined datatypes; displacements in bytes).
+/// `MPI_Alltoallw` in its three forms (displacements in bytes).
 #[allow(clippy::too_many_arguments)]
 unsafe fn alltoallw(
     name: &str,
@@ -1027,409 +1322,174 @@ unsafe fn alltoallw(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let comm = typed(c)?;
-    let p = comm.size() as usize;
-    let mut k = Kept::default();
     // SAFETY: the caller's buffers and arrays, valid until the request completes.
     unsafe {
-        let (rc, rd, rext) = wblocks(name, p, rcounts, rdispls, rdts)?;
-        let r = whole(name, rbuf, rext)?.cast_mut();
-        let (s, sext, sc, sd) = if in_place(sbuf) {
-            // The input is the receive buffer as it is now, laid out like the output.
-            copy_in_place(name, how)?;
-            (
-                copy_block(rbuf, 0, rext, &mut k),
-                rext,
-                rc.clone(),
-                rd.clone(),
-            )
-        } else {
-            let (sc, sd, sext) = wblocks(name, p, scounts, sdispls, sdts)?;
-            (whole(name, sbuf, sext)?, sext, sc, sd)
-        };
-        launch(name, how, out, k, |q| {
-            q.alltoallv_init(&comm, s, sext, &sc, &sd, r, rext, &rc, &rd)
+        alltoall_blocks(name, how, sbuf, c, out, |p, send, rw, k| {
+            if send {
+                wblocks(name, how, p, scounts, sdispls, sdts, sbuf, rw, k)
+            } else {
+                wblocks(name, how, p, rcounts, rdispls, rdts, rbuf, rw, k)
+            }
         })
     }
 }
 
-mpi_fn! {
-    /// `MPI_Alltoallw` (predefined datatypes).
-    fn Alltoallw = MPI_Alltoallw / PMPI_Alltoallw(
-        sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdts: *const Handle,
-        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdts: *const Handle, c: Handle,
-    ) on comm(c) => {
-        alltoallw("Alltoallw", How::Block, sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, c, std::ptr::null_mut())
-    }
-    /// `MPI_Ialltoallw`.
-    fn Ialltoallw = MPI_Ialltoallw / PMPI_Ialltoallw(
-        sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdts: *const Handle,
-        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdts: *const Handle, c: Handle,
-        r: *mut Handle,
-    ) on comm(c) => {
-        alltoallw("Ialltoallw", How::Now, sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, c, r)
-    }
-    /// `MPI_Alltoallw_init`.
-    fn Alltoallw_init = MPI_Alltoallw_init / PMPI_Alltoallw_init(
-        sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdts: *const Handle,
-        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdts: *const Handle, c: Handle,
-        _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        alltoallw("Alltoallw_init", How::Init, sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, c, r)
-    }
+/// Defines the exported forms of one collective, each as `MPI_x` and `PMPI_x` through
+/// [`mpi_fn`]: the nonblocking one (`r`: the request), the persistent one (`_info`, `r`),
+/// and, where given, the blocking one; each calls `$f(name, how, args…, request)`.
+macro_rules! forms {
+    (@block [] $($rest:tt)*) => {};
+    (@block [$B:ident $MB:ident $PB:ident] ($($a:ident : $t:ty),*) $c:ident $f:ident ($($x:expr),*)) => {
+        mpi_fn! {
+            #[doc = concat!("`MPI_", stringify!($B), "`.")]
+            fn $B = $MB / $PB($($a: $t),*) on comm($c) => {
+                $f(stringify!($B), How::Block, $($x,)* std::ptr::null_mut())
+            }
+        }
+    };
+    ($(
+        $I:ident = $MI:ident / $PI:ident, $N:ident = $MN:ident / $PN:ident
+        $(, $B:ident = $MB:ident / $PB:ident)?
+        ( $($a:ident : $t:ty),* $(,)? ) on $c:ident => $f:ident ( $($x:expr),* $(,)? );
+    )*) => { $(
+        mpi_fn! {
+            #[doc = concat!("`MPI_", stringify!($I), "`.")]
+            fn $I = $MI / $PI($($a: $t,)* r: *mut Handle) on comm($c) => {
+                $f(stringify!($I), How::Now, $($x,)* r)
+            }
+            #[doc = concat!("`MPI_", stringify!($N), "`.")]
+            fn $N = $MN / $PN($($a: $t,)* _info: Handle, r: *mut Handle) on comm($c) => {
+                $f(stringify!($N), How::Init, $($x,)* r)
+            }
+        }
+        forms!(@block [$($B $MB $PB)?] ($($a: $t),*) $c $f ($($x),*));
+    )* };
 }
 
-mpi_fn! {
-    /// `MPI_Neighbor_allgather`.
-    fn Neighbor_allgather = MPI_Neighbor_allgather / PMPI_Neighbor_allgather(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
-    ) on comm(c) => {
-        neighbor_regular("Neighbor_allgather", How::Block, 0, sbuf, sn, sdt, rbuf, rn, rdt, c, std::ptr::null_mut())
-    }
-    /// `MPI_Ineighbor_allgather`.
-    fn Ineighbor_allgather = MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
-        r: *mut Handle,
-    ) on comm(c) => {
-        neighbor_regular("Ineighbor_allgather", How::Now, 0, sbuf, sn, sdt, rbuf, rn, rdt, c, r)
-    }
-    /// `MPI_Neighbor_allgather_init`.
-    fn Neighbor_allgather_init = MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
-        _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        neighbor_regular("Neighbor_allgather_init", How::Init, 0, sbuf, sn, sdt, rbuf, rn, rdt, c, r)
-    }
-
-    /// `MPI_Neighbor_alltoall`.
-    fn Neighbor_alltoall = MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
-    ) on comm(c) => {
-        neighbor_regular("Neighbor_alltoall", How::Block, 1, sbuf, sn, sdt, rbuf, rn, rdt, c, std::ptr::null_mut())
-    }
-    /// `MPI_Ineighbor_alltoall`.
-    fn Ineighbor_alltoall = MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
-        r: *mut Handle,
-    ) on comm(c) => {
-        neighbor_regular("Ineighbor_alltoall", How::Now, 1, sbuf, sn, sdt, rbuf, rn, rdt, c, r)
-    }
-    /// `MPI_Neighbor_alltoall_init`.
-    fn Neighbor_alltoall_init = MPI_Neighbor_alltoall_init / PMPI_Neighbor_alltoall_init(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle, c: Handle,
-        _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        neighbor_regular("Neighbor_alltoall_init", How::Init, 1, sbuf, sn, sdt, rbuf, rn, rdt, c, r)
-    }
-
-    /// `MPI_Neighbor_allgatherv`.
-    fn Neighbor_allgatherv = MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int,
-        displs: *const c_int, rdt: Handle, c: Handle,
-    ) on comm(c) => {
-        neighbor_allgatherv("Neighbor_allgatherv", How::Block, sbuf, sn, sdt, rbuf, rcounts, displs, rdt, c, std::ptr::null_mut())
-    }
-    /// `MPI_Ineighbor_allgatherv`.
-    fn Ineighbor_allgatherv = MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int,
-        displs: *const c_int, rdt: Handle, c: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        neighbor_allgatherv("Ineighbor_allgatherv", How::Now, sbuf, sn, sdt, rbuf, rcounts, displs, rdt, c, r)
-    }
-    /// `MPI_Neighbor_allgatherv_init`.
-    fn Neighbor_allgatherv_init = MPI_Neighbor_allgatherv_init / PMPI_Neighbor_allgatherv_init(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int,
-        displs: *const c_int, rdt: Handle, c: Handle, _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        neighbor_allgatherv("Neighbor_allgatherv_init", How::Init, sbuf, sn, sdt, rbuf, rcounts, displs, rdt, c, r)
-    }
-
-    /// `MPI_Neighbor_alltoallv`.
-    fn Neighbor_alltoallv = MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv(
-        sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle,
-        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle, c: Handle,
-    ) on comm(c) => {
-        neighbor_alltoallv("Neighbor_alltoallv", How::Block, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, c, std::ptr::null_mut())
-    }
-    /// `MPI_Ineighbor_alltoallv`.
-    fn Ineighbor_alltoallv = MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv(
-        sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle,
-        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle, c: Handle,
-        r: *mut Handle,
-    ) on comm(c) => {
-        neighbor_alltoallv("Ineighbor_alltoallv", How::Now, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, c, r)
-    }
-    /// `MPI_Neighbor_alltoallv_init`.
-    fn Neighbor_alltoallv_init = MPI_Neighbor_alltoallv_init / PMPI_Neighbor_alltoallv_init(
-        sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle,
-        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle, c: Handle,
-        _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        neighbor_alltoallv("Neighbor_alltoallv_init", How::Init, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, c, r)
-    }
-
-    /// `MPI_Neighbor_alltoallw` (predefined datatypes; displacements in bytes).
-    fn Neighbor_alltoallw = MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw(
-        sbuf: *const c_void, scounts: *const c_int, sdispls: *const isize, sdts: *const Handle,
-        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const isize, rdts: *const Handle, c: Handle,
-    ) on comm(c) => {
-        neighbor_alltoallw("Neighbor_alltoallw", How::Block, sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, c, std::ptr::null_mut())
-    }
-    /// `MPI_Ineighbor_alltoallw`.
-    fn Ineighbor_alltoallw = MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw(
-        sbuf: *const c_void, scounts: *const c_int, sdispls: *const isize, sdts: *const Handle,
-        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const isize, rdts: *const Handle, c: Handle,
-        r: *mut Handle,
-    ) on comm(c) => {
-        neighbor_alltoallw("Ineighbor_alltoallw", How::Now, sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, c, r)
-    }
-    /// `MPI_Neighbor_alltoallw_init`.
-    fn Neighbor_alltoallw_init = MPI_Neighbor_alltoallw_init / PMPI_Neighbor_alltoallw_init(
-        sbuf: *const c_void, scounts: *const c_int, sdispls: *const isize, sdts: *const Handle,
-        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const isize, rdts: *const Handle, c: Handle,
-        _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        neighbor_alltoallw("Neighbor_alltoallw_init", How::Init, sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, c, r)
-    }
+/// `MPI_Reduce_scatter` in a nonblocking or persistent form: the counts read here.
+#[allow(clippy::too_many_arguments)]
+unsafe fn reduce_scatter_counts(
+    name: &str,
+    how: How,
+    block: bool,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    rn: c_int,
+    dt: Handle,
+    o: Handle,
+    c: Handle,
+    out: *mut Handle,
+) -> Result<()> {
+    let comm = typed(c)?;
+    let p = comm.size() as usize;
+    let counts = if block {
+        vec![count(name, rn)?; p]
+    } else {
+        // SAFETY: `rcounts` valid for `p` reads (the MPI contract).
+        unsafe { counts(name, rcounts, p)? }
+    };
+    // SAFETY: forwarded.
+    unsafe { reduce_scatter(name, how, block, sbuf, rbuf, &counts, dt, o, &comm, out) }
 }
 
-mpi_fn! {
-    /// `MPI_Ibarrier`.
-    fn Ibarrier = MPI_Ibarrier / PMPI_Ibarrier(c: Handle, r: *mut Handle) on comm(c) => {
-        barrier("Ibarrier", How::Now, c, r)
-    }
-    /// `MPI_Barrier_init`.
-    fn Barrier_init = MPI_Barrier_init / PMPI_Barrier_init(c: Handle, _info: Handle, r: *mut Handle) on comm(c) => {
-        barrier("Barrier_init", How::Init, c, r)
-    }
-
-    /// `MPI_Ibcast`.
-    fn Ibcast = MPI_Ibcast / PMPI_Ibcast(buf: *mut c_void, n: c_int, dt: Handle, root: c_int, c: Handle, r: *mut Handle) on comm(c) => {
-        bcast("Ibcast", How::Now, buf, n.into(), dt, root, c, r)
-    }
-    /// `MPI_Bcast_init`.
-    fn Bcast_init = MPI_Bcast_init / PMPI_Bcast_init(buf: *mut c_void, n: c_int, dt: Handle, root: c_int, c: Handle, _info: Handle, r: *mut Handle) on comm(c) => {
-        bcast("Bcast_init", How::Init, buf, n.into(), dt, root, c, r)
-    }
-
-    /// `MPI_Igather`.
-    fn Igather = MPI_Igather / PMPI_Igather(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
-        root: c_int, c: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        gather("Igather", How::Now, sbuf, sn, sdt, rbuf, rn, rdt, root, c, r)
-    }
-    /// `MPI_Gather_init`.
-    fn Gather_init = MPI_Gather_init / PMPI_Gather_init(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
-        root: c_int, c: Handle, _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        gather("Gather_init", How::Init, sbuf, sn, sdt, rbuf, rn, rdt, root, c, r)
-    }
-
-    /// `MPI_Iscatter`.
-    fn Iscatter = MPI_Iscatter / PMPI_Iscatter(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
-        root: c_int, c: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        scatter("Iscatter", How::Now, sbuf, sn, sdt, rbuf, rn, rdt, root, c, r)
-    }
-    /// `MPI_Scatter_init`.
-    fn Scatter_init = MPI_Scatter_init / PMPI_Scatter_init(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
-        root: c_int, c: Handle, _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        scatter("Scatter_init", How::Init, sbuf, sn, sdt, rbuf, rn, rdt, root, c, r)
-    }
-
-    /// `MPI_Iallgather`.
-    fn Iallgather = MPI_Iallgather / PMPI_Iallgather(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
-        c: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        allgather("Iallgather", How::Now, sbuf, sn, sdt, rbuf, rn, rdt, c, r)
-    }
-    /// `MPI_Allgather_init`.
-    fn Allgather_init = MPI_Allgather_init / PMPI_Allgather_init(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
-        c: Handle, _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        allgather("Allgather_init", How::Init, sbuf, sn, sdt, rbuf, rn, rdt, c, r)
-    }
-
-    /// `MPI_Ialltoall`.
-    fn Ialltoall = MPI_Ialltoall / PMPI_Ialltoall(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
-        c: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        alltoall("Ialltoall", How::Now, sbuf, sn, sdt, rbuf, rn, rdt, c, r)
-    }
-    /// `MPI_Alltoall_init`.
-    fn Alltoall_init = MPI_Alltoall_init / PMPI_Alltoall_init(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
-        c: Handle, _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        alltoall("Alltoall_init", How::Init, sbuf, sn, sdt, rbuf, rn, rdt, c, r)
-    }
-
-    /// `MPI_Igatherv`.
-    fn Igatherv = MPI_Igatherv / PMPI_Igatherv(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int,
-        displs: *const c_int, rdt: Handle, root: c_int, c: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        gatherv("Igatherv", How::Now, sbuf, sn, sdt, rbuf, rcounts, displs, rdt, root, c, r)
-    }
-    /// `MPI_Gatherv_init`.
-    fn Gatherv_init = MPI_Gatherv_init / PMPI_Gatherv_init(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int,
-        displs: *const c_int, rdt: Handle, root: c_int, c: Handle, _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        gatherv("Gatherv_init", How::Init, sbuf, sn, sdt, rbuf, rcounts, displs, rdt, root, c, r)
-    }
-
-    /// `MPI_Iscatterv`.
-    fn Iscatterv = MPI_Iscatterv / PMPI_Iscatterv(
-        sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Handle,
-        rbuf: *mut c_void, rn: c_int, rdt: Handle, root: c_int, c: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        scatterv("Iscatterv", How::Now, sbuf, scounts, displs, sdt, rbuf, rn, rdt, root, c, r)
-    }
-    /// `MPI_Scatterv_init`.
-    fn Scatterv_init = MPI_Scatterv_init / PMPI_Scatterv_init(
-        sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Handle,
-        rbuf: *mut c_void, rn: c_int, rdt: Handle, root: c_int, c: Handle, _info: Handle,
-        r: *mut Handle,
-    ) on comm(c) => {
-        scatterv("Scatterv_init", How::Init, sbuf, scounts, displs, sdt, rbuf, rn, rdt, root, c, r)
-    }
-
-    /// `MPI_Iallgatherv`.
-    fn Iallgatherv = MPI_Iallgatherv / PMPI_Iallgatherv(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int,
-        displs: *const c_int, rdt: Handle, c: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        allgatherv("Iallgatherv", How::Now, sbuf, sn, sdt, rbuf, rcounts, displs, rdt, c, r)
-    }
-    /// `MPI_Allgatherv_init`.
-    fn Allgatherv_init = MPI_Allgatherv_init / PMPI_Allgatherv_init(
-        sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int,
-        displs: *const c_int, rdt: Handle, c: Handle, _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        allgatherv("Allgatherv_init", How::Init, sbuf, sn, sdt, rbuf, rcounts, displs, rdt, c, r)
-    }
-
-    /// `MPI_Ialltoallv`.
-    fn Ialltoallv = MPI_Ialltoallv / PMPI_Ialltoallv(
-        sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle,
-        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle,
-        c: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        alltoallv("Ialltoallv", How::Now, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, c, r)
-    }
-    /// `MPI_Alltoallv_init`.
-    fn Alltoallv_init = MPI_Alltoallv_init / PMPI_Alltoallv_init(
-        sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle,
-        rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle,
-        c: Handle, _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        alltoallv("Alltoallv_init", How::Init, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, c, r)
-    }
-
-    /// `MPI_Ireduce`.
-    fn Ireduce = MPI_Ireduce / PMPI_Ireduce(
-        sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, root: c_int,
-        c: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        reduce("Ireduce", How::Now, 3, sbuf, rbuf, n.into(), dt, o, root, c, r)
-    }
-    /// `MPI_Reduce_init`.
-    fn Reduce_init = MPI_Reduce_init / PMPI_Reduce_init(
-        sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, root: c_int,
-        c: Handle, _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        reduce("Reduce_init", How::Init, 3, sbuf, rbuf, n.into(), dt, o, root, c, r)
-    }
-
-    /// `MPI_Iallreduce`.
-    fn Iallreduce = MPI_Iallreduce / PMPI_Iallreduce(
-        sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
-        r: *mut Handle,
-    ) on comm(c) => {
-        reduce("Iallreduce", How::Now, 0, sbuf, rbuf, n.into(), dt, o, 0, c, r)
-    }
-    /// `MPI_Allreduce_init`.
-    fn Allreduce_init = MPI_Allreduce_init / PMPI_Allreduce_init(
-        sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
-        _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        reduce("Allreduce_init", How::Init, 0, sbuf, rbuf, n.into(), dt, o, 0, c, r)
-    }
-
-    /// `MPI_Iscan`.
-    fn Iscan = MPI_Iscan / PMPI_Iscan(
-        sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
-        r: *mut Handle,
-    ) on comm(c) => {
-        reduce("Iscan", How::Now, 1, sbuf, rbuf, n.into(), dt, o, 0, c, r)
-    }
-    /// `MPI_Scan_init`.
-    fn Scan_init = MPI_Scan_init / PMPI_Scan_init(
-        sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
-        _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        reduce("Scan_init", How::Init, 1, sbuf, rbuf, n.into(), dt, o, 0, c, r)
-    }
-
-    /// `MPI_Iexscan`.
-    fn Iexscan = MPI_Iexscan / PMPI_Iexscan(
-        sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
-        r: *mut Handle,
-    ) on comm(c) => {
-        reduce("Iexscan", How::Now, 2, sbuf, rbuf, n.into(), dt, o, 0, c, r)
-    }
-    /// `MPI_Exscan_init`.
-    fn Exscan_init = MPI_Exscan_init / PMPI_Exscan_init(
-        sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle,
-        _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        reduce("Exscan_init", How::Init, 2, sbuf, rbuf, n.into(), dt, o, 0, c, r)
-    }
-
-    /// `MPI_Ireduce_scatter`.
-    fn Ireduce_scatter = MPI_Ireduce_scatter / PMPI_Ireduce_scatter(
-        sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const c_int, dt: Handle, o: Handle,
-        c: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        let comm = typed(c)?;
-        let counts = counts("Ireduce_scatter", rcounts, comm.size() as usize)?;
-        reduce_scatter("Ireduce_scatter", How::Now, false, sbuf, rbuf, &counts, dt, o, &comm, r)
-    }
-    /// `MPI_Reduce_scatter_init`.
-    fn Reduce_scatter_init = MPI_Reduce_scatter_init / PMPI_Reduce_scatter_init(
-        sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const c_int, dt: Handle, o: Handle,
-        c: Handle, _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        let comm = typed(c)?;
-        let counts = counts("Reduce_scatter_init", rcounts, comm.size() as usize)?;
-        reduce_scatter("Reduce_scatter_init", How::Init, false, sbuf, rbuf, &counts, dt, o, &comm, r)
-    }
-
-    /// `MPI_Ireduce_scatter_block`.
-    fn Ireduce_scatter_block = MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block(
-        sbuf: *const c_void, rbuf: *mut c_void, rn: c_int, dt: Handle, o: Handle, c: Handle,
-        r: *mut Handle,
-    ) on comm(c) => {
-        let comm = typed(c)?;
-        let counts = vec![count("Ireduce_scatter_block", rn)?; comm.size() as usize];
-        reduce_scatter("Ireduce_scatter_block", How::Now, true, sbuf, rbuf, &counts, dt, o, &comm, r)
-    }
-    /// `MPI_Reduce_scatter_block_init`.
-    fn Reduce_scatter_block_init = MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init(
-        sbuf: *const c_void, rbuf: *mut c_void, rn: c_int, dt: Handle, o: Handle, c: Handle,
-        _info: Handle, r: *mut Handle,
-    ) on comm(c) => {
-        let comm = typed(c)?;
-        let counts = vec![count("Reduce_scatter_block_init", rn)?; comm.size() as usize];
-        reduce_scatter("Reduce_scatter_block_init", How::Init, true, sbuf, rbuf, &counts, dt, o, &comm, r)
-    }
+forms! {
+    Ibarrier = MPI_Ibarrier / PMPI_Ibarrier, Barrier_init = MPI_Barrier_init / PMPI_Barrier_init
+        (c: Handle) on c => barrier(c);
+    Ibcast = MPI_Ibcast / PMPI_Ibcast, Bcast_init = MPI_Bcast_init / PMPI_Bcast_init
+        (buf: *mut c_void, n: c_int, dt: Handle, root: c_int, c: Handle) on c
+        => bcast(buf, n.into(), dt, root, c);
+    Igather = MPI_Igather / PMPI_Igather, Gather_init = MPI_Gather_init / PMPI_Gather_init
+        (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
+         root: c_int, c: Handle) on c
+        => gather(sbuf, sn, sdt, rbuf, rn, rdt, root, c);
+    Iscatter = MPI_Iscatter / PMPI_Iscatter, Scatter_init = MPI_Scatter_init / PMPI_Scatter_init
+        (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
+         root: c_int, c: Handle) on c
+        => scatter(sbuf, sn, sdt, rbuf, rn, rdt, root, c);
+    Iallgather = MPI_Iallgather / PMPI_Iallgather,
+    Allgather_init = MPI_Allgather_init / PMPI_Allgather_init
+        (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
+         c: Handle) on c
+        => allgather(false, sbuf, sn, sdt, rbuf, rn, rdt, c);
+    Ialltoall = MPI_Ialltoall / PMPI_Ialltoall, Alltoall_init = MPI_Alltoall_init / PMPI_Alltoall_init
+        (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
+         c: Handle) on c
+        => allgather(true, sbuf, sn, sdt, rbuf, rn, rdt, c);
+    Igatherv = MPI_Igatherv / PMPI_Igatherv, Gatherv_init = MPI_Gatherv_init / PMPI_Gatherv_init
+        (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int,
+         displs: *const c_int, rdt: Handle, root: c_int, c: Handle) on c
+        => gatherv(false, sbuf, sn, sdt, rbuf, rcounts, displs, rdt, root, c);
+    Iallgatherv = MPI_Iallgatherv / PMPI_Iallgatherv,
+    Allgatherv_init = MPI_Allgatherv_init / PMPI_Allgatherv_init
+        (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int,
+         displs: *const c_int, rdt: Handle, c: Handle) on c
+        => gatherv(true, sbuf, sn, sdt, rbuf, rcounts, displs, rdt, 0, c);
+    Iscatterv = MPI_Iscatterv / PMPI_Iscatterv, Scatterv_init = MPI_Scatterv_init / PMPI_Scatterv_init
+        (sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Handle,
+         rbuf: *mut c_void, rn: c_int, rdt: Handle, root: c_int, c: Handle) on c
+        => scatterv(sbuf, scounts, displs, sdt, rbuf, rn, rdt, root, c);
+    Ialltoallv = MPI_Ialltoallv / PMPI_Ialltoallv, Alltoallv_init = MPI_Alltoallv_init / PMPI_Alltoallv_init
+        (sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle,
+         rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle, c: Handle) on c
+        => alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, c);
+    Ialltoallw = MPI_Ialltoallw / PMPI_Ialltoallw, Alltoallw_init = MPI_Alltoallw_init / PMPI_Alltoallw_init,
+    Alltoallw = MPI_Alltoallw / PMPI_Alltoallw
+        (sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdts: *const Handle,
+         rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdts: *const Handle,
+         c: Handle) on c
+        => alltoallw(sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, c);
+    Ireduce = MPI_Ireduce / PMPI_Ireduce, Reduce_init = MPI_Reduce_init / PMPI_Reduce_init
+        (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, root: c_int,
+         c: Handle) on c
+        => reduce(3, sbuf, rbuf, n.into(), dt, o, root, c);
+    Iallreduce = MPI_Iallreduce / PMPI_Iallreduce, Allreduce_init = MPI_Allreduce_init / PMPI_Allreduce_init
+        (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle) on c
+        => reduce(0, sbuf, rbuf, n.into(), dt, o, 0, c);
+    Iscan = MPI_Iscan / PMPI_Iscan, Scan_init = MPI_Scan_init / PMPI_Scan_init
+        (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle) on c
+        => reduce(1, sbuf, rbuf, n.into(), dt, o, 0, c);
+    Iexscan = MPI_Iexscan / PMPI_Iexscan, Exscan_init = MPI_Exscan_init / PMPI_Exscan_init
+        (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Handle, o: Handle, c: Handle) on c
+        => reduce(2, sbuf, rbuf, n.into(), dt, o, 0, c);
+    Ireduce_scatter = MPI_Ireduce_scatter / PMPI_Ireduce_scatter,
+    Reduce_scatter_init = MPI_Reduce_scatter_init / PMPI_Reduce_scatter_init
+        (sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const c_int, dt: Handle, o: Handle,
+         c: Handle) on c
+        => reduce_scatter_counts(false, sbuf, rbuf, rcounts, 0, dt, o, c);
+    Ireduce_scatter_block = MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block,
+    Reduce_scatter_block_init = MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init
+        (sbuf: *const c_void, rbuf: *mut c_void, rn: c_int, dt: Handle, o: Handle, c: Handle) on c
+        => reduce_scatter_counts(true, sbuf, rbuf, std::ptr::null(), rn, dt, o, c);
+    Ineighbor_allgather = MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather,
+    Neighbor_allgather_init = MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init,
+    Neighbor_allgather = MPI_Neighbor_allgather / PMPI_Neighbor_allgather
+        (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
+         c: Handle) on c
+        => neighbor_regular(0, sbuf, sn, sdt, rbuf, rn, rdt, c);
+    Ineighbor_alltoall = MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall,
+    Neighbor_alltoall_init = MPI_Neighbor_alltoall_init / PMPI_Neighbor_alltoall_init,
+    Neighbor_alltoall = MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall
+        (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
+         c: Handle) on c
+        => neighbor_regular(1, sbuf, sn, sdt, rbuf, rn, rdt, c);
+    Ineighbor_allgatherv = MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv,
+    Neighbor_allgatherv_init = MPI_Neighbor_allgatherv_init / PMPI_Neighbor_allgatherv_init,
+    Neighbor_allgatherv = MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv
+        (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int,
+         displs: *const c_int, rdt: Handle, c: Handle) on c
+        => neighbor_allgatherv(sbuf, sn, sdt, rbuf, rcounts, displs, rdt, c);
+    Ineighbor_alltoallv = MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv,
+    Neighbor_alltoallv_init = MPI_Neighbor_alltoallv_init / PMPI_Neighbor_alltoallv_init,
+    Neighbor_alltoallv = MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv
+        (sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle,
+         rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle, c: Handle) on c
+        => neighbor_alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, c);
+    Ineighbor_alltoallw = MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw,
+    Neighbor_alltoallw_init = MPI_Neighbor_alltoallw_init / PMPI_Neighbor_alltoallw_init,
+    Neighbor_alltoallw = MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw
+        (sbuf: *const c_void, scounts: *const c_int, sdispls: *const isize, sdts: *const Handle,
+         rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const isize, rdts: *const Handle,
+         c: Handle) on c
+        => neighbor_alltoallw(sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, c);
 }

@@ -24,6 +24,7 @@ pub mod env;
 pub mod errors;
 pub mod icoll;
 pub mod info;
+pub mod longdouble;
 pub mod message;
 pub mod p2p;
 pub mod rma;

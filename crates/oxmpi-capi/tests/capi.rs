@@ -165,6 +165,16 @@ fn nonblocking_and_persistent_collectives() {
 }
 
 #[test]
+fn derived_datatypes_in_nonblocking_and_persistent_collectives() {
+    corpus("ddt_coll", &[1, 2, 3, 4]);
+}
+
+#[test]
+fn long_double_reductions_match_c() {
+    corpus("longdouble", &[1, 2, 3, 4]);
+}
+
+#[test]
 fn nonblocking_sendrecv_and_matched_receive() {
     corpus("isendrecv", &[1, 2, 3, 4]);
 }

@@ -900,3 +900,149 @@ impl<L: ThreadLevel> Communicator<L> {
         Ok(st)
     }
 }
+
+/// A nonblocking send or receive through a view ([`Communicator::immediate_send_view`],
+/// [`Communicator::immediate_receive_view`]): its request and, for non-contiguous data, the
+/// packed bytes it moves. A receive unpacks them into the viewed buffer when it completes
+/// (by [`wait`](Self::wait), [`test`](Self::test) or drop).
+#[must_use = "a request must be waited for or tested"]
+pub struct ViewRequest<'a, 's> {
+    /// `None` only once waited for.
+    req: Option<Request<'a, 's>>,
+    /// The packed bytes the request reads or writes; the request completes before they are
+    /// dropped (see `Drop`), and a leaked `ViewRequest` leaks them too.
+    staged: Option<crate::handle::typed::Staged>,
+    recv: bool,
+}
+
+impl ViewRequest<'_, '_> {
+    /// Blocks until the operation completes (`MPI_Wait`); a receive's data is then in the
+    /// viewed buffer, and its status counts bytes.
+    pub fn wait(mut self) -> Result<Status> {
+        match self.req.take() {
+            Some(r) => {
+                let st = r.wait();
+                self.finish(st)
+            }
+            None => Err(Error::new(
+                ErrorClass::Request,
+                "wait: the view request was already completed",
+            )),
+        }
+    }
+
+    /// Completes the operation if it is done (`MPI_Test`); `None` while in flight. Once it
+    /// has returned `Some`, the request is inactive, as [`Request::test`] says.
+    pub fn test(&mut self) -> Option<Result<Status>> {
+        let st = self.req.as_mut()?.test()?;
+        Some(self.finish(st))
+    }
+
+    /// Unpacks a completed receive into the viewed buffer.
+    fn finish(&mut self, st: Result<Status>) -> Result<Status> {
+        if let (Ok(s), Some(staged), true) = (&st, &self.staged, self.recv) {
+            // SAFETY: the elements' data bytes lie in the buffer the view borrows
+            // exclusively for `'a` (checked against the slice, or the `Datatyped` contract);
+            // the staged bytes are ours and the request that wrote them has completed.
+            unsafe { staged.unpack(s.bytes()) };
+        }
+        st
+    }
+}
+
+impl Drop for ViewRequest<'_, '_> {
+    fn drop(&mut self) {
+        if let Some(r) = self.req.take() {
+            if !r.is_inactive() {
+                // Completing here keeps the staged bytes alive for as long as the engine
+                // uses them, and delivers a receive; its error has no caller to go to.
+                let st = r.wait();
+                let _ = self.finish(st);
+            }
+        }
+    }
+}
+
+impl<L: ThreadLevel> Communicator<L> {
+    /// Starts a send of the elements `view` shows (`MPI_Isend` with a derived datatype):
+    /// contiguous data is sent from the borrowed buffer, anything else is packed now into
+    /// bytes the request owns.
+    pub fn immediate_send_view<'a, 's>(
+        &self,
+        scope: &'s Scope<'a>,
+        view: View<'a>,
+        dest: i32,
+        tag: i32,
+    ) -> Result<ViewRequest<'a, 's>> {
+        let len = (view.ty.size() * view.count) as usize;
+        if view.ty.is_contiguous() {
+            // SAFETY: `check_view` (or `Datatyped`'s contract) proved the `len` data bytes
+            // from origin + lb lie in the buffer borrowed for `'a`.
+            let bytes: &'a [u8] = unsafe {
+                std::slice::from_raw_parts(view.ptr.wrapping_offset(view.ty.lb() as isize), len)
+            };
+            let req = self.immediate_send(scope, bytes, dest, tag)?;
+            return Ok(ViewRequest {
+                req: Some(req),
+                staged: None,
+                recv: false,
+            });
+        }
+        // SAFETY: the elements' data bytes lie in the borrowed buffer, readable now.
+        let s = unsafe {
+            crate::handle::typed::Staged::send(
+                view.ty.clone(),
+                view.ptr.cast(),
+                view.count,
+                len,
+                false,
+            )
+        };
+        // SAFETY: the packed bytes are heap memory the returned `ViewRequest` owns and never
+        // changes; it completes the request before dropping them, and a leaked one leaks
+        // them (its scope then completes the request).
+        let bytes: &'a [u8] = unsafe { std::slice::from_raw_parts(s.buf_ref().as_ptr(), len) };
+        let req = self.immediate_send(scope, bytes, dest, tag)?;
+        Ok(ViewRequest {
+            req: Some(req),
+            staged: Some(s),
+            recv: false,
+        })
+    }
+
+    /// Starts a receive into the elements `view` shows (`MPI_Irecv` with a derived
+    /// datatype). Non-contiguous data lands in bytes the request owns and is unpacked into
+    /// the viewed buffer when the request completes; bytes outside the type map are left
+    /// untouched. A longer message is [`ErrorClass::Truncate`].
+    pub fn immediate_receive_view<'a, 's>(
+        &self,
+        scope: &'s Scope<'a>,
+        view: ViewMut<'a>,
+        source: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<ViewRequest<'a, 's>> {
+        let len = (view.ty.size() * view.count) as usize;
+        let (ptr, staged) = if view.ty.is_contiguous() {
+            (view.ptr.wrapping_offset(view.ty.lb() as isize), None)
+        } else {
+            let mut s = crate::handle::typed::Staged::recv(
+                view.ty.clone(),
+                view.ptr.cast(),
+                view.count,
+                len,
+                false,
+            );
+            (s.bytes().as_mut_ptr(), Some(s))
+        };
+        // SAFETY: `ptr` is either the viewed data (`len` bytes from origin + lb inside the
+        // buffer exclusively borrowed for `'a`, as `check_view` proved) or the staged heap
+        // bytes the returned `ViewRequest` owns, which it completes the request before
+        // dropping (and leaks with itself if leaked, the scope completing the request).
+        let req = unsafe { self.immediate_receive_raw(scope, ptr, len, source, tag)? };
+        Ok(ViewRequest {
+            req: Some(req),
+            staged,
+            recv: true,
+        })
+    }
+}

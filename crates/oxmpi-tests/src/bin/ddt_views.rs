@@ -2,13 +2,15 @@
 //! received as contiguous values and back (gap bytes untouched), and
 //! `#[derive(Equivalence)]` structs with padding sent through their datatype and received
 //! both as structs and into a byte buffer through the same type map, every byte checked
-//! (padding never written). A view reaching outside its slice is an error. Prints
-//! "views OK".
+//! (padding never written). The same through the nonblocking forms
+//! (`immediate_send_view`/`immediate_receive_view`: completed by wait, test and drop),
+//! and a too-short receive view is a truncation. A view reaching outside its slice is an
+//! error. Prints "views OK".
 
 use std::mem::offset_of;
 
 use oxmpi::datatype::{Datatyped, Type};
-use oxmpi::point_to_point::{View, ViewMut};
+use oxmpi::point_to_point::{View, ViewMut, ViewRequest};
 use oxmpi::ErrorClass;
 use oxmpi_tests::{check, must};
 
@@ -121,6 +123,8 @@ fn main() {
     }
     check!(raw == want, "struct bytes differ: {raw:?}");
 
+    immediate(&world, &vec4, &ps, &expect(prev));
+
     // A view that reaches outside its slice is an error, not undefined behaviour.
     let short = [0f64; 6];
     let e = View::new(&short, &vec4, 1).err().map(|e| e.class());
@@ -136,4 +140,129 @@ fn main() {
     );
 
     println!("views OK");
+}
+
+/// Waits for `r` by testing it (with a yield between tests), as a program overlapping work
+/// would.
+fn test_until(mut r: ViewRequest<'_, '_>) -> oxmpi::Status {
+    loop {
+        if let Some(st) = r.test() {
+            return must("test", st);
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// The nonblocking views around the ring: every byte checked, gaps untouched.
+fn immediate(world: &oxmpi::Communicator, vec4: &Type, ps: &[Particle], from_prev: &[Particle]) {
+    let (me, np) = (world.rank(), world.size());
+    let (next, prev) = ((me + 1) % np, (me + np - 1) % np);
+    let a: Vec<f64> = (0..8).map(|i| (1000 * me + i) as f64).collect();
+    let mut gaps = [-1f64; 8];
+    let mut contiguous = [0f64; 4];
+    let mut qs = vec![
+        Particle {
+            id: 0,
+            pos: [0.0; 3],
+            charge: 0
+        };
+        3
+    ];
+    let mut dropped = [-2f64; 8];
+    let four = must("contiguous", Type::contiguous(4, &Type::of::<f64>()));
+    oxmpi::scope(|s| {
+        // Strided into strided (gaps kept), strided into contiguous, structs, and a receive
+        // completed by dropping its request.
+        let r1 = must(
+            "irecv",
+            world.immediate_receive_view(
+                s,
+                must("view", ViewMut::new(&mut gaps, vec4, 1)),
+                prev,
+                21,
+            ),
+        );
+        let r2 = must(
+            "irecv",
+            world.immediate_receive_view(
+                s,
+                must("view", ViewMut::new(&mut contiguous, &four, 1)),
+                prev,
+                22,
+            ),
+        );
+        let r3 = must(
+            "irecv",
+            world.immediate_receive_view(s, ViewMut::of(&mut qs[..]), prev, 23),
+        );
+        let r4 = must(
+            "irecv",
+            world.immediate_receive_view(
+                s,
+                must("view", ViewMut::new(&mut dropped, vec4, 1)),
+                prev,
+                24,
+            ),
+        );
+        let view = || must("view", View::new(&a, vec4, 1));
+        let sends = [
+            must("isend", world.immediate_send_view(s, view(), next, 21)),
+            must("isend", world.immediate_send_view(s, view(), next, 22)),
+            must(
+                "isend",
+                world.immediate_send_view(s, View::of(ps), next, 23),
+            ),
+            must("isend", world.immediate_send_view(s, view(), next, 24)),
+        ];
+        let st = must("wait", r1.wait());
+        check!(st.bytes() == 32, "strided receive: {} bytes", st.bytes());
+        let st = test_until(r2);
+        check!(st.bytes() == 32, "contiguous receive: {} bytes", st.bytes());
+        must("wait", r3.wait());
+        drop(r4);
+        for r in sends {
+            must("send wait", r.wait());
+        }
+    });
+    let theirs = |i: usize| (1000 * prev) as f64 + 2.0 * i as f64;
+    let want: Vec<f64> = (0..8)
+        .map(|k| if k % 2 == 0 { theirs(k / 2) } else { -1.0 })
+        .collect();
+    check!(gaps[..] == want[..], "immediate strided receive: {gaps:?}");
+    let want4: Vec<f64> = (0..4).map(theirs).collect();
+    check!(
+        contiguous[..] == want4[..],
+        "immediate contiguous: {contiguous:?}"
+    );
+    check!(qs == from_prev, "immediate structs: {qs:?}");
+    let want: Vec<f64> = (0..8)
+        .map(|k| if k % 2 == 0 { theirs(k / 2) } else { -2.0 })
+        .collect();
+    check!(
+        dropped[..] == want[..],
+        "receive completed by drop: {dropped:?}"
+    );
+
+    // A receive view shorter than the message: truncation, reported by its wait.
+    let mut short = [0f64; 4];
+    let two = must("vector", Type::vector(2, 1, 2, &Type::of::<f64>()));
+    let e = oxmpi::scope(|s| {
+        let r = must(
+            "irecv",
+            world.immediate_receive_view(
+                s,
+                must("view", ViewMut::new(&mut short, &two, 1)),
+                prev,
+                25,
+            ),
+        );
+        let w = must(
+            "isend",
+            world.immediate_send_view(s, must("view", View::new(&a, vec4, 1)), next, 25),
+        );
+        let e = r.wait().err().map(|e| e.class());
+        let _ = w.wait();
+        e
+    });
+    check!(e == Some(ErrorClass::Truncate), "short receive view: {e:?}");
 }

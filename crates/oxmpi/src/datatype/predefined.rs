@@ -45,8 +45,11 @@ pub enum Repr {
     F32,
     /// IEEE double precision.
     F64,
-    /// C `long double` / Fortran `REAL16` (16 bytes; moved as bytes, no arithmetic yet).
+    /// IEEE quad precision (Fortran `REAL16`; moved as bytes, no arithmetic in the core).
     F128,
+    /// C `long double`: x87 80-bit extended kept in 16 bytes on x86-64 (IEEE quad in
+    /// external32). Its arithmetic is the C layer's, compiled C.
+    LongDouble,
     /// Complex of two `F16` (moved as bytes).
     C16,
     /// Complex of two `F32`.
@@ -55,6 +58,8 @@ pub enum Repr {
     C64,
     /// Complex of two `F128` (moved as bytes).
     C128,
+    /// Complex of two `LongDouble`.
+    LongDoubleComplex,
     /// C `bool` (1 byte, 0 or 1).
     Bool,
     /// Fortran `LOGICAL` of 1, 2, 4, 8 or 16 bytes (non-zero is true).
@@ -80,8 +85,8 @@ impl Repr {
             I16 | U16 | F16 => 2,
             I32 | U32 | F32 | C16 | WChar => 4,
             I64 | U64 | Long | ULong | F64 | C32 => 8,
-            I128 | F128 | C64 => 16,
-            C128 => 32,
+            I128 | F128 | C64 | LongDouble => 16,
+            C128 | LongDoubleComplex => 32,
             Logical(n) => n as usize,
         }
     }
@@ -196,15 +201,15 @@ predefined! {
     DOUBLE_PRECISION = 0x21c, "MPI_DOUBLE_PRECISION", F64, 8, 8, Float, 8;
     DOUBLE_COMPLEX = 0x21d, "MPI_DOUBLE_COMPLEX", C64, 16, 8, Complex, 16;
     CHARACTER = 0x21e, "MPI_CHARACTER", Character, 1, 1, Unreduced, 1;
-    LONG_DOUBLE = 0x220, "MPI_LONG_DOUBLE", F128, 16, 16, Float, 0;
-    C_LONG_DOUBLE_COMPLEX = 0x224, "MPI_C_LONG_DOUBLE_COMPLEX", C128, 32, 16, Complex, 0;
-    CXX_LONG_DOUBLE_COMPLEX = 0x225, "MPI_CXX_LONG_DOUBLE_COMPLEX", C128, 32, 16, Complex, 0;
+    LONG_DOUBLE = 0x220, "MPI_LONG_DOUBLE", LongDouble, 16, 16, Float, 0;
+    C_LONG_DOUBLE_COMPLEX = 0x224, "MPI_C_LONG_DOUBLE_COMPLEX", LongDoubleComplex, 32, 16, Complex, 0;
+    CXX_LONG_DOUBLE_COMPLEX = 0x225, "MPI_CXX_LONG_DOUBLE_COMPLEX", LongDoubleComplex, 32, 16, Complex, 0;
     FLOAT_INT = 0x228, "MPI_FLOAT_INT", F32, 8, 4, Pair, 8, pair 4;
     DOUBLE_INT = 0x229, "MPI_DOUBLE_INT", F64, 16, 8, Pair, 12, pair 8;
     LONG_INT = 0x22a, "MPI_LONG_INT", Long, 16, 8, Pair, 8, pair 8;
     TWO_INT = 0x22b, "MPI_2INT", I32, 8, 4, Pair, 8, pair 4;
     SHORT_INT = 0x22c, "MPI_SHORT_INT", I16, 8, 4, Pair, 6, pair 4;
-    LONG_DOUBLE_INT = 0x22d, "MPI_LONG_DOUBLE_INT", F128, 32, 16, Pair, 0, pair 16;
+    LONG_DOUBLE_INT = 0x22d, "MPI_LONG_DOUBLE_INT", LongDouble, 32, 16, Pair, 0, pair 16;
     TWO_REAL = 0x230, "MPI_2REAL", F32, 8, 4, Pair, 8, pair 4;
     TWO_DOUBLE_PRECISION = 0x231, "MPI_2DOUBLE_PRECISION", F64, 16, 8, Pair, 16, pair 8;
     TWO_INTEGER = 0x232, "MPI_2INTEGER", I32, 8, 4, Pair, 8, pair 4;
