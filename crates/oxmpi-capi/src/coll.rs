@@ -1089,7 +1089,9 @@ unsafe fn reduce_scatter_block(
         let comm = typed(c)?;
         let counts = vec![count(name, rn)?; comm.size() as usize];
         if reduction_base(name, dt)?.is_some() {
-            return crate::icoll::reduce_scatter_blocking(name, true, sbuf, rbuf, &counts, dt, o, &comm);
+            return crate::icoll::reduce_scatter_blocking(
+                name, true, sbuf, rbuf, &counts, dt, o, &comm,
+            );
         }
         let (_, d) = span(name, rn, dt)?;
         let (_, op) = op(o)?;
@@ -1319,7 +1321,9 @@ unsafe fn reduce_scatter(
             .map(|&n| count(name, n))
             .collect::<Result<Vec<usize>>>()?;
         if reduction_base(name, dt)?.is_some() {
-            return crate::icoll::reduce_scatter_blocking(name, false, sbuf, rbuf, &counts, dt, o, &comm);
+            return crate::icoll::reduce_scatter_blocking(
+                name, false, sbuf, rbuf, &counts, dt, o, &comm,
+            );
         }
         let d = crate::datatypes::lookup(name, dt as usize)?;
         let (_, op) = op(o)?;
