@@ -245,7 +245,7 @@ arg_errors! {
     arg_error_type: "type",
     arg_error_buffer: "buffer",
     arg_error_root: "root",
-    arg_error_group: "test_group[.]",
+    arg_error_group: "group",
     arg_error_op: "op",
     arg_error_request: "request",
     arg_error_keyval: "keyval",
