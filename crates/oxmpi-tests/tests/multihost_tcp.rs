@@ -336,7 +336,12 @@ fn taking_one_rail_down_mid_stream_loses_nothing() {
         !warnings.is_empty() && warnings.len() <= 2,
         "one warning per side at most:\n{se}"
     );
-    assert!(!se.contains("TCP rail 0"), "{se}");
+    // Rail 0 stays up: no warning names it (the route log lines do, and are fine).
+    assert!(
+        !se.lines()
+            .any(|l| l.contains("TCP rail 0") && l.contains("failed")),
+        "{se}"
+    );
 }
 
 #[test]
