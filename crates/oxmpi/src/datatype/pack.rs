@@ -82,10 +82,12 @@ pub unsafe fn pack_raw(
     let want = out.len().min((total - start) as usize);
     if ty.is_contiguous() {
         // SAFETY: the data of a contiguous type is `count * size` bytes from origin + lb,
-        // readable by the caller's guarantee; `want` bytes from `start` lie within it.
+        // readable by the caller's guarantee; `want` bytes from `start` lie within it. The
+        // origin itself may lie outside the buffer (a negative lower bound, MPI_BOTTOM), so
+        // the address is formed with wrapping arithmetic; only the result is dereferenced.
         unsafe {
             ptr::copy_nonoverlapping(
-                origin.offset((ty.lb() as isize) + start as isize),
+                origin.wrapping_offset((ty.lb() as isize) + start as isize),
                 out.as_mut_ptr(),
                 want,
             )
@@ -224,11 +226,12 @@ pub unsafe fn unpack_raw(
     }
     let want = input.len().min((total - start) as usize);
     if ty.is_contiguous() {
-        // SAFETY: as in `pack_raw`, with the data writable by the caller's guarantee.
+        // SAFETY: as in `pack_raw` (wrapping address arithmetic, in-bounds result), with the
+        // data writable by the caller's guarantee.
         unsafe {
             ptr::copy_nonoverlapping(
                 input.as_ptr(),
-                origin.offset((ty.lb() as isize) + start as isize),
+                origin.wrapping_offset((ty.lb() as isize) + start as isize),
                 want,
             )
         };
