@@ -30,6 +30,7 @@
 //! ```
 #![deny(missing_docs, unsafe_op_in_unsafe_fn)]
 
+pub(crate) mod bytecopy;
 pub mod coll;
 pub mod comm;
 pub mod config;

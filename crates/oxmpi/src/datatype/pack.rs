@@ -56,7 +56,7 @@ unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
             4 => ptr::write_unaligned(dst as *mut u32, ptr::read_unaligned(src as *const u32)),
             8 => ptr::write_unaligned(dst as *mut u64, ptr::read_unaligned(src as *const u64)),
             16 => ptr::write_unaligned(dst as *mut u128, ptr::read_unaligned(src as *const u128)),
-            _ => ptr::copy_nonoverlapping(src, dst, n),
+            _ => crate::bytecopy::copy(dst, src, n),
         }
     }
 }
@@ -86,9 +86,9 @@ pub unsafe fn pack_raw(
         // origin itself may lie outside the buffer (a negative lower bound, MPI_BOTTOM), so
         // the address is formed with wrapping arithmetic; only the result is dereferenced.
         unsafe {
-            ptr::copy_nonoverlapping(
-                origin.wrapping_offset((ty.lb() as isize) + start as isize),
+            crate::bytecopy::copy(
                 out.as_mut_ptr(),
+                origin.wrapping_offset((ty.lb() as isize) + start as isize),
                 want,
             )
         };
@@ -191,9 +191,9 @@ impl Visit for Copier {
                         let m = at(self.mem, off + i as i64 * stride) as *mut u8;
                         let b = buf.add(i * len);
                         if self.pack {
-                            ptr::copy_nonoverlapping(m, b, len)
+                            crate::bytecopy::copy(b, m, len)
                         } else {
-                            ptr::copy_nonoverlapping(b, m, len)
+                            crate::bytecopy::copy(m, b, len)
                         }
                     }
                 }
@@ -229,9 +229,9 @@ pub unsafe fn unpack_raw(
         // SAFETY: as in `pack_raw` (wrapping address arithmetic, in-bounds result), with the
         // data writable by the caller's guarantee.
         unsafe {
-            ptr::copy_nonoverlapping(
-                input.as_ptr(),
+            crate::bytecopy::copy(
                 origin.wrapping_offset((ty.lb() as isize) + start as isize),
+                input.as_ptr(),
                 want,
             )
         };

@@ -203,7 +203,7 @@ impl Engine {
         // memory, so the ranges do not overlap.
         let copy = unsafe {
             let dst = region.ptr.add(off);
-            std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len());
+            crate::bytecopy::copy(dst, data.as_ptr(), data.len());
             dst as *const u8
         };
         // SAFETY: the copy stays valid and unchanged until the send completes: its range is

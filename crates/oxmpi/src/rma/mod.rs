@@ -552,7 +552,9 @@ impl WinCore {
             // SAFETY: `resolve` checked that `data.len()` bytes from `p` are window memory
             // (mapped segment or the user's memory kept alive by the front end); `copy`
             // allows the origin buffer to be window memory too.
-            Loc::Mapped(p) => unsafe { std::ptr::copy(data.as_ptr(), p, data.len()) },
+            Loc::Mapped(p) => unsafe {
+                crate::bytecopy::copy_overlapping(p, data.as_ptr(), data.len())
+            },
             Loc::Remote { pid, addr } => {
                 cma::write_to(pid, addr, data).map_err(|e| Self::cma_err(call, e))?
             }
@@ -563,7 +565,9 @@ impl WinCore {
     fn read(call: &str, loc: Loc, out: &mut [u8]) -> Result<()> {
         match loc {
             // SAFETY: as in `write`, for reads of `out.len()` bytes.
-            Loc::Mapped(p) => unsafe { std::ptr::copy(p, out.as_mut_ptr(), out.len()) },
+            Loc::Mapped(p) => unsafe {
+                crate::bytecopy::copy_overlapping(out.as_mut_ptr(), p, out.len())
+            },
             Loc::Remote { pid, addr } => {
                 cma::read_from(pid, addr, out).map_err(|e| Self::cma_err(call, e))?
             }
@@ -765,7 +769,7 @@ impl WinCore {
                 }
                 match op {
                     Op::NoOp => {}
-                    Op::Replace => target_mem.copy_from_slice(origin),
+                    Op::Replace => crate::bytecopy::copy_slice(target_mem, origin),
                     // The remaining predefined operations are commutative:
                     // target ∘ origin = origin ∘ target, so target can be the in-out side.
                     _ => k(origin, target_mem),

@@ -101,7 +101,7 @@ impl Payload<'_> {
         match self {
             Payload::Bytes(s) => {
                 let n = dst.len().min(s.len());
-                dst[..n].copy_from_slice(&s[..n]);
+                crate::bytecopy::copy_slice(&mut dst[..n], &s[..n]);
             }
             Payload::Shm(p) => p.copy_to(dst),
             Payload::Placed(_) => {}

@@ -250,9 +250,7 @@ impl Payload<'_> {
         match self.kind {
             // SAFETY: the block holds `len` announced bytes (checked against the pool bounds
             // when the fragment was decoded) and stays untouched until we release it.
-            PayloadKind::Block(p) => unsafe {
-                std::ptr::copy_nonoverlapping(p, dst.as_mut_ptr(), want)
-            },
+            PayloadKind::Block(p) => unsafe { crate::bytecopy::copy(dst.as_mut_ptr(), p, want) },
             PayloadKind::Cells {
                 first,
                 first_len,
@@ -302,6 +300,7 @@ impl ShmTransport {
                 format!("cannot create shared memory {path}: {e}"),
             )
         })?;
+        seg.prefault();
         let base = seg.base().as_ptr();
         let pid = std::process::id();
         // SAFETY: the fresh mapping is zeroed, page-aligned and large enough for the header.
@@ -502,6 +501,7 @@ impl ShmLink {
                 format!("cannot map rank {rank}'s shared memory {path}: {e}"),
             )
         })?;
+        seg.prefault();
         let base = seg.base().as_ptr();
         if seg.len() < HEADER_BYTES {
             return Err(Error::new(
@@ -577,9 +577,9 @@ impl ShmLink {
         // SAFETY: the range was checked against the mapping; the sender keeps the buffer
         // unchanged until our FIN (its send is incomplete until then).
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                seg.base().as_ptr().add(off as usize),
+            crate::bytecopy::copy(
                 dst.as_mut_ptr(),
+                seg.base().as_ptr().add(off as usize),
                 dst.len(),
             )
         };
@@ -655,11 +655,7 @@ impl Link for ShmLink {
         let block = self.pool.alloc().ok_or(SendError::Busy)?;
         // SAFETY: the block is ours and unannounced; the payload fits (checked above).
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                payload.as_ptr(),
-                self.pool.block_mut(block),
-                payload.len(),
-            )
+            crate::bytecopy::copy(self.pool.block_mut(block), payload.as_ptr(), payload.len())
         };
         let peer = match self.peer(to) {
             Ok(p) => p,
