@@ -31,6 +31,9 @@ pub enum Command {
     /// Raw TCP ping-pong latency and stream bandwidth (the floor under the TCP transport), over
     /// loopback or between two hosts (`--serve` / `--connect`).
     Rawtcp(crate::rawtcp::RawTcpArgs),
+    /// The hardware floor under shared-memory latency: a cache-line ping-pong between two
+    /// cores (one-way time, half the round trip).
+    Floor(crate::floor::FloorArgs),
 }
 
 /// Options of `oxmpi-bench compare`.
@@ -235,8 +238,17 @@ mod tests {
         argv.extend_from_slice(extra);
         match Cli::try_parse_from(argv).unwrap().command {
             Command::Compare(a) => a,
-            Command::Rawtcp(_) => unreachable!("parsed `compare`"),
+            Command::Rawtcp(_) | Command::Floor(_) => unreachable!("parsed `compare`"),
         }
+    }
+
+    #[test]
+    fn floor_takes_a_pair_of_cores() {
+        let c = Cli::try_parse_from(["oxmpi-bench", "floor", "--cores", "2,3"]).unwrap();
+        let Command::Floor(f) = c.command else {
+            panic!("parsed `floor`")
+        };
+        assert_eq!(f.cores, [2, 3]);
     }
 
     #[test]

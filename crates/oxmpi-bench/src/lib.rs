@@ -9,6 +9,7 @@
 
 pub mod cli;
 pub mod compare;
+pub mod floor;
 pub mod impls;
 pub mod native;
 pub mod parse;

@@ -24,6 +24,13 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Floor(args) => match oxmpi_bench::floor::run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("oxmpi-bench floor: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Compare(args) => {
             let cores = std::thread::available_parallelism()
                 .map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX));

@@ -133,13 +133,51 @@ fn recv_writes(so: &str) -> u64 {
 #[test]
 fn receiver_initiated_write_is_used_when_the_receive_is_posted_first() {
     let prog = env!("CARGO_BIN_EXE_p2p_recv_write");
-    let so = run_ok(2, prog, &["20"], &[]);
+    // The program's 1 MiB messages are above a crossover of 0 (below the default one a lone
+    // message is pushed instead: see the next test).
+    let at_crossover = [("OXMPI_SINGLE_COPY_MIN", "0")];
+    let so = run_ok(2, prog, &["20"], &at_crossover);
     // Rounds 3, 7, 11, ... make the advert stale on purpose; the others must use it.
     assert_eq!(recv_writes(&so), 15, "{so}");
-    let so = run_ok(2, prog, &["8"], &[("OXMPI_RECV_WRITE", "0")]);
+    let so = run_ok(
+        2,
+        prog,
+        &["8"],
+        &[("OXMPI_RECV_WRITE", "0"), at_crossover[0]],
+    );
     assert_eq!(recv_writes(&so), 0, "{so}");
-    let so = run_ok(2, prog, &["8"], &[("OXMPI_SINGLE_COPY", "0")]);
+    let so = run_ok(
+        2,
+        prog,
+        &["8"],
+        &[("OXMPI_SINGLE_COPY", "0"), at_crossover[0]],
+    );
     assert_eq!(recv_writes(&so), 0, "{so}");
+    let so = run_ok(2, prog, &["8"], &[]);
+    assert_eq!(recv_writes(&so), 0, "below the crossover: {so}");
+}
+
+fn counter(so: &str, phase: &str, name: &str) -> u64 {
+    so.lines()
+        .filter_map(|l| l.strip_prefix(phase))
+        .find_map(|l| l.trim().strip_prefix(name)?.strip_prefix('='))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no '{phase} {name}=' line in {so:?}"))
+}
+
+#[test]
+fn a_lone_rendezvous_is_pushed_and_a_window_is_pulled() {
+    let prog = env!("CARGO_BIN_EXE_p2p_rndv_choice");
+    // Default crossover (4 MiB) above the 1 MiB messages: each lone one is pushed by its
+    // sender; of a window of 8, at most the first is.
+    let so = run_ok(2, prog, &["10"], &[]);
+    assert_eq!(counter(&so, "lone", "pushed"), 5, "{so}");
+    assert_eq!(counter(&so, "lone", "pulls"), 0, "{so}");
+    assert!(counter(&so, "window", "pulls") >= 7, "{so}");
+    // With the crossover at the size nothing is pushed (pulled, or written by the sender
+    // into an advertised receive, whichever the timing gives).
+    let so = run_ok(2, prog, &["10"], &[("OXMPI_SINGLE_COPY_MIN", "1M")]);
+    assert_eq!(counter(&so, "window", "pushed"), 0, "{so}");
 }
 
 fn shm_per_rank(np: usize) -> (u64, usize) {

@@ -25,7 +25,7 @@ enum Kind {
     /// Shared memory with single copy off: rendezvous pushes chunks after a clear-to-send.
     ShmPushed,
     /// Shared memory with a tiny eager limit and small blocks: most messages chunked or
-    /// rendezvous, the ring often full.
+    /// rendezvous (lone ones below 4 KiB pushed, others pulled), the ring often full.
     ShmTight,
     /// Two ranks over TCP on loopback with the default thresholds.
     Tcp,
@@ -120,6 +120,7 @@ impl Kind {
             eager_limit: 131072,
             single_copy: true,
             recv_write: true,
+            single_copy_min: 0,
             arena_bytes: 1 << 20,
         };
         let tag = format!("{self:?}{case}");
@@ -159,6 +160,8 @@ impl Kind {
                     },
                     inline_max: 64,
                     eager_limit: 700,
+                    // Lone rendezvous below 4 KiB pushed, the rest pulled.
+                    single_copy_min: 4096,
                     ..base
                 },
             ),

@@ -151,7 +151,8 @@ impl Engine {
             .iter_mut()
             .map(AnyTransport::limits)
             .filter(|l| l.put)
-            .map(|l| l.eager_limit)
+            // Below the single-copy crossover a lone message is pushed: no advert.
+            .map(|l| l.eager_limit.max(l.single_copy_min.saturating_sub(1)))
             .min()
             .unwrap_or(usize::MAX);
         Engine {
@@ -944,6 +945,7 @@ mod tests {
             eager_limit: 16384,
             single_copy: true,
             recv_write: true,
+            single_copy_min: 0,
             arena_bytes: 1 << 20,
         };
         let path = |tag: &str, r: u32| format!("/dev/shm/oxmpi.e{}{tag}.{r}", std::process::id());

@@ -239,6 +239,12 @@ impl Matcher {
         })
     }
 
+    /// Number of receives posted on `ctx`.
+    #[inline]
+    pub fn posted_on(&self, ctx: u32) -> usize {
+        self.ctx.get(ctx as usize).map_or(0, |q| q.posted.len())
+    }
+
     /// Number of posted receives and unexpected messages on `ctx`.
     #[cfg(test)]
     pub fn depth(&self, ctx: u32) -> (usize, usize) {

@@ -107,6 +107,9 @@ pub struct Proto {
     pub(super) pending_to: Vec<u32>,
     /// Rendezvous sends pushing chunks after a `CTS`.
     pub(super) pushing: Vec<ReqId>,
+    /// Our receives being pushed to us after a `CTS` we sent (only a lone one is pushed below
+    /// the single-copy crossover: several at once share one sender's pool, and pulls win).
+    pushed_recvs: u32,
     /// Peer world rank of each request slot with one (`u32::MAX`: none or any).
     pub(super) peer_of: Vec<u32>,
     /// Matching messages seen per (sender, context): the receiver side of recv_write.
@@ -195,6 +198,7 @@ impl Proto {
             pending: VecDeque::new(),
             pending_to: vec![0; size as usize],
             pushing: Vec::new(),
+            pushed_recvs: 0,
             peer_of: Vec::new(),
             arrived: SeqCounters::default(),
             sent: SeqCounters::default(),
@@ -1042,6 +1046,7 @@ impl Proto {
     }
 
     fn complete_recv_chunks(&mut self, idx: u32, mut st: Status) {
+        self.pushed_recvs = self.pushed_recvs.saturating_sub(1);
         // Source and tag were recorded in the slot's status when the rendezvous started.
         let id = self.reqs.id_at(idx);
         if let Some(prev) = self.reqs.peek_status(id) {
@@ -1142,7 +1147,13 @@ impl Proto {
         cap: usize,
     ) {
         let st = Self::rendezvous_status(h, cap);
-        if link.limits().get {
+        let limits = link.limits();
+        // Memory the sender exposed for plain copies (flags set) is always pulled; otherwise a
+        // lone message below the crossover is pushed (see `Limits::single_copy_min`). With
+        // more receives waiting (a window, a halo) pulls spread the copying better.
+        let lone = self.pushed_recvs == 0 && self.matcher.posted_on(h.env.ctx) == 0;
+        let pull = h.flags != 0 || h.len as usize >= limits.single_copy_min || !lone;
+        if limits.get && pull {
             let src = Remote {
                 addr: h.addr,
                 key: h.pid,
@@ -1165,7 +1176,8 @@ impl Proto {
                 );
             }
         }
-        // No one-copy path: the sender pushes chunks from its own buffer.
+        // The sender pushes chunks from its own buffer.
+        self.pushed_recvs += 1;
         let mut st = st;
         let n = st.bytes;
         st.bytes = 0;

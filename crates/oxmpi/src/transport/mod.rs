@@ -48,6 +48,10 @@ pub struct Limits {
     pub get: bool,
     /// Whether [`Link::put`] can write a peer's exposed memory (receiver-initiated write).
     pub put: bool,
+    /// Smallest rendezvous message pulled with one copy (or written by its sender) when no
+    /// other pushed receive is in progress: a lone smaller one is pushed in fragment-size
+    /// chunks, whose two copies run on two cores at once.
+    pub single_copy_min: usize,
 }
 
 /// Why a send did not happen.

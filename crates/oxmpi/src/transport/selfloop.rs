@@ -47,6 +47,7 @@ impl Link for SelfLoop {
             eager_limit: usize::MAX,
             get: false,
             put: false,
+            single_copy_min: usize::MAX,
         }
     }
 

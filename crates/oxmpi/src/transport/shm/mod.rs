@@ -129,6 +129,8 @@ pub struct ShmConfig {
     pub single_copy: bool,
     /// Whether large posted receives may be written by the sender (`process_vm_writev`).
     pub recv_write: bool,
+    /// Smallest rendezvous message pulled with one copy when it is the only one arriving.
+    pub single_copy_min: usize,
     /// Size of the `alloc_mem` arena file (sparse).
     pub arena_bytes: usize,
 }
@@ -146,6 +148,7 @@ impl ShmConfig {
             eager_limit: c.eager_limit,
             single_copy: c.single_copy,
             recv_write: c.recv_write,
+            single_copy_min: c.single_copy_min,
             arena_bytes: c.alloc_mem_bytes,
         }
     }
@@ -161,6 +164,7 @@ impl ShmConfig {
             eager_limit: self.eager_limit,
             get: true,
             put: self.single_copy && self.recv_write,
+            single_copy_min: self.single_copy_min,
         }
     }
 }
@@ -809,6 +813,7 @@ mod tests {
         eager_limit: 1 << 16,
         single_copy: true,
         recv_write: true,
+        single_copy_min: 0,
         arena_bytes: 1 << 20,
     };
 

@@ -143,6 +143,7 @@ impl TcpConfig {
             eager_limit: self.eager_limit,
             get: false,
             put: false,
+            single_copy_min: usize::MAX,
         }
     }
 

@@ -1,0 +1,86 @@
+//! Which rendezvous a message takes between ranks 0 and 1 of one host: a lone message below
+//! `OXMPI_SINGLE_COPY_MIN` is pushed through the sender's pool (its two copies on two cores at
+//! once), while a window of them (several receives waiting) is pulled with one copy each.
+//! Phase 1: `rounds` ping-pongs of one 1 MiB message each way. Phase 2: rank 0 sends a window
+//! of 8 such messages to rank 1, which has posted all 8 receives. Every byte is checked. Rank 1
+//! prints `pulls=N` (rendezvous it pulled with one copy) after each phase, rank 0 `pushed=N`.
+
+use oxmpi::{Source, Tag};
+
+const LEN: usize = 1 << 20;
+const WINDOW: usize = 8;
+
+fn pattern(round: usize, i: usize) -> u8 {
+    (i * 7 + round * 13 + (i >> 12)) as u8
+}
+
+fn check(round: usize, v: &[u8]) {
+    if let Some(i) = (0..v.len()).find(|&i| v[i] != pattern(round, i)) {
+        eprintln!("round {round}: byte {i} wrong");
+        std::process::exit(1);
+    }
+}
+
+fn main() {
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10);
+    let universe = oxmpi::init().expect("init");
+    let world = universe.world();
+    let me = world.rank();
+    let peer = 1 - me;
+    let mut v = vec![0u8; LEN];
+    let report = |phase: &str| {
+        let s = universe.protocol_stats();
+        if me == 0 {
+            println!("{phase} pushed={}", s.pushed);
+        } else {
+            println!("{phase} pulls={}", s.single_copy_pulls);
+        }
+    };
+    for round in 0..rounds {
+        if (round % 2 == 0) == (me == 0) {
+            let out: Vec<u8> = (0..LEN).map(|i| pattern(round, i)).collect();
+            world.send(&out[..], peer, 5).unwrap();
+        } else {
+            let st = world.receive_into(&mut v[..], peer, 5).unwrap();
+            assert_eq!(st.count(), Some(LEN as u64));
+            check(round, &v);
+        }
+    }
+    report("lone");
+    world.barrier().unwrap();
+    let mut bufs = vec![vec![0u8; LEN]; WINDOW];
+    if me == 0 {
+        let outs: Vec<Vec<u8>> = (0..WINDOW)
+            .map(|k| (0..LEN).map(|i| pattern(100 + k, i)).collect())
+            .collect();
+        world.receive_into(&mut [0u8; 1][..], 1, 6).unwrap();
+        oxmpi::scope(|s| {
+            let reqs: Vec<_> = outs
+                .iter()
+                .map(|o| world.immediate_send(s, &o[..], 1, 7).unwrap())
+                .collect();
+            oxmpi::request::wait_all(reqs).unwrap();
+        });
+    } else {
+        oxmpi::scope(|s| {
+            let reqs: Vec<_> = bufs
+                .iter_mut()
+                .map(|b| {
+                    world
+                        .immediate_receive_into(s, &mut b[..], Source::Rank(0), Tag::Is(7))
+                        .unwrap()
+                })
+                .collect();
+            world.send(&[1u8][..], 0, 6).unwrap();
+            oxmpi::request::wait_all(reqs).unwrap();
+        });
+        for (k, b) in bufs.iter().enumerate() {
+            check(100 + k, b);
+        }
+    }
+    report("window");
+    universe.finalize().unwrap();
+}
