@@ -51,13 +51,14 @@ use algorithms::Grp;
 use schedule::{Combine, Exec, In, Out, Program, Raw, Region, Span};
 
 use crate::comm::{CommState, Communicator};
-use crate::datatype::Equivalence;
+use crate::datatype::elements::check_op;
+use crate::datatype::{Checked, Element, Elements, ElementsMut, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
 use crate::handle::request::PersistentOp;
 use crate::op::{Op, Reducible};
 use crate::p2p::engine::RecvStart;
 use crate::p2p::request::Status as RawStatus;
-use crate::request::{Persistent, Request, Scope};
+use crate::request::{CheckedPersistent, CheckedRequest, Persistent, Request, Scope};
 use crate::runtime::Runtime;
 use crate::threading::ThreadLevel;
 
@@ -365,5 +366,104 @@ impl<L: ThreadLevel> Communicator<L> {
         p: Planned<'a>,
     ) -> Result<Persistent<'a, 's>> {
         p.persist(&self.rt, &self.state, scope)
+    }
+}
+
+/// Nonblocking and persistent collectives on [`Checked`](crate::datatype::Checked) types
+/// (`bool`, `char`). The blocking forms take them directly; these return a
+/// [`CheckedRequest`] / [`CheckedPersistent`], whose receive buffer is a raw stage checked
+/// on completion (an invalid value is an [`ErrorClass::Type`] error and leaves the caller's
+/// buffer unchanged). Reductions allow what the blocking forms allow: LAND, LOR, LXOR on
+/// `bool`, MIN and MAX on `char` (anything else is [`ErrorClass::Op`] before anything is sent).
+impl<L: ThreadLevel> Communicator<L> {
+    /// Starts a broadcast of `bool`s or `char`s from `root` (`MPI_Ibcast`).
+    pub fn immediate_broadcast_into_checked<'a, 's, T, B>(
+        &self,
+        scope: &'s Scope<'a>,
+        root: i32,
+        buf: &'a mut B,
+    ) -> Result<CheckedRequest<'a, 's, T>>
+    where
+        T: Checked + Element,
+        B: ElementsMut<T> + ?Sized,
+    {
+        CheckedRequest::start("immediate_broadcast", buf.elements_mut(), false, |raw| {
+            self.immediate_broadcast_into(scope, root, raw)
+        })
+    }
+
+    /// A persistent broadcast of `bool`s or `char`s (`MPI_Bcast_init`); each start sends the
+    /// root's current values.
+    pub fn broadcast_init_checked<'a, 's, T, B>(
+        &self,
+        scope: &'s Scope<'a>,
+        root: i32,
+        buf: &'a mut B,
+    ) -> Result<CheckedPersistent<'a, 's, T>>
+    where
+        T: Checked + Element,
+        B: ElementsMut<T> + ?Sized,
+    {
+        CheckedPersistent::make("broadcast_init", buf.elements_mut(), false, |raw| {
+            self.broadcast_init(scope, root, raw)
+        })
+    }
+
+    /// Starts an allgather of `bool`s or `char`s (`MPI_Iallgather`).
+    pub fn immediate_all_gather_into_checked<'a, 's, T, S, R>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a S,
+        recv: &'a mut R,
+    ) -> Result<CheckedRequest<'a, 's, T>>
+    where
+        T: Checked + Element,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    {
+        let send = T::raw(send.elements());
+        CheckedRequest::start("immediate_allgather", recv.elements_mut(), false, |raw| {
+            self.immediate_all_gather_into(scope, send, raw)
+        })
+    }
+
+    /// Starts an allreduce of `bool`s or `char`s (`MPI_Iallreduce`).
+    pub fn immediate_all_reduce_into_checked<'a, 's, T, S, R>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a S,
+        recv: &'a mut R,
+        op: Op,
+    ) -> Result<CheckedRequest<'a, 's, T>>
+    where
+        T: Checked + Element<Raw: Reducible>,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    {
+        check_op::<T>("immediate_allreduce", &op)?;
+        let send = T::raw(send.elements());
+        CheckedRequest::start("immediate_allreduce", recv.elements_mut(), false, |raw| {
+            self.immediate_all_reduce_into(scope, send, raw, op)
+        })
+    }
+
+    /// A persistent allreduce of `bool`s or `char`s (`MPI_Allreduce_init`).
+    pub fn all_reduce_init_checked<'a, 's, T, S, R>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &'a S,
+        recv: &'a mut R,
+        op: Op,
+    ) -> Result<CheckedPersistent<'a, 's, T>>
+    where
+        T: Checked + Element<Raw: Reducible>,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+    {
+        check_op::<T>("allreduce_init", &op)?;
+        let send = T::raw(send.elements());
+        CheckedPersistent::make("allreduce_init", recv.elements_mut(), false, |raw| {
+            self.all_reduce_init(scope, send, raw, op)
+        })
     }
 }
