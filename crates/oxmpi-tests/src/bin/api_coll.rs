@@ -471,6 +471,52 @@ fn nonblocking<L: ThreadLevel>(w: &Communicator<L>) {
         "refused ops wrote nothing"
     );
 
+    // The other nonblocking collectives: gather, scatter, all-to-all, reduce, scans.
+    let n = p as usize;
+    let odd = r % 2 == 1;
+    let mut gathered = vec![false; if r == 0 { n } else { 0 }];
+    let to_scatter: Vec<char> = (0..p).map(|i| char::from(b'A' + i as u8)).collect();
+    let mut scattered = '?';
+    let to_all: Vec<bool> = (0..p).map(|i| (i + r) % 2 == 0).collect();
+    let mut from_all = vec![false; n];
+    let (mut any_odd, mut scan_max, mut exscan_or) = (false, ' ', false);
+    oxmpi::scope(|s| {
+        let q = w.immediate_gather_into_checked(s, 0, &odd, &mut gathered);
+        let q1 = must("igather start", q);
+        let root_send: &[char] = if r == last { &to_scatter } else { &[] };
+        let q = w.immediate_scatter_into_checked(s, last as i32, root_send, &mut scattered);
+        let q2 = must("iscatter start", q);
+        let q = w.immediate_all_to_all_into_checked(s, &to_all[..], &mut from_all[..]);
+        let q3 = must("ialltoall start", q);
+        let q = w.immediate_reduce_into_checked(s, 0, &odd, &mut any_odd, Op::LogicalOr);
+        let q4 = must("ireduce start", q);
+        let q = w.immediate_scan_into_checked(s, &letter, &mut scan_max, Op::Max);
+        let q5 = must("iscan start", q);
+        let q = w.immediate_exclusive_scan_into_checked(s, &odd, &mut exscan_or, Op::LogicalOr);
+        let q6 = must("iexscan start", q);
+        for (what, q) in [("igather", q1), ("ireduce", q4), ("iexscan", q6)] {
+            must(what, q.wait());
+        }
+        must("iscatter", q2.wait());
+        must("ialltoall", q3.wait());
+        must("iscan", q5.wait());
+    });
+    if r == 0 {
+        let want: Vec<bool> = (0..p).map(|i| i % 2 == 1).collect();
+        check!(gathered == want, "igather {gathered:?}");
+        check!(any_odd, "ireduce LOR: {any_odd}");
+    }
+    check!(
+        scattered == char::from(b'A' + r as u8),
+        "iscatter {scattered}"
+    );
+    let want: Vec<bool> = (0..p).map(|i| (i + r) % 2 == 0).collect();
+    check!(from_all == want, "ialltoall {from_all:?}");
+    check!(scan_max == letter, "iscan MAX {scan_max}");
+    if r > 0 {
+        check!(exscan_or == (r > 1), "iexscan LOR at {r}: {exscan_or}");
+    }
+
     // An invalid value reaches a nonblocking allgather (from the last rank) and a
     // nonblocking broadcast (from rank 0).
     let mut letters = vec!['?'; p as usize];

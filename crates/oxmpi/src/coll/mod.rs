@@ -369,6 +369,35 @@ impl<L: ThreadLevel> Communicator<L> {
     }
 }
 
+/// The checked form `$name` of a collective `$inner` with a send and a receive buffer
+/// (`[root]` and `[op]` say which extra arguments it takes): the send side goes as its raw
+/// view, the receive side through a stage checked on completion.
+macro_rules! checked_forms {
+    ($( $(#[$doc:meta])* $name:ident => $inner:ident, $Out:ident :: $ctor:ident,
+        [$($root:ident)?], [$($op:ident)?]; )*) => { $(
+        $(#[$doc])*
+        pub fn $name<'a, 's, T, S, R>(
+            &self,
+            scope: &'s Scope<'a>,
+            $($root: i32,)?
+            send: &'a S,
+            recv: &'a mut R,
+            $($op: Op,)?
+        ) -> Result<$Out<'a, 's, T>>
+        where
+            T: Checked + Element<Raw: Reducible>,
+            S: Elements<T> + ?Sized,
+            R: ElementsMut<T> + ?Sized,
+        {
+            $(check_op::<T>(stringify!($name), &$op)?;)?
+            let send = T::raw(send.elements());
+            $Out::$ctor(stringify!($inner), recv.elements_mut(), false, |raw| {
+                self.$inner(scope, $($root,)? send, raw, $($op)?)
+            })
+        }
+    )* };
+}
+
 /// Nonblocking and persistent collectives on [`Checked`](crate::datatype::Checked) types
 /// (`bool`, `char`). The blocking forms take them directly; these return a
 /// [`CheckedRequest`] / [`CheckedPersistent`], whose receive buffer is a raw stage checked
@@ -392,8 +421,7 @@ impl<L: ThreadLevel> Communicator<L> {
         })
     }
 
-    /// A persistent broadcast of `bool`s or `char`s (`MPI_Bcast_init`); each start sends the
-    /// root's current values.
+    /// A persistent broadcast of `bool`s or `char`s (`MPI_Bcast_init`).
     pub fn broadcast_init_checked<'a, 's, T, B>(
         &self,
         scope: &'s Scope<'a>,
@@ -409,61 +437,37 @@ impl<L: ThreadLevel> Communicator<L> {
         })
     }
 
-    /// Starts an allgather of `bool`s or `char`s (`MPI_Iallgather`).
-    pub fn immediate_all_gather_into_checked<'a, 's, T, S, R>(
-        &self,
-        scope: &'s Scope<'a>,
-        send: &'a S,
-        recv: &'a mut R,
-    ) -> Result<CheckedRequest<'a, 's, T>>
-    where
-        T: Checked + Element,
-        S: Elements<T> + ?Sized,
-        R: ElementsMut<T> + ?Sized,
-    {
-        let send = T::raw(send.elements());
-        CheckedRequest::start("immediate_allgather", recv.elements_mut(), false, |raw| {
-            self.immediate_all_gather_into(scope, send, raw)
-        })
-    }
-
-    /// Starts an allreduce of `bool`s or `char`s (`MPI_Iallreduce`).
-    pub fn immediate_all_reduce_into_checked<'a, 's, T, S, R>(
-        &self,
-        scope: &'s Scope<'a>,
-        send: &'a S,
-        recv: &'a mut R,
-        op: Op,
-    ) -> Result<CheckedRequest<'a, 's, T>>
-    where
-        T: Checked + Element<Raw: Reducible>,
-        S: Elements<T> + ?Sized,
-        R: ElementsMut<T> + ?Sized,
-    {
-        check_op::<T>("immediate_allreduce", &op)?;
-        let send = T::raw(send.elements());
-        CheckedRequest::start("immediate_allreduce", recv.elements_mut(), false, |raw| {
-            self.immediate_all_reduce_into(scope, send, raw, op)
-        })
-    }
-
-    /// A persistent allreduce of `bool`s or `char`s (`MPI_Allreduce_init`).
-    pub fn all_reduce_init_checked<'a, 's, T, S, R>(
-        &self,
-        scope: &'s Scope<'a>,
-        send: &'a S,
-        recv: &'a mut R,
-        op: Op,
-    ) -> Result<CheckedPersistent<'a, 's, T>>
-    where
-        T: Checked + Element<Raw: Reducible>,
-        S: Elements<T> + ?Sized,
-        R: ElementsMut<T> + ?Sized,
-    {
-        check_op::<T>("allreduce_init", &op)?;
-        let send = T::raw(send.elements());
-        CheckedPersistent::make("allreduce_init", recv.elements_mut(), false, |raw| {
-            self.all_reduce_init(scope, send, raw, op)
-        })
+    checked_forms! {
+        /// Starts an allgather of `bool`s or `char`s (`MPI_Iallgather`).
+        immediate_all_gather_into_checked => immediate_all_gather_into, CheckedRequest::start, [], [];
+        /// A persistent allgather of `bool`s or `char`s (`MPI_Allgather_init`).
+        all_gather_init_checked => all_gather_init, CheckedPersistent::make, [], [];
+        /// Starts an all-to-all of `bool`s or `char`s (`MPI_Ialltoall`).
+        immediate_all_to_all_into_checked => immediate_all_to_all_into, CheckedRequest::start, [], [];
+        /// A persistent all-to-all of `bool`s or `char`s (`MPI_Alltoall_init`).
+        all_to_all_init_checked => all_to_all_init, CheckedPersistent::make, [], [];
+        /// Starts a gather of `bool`s or `char`s to `root` (`MPI_Igather`).
+        immediate_gather_into_checked => immediate_gather_into, CheckedRequest::start, [root], [];
+        /// A persistent gather of `bool`s or `char`s (`MPI_Gather_init`).
+        gather_init_checked => gather_init, CheckedPersistent::make, [root], [];
+        /// Starts a scatter of `bool`s or `char`s from `root` (`MPI_Iscatter`).
+        immediate_scatter_into_checked => immediate_scatter_into, CheckedRequest::start, [root], [];
+        /// A persistent scatter of `bool`s or `char`s (`MPI_Scatter_init`).
+        scatter_init_checked => scatter_init, CheckedPersistent::make, [root], [];
+        /// Starts an allreduce of `bool`s or `char`s (`MPI_Iallreduce`).
+        immediate_all_reduce_into_checked => immediate_all_reduce_into, CheckedRequest::start, [], [op];
+        /// A persistent allreduce of `bool`s or `char`s (`MPI_Allreduce_init`).
+        all_reduce_init_checked => all_reduce_init, CheckedPersistent::make, [], [op];
+        /// Starts a reduction of `bool`s or `char`s to `root` (`MPI_Ireduce`).
+        immediate_reduce_into_checked => immediate_reduce_into, CheckedRequest::start, [root], [op];
+        /// A persistent reduction of `bool`s or `char`s (`MPI_Reduce_init`).
+        reduce_init_checked => reduce_init, CheckedPersistent::make, [root], [op];
+        /// Starts an inclusive scan of `bool`s or `char`s (`MPI_Iscan`).
+        immediate_scan_into_checked => immediate_scan_into, CheckedRequest::start, [], [op];
+        /// A persistent inclusive scan of `bool`s or `char`s (`MPI_Scan_init`).
+        scan_init_checked => scan_init, CheckedPersistent::make, [], [op];
+        /// Starts an exclusive scan of `bool`s or `char`s (`MPI_Iexscan`; rank 0's buffer
+        /// is left as it was).
+        immediate_exclusive_scan_into_checked => immediate_exclusive_scan_into, CheckedRequest::start, [], [op];
     }
 }
