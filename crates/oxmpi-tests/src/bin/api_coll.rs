@@ -438,7 +438,7 @@ fn nonblocking<L: ThreadLevel>(w: &Communicator<L>) {
     let mut letters = vec!['?'; p as usize];
     let (mut wrong_b, mut wrong_c) = (false, 'a');
     oxmpi::scope(|s| {
-        let q = w.immediate_broadcast_into_checked(s, last as i32, &mut bc);
+        let q = w.immediate_broadcast_into_checked(s, last, &mut bc);
         let q1 = must("ibcast start", q);
         let q = w.immediate_all_reduce_into_checked(s, &mine, &mut land, Op::LogicalAnd);
         let q2 = must("iallreduce land start", q);
@@ -484,7 +484,7 @@ fn nonblocking<L: ThreadLevel>(w: &Communicator<L>) {
         let q = w.immediate_gather_into_checked(s, 0, &odd, &mut gathered);
         let q1 = must("igather start", q);
         let root_send: &[char] = if r == last { &to_scatter } else { &[] };
-        let q = w.immediate_scatter_into_checked(s, last as i32, root_send, &mut scattered);
+        let q = w.immediate_scatter_into_checked(s, last, root_send, &mut scattered);
         let q2 = must("iscatter start", q);
         let q = w.immediate_all_to_all_into_checked(s, &to_all[..], &mut from_all[..]);
         let q3 = must("ialltoall start", q);

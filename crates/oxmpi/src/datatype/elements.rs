@@ -373,6 +373,24 @@ mod tests {
     }
 
     #[test]
+    fn a_stage_lends_its_memory_and_reads_back_what_was_written() {
+        let mut st = Stage::new(&[1u32, 2, 3]);
+        assert_eq!(st.get(), &[1, 2, 3]);
+        // SAFETY: the lent slice is used and dropped before `get`/`load`/drop of the stage.
+        let lent = unsafe { st.lend() };
+        lent[1] = 0xD800;
+        assert_eq!(st.get(), &[1, 0xD800, 3]);
+        let mut dest = ['a', 'b', 'c'];
+        let e = store_checked::<char>("t", st.get(), &mut dest).unwrap_err();
+        assert_eq!((e.class(), dest), (ErrorClass::Type, ['a', 'b', 'c']));
+        st.load(&['x' as u32, 'y' as u32, 'z' as u32]);
+        store_checked::<char>("t", &st.get()[..2], &mut dest).unwrap();
+        assert_eq!(dest, ['x', 'y', 'c']);
+        let empty: Stage<u8> = Stage::new(&[]);
+        assert!(empty.get().is_empty());
+    }
+
+    #[test]
     fn checked_types_allow_only_their_reductions() {
         assert!(check_op::<bool>("t", &Op::LogicalXor).is_ok());
         assert_eq!(
