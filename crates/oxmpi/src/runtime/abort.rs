@@ -178,8 +178,9 @@ pub fn target(rank: u32, card: &Card, our_host: &str) -> Option<Target> {
 }
 
 /// Tells every target to exit with `code` and waits until each has answered (and, within the
-/// deadline, exited). Returns the ranks that could not be told; empty means every peer is gone
-/// or going. A peer whose listener refuses connections on every address has exited already.
+/// deadline, exited). Returns the ranks that could not be told (no answer); empty means every
+/// peer is gone or going. A peer whose listener refuses connections on every address has
+/// exited already.
 pub fn notify(targets: &[Target], code: i32, deadline: Instant) -> Vec<u32> {
     let left = |d: Instant| d.saturating_duration_since(Instant::now());
     let mut failed = Vec::new();
@@ -220,18 +221,12 @@ pub fn notify(targets: &[Target], code: i32, deadline: Instant) -> Vec<u32> {
                 break;
             }
             match s.read(&mut b) {
-                // Closed: the peer exited (after answering, or before reading our notice).
-                Ok(0) => {
-                    answered = true;
-                    break;
-                }
+                // Closed: after the answer, the peer has exited; without it, a listener that
+                // did not take our token (or a peer that died first) — not told.
+                Ok(0) => break,
                 Ok(_) => answered |= b[0] == ACK,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                // Reset by an exiting peer counts as gone; a timeout after its answer too.
-                Err(e) if e.kind() == ErrorKind::ConnectionReset => {
-                    answered = true;
-                    break;
-                }
+                // Reset by an exiting peer, or a timeout after the answer: nothing more to wait for.
                 Err(_) => break,
             }
         }
@@ -288,8 +283,20 @@ mod tests {
     }
 
     #[test]
-    fn strangers_and_wrong_tokens_are_ignored_and_gone_peers_count_as_told() {
-        // A listener socket that nobody serves: the notice is sent but never answered.
+    fn wrong_tokens_and_silence_fail_and_a_closed_port_counts_as_gone() {
+        // A real listener with another token: it reads the notice, ignores it (the process
+        // lives on) and closes without answering, so the peer counts as not told.
+        let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || serve(l, "the-right-token"));
+        let wrong = Target {
+            rank: 3,
+            addrs: vec![SocketAddr::from((Ipv4Addr::LOCALHOST, port))],
+            token: "a-wrong-token".into(),
+        };
+        let failed = notify(&[wrong], 7, Instant::now() + Duration::from_secs(5));
+        assert_eq!(failed, [3]);
+        // A socket that nobody serves: the notice is sent but never answered.
         let silent = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let port = silent.local_addr().unwrap().port();
         let t = Target {
