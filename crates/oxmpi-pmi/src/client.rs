@@ -73,6 +73,8 @@ pub struct Client {
     finalized: bool,
     /// Started by oxrun (it proved the job secret), which prints abort messages itself.
     under_oxrun: bool,
+    /// The abort message was printed already (by [`Client::announce_abort`]).
+    announced: bool,
 }
 
 fn env_int(name: &str) -> Result<Option<i64>, PmiError> {
@@ -140,6 +142,19 @@ fn read_form(stored: String) -> Result<String, PmiError> {
     out.push_str(rest);
     Ok(out)
 }
+/// `message` as one informational line: no newlines or NULs, at most 512 bytes (cut rather
+/// than fail an abort).
+fn one_line(message: &str) -> String {
+    let mut msg: String = message
+        .chars()
+        .filter(|c| *c != '\n' && *c != '\0')
+        .collect();
+    while msg.len() > 512 {
+        msg.pop();
+    }
+    msg
+}
+
 /// Most pieces one value may be split into (about 900 KB under Slurm's limits).
 const MAX_PIECES: usize = 999;
 
@@ -202,6 +217,7 @@ impl Client {
             kvsname: String::new(),
             finalized: false,
             under_oxrun: secret.is_some(),
+            announced: false,
         };
         let mut init = Command::new("init")
             .arg("pmi_version", 1)
@@ -424,33 +440,39 @@ impl Client {
             .and_then(|text| parse_process_mapping(&text, size)))
     }
 
+    /// Whether the launcher is oxrun (which ends the job with an aborting rank's code and
+    /// prints its message itself).
+    pub fn under_oxrun(&self) -> bool {
+        self.under_oxrun
+    }
+
+    /// Prints, once, that this rank aborts the job with `code`, unless oxrun (which prints it
+    /// itself) is the launcher: Slurm and Hydra end the job without saying why.
+    pub fn announce_abort(&mut self, code: i32, message: &str) {
+        if self.under_oxrun || self.announced {
+            return;
+        }
+        self.announced = true;
+        let msg = one_line(message);
+        let why = if msg.is_empty() {
+            String::new()
+        } else {
+            format!(": {msg}")
+        };
+        eprintln!(
+            "oxmpi: rank {} aborts the job with code {code}{why}",
+            self.rank
+        );
+    }
+
     /// Asks the launcher to end the whole job with `code`. Returns once the request is sent;
     /// the launcher kills this process too.
     pub fn abort(&mut self, code: i32, message: &str) -> Result<(), PmiError> {
-        // The message is informational: cut it to fit one line rather than fail the abort.
-        let mut msg: String = message
-            .chars()
-            .filter(|c| *c != '\n' && *c != '\0')
-            .collect();
-        while msg.len() > 512 {
-            msg.pop();
-        }
-        if !self.under_oxrun {
-            // Slurm and Hydra end the job without saying why: say it here, once.
-            let why = if msg.is_empty() {
-                String::new()
-            } else {
-                format!(": {msg}")
-            };
-            eprintln!(
-                "oxmpi: rank {} aborts the job with code {code}{why}",
-                self.rank
-            );
-        }
+        self.announce_abort(code, message);
         self.send(
             &Command::new("abort")
                 .arg("exitcode", code)
-                .arg("message", msg),
+                .arg("message", one_line(message)),
         )
     }
 

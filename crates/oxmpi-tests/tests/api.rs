@@ -1,7 +1,7 @@
 //! The Rust API's second round through oxrun: the fixes (receive_vec under `Multiple`, a
 //! dropped matched message, a panic with an operation in flight, the cancel guard), requests
 //! as futures under tokio (the async examples, also on spawned tasks), and collectives over
-//! single values and `bool`/`char` (`api_coll`).
+//! single values and `bool`/`char` (`api_coll`), also in nonblocking and persistent forms.
 
 use oxmpi_tests::{example, oxrun_job, text};
 
@@ -146,6 +146,11 @@ fn bool_and_char_travel_in_collectives_and_reduce_with_their_ops() {
 #[test]
 fn invalid_bool_or_char_received_is_an_error_and_wrong_ops_are_refused() {
     api_coll("invalid");
+}
+
+#[test]
+fn bool_and_char_in_immediate_persistent_and_nonblocking_collective_forms() {
+    api_coll("nonblocking");
 }
 
 #[test]

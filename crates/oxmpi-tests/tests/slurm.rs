@@ -5,9 +5,10 @@
 //! The matrix: `srun --mpi=pmi2` with 1 to 4 ranks running the point-to-point and collective
 //! test programs (on one node, and on two nodes over TCP on loopback); business cards larger
 //! than one Slurm PMI request; a rank killed under `srun -K` ends the step and the epilog
-//! leaves no shared memory behind; `MPI_Abort` and PMI abort under srun end the step and say
-//! the code; `sbatch` of a script that calls `oxrun`, which takes its hosts from the
-//! allocation and starts its agents through `srun`; Slurm's CPU binding kept under srun.
+//! leaves no shared memory behind; `MPI_Abort` under srun ends the step with the code as
+//! srun's exit status (np 2 and 4 over two nodes), a bare PMI abort ends it and says the
+//! code; `sbatch` of a script that calls `oxrun`, which takes its hosts from the allocation
+//! and starts its agents through `srun`; Slurm's CPU binding kept under srun.
 //!
 //! Without root (or where Slurm cannot be installed or started) the test prints one line
 //! saying why and passes. `cargo xtask slurm-test` runs it on a cluster of its own.
@@ -173,39 +174,65 @@ fn abort_ends_the_step(c: &TestCluster) -> Case {
     let mut done = Vec::new();
     let abort = bin("abort_code");
     let probe = bin("oxrun-pmi-probe");
-    for (what, args) in [
-        (
-            "MPI abort",
-            vec!["-n3", "--mpi=pmi2", abort.as_str(), "1", "7"],
-        ),
-        (
-            "PMI abort",
-            vec![
-                "-n3",
-                "--mpi=pmi2",
-                probe.as_str(),
-                "abort",
-                "1",
-                "7",
-                "bye",
-            ],
-        ),
+    // MPI_Abort: every rank exits with the code, so srun's status is the code, on one node
+    // and across two (TCP), whichever rank aborts.
+    for (layout, who) in [
+        ("-n2", "1"),
+        ("-n4 -N2", "1"),
+        ("-n4 -N2", "3"),
+        ("-n3", "0"),
     ] {
+        let mut args: Vec<&str> = layout.split(' ').collect();
+        args.extend(["--mpi=pmi2", abort.as_str(), who, "7"]);
         let start = Instant::now();
-        let out = srun(c, &args, &[]);
+        let out = srun(c, &args, &[("OXMPI_TCP_IF", TCP_IF)]);
         let (_, se) = text(&out);
-        if out.status.success() {
-            return Err(format!("{what}: the step succeeded:\n{se}"));
+        if out.status.code() != Some(7) {
+            return Err(format!(
+                "MPI abort {layout} by rank {who}: srun ended with {}, not code 7:\n{se}",
+                out.status
+            ));
         }
-        if !se.contains("code 7") {
-            return Err(format!("{what}: the abort code is not reported:\n{se}"));
+        if !se.contains(&format!("rank {who} aborts the job with code 7")) {
+            return Err(format!(
+                "MPI abort {layout}: the code is not reported:\n{se}"
+            ));
         }
         done.push(format!(
-            "{what}: step ended ({}) in {:.1} s, stderr names code 7",
-            out.status,
+            "MPI abort {layout} by rank {who}: srun exit 7 in {:.1} s",
             start.elapsed().as_secs_f64()
         ));
     }
+    // With -K, srun ends the step at the first task that exits with 7; the peers have
+    // exited by then (the aborting rank exits last), but a slow one may still be killed: 7
+    // or a signal status are both legitimate.
+    let out = srun(
+        c,
+        &["-K", "-n4", "-N2", "--mpi=pmi2", abort.as_str(), "2", "7"],
+        &[("OXMPI_TCP_IF", TCP_IF)],
+    );
+    let (_, se) = text(&out);
+    if !matches!(out.status.code(), Some(7 | 137 | 143)) || !se.contains("code 7") {
+        return Err(format!("MPI abort -K: {}\n{se}", out.status));
+    }
+    done.push(format!("MPI abort -K -n4 -N2: {}", out.status));
+    // A PMI abort alone: Slurm SIGKILLs the step (137); stderr still names the code.
+    let out = srun(
+        c,
+        &["-n3", "--mpi=pmi2", &probe, "abort", "1", "7", "bye"],
+        &[],
+    );
+    let (_, se) = text(&out);
+    if out.status.success() {
+        return Err(format!("PMI abort: the step succeeded:\n{se}"));
+    }
+    if !se.contains("code 7") {
+        return Err(format!("PMI abort: the abort code is not reported:\n{se}"));
+    }
+    done.push(format!(
+        "PMI abort: step ended ({}), stderr names code 7",
+        out.status
+    ));
     Ok(done.join("; "))
 }
 

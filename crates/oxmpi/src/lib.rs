@@ -78,8 +78,8 @@ pub use p2p::request::Status;
 pub use point_to_point::{Message, Source, Tag, TAG_UB};
 pub use process::{AnyProcess, Process};
 pub use request::{
-    scope, static_scope, CancelGuard, Completion, Finished, InStatus, Persistent, Request,
-    RequestCollection, Scope, SendRequest,
+    scope, static_scope, CancelGuard, CheckedPersistent, CheckedRequest, Completion, Finished,
+    InStatus, Persistent, Request, RequestCollection, Scope, SendRequest,
 };
 pub use runtime::{is_finalized, is_initialized};
 pub use threading::{Funneled, Multiple, Serialized, Single, ThreadLevel, Threading};

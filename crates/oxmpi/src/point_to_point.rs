@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use crate::comm::Communicator;
+use crate::datatype::elements::Element;
 use crate::datatype::{Buffer, BufferMut, Checked, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
 use crate::handle::request::{self as h, check, PersistentOp, SendMode as Mode};
@@ -17,7 +18,7 @@ use crate::p2p::engine::{RecvStart, SendMode};
 use crate::p2p::matching::{Unexpected, ANY_SOURCE, ANY_TAG, PROC_NULL};
 use crate::p2p::request::ReqId;
 use crate::p2p::wire::Envelope;
-use crate::request::{block_on, Persistent, Request, Scope};
+use crate::request::{block_on, CheckedPersistent, CheckedRequest, Persistent, Request, Scope};
 use crate::runtime::Runtime;
 use crate::threading::ThreadLevel;
 
@@ -618,6 +619,38 @@ impl<L: ThreadLevel> Communicator<L> {
             world_src: self.world_rank_of(src),
         };
         Ok(Persistent::new(self.rt.clone(), op, elem, scope))
+    }
+
+    /// Starts a receive into a slice of a [`Checked`] type (`bool`, `char`; `MPI_Irecv`): the
+    /// message lands in raw form in the request, and on completion a value that is no valid
+    /// element is an [`ErrorClass::Type`] error leaving `buf` unchanged (as
+    /// [`receive_into_checked`](Self::receive_into_checked)).
+    pub fn immediate_receive_into_checked<'a, 's, T: Checked + Element>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut [T],
+        source: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<CheckedRequest<'a, 's, T>> {
+        let (source, tag) = (source.into(), tag.into());
+        CheckedRequest::start("immediate_receive", buf, true, |raw| {
+            self.immediate_receive_into(scope, raw, source, tag)
+        })
+    }
+
+    /// A persistent receive into a slice of a [`Checked`] type (`MPI_Recv_init`); every
+    /// completion checks the values before they reach `buf`.
+    pub fn receive_init_checked<'a, 's, T: Checked + Element>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut [T],
+        source: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<CheckedPersistent<'a, 's, T>> {
+        let (source, tag) = (source.into(), tag.into());
+        CheckedPersistent::make("receive_init", buf, true, |raw| {
+            self.receive_init(scope, raw, source, tag)
+        })
     }
 }
 

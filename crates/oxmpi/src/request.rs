@@ -13,6 +13,7 @@ use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use crate::datatype::elements::{store_checked, Element, Stage};
 use crate::error::{Error, ErrorClass, Result};
 use crate::handle::request::PersistentOp;
 use crate::handle::request::{self as h, check, empty_status};
@@ -855,5 +856,175 @@ impl Drop for Persistent<'_, '_> {
         if let Some(ReqState::Pending(id)) = self.active {
             drop_wait(&self.rt, id, "request drop");
         }
+    }
+}
+
+/// A nonblocking receive (or collective) into a buffer of a [`Checked`] type (`bool`,
+/// `char`), as [`Communicator::immediate_receive_into_checked`] and the `*_checked`
+/// collectives make it. The data lands in raw form in a buffer the request owns; when the
+/// request completes (by [`wait`](Self::wait), [`test`](Self::test) or drop) every received
+/// value is checked and only then copied into the caller's buffer. A raw value that is no
+/// valid element (a `bool` byte other than 0 or 1, a `u32` that is no Unicode scalar) is an
+/// [`ErrorClass::Type`] error and leaves the caller's buffer unchanged.
+///
+/// [`Checked`]: crate::datatype::Checked
+/// [`Communicator::immediate_receive_into_checked`]: crate::Communicator::immediate_receive_into_checked
+#[must_use = "a request must be waited for or tested"]
+pub struct CheckedRequest<'a, 's, T: Element> {
+    /// `None` once completed. Declared before `stage`: the request ends before the stage.
+    req: Option<Request<'a, 's>>,
+    stage: Stage<T::Raw>,
+    dest: &'a mut [T],
+    call: &'static str,
+    /// Whether the status counts the received elements (a receive) or the whole buffer is
+    /// the result (a collective).
+    counted: bool,
+}
+
+impl<'a, 's, T: Element> CheckedRequest<'a, 's, T> {
+    /// Starts `start` on a stage holding the raw form of `dest` (which a broadcast root sends).
+    ///
+    /// `start` gets the stage for `'a`: the returned request owns it, completes the operation
+    /// before freeing it, and leaks it if leaked (the scope then completes the operation).
+    pub(crate) fn start(
+        call: &'static str,
+        dest: &'a mut [T],
+        counted: bool,
+        start: impl FnOnce(&'a mut [T::Raw]) -> Result<Request<'a, 's>>,
+    ) -> Result<Self> {
+        let stage = Stage::new(T::raw(dest));
+        // SAFETY: see above: the stage outlives every use of the lent slice, and nothing else
+        // touches it until the request completes.
+        let req = start(unsafe { stage.lend() })?;
+        Ok(CheckedRequest {
+            req: Some(req),
+            stage,
+            dest,
+            call,
+            counted,
+        })
+    }
+
+    /// Blocks until the operation completes (`MPI_Wait`); its checked values are then in the
+    /// caller's buffer.
+    pub fn wait(mut self) -> Result<Status> {
+        match self.req.take() {
+            Some(r) => {
+                let st = r.wait();
+                self.finish(st)
+            }
+            None => Err(Error::new(
+                ErrorClass::Request,
+                "wait: the checked request was already completed",
+            )),
+        }
+    }
+
+    /// Completes the operation if it is done (`MPI_Test`); `None` while in flight.
+    pub fn test(&mut self) -> Option<Result<Status>> {
+        let st = self.req.as_mut()?.test()?;
+        self.req = None;
+        Some(self.finish(st))
+    }
+
+    fn finish(&mut self, st: Result<Status>) -> Result<Status> {
+        let st = st?;
+        let raw = self.stage.get();
+        let n = if self.counted {
+            (st.bytes() as usize / std::mem::size_of::<T>()).min(raw.len())
+        } else {
+            raw.len()
+        };
+        store_checked(self.call, &raw[..n], self.dest)?;
+        Ok(st)
+    }
+}
+
+impl<T: Element> Drop for CheckedRequest<'_, '_, T> {
+    fn drop(&mut self) {
+        if let Some(r) = self.req.take() {
+            // Completing here keeps the stage alive as long as the engine writes it, and
+            // delivers valid data; an error has no caller to go to.
+            let st = r.wait();
+            let _ = self.finish(st);
+        }
+    }
+}
+
+/// A persistent receive (or collective) into a buffer of a [`Checked`] type, as
+/// [`Communicator::receive_init_checked`] and the `*_init_checked` collectives make it:
+/// each [`start`](Self::start) refreshes a raw stage from the caller's buffer, and each
+/// completion checks the received values before copying them back (an invalid one is an
+/// [`ErrorClass::Type`] error and leaves the caller's buffer unchanged).
+///
+/// [`Checked`]: crate::datatype::Checked
+/// [`Communicator::receive_init_checked`]: crate::Communicator::receive_init_checked
+pub struct CheckedPersistent<'a, 's, T: Element> {
+    /// Declared before `stage`: its drop completes an active operation before the stage goes.
+    inner: Persistent<'a, 's>,
+    stage: Stage<T::Raw>,
+    dest: &'a mut [T],
+    call: &'static str,
+    counted: bool,
+}
+
+impl<'a, 's, T: Element> CheckedPersistent<'a, 's, T> {
+    /// Makes the persistent operation with `make` over a stage holding `dest`'s raw form.
+    pub(crate) fn make(
+        call: &'static str,
+        dest: &'a mut [T],
+        counted: bool,
+        make: impl FnOnce(&'a mut [T::Raw]) -> Result<Persistent<'a, 's>>,
+    ) -> Result<Self> {
+        let stage = Stage::new(T::raw(dest));
+        // SAFETY: the returned value owns the stage and drops `inner` (which completes an
+        // active operation) before it; the stage is written only while an operation is
+        // active, and read or refreshed only while none is.
+        let inner = make(unsafe { stage.lend() })?;
+        Ok(CheckedPersistent {
+            inner,
+            stage,
+            dest,
+            call,
+            counted,
+        })
+    }
+
+    /// Starts the operation (`MPI_Start`) on the buffer's current values.
+    pub fn start(&mut self) -> Result<()> {
+        if !self.inner.is_active() {
+            self.stage.load(T::raw(self.dest));
+        }
+        self.inner.start()
+    }
+
+    /// Waits for the started operation (`MPI_Wait`); its checked values are then in the
+    /// caller's buffer.
+    pub fn wait(&mut self) -> Result<Status> {
+        let st = self.inner.wait();
+        self.finish(st)
+    }
+
+    /// Completes the started operation if it is done (`MPI_Test`).
+    pub fn test(&mut self) -> Option<Result<Status>> {
+        let st = self.inner.test()?;
+        Some(self.finish(st))
+    }
+
+    /// Whether a started operation is still active.
+    pub fn is_active(&self) -> bool {
+        self.inner.is_active()
+    }
+
+    fn finish(&mut self, st: Result<Status>) -> Result<Status> {
+        let st = st?;
+        let raw = self.stage.get();
+        let n = if self.counted {
+            (st.bytes() as usize / std::mem::size_of::<T>()).min(raw.len())
+        } else {
+            raw.len()
+        };
+        store_checked(self.call, &raw[..n], self.dest)?;
+        Ok(st)
     }
 }

@@ -7,6 +7,10 @@
 //! - `invalid`: raw values that are no `bool`/`char` reach a checked buffer (an
 //!   `ErrorClass::Type` error, the buffer left unchanged, the other ranks unaffected), and
 //!   reductions not defined on them (`ErrorClass::Op`, before anything is sent).
+//! - `nonblocking`: `bool` and `char` in immediate and persistent sends and receives and
+//!   in nonblocking and persistent broadcast, allgather and allreduce (`*_checked`), each
+//!   also with an invalid raw value arriving (`ErrorClass::Type`, buffer unchanged) and a
+//!   reduction not defined on the type (`ErrorClass::Op`).
 //! - `single`: at `Single`, a request cannot become `Send` (`ErrorClass::Other`).
 //!
 //! Prints `api_coll MODE OK` per rank; exits non-zero on a failure.
@@ -30,6 +34,7 @@ fn main() {
         "values" => values(&world),
         "checked" => checked(&world),
         "invalid" => invalid(&world),
+        "nonblocking" => nonblocking(&world),
         _ => {
             eprintln!("unknown mode {mode:?}");
             std::process::exit(2)
@@ -319,6 +324,259 @@ fn invalid<L: ThreadLevel>(w: &Communicator<L>) {
     let mut n = 0i32;
     must("allreduce after", w.all_reduce_into(&1, &mut n, Op::Sum));
     check!(n == p, "allreduce after: {n}");
+}
+
+fn nonblocking<L: ThreadLevel>(w: &Communicator<L>) {
+    let (r, p) = (w.rank(), w.size());
+    let last = p - 1;
+    // Immediate send/receive between ranks 0 and 1: valid bools and chars, then one
+    // invalid raw value of each. Buffers outlive their scope; results are read after it.
+    let (flags, text) = ([true, false, true], ['ö', 'x', '\u{1F600}']);
+    let (bad_b, bad_c) = ([1u8, 5], [0x41u32, 0x11_0000]);
+    let (mut got_b, mut got_c) = ([false; 4], ['-'; 4]);
+    let (mut keep_b, mut keep_c) = ([false, true], ['a', 'b']);
+    oxmpi::scope(|s| {
+        if r == 0 {
+            let a = must("isend bool", w.immediate_send(s, &flags, 1, 1));
+            let b = must("isend char", w.immediate_send(s, &text[..], 1, 2));
+            let c = must("isend raw u8", w.immediate_send(s, &bad_b, 1, 3));
+            let d = must("isend raw u32", w.immediate_send(s, &bad_c, 1, 4));
+            for (what, q) in [("bool", a), ("char", b), ("raw u8", c), ("raw u32", d)] {
+                must(what, q.wait());
+            }
+        } else if r == 1 {
+            let q = w.immediate_receive_into_checked(s, &mut got_b[..], 0, 1);
+            let st = must("irecv bool", must("irecv bool start", q).wait());
+            check!(st.count() == Some(3), "bool count {:?}", st.count());
+            let mut q = must(
+                "irecv char start",
+                w.immediate_receive_into_checked(s, &mut got_c[..], 0, 2),
+            );
+            let st = loop {
+                if let Some(st) = q.test() {
+                    break must("irecv char", st);
+                }
+                std::thread::yield_now();
+            };
+            check!(st.count() == Some(3), "char count {:?}", st.count());
+            let q = must(
+                "irecv bad bool start",
+                w.immediate_receive_into_checked(s, &mut keep_b[..], 0, 3),
+            );
+            let m = fails("irecv invalid bool", q.wait(), ErrorClass::Type);
+            check!(m.contains("element 1"), "message: {m}");
+            let q = must(
+                "irecv bad char start",
+                w.immediate_receive_into_checked(s, &mut keep_c[..], 0, 4),
+            );
+            fails("irecv invalid char", q.wait(), ErrorClass::Type);
+        }
+    });
+    if r == 1 {
+        check!(got_b == [true, false, true, false], "bools {got_b:?}");
+        check!(got_c == ['ö', 'x', '\u{1F600}', '-'], "chars {got_c:?}");
+        check!(keep_b == [false, true], "left unchanged: {keep_b:?}");
+        check!(keep_c == ['a', 'b'], "left unchanged: {keep_c:?}");
+    }
+
+    // Persistent send/receive, each started twice; the second char round carries a
+    // surrogate, which leaves the first round's values in place.
+    let flags = [true, true];
+    let (raw1, raw2) = ([0x63u32, 0x64], [0x65u32, 0xDFFF]);
+    let (mut got_b, mut got_c) = ([false; 2], ['?'; 2]);
+    oxmpi::scope(|s| {
+        if r == 0 {
+            let mut ps = must("send_init bool", w.send_init(s, &flags, 1, 5));
+            for _ in 0..2 {
+                must("start bool", ps.start());
+                must("wait bool", ps.wait());
+            }
+            for raw in [&raw1, &raw2] {
+                let mut ps = must("send_init u32", w.send_init(s, raw, 1, 6));
+                must("start u32", ps.start());
+                must("wait u32", ps.wait());
+            }
+        } else if r == 1 {
+            let mut pr = must(
+                "recv_init bool",
+                w.receive_init_checked(s, &mut got_b[..], 0, 5),
+            );
+            for _ in 0..2 {
+                must("start recv bool", pr.start());
+                let st = must("wait recv bool", pr.wait());
+                check!(st.count() == Some(2), "count {:?}", st.count());
+                check!(!pr.is_active(), "inactive after wait");
+            }
+            let mut pr = must(
+                "recv_init char",
+                w.receive_init_checked(s, &mut got_c[..], 0, 6),
+            );
+            must("start recv char", pr.start());
+            must("wait recv char", pr.wait());
+            must("start recv char 2", pr.start());
+            let m = fails("persistent invalid char", pr.wait(), ErrorClass::Type);
+            check!(m.contains("element 1"), "message: {m}");
+        }
+    });
+    if r == 1 {
+        check!(got_b == [true, true], "persistent bools {got_b:?}");
+        check!(got_c == ['c', 'd'], "left as the first round: {got_c:?}");
+    }
+
+    // Nonblocking collectives: broadcast from the last rank, allreduce (LAND and LXOR on
+    // bool, MAX on char), allgather of chars.
+    let mut bc = if r == last {
+        [true, false, true]
+    } else {
+        [false; 3]
+    };
+    let mine = r % 2 == 0;
+    let (mut land, mut lxor) = (true, false);
+    let letter = char::from(b'a' + r as u8);
+    let pair = [letter, 'é'];
+    let mut hi = [' ', ' '];
+    let mut letters = vec!['?'; p as usize];
+    let (mut wrong_b, mut wrong_c) = (false, 'a');
+    oxmpi::scope(|s| {
+        let q = w.immediate_broadcast_into_checked(s, last, &mut bc);
+        let q1 = must("ibcast start", q);
+        let q = w.immediate_all_reduce_into_checked(s, &mine, &mut land, Op::LogicalAnd);
+        let q2 = must("iallreduce land start", q);
+        let q = w.immediate_all_reduce_into_checked(s, &true, &mut lxor, Op::LogicalXor);
+        let q3 = must("iallreduce lxor start", q);
+        let q = w.immediate_all_reduce_into_checked(s, &pair, &mut hi, Op::Max);
+        let q4 = must("iallreduce max start", q);
+        let q = w.immediate_all_gather_into_checked(s, &letter, &mut letters[..]);
+        let q5 = must("iallgather start", q);
+        // Completed in another order than started.
+        must("iallgather", q5.wait());
+        must("iallreduce max", q4.wait());
+        must("iallreduce lxor", q3.wait());
+        must("iallreduce land", q2.wait());
+        must("ibcast", q1.wait());
+        // Wrong reductions: refused before anything is sent.
+        let q = w.immediate_all_reduce_into_checked(s, &true, &mut wrong_b, Op::Sum);
+        fails("iallreduce SUM on bool", q.map(drop), ErrorClass::Op);
+        let q = w.all_reduce_init_checked(s, &'a', &mut wrong_c, Op::LogicalAnd);
+        fails("allreduce_init LAND on char", q.map(drop), ErrorClass::Op);
+    });
+    check!(bc == [true, false, true], "ibcast {bc:?}");
+    check!(!land, "LAND over even ranks: {land}");
+    check!(lxor == (p % 2 == 1), "LXOR of {p} trues: {lxor}");
+    check!(hi == [char::from(b'a' + last as u8), 'é'], "MAX {hi:?}");
+    let want: Vec<char> = (0..p).map(|i| char::from(b'a' + i as u8)).collect();
+    check!(letters == want, "iallgather {letters:?}");
+    check!(
+        (wrong_b, wrong_c) == (false, 'a'),
+        "refused ops wrote nothing"
+    );
+
+    // The other nonblocking collectives: gather, scatter, all-to-all, reduce, scans.
+    let n = p as usize;
+    let odd = r % 2 == 1;
+    let mut gathered = vec![false; if r == 0 { n } else { 0 }];
+    let to_scatter: Vec<char> = (0..p).map(|i| char::from(b'A' + i as u8)).collect();
+    let mut scattered = '?';
+    let to_all: Vec<bool> = (0..p).map(|i| (i + r) % 2 == 0).collect();
+    let mut from_all = vec![false; n];
+    let (mut any_odd, mut scan_max, mut exscan_or) = (false, ' ', false);
+    oxmpi::scope(|s| {
+        let q = w.immediate_gather_into_checked(s, 0, &odd, &mut gathered);
+        let q1 = must("igather start", q);
+        let root_send: &[char] = if r == last { &to_scatter } else { &[] };
+        let q = w.immediate_scatter_into_checked(s, last, root_send, &mut scattered);
+        let q2 = must("iscatter start", q);
+        let q = w.immediate_all_to_all_into_checked(s, &to_all[..], &mut from_all[..]);
+        let q3 = must("ialltoall start", q);
+        let q = w.immediate_reduce_into_checked(s, 0, &odd, &mut any_odd, Op::LogicalOr);
+        let q4 = must("ireduce start", q);
+        let q = w.immediate_scan_into_checked(s, &letter, &mut scan_max, Op::Max);
+        let q5 = must("iscan start", q);
+        let q = w.immediate_exclusive_scan_into_checked(s, &odd, &mut exscan_or, Op::LogicalOr);
+        let q6 = must("iexscan start", q);
+        for (what, q) in [("igather", q1), ("ireduce", q4), ("iexscan", q6)] {
+            must(what, q.wait());
+        }
+        must("iscatter", q2.wait());
+        must("ialltoall", q3.wait());
+        must("iscan", q5.wait());
+    });
+    if r == 0 {
+        let want: Vec<bool> = (0..p).map(|i| i % 2 == 1).collect();
+        check!(gathered == want, "igather {gathered:?}");
+        check!(any_odd, "ireduce LOR: {any_odd}");
+    }
+    check!(
+        scattered == char::from(b'A' + r as u8),
+        "iscatter {scattered}"
+    );
+    let want: Vec<bool> = (0..p).map(|i| (i + r) % 2 == 0).collect();
+    check!(from_all == want, "ialltoall {from_all:?}");
+    check!(scan_max == letter, "iscan MAX {scan_max}");
+    if r > 0 {
+        check!(exscan_or == (r > 1), "iexscan LOR at {r}: {exscan_or}");
+    }
+
+    // An invalid value reaches a nonblocking allgather (from the last rank) and a
+    // nonblocking broadcast (from rank 0).
+    let mut letters = vec!['?'; p as usize];
+    let mut raw = vec![0u32; p as usize];
+    let mut flags = [true, true];
+    let mut raw_b = [0u8, 3];
+    oxmpi::scope(|s| {
+        if r == last {
+            let q = w.immediate_all_gather_into(s, &0xD800u32, &mut raw[..]);
+            must("iallgather raw", must("iallgather raw start", q).wait());
+        } else {
+            let q = w.immediate_all_gather_into_checked(s, &'z', &mut letters[..]);
+            let q = must("iallgather checked start", q);
+            fails("iallgather invalid char", q.wait(), ErrorClass::Type);
+        }
+        if r == 0 {
+            let q = w.immediate_broadcast_into(s, 0, &mut raw_b);
+            must("ibcast raw", must("ibcast raw start", q).wait());
+        } else {
+            let q = w.immediate_broadcast_into_checked(s, 0, &mut flags);
+            let q = must("ibcast checked start", q);
+            let m = fails("ibcast invalid bool", q.wait(), ErrorClass::Type);
+            check!(m.contains("element 1"), "message: {m}");
+        }
+    });
+    if r != last {
+        check!(
+            letters.iter().all(|&c| c == '?'),
+            "left unchanged {letters:?}"
+        );
+    }
+    if r != 0 {
+        check!(flags == [true, true], "left unchanged {flags:?}");
+    }
+
+    // Persistent collectives, each started twice.
+    let mut pflags = if r == 0 { [true, false] } else { [false, true] };
+    let mut low = 'z';
+    let letter = char::from(b'b' + r as u8);
+    oxmpi::scope(|s| {
+        let mut pb = must("bcast_init", w.broadcast_init_checked(s, 0, &mut pflags));
+        let mut pa = must(
+            "allreduce_init",
+            w.all_reduce_init_checked(s, &letter, &mut low, Op::Min),
+        );
+        for _ in 0..2 {
+            must("bcast_init start", pb.start());
+            must("allreduce_init start", pa.start());
+            must("allreduce_init wait", pa.wait());
+            let st = loop {
+                if let Some(st) = pb.test() {
+                    break st;
+                }
+                std::thread::yield_now();
+            };
+            must("bcast_init test", st);
+        }
+    });
+    check!(pflags == [true, false], "persistent bcast {pflags:?}");
+    check!(low == 'b', "persistent MIN {low}");
 }
 
 fn single<L: ThreadLevel>(w: &Communicator<L>) {

@@ -212,6 +212,13 @@ fn checked<T: Element, R>(
 ) -> Result<R> {
     let mut raw = T::raw(buf).to_vec();
     let r = f(&mut raw)?;
+    store_checked(call, &raw, buf)?;
+    Ok(r)
+}
+
+/// Replaces `dest[..raw.len()]` with the values `raw` stands for, once all are checked: an
+/// invalid one is an [`ErrorClass::Type`] error naming `call`, and `dest` is left unchanged.
+pub(crate) fn store_checked<T: Element>(call: &str, raw: &[T::Raw], dest: &mut [T]) -> Result<()> {
     let values: Vec<T> = raw
         .iter()
         .enumerate()
@@ -227,8 +234,67 @@ fn checked<T: Element, R>(
             })
         })
         .collect::<Result<_>>()?;
-    buf.copy_from_slice(&values);
-    Ok(r)
+    dest[..values.len()].copy_from_slice(&values);
+    Ok(())
+}
+
+/// A heap buffer of raw elements that a nonblocking or persistent operation on a
+/// [`Checked`] type writes into, in place of the user's buffer (see
+/// [`CheckedRequest`](crate::request::CheckedRequest)). It is held as a raw pointer, not a
+/// `Box`, because the engine writes into it while its owner moves.
+pub(crate) struct Stage<R> {
+    ptr: std::ptr::NonNull<R>,
+    len: usize,
+}
+
+impl<R: Equivalence> Stage<R> {
+    /// A stage holding a copy of `values`.
+    pub(crate) fn new(values: &[R]) -> Stage<R> {
+        let b: Box<[R]> = values.into();
+        let len = b.len();
+        // Box::into_raw never returns null (an empty slice gives a dangling, non-null one).
+        let ptr = std::ptr::NonNull::new(Box::into_raw(b).cast::<R>())
+            .unwrap_or(std::ptr::NonNull::dangling());
+        Stage { ptr, len }
+    }
+
+    /// The stage as a slice with any lifetime, for an operation to read and write.
+    ///
+    /// # Safety
+    /// The slice must not be used after the stage is dropped, nor while [`get`](Self::get)
+    /// or [`load`](Self::load) runs.
+    pub(crate) unsafe fn lend<'x>(&self) -> &'x mut [R] {
+        // SAFETY: `ptr`/`len` are the live allocation made in `new`; the caller keeps the
+        // borrow inside its lifetime and exclusive, as this function's contract says.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The staged raw values (no operation may be writing them).
+    pub(crate) fn get(&self) -> &[R] {
+        // SAFETY: the allocation lives until drop; the owner calls this only when no
+        // operation it lent the stage to is active.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// Copies `values` in (no operation may be using the stage).
+    pub(crate) fn load(&mut self, values: &[R]) {
+        // SAFETY: as `get`; `&mut self` and the owner's state rule out other users.
+        let dst = unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) };
+        dst[..values.len()].copy_from_slice(values);
+    }
+}
+
+impl<R> Drop for Stage<R> {
+    fn drop(&mut self) {
+        // SAFETY: the pointer and length came from `Box::into_raw` in `new` and are freed
+        // only here; owners complete every operation using the stage before dropping it.
+        drop(unsafe {
+            Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                self.ptr.as_ptr(),
+                self.len,
+            ))
+        });
+    }
 }
 
 /// [`ErrorClass::Op`] unless `op` is allowed on `T` (see [`Element::reduces_with`]).
@@ -304,6 +370,24 @@ mod tests {
         })
         .unwrap();
         assert_eq!(n, [-1]);
+    }
+
+    #[test]
+    fn a_stage_lends_its_memory_and_reads_back_what_was_written() {
+        let mut st = Stage::new(&[1u32, 2, 3]);
+        assert_eq!(st.get(), &[1, 2, 3]);
+        // SAFETY: the lent slice is used and dropped before `get`/`load`/drop of the stage.
+        let lent = unsafe { st.lend() };
+        lent[1] = 0xD800;
+        assert_eq!(st.get(), &[1, 0xD800, 3]);
+        let mut dest = ['a', 'b', 'c'];
+        let e = store_checked::<char>("t", st.get(), &mut dest).unwrap_err();
+        assert_eq!((e.class(), dest), (ErrorClass::Type, ['a', 'b', 'c']));
+        st.load(&['x' as u32, 'y' as u32, 'z' as u32]);
+        store_checked::<char>("t", &st.get()[..2], &mut dest).unwrap();
+        assert_eq!(dest, ['x', 'y', 'c']);
+        let empty: Stage<u8> = Stage::new(&[]);
+        assert!(empty.get().is_empty());
     }
 
     #[test]

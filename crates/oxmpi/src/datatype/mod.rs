@@ -159,6 +159,14 @@ macro_rules! checked_buffer {
                 std::mem::size_of::<$t>()
             }
         }
+        impl<const N: usize> Buffer for [$t; N] {
+            fn bytes(&self) -> &[u8] {
+                bytemuck::cast_slice(self)
+            }
+            fn element_size(&self) -> usize {
+                std::mem::size_of::<$t>()
+            }
+        }
     )* };
 }
 checked_buffer!(bool, char);

@@ -84,10 +84,25 @@ impl Bootstrap {
         }
     }
 
-    /// Asks the launcher to end the job; a singleton just exits.
+    /// Ends the job with `code`; a singleton just exits. Under Slurm, where a PMI abort can
+    /// only give srun's status 137, every peer is first told to exit with `code` (see
+    /// [`abort`](super::abort)); the launcher's abort remains the fallback.
     pub fn abort(&mut self, code: i32, message: &str) -> ! {
         match self {
             Bootstrap::Pmi(c) => {
+                if super::abort::listening() {
+                    c.announce_abort(code, message);
+                    let failed = tell_peers(c, code);
+                    if failed.is_empty() {
+                        std::process::exit(code);
+                    }
+                    eprintln!(
+                        "oxmpi: rank {} could not tell ranks {failed:?} to exit with code {code} \
+                         within {:?}; ending the job through the launcher",
+                        c.rank(),
+                        super::abort::DEADLINE
+                    );
+                }
                 if c.abort(code, message).is_ok() {
                     // The launcher prints the message and kills every rank, us included; give
                     // it time to do so.
@@ -107,4 +122,33 @@ impl Bootstrap {
             Bootstrap::Singleton(_) => Ok(()),
         }
     }
+}
+
+/// Tells every other rank's abort listener to exit with `code`; returns the ranks that could
+/// not be told (no card, no listener, no answer before the deadline).
+fn tell_peers(c: &mut Client, code: i32) -> Vec<u32> {
+    use super::abort;
+    use super::card::{self, Card};
+    let deadline = std::time::Instant::now() + abort::DEADLINE;
+    let me = c.rank();
+    let host = match c.get(&card::key(me)) {
+        Ok(Some(text)) => Card::decode(&text).get("host").map(str::to_owned),
+        _ => None,
+    }
+    .unwrap_or_else(super::processor_name);
+    let mut targets = Vec::new();
+    let mut failed = Vec::new();
+    for peer in (0..c.size()).filter(|&p| p != me) {
+        let found = match c.get(&card::key(peer)) {
+            Ok(Some(text)) => abort::target(peer, &Card::decode(&text), &host),
+            _ => None,
+        };
+        match found {
+            Some(t) => targets.push(t),
+            None => failed.push(peer),
+        }
+    }
+    failed.extend(abort::notify(&targets, code, deadline));
+    failed.sort_unstable();
+    failed
 }

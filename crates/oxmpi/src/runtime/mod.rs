@@ -4,6 +4,7 @@
 //! this rank's business card ([`card`]) and fences once, so every card is readable afterwards.
 //! Peers' cards are fetched lazily, when a transport first connects to them.
 
+pub mod abort;
 pub mod bootstrap;
 pub mod card;
 pub mod locality;
@@ -192,6 +193,14 @@ impl Runtime {
         if let Some(t) = &tcp {
             for (k, v) in t.endpoint().fields() {
                 card = card.with(k, v);
+            }
+        }
+        // Under Slurm an abort's code reaches srun only if every rank exits with it.
+        let slurm_task = matches!(&*lock(&bootstrap), Bootstrap::Pmi(c) if !c.under_oxrun())
+            && abort::in_slurm_step();
+        if slurm_task {
+            if let Ok(l) = abort::Listener::start() {
+                card = l.publish(card);
             }
         }
         {
