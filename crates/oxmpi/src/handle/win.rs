@@ -243,8 +243,9 @@ pub fn win_get_group(w: WinHandle) -> Result<super::group::GroupHandle> {
     super::group::put("win_get_group", entry("win_get_group", w)?.core.group())
 }
 
-/// One side of an operation: `count` elements of a committed datatype.
-struct Side {
+/// One side of an operation: `count` elements of a datatype, for the C ABI (from ids) and the
+/// Rust API (from views) alike.
+pub(crate) struct Side {
     ty: Type,
     count: u64,
     /// Data bytes (the type's size times the count).
@@ -252,6 +253,17 @@ struct Side {
 }
 
 impl Side {
+    /// `count` elements of `ty`; [`ErrorClass::Count`] when their data bytes overflow.
+    pub(crate) fn new(call: &str, ty: Type, count: u64) -> Result<Side> {
+        let len = count
+            .checked_mul(ty.size())
+            .and_then(|l| usize::try_from(l).ok())
+            .ok_or_else(|| {
+                Error::new(ErrorClass::Count, format!("{call}: count × size overflows"))
+            })?;
+        Ok(Side { ty, count, len })
+    }
+
     /// Whether the data is the `len` bytes at the buffer's address (no packing needed).
     fn plain(&self) -> bool {
         self.len == 0 || (self.ty.is_contiguous() && self.ty.lb() == 0)
@@ -285,27 +297,12 @@ fn side(call: &str, count: i64, dt: TypeHandle) -> Result<Side> {
             format!("{call}: count {count} is negative"),
         )
     })?;
-    let len = count
-        .checked_mul(ty.size())
-        .and_then(|l| usize::try_from(l).ok())
-        .ok_or_else(|| Error::new(ErrorClass::Count, format!("{call}: count × size overflows")))?;
-    Ok(Side { ty, count, len })
+    Side::new(call, ty, count)
 }
 
-/// Origin and target descriptions of one operation: their data lengths must agree.
-fn both(
-    call: &str,
-    ocount: i64,
-    otype: TypeHandle,
-    tcount: i64,
-    ttype: TypeHandle,
-) -> Result<(Side, Side)> {
-    let o = side(call, ocount, otype)?;
-    let t = side(call, tcount, ttype)?;
-    agree(call, &o, &t)?;
-    Ok((o, t))
-}
-
+/// Checks that two sides of one operation describe the same data: as many bytes
+/// ([`ErrorClass::Count`]) and matching type signatures ([`ErrorClass::Type`]; `MPI_BYTE`
+/// matches anything).
 fn agree(call: &str, o: &Side, t: &Side) -> Result<()> {
     if o.len != t.len {
         return Err(Error::new(
@@ -316,7 +313,8 @@ fn agree(call: &str, o: &Side, t: &Side) -> Result<()> {
             ),
         ));
     }
-    Ok(())
+    o.ty.check_match(o.count, &t.ty, t.count)
+        .map_err(|e| Error::new(ErrorClass::Type, format!("{call}: {}", e.message())))
 }
 
 /// The origin's data as one packed byte string: borrowed when it is plain.
@@ -415,6 +413,106 @@ unsafe fn dst<'a>(call: &str, p: *mut u8, len: usize) -> Result<&'a mut [u8]> {
     Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
 }
 
+/// Where an operation lands: the target's rank, the displacement (in its units) and the
+/// target side, walked as contiguous pieces, each range-checked on its own.
+pub(crate) struct Remote<'t> {
+    /// Rank in the window's group (or `PROC_NULL`).
+    pub(crate) rank: i32,
+    /// Displacement in the target's units (an address for dynamic windows).
+    pub(crate) disp: i64,
+    /// The target datatype and count.
+    pub(crate) side: &'t Side,
+}
+
+/// `MPI_Put` of the origin side at `origin` on `core`: the body the C ABI's ids and the Rust
+/// API's views share.
+///
+/// # Safety
+/// `origin` valid for reads of `o`'s elements.
+pub(crate) unsafe fn put_on(
+    core: &WinCore,
+    origin: *const u8,
+    o: &Side,
+    t: &Remote<'_>,
+) -> Result<()> {
+    agree("put", o, t.side)?;
+    // SAFETY: forwarded contract.
+    let data = unsafe { gather("put", origin, o)? };
+    for (skew, pos, n) in t.side.pieces() {
+        core.put_at(&data[pos..pos + n], t.rank, t.disp, skew)?;
+    }
+    Ok(())
+}
+
+/// `MPI_Get` into the origin side at `origin` on `core`.
+///
+/// # Safety
+/// `origin` valid for writes of `o`'s elements and not otherwise used meanwhile.
+pub(crate) unsafe fn get_on(
+    core: &WinCore,
+    origin: *mut u8,
+    o: &Side,
+    t: &Remote<'_>,
+) -> Result<()> {
+    agree("get", o, t.side)?;
+    // SAFETY: forwarded contract.
+    unsafe {
+        scatter("get", origin, o, |buf| {
+            for (skew, pos, n) in t.side.pieces() {
+                core.get_at(&mut buf[pos..pos + n], t.rank, t.disp, skew)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// `MPI_Accumulate` (`result` `None`) and `MPI_Get_accumulate` on `core`: each contiguous
+/// piece of the target side is one element-wise atomic accumulate. `o` is `None` for
+/// `MPI_NO_OP`, whose origin is not read.
+///
+/// # Safety
+/// `origin` valid for reads of `o`'s elements; `result`'s pointer for writes of its side's
+/// elements and not otherwise used meanwhile.
+pub(crate) unsafe fn accumulate_on(
+    core: &WinCore,
+    call: &str,
+    origin: (*const u8, Option<&Side>),
+    result: Option<(*mut u8, &Side)>,
+    t: &Remote<'_>,
+    op: &Op,
+) -> Result<()> {
+    if let Some((_, r)) = result {
+        agree(call, r, t.side)?;
+    }
+    let (origin, o) = origin;
+    if let Some(o) = o {
+        agree(call, o, t.side)?;
+    }
+    let base = acc_base(call, o, t.side)?;
+    let data = match o {
+        // SAFETY: forwarded contract.
+        Some(o) => unsafe { gather(call, origin, o)? },
+        None => std::borrow::Cow::Borrowed(&[][..]),
+    };
+    let pieces = |mut out: Option<&mut [u8]>| -> Result<()> {
+        for (skew, pos, n) in t.side.pieces() {
+            let from = if data.is_empty() {
+                &[][..]
+            } else {
+                &data[pos..pos + n]
+            };
+            let into = out.as_deref_mut().map(|b| &mut b[pos..pos + n]);
+            core.accumulate_at(call, from, into, t.rank, t.disp, skew, base, op)?;
+        }
+        Ok(())
+    };
+    match result {
+        None => pieces(None),
+        // SAFETY: forwarded contract.
+        Some((p, r)) => unsafe { scatter(call, p, r, |out| pieces(Some(out))) },
+    }
+}
+
 /// `MPI_Put`.
 ///
 /// # Safety
@@ -431,13 +529,15 @@ pub unsafe fn put(
     w: WinHandle,
 ) -> Result<()> {
     let e = entry("put", w)?;
-    let (o, t) = both("put", ocount, otype, tcount, ttype)?;
+    let o = side("put", ocount, otype)?;
+    let t = side("put", tcount, ttype)?;
+    let t = Remote {
+        rank: target,
+        disp,
+        side: &t,
+    };
     // SAFETY: forwarded contract.
-    let data = unsafe { gather("put", origin, &o)? };
-    for (skew, pos, n) in t.pieces() {
-        e.core.put_at(&data[pos..pos + n], target, disp, skew)?;
-    }
-    Ok(())
+    unsafe { put_on(&e.core, origin, &o, &t) }
 }
 
 /// `MPI_Get`.
@@ -456,16 +556,15 @@ pub unsafe fn get(
     w: WinHandle,
 ) -> Result<()> {
     let e = entry("get", w)?;
-    let (o, t) = both("get", ocount, otype, tcount, ttype)?;
+    let o = side("get", ocount, otype)?;
+    let t = side("get", tcount, ttype)?;
+    let t = Remote {
+        rank: target,
+        disp,
+        side: &t,
+    };
     // SAFETY: forwarded contract.
-    unsafe {
-        scatter("get", origin, &o, |buf| {
-            for (skew, pos, n) in t.pieces() {
-                e.core.get_at(&mut buf[pos..pos + n], target, disp, skew)?;
-            }
-            Ok(())
-        })
-    }
+    unsafe { get_on(&e.core, origin, &o, &t) }
 }
 
 /// `MPI_Accumulate`.
@@ -486,23 +585,15 @@ pub unsafe fn accumulate(
 ) -> Result<()> {
     let call = "accumulate";
     let e = entry(call, w)?;
-    let (o, t) = both(call, ocount, otype, tcount, ttype)?;
-    let base = acc_base(call, Some(&o), &t)?;
+    let o = side(call, ocount, otype)?;
+    let t = side(call, tcount, ttype)?;
+    let t = Remote {
+        rank: target,
+        disp,
+        side: &t,
+    };
     // SAFETY: forwarded contract.
-    let data = unsafe { gather(call, origin, &o)? };
-    for (skew, pos, n) in t.pieces() {
-        e.core.accumulate_at(
-            call,
-            &data[pos..pos + n],
-            None,
-            target,
-            disp,
-            skew,
-            base,
-            op,
-        )?;
-    }
-    Ok(())
+    unsafe { accumulate_on(&e.core, call, (origin, Some(&o)), None, &t, op) }
 }
 
 /// `MPI_Get_accumulate` (and `MPI_Fetch_and_op` with counts of 1). With `MPI_NO_OP` the
@@ -528,42 +619,29 @@ pub unsafe fn get_accumulate(
     w: WinHandle,
 ) -> Result<()> {
     let e = entry(call, w)?;
-    let (r, t) = both(call, rcount, rtype, tcount, ttype)?;
+    let r = side(call, rcount, rtype)?;
+    let t = side(call, tcount, ttype)?;
+    agree(call, &r, &t)?;
     let o = if matches!(op, Op::NoOp) {
         None
     } else {
-        let o = side(call, ocount, otype)?;
-        agree(call, &o, &t)?;
-        Some(o)
+        Some(side(call, ocount, otype)?)
     };
-    let base = acc_base(call, o.as_ref(), &t)?;
-    let data = match &o {
-        // SAFETY: forwarded contract.
-        Some(o) => unsafe { gather(call, origin, o)? },
-        None => std::borrow::Cow::Borrowed(&[][..]),
+    let t = Remote {
+        rank: target,
+        disp,
+        side: &t,
     };
     // SAFETY: forwarded contract.
     unsafe {
-        scatter(call, result, &r, |out| {
-            for (skew, pos, n) in t.pieces() {
-                let origin = if data.is_empty() {
-                    &[][..]
-                } else {
-                    &data[pos..pos + n]
-                };
-                e.core.accumulate_at(
-                    call,
-                    origin,
-                    Some(&mut out[pos..pos + n]),
-                    target,
-                    disp,
-                    skew,
-                    base,
-                    op,
-                )?;
-            }
-            Ok(())
-        })
+        accumulate_on(
+            &e.core,
+            call,
+            (origin, o.as_ref()),
+            Some((result, &r)),
+            &t,
+            op,
+        )
     }
 }
 
