@@ -424,6 +424,20 @@ pub(crate) struct Remote<'t> {
     pub(crate) side: &'t Side,
 }
 
+impl Remote<'_> {
+    /// The target side's pieces, all checked against the window first (epoch, range), so an
+    /// operation that fails has moved nothing.
+    fn pieces(&self, core: &WinCore, call: &str) -> Result<Vec<(i64, usize, usize)>> {
+        let pieces = self.side.pieces();
+        if pieces.len() > 1 {
+            for &(skew, _, n) in &pieces {
+                core.check_at(call, self.rank, self.disp, skew, n)?;
+            }
+        }
+        Ok(pieces)
+    }
+}
+
 /// `MPI_Put` of the origin side at `origin` on `core`: the body the C ABI's ids and the Rust
 /// API's views share.
 ///
@@ -436,9 +450,10 @@ pub(crate) unsafe fn put_on(
     t: &Remote<'_>,
 ) -> Result<()> {
     agree("put", o, t.side)?;
+    let pieces = t.pieces(core, "put")?;
     // SAFETY: forwarded contract.
     let data = unsafe { gather("put", origin, o)? };
-    for (skew, pos, n) in t.side.pieces() {
+    for (skew, pos, n) in pieces {
         core.put_at(&data[pos..pos + n], t.rank, t.disp, skew)?;
     }
     Ok(())
@@ -455,10 +470,11 @@ pub(crate) unsafe fn get_on(
     t: &Remote<'_>,
 ) -> Result<()> {
     agree("get", o, t.side)?;
+    let pieces = t.pieces(core, "get")?;
     // SAFETY: forwarded contract.
     unsafe {
         scatter("get", origin, o, |buf| {
-            for (skew, pos, n) in t.side.pieces() {
+            for (skew, pos, n) in pieces {
                 core.get_at(&mut buf[pos..pos + n], t.rank, t.disp, skew)?;
             }
             Ok(())
@@ -489,13 +505,14 @@ pub(crate) unsafe fn accumulate_on(
         agree(call, o, t.side)?;
     }
     let base = acc_base(call, o, t.side)?;
+    let pieces = t.pieces(core, call)?;
     let data = match o {
         // SAFETY: forwarded contract.
         Some(o) => unsafe { gather(call, origin, o)? },
         None => std::borrow::Cow::Borrowed(&[][..]),
     };
-    let pieces = |mut out: Option<&mut [u8]>| -> Result<()> {
-        for (skew, pos, n) in t.side.pieces() {
+    let each = |mut out: Option<&mut [u8]>| -> Result<()> {
+        for &(skew, pos, n) in &pieces {
             let from = if data.is_empty() {
                 &[][..]
             } else {
@@ -507,9 +524,9 @@ pub(crate) unsafe fn accumulate_on(
         Ok(())
     };
     match result {
-        None => pieces(None),
+        None => each(None),
         // SAFETY: forwarded contract.
-        Some((p, r)) => unsafe { scatter(call, p, r, |out| pieces(Some(out))) },
+        Some((p, r)) => unsafe { scatter(call, p, r, |out| each(Some(out))) },
     }
 }
 
