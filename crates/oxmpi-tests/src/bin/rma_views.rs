@@ -206,7 +206,13 @@ fn operations(s: &mut Setup<'_>, passive: bool) {
             let tv = s.target(right, AT, t);
             if typed {
                 oxmpi::scope(|sc| {
-                    complete(k, must("rput", s.win.rput(sc, &src[..12], right as i32, tv_disp(s, right))));
+                    complete(
+                        k,
+                        must(
+                            "rput",
+                            s.win.rput(sc, &src[..12], right as i32, tv_disp(s, right)),
+                        ),
+                    );
                 });
             } else if passive {
                 oxmpi::scope(|sc| {
@@ -224,7 +230,11 @@ fn operations(s: &mut Setup<'_>, passive: bool) {
                 s.model[dst][AT + off] = value(r, k, i);
             }
         }
-        check_buffer(&format!("{what}: put origin"), &src, &o.buffer(|i| value(me, k, i)));
+        check_buffer(
+            &format!("{what}: put origin"),
+            &src,
+            &o.buffer(|i| value(me, k, i)),
+        );
         s.verify(&format!("{what}: put"));
 
         // get from the left neighbour.
@@ -233,7 +243,14 @@ fn operations(s: &mut Setup<'_>, passive: bool) {
             let tv = s.target(left, AT, t);
             if typed {
                 oxmpi::scope(|sc| {
-                    complete(k, must("rget", s.win.rget(sc, &mut got[..12], left as i32, tv_disp(s, left))));
+                    complete(
+                        k,
+                        must(
+                            "rget",
+                            s.win
+                                .rget(sc, &mut got[..12], left as i32, tv_disp(s, left)),
+                        ),
+                    );
                 });
             } else if passive {
                 oxmpi::scope(|sc| {
@@ -256,7 +273,13 @@ fn operations(s: &mut Setup<'_>, passive: bool) {
                 let tv = s.target(dst, AT, t);
                 if typed {
                     oxmpi::scope(|sc| {
-                        let r = s.win.raccumulate(sc, &add[..12], dst as i32, tv_disp(s, dst), &Op::Sum);
+                        let r = s.win.raccumulate(
+                            sc,
+                            &add[..12],
+                            dst as i32,
+                            tv_disp(s, dst),
+                            &Op::Sum,
+                        );
                         complete(k + dst, must("raccumulate", r));
                     });
                 } else if passive {
@@ -316,7 +339,11 @@ fn operations(s: &mut Setup<'_>, passive: bool) {
                 }
             });
             let want = o.buffer(|i| s.model[peer][AT + t.offs[i]]);
-            check_buffer(&format!("{what}: get_accumulate {op:?} result"), &res, &want);
+            check_buffer(
+                &format!("{what}: get_accumulate {op:?} result"),
+                &res,
+                &want,
+            );
             if matches!(op, Op::Sum) {
                 for r in 0..np {
                     let dst = (r + 1) % np;
@@ -359,14 +386,22 @@ fn bad_inputs(s: &Setup<'_>) {
     );
 
     // Outside an epoch.
-    expect("put outside an epoch", s.win.put_view(&iv, &tv), ErrorClass::RmaSync);
+    expect(
+        "put outside an epoch",
+        s.win.put_view(&iv, &tv),
+        ErrorClass::RmaSync,
+    );
 
     s.epoch(false, || {
         let w = &s.win;
         // Signatures: 12 doubles are 96 bytes, as 12 i64 are, but not the same types.
         let fv = must("view", f64s(12));
         expect("put f64 -> i64", w.put_view(&fv, &tv), ErrorClass::Type);
-        expect("accumulate f64 -> i64", w.accumulate_view(&fv, &tv, &Op::Sum), ErrorClass::Type);
+        expect(
+            "accumulate f64 -> i64",
+            w.accumulate_view(&fv, &tv, &Op::Sum),
+            ErrorClass::Type,
+        );
         let mut rbuf = vec![0f64; 12];
         let mut rv = must("view", ViewMut::new(&mut rbuf, &Type::of::<f64>(), 12));
         expect("get i64 -> f64", w.get_view(&mut rv, &tv), ErrorClass::Type);
@@ -377,21 +412,45 @@ fn bad_inputs(s: &Setup<'_>) {
         );
         // Lengths: 11 doubles against 12 i64.
         let short = must("view", f64s(11));
-        expect("put 88 bytes -> 96", w.put_view(&short, &tv), ErrorClass::Count);
+        expect(
+            "put 88 bytes -> 96",
+            w.put_view(&short, &tv),
+            ErrorClass::Count,
+        );
         // Accumulates need one predefined type on both sides.
         let pv = must("view", View::new(&ints[..12], &pair, 6));
         let ptv = TargetView::new(right as i32, tv_disp(s, right), &pair, 6);
-        expect("accumulate of a struct", w.accumulate_view(&pv, &ptv, &Op::Sum), ErrorClass::Type);
+        expect(
+            "accumulate of a struct",
+            w.accumulate_view(&pv, &ptv, &Op::Sum),
+            ErrorClass::Type,
+        );
         // Ranges: the indexed type's second copy ends past the window; negative displacements.
         let far = s.target(right, N - 12, idx);
-        expect("put past the end", w.put_view(&iv, &far), ErrorClass::RmaRange);
-        expect("accumulate past the end", w.accumulate_view(&iv, &far, &Op::Sum), ErrorClass::RmaRange);
+        expect(
+            "put past the end",
+            w.put_view(&iv, &far),
+            ErrorClass::RmaRange,
+        );
+        expect(
+            "accumulate past the end",
+            w.accumulate_view(&iv, &far, &Op::Sum),
+            ErrorClass::RmaRange,
+        );
         let mut back = ints.clone();
         let mut bv = must("view", ViewMut::new(&mut back, &vec2.ty, vec2.count));
-        expect("get past the end", w.get_view(&mut bv, &far), ErrorClass::RmaRange);
+        expect(
+            "get past the end",
+            w.get_view(&mut bv, &far),
+            ErrorClass::RmaRange,
+        );
         oxmpi::scope(|sc| {
             let v = must("view", View::new(&ints, &vec2.ty, vec2.count));
-            expect("rput past the end", w.rput_view(sc, v, &far).map(drop), ErrorClass::RmaRange);
+            expect(
+                "rput past the end",
+                w.rput_view(sc, v, &far).map(drop),
+                ErrorClass::RmaRange,
+            );
             let v = must("view", View::new(&ints, &vec2.ty, vec2.count));
             expect(
                 "raccumulate past the end",
@@ -435,7 +494,10 @@ fn run(world: &Communicator, flavor: Flavor) {
             let mut w = must("create_dynamic", world.window_create_dynamic());
             let addr = must("attach", w.attach(&mut user[..]));
             let mut addrs = vec![0i64; np];
-            must("allgather", world.all_gather_into(&[addr][..], &mut addrs[..]));
+            must(
+                "allgather",
+                world.all_gather_into(&[addr][..], &mut addrs[..]),
+            );
             (w, addrs, addr as *mut i64)
         }
     };
@@ -453,7 +515,9 @@ fn run(world: &Communicator, flavor: Flavor) {
         flavor,
         base,
         mem,
-        model: (0..np).map(|r| (0..N).map(|i| pattern(r, i)).collect()).collect(),
+        model: (0..np)
+            .map(|r| (0..N).map(|i| pattern(r, i)).collect())
+            .collect(),
         me,
         np,
     };
