@@ -169,7 +169,7 @@ fn check_buffer(what: &str, got: &[i64], want: &[i64]) {
 
 /// Completes `r` by wait or, for odd `k`, by testing until it is done.
 fn complete(k: usize, mut r: oxmpi::Request<'_, '_>) {
-    if k % 2 == 0 {
+    if k.is_multiple_of(2) {
         must("wait", r.wait());
         return;
     }
