@@ -8,7 +8,7 @@
 //! each origin and result buffer (gap elements must keep their sentinel). Then the bad
 //! inputs: signature and length mismatches, ranges outside the window (also as requests),
 //! accumulates of mixed types, access outside an epoch; each must give its error class and
-//! leave the memory as it was. Prints "rank N passed".
+//! leave the memory as it was (an accumulate of zero elements is no error). Prints "rank N passed".
 
 use oxmpi::datatype::Type;
 use oxmpi::point_to_point::{View, ViewMut};
@@ -460,6 +460,21 @@ fn bad_inputs(s: &Setup<'_>) {
         });
         drop(bv);
         check_buffer("get past the end: origin", &back, &ints);
+        // Zero elements: none meets the operation, so SUM on MPI_BYTE is no error; the
+        // target rank still is checked.
+        let byte = Type::predefined(oxmpi::datatype::Predefined::BYTE);
+        let zv = must("view", View::new(&[0u8; 0], &byte, 0));
+        let ztv = TargetView::new(right as i32, tv_disp(s, right), &byte, 0);
+        must(
+            "accumulate of nothing",
+            w.accumulate_view(&zv, &ztv, &Op::Sum),
+        );
+        let nowhere = TargetView::new(s.np as i32, 0, &byte, 0);
+        expect(
+            "accumulate of nothing to a rank outside the window",
+            w.accumulate_view(&zv, &nowhere, &Op::Sum),
+            ErrorClass::Rank,
+        );
         if s.flavor != Flavor::Dynamic {
             let neg = TargetView::new(right as i32, -1, &idx.ty, idx.count);
             expect("put at -1", w.put_view(&iv, &neg), ErrorClass::RmaRange);

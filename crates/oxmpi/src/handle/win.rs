@@ -504,6 +504,11 @@ pub(crate) unsafe fn accumulate_on(
     if let Some(o) = o {
         agree(call, o, t.side)?;
     }
+    if t.side.len == 0 {
+        // No element meets the operation, so its pairing with the datatype is not checked
+        // (mpi4py accumulates zero bytes with SUM); the target and the epoch still are.
+        return core.check_at(call, t.rank, t.disp, 0, 0);
+    }
     let base = acc_base(call, o, t.side)?;
     let pieces = t.pieces(core, call)?;
     let data = match o {
