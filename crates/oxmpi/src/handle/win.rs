@@ -802,3 +802,71 @@ pub fn win_sync(w: WinHandle) -> Result<()> {
     entry("win_sync", w)?.core.sync();
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn i64s() -> Type {
+        Type::of::<i64>()
+    }
+
+    #[test]
+    fn sides_must_agree_in_bytes_and_type_signature() {
+        let every_other = Type::vector(4, 1, 2, &i64s()).unwrap();
+        let t = Side::new("t", every_other, 1).unwrap();
+        assert!(agree("t", &Side::new("t", i64s(), 4).unwrap(), &t).is_ok());
+        let doubles = Side::new("t", Type::of::<f64>(), 4).unwrap();
+        assert_eq!(
+            agree("t", &doubles, &t).unwrap_err().class(),
+            ErrorClass::Type
+        );
+        let short = Side::new("t", i64s(), 3).unwrap();
+        assert_eq!(
+            agree("t", &short, &t).unwrap_err().class(),
+            ErrorClass::Count
+        );
+        let bytes = Side::new("t", Type::predefined(Predefined::BYTE), 32).unwrap();
+        assert!(agree("t", &bytes, &t).is_ok(), "MPI_BYTE matches anything");
+    }
+
+    #[test]
+    fn a_side_whose_bytes_overflow_is_a_count_error() {
+        let big = Type::contiguous(1 << 20, &i64s()).unwrap();
+        let e = Side::new("t", big, u64::MAX / 2).err().unwrap();
+        assert_eq!(e.class(), ErrorClass::Count);
+    }
+
+    /// The pieces, expanded to bytes, are the type map's bytes in packed order (checked
+    /// against the block list, for copies placed one extent apart).
+    #[test]
+    fn pieces_are_the_type_map_in_packed_order() {
+        let blocks = [(1usize, 2usize), (4, 1), (7, 3)];
+        let (lens, displs): (Vec<i64>, Vec<i64>) =
+            blocks.iter().map(|&(d, l)| (l as i64, d as i64)).unzip();
+        let ty = Type::indexed(&lens, &displs, &i64s()).unwrap();
+        let extent = 10 - 1;
+        for count in 0..4u64 {
+            let want: Vec<i64> = (0..count as usize)
+                .flat_map(|k| {
+                    blocks.iter().flat_map(move |&(d, l)| {
+                        (8 * (k * extent + d)..8 * (k * extent + d + l)).map(|b| b as i64)
+                    })
+                })
+                .collect();
+            let side = Side::new("t", ty.clone(), count).unwrap();
+            let mut got = Vec::new();
+            for (off, pos, n) in side.pieces() {
+                assert_eq!(
+                    pos,
+                    got.len(),
+                    "pieces are consecutive in the packed stream"
+                );
+                got.extend(off..off + n as i64);
+            }
+            assert_eq!(got, want, "count {count}");
+        }
+        let plain = Side::new("t", i64s(), 4).unwrap();
+        assert_eq!(plain.pieces(), vec![(0, 0, 32)]);
+    }
+}
