@@ -18,6 +18,11 @@
 //! ([`ErrorClass::RmaSync`] outside one, [`ErrorClass::RmaRange`] outside the window).
 //! Windows spanning several hosts are refused with [`ErrorClass::UnsupportedOperation`].
 //!
+//! Derived datatypes: a [`View`]/[`ViewMut`] on the origin side and a [`TargetView`] on the
+//! target side ([`Window::put_view`] and friends). The request forms ([`Window::rput`] …,
+//! [`Window::rput_view`] …) return a [`Request`] of a scope that borrows the buffers as an
+//! immediate send does; it is complete when returned, since the operation is.
+//!
 //! # Standard sections
 //! MPI-5.0 chapter 12 (one-sided communications).
 
@@ -630,7 +635,8 @@ impl<'a, L: ThreadLevel> Window<'a, L> {
         target: &TargetView,
     ) -> Result<Request<'b, 's>> {
         self.put_view(&origin, target)?;
-        Ok(self.done(scope, view_bytes(origin.parts().1, origin.parts().2), 0))
+        let (_, ty, count) = origin.parts();
+        Ok(self.done(scope, view_bytes(ty, count), 0))
     }
 
     /// `MPI_Rget` through datatypes ([`get_view`](Self::get_view)).
@@ -654,7 +660,8 @@ impl<'a, L: ThreadLevel> Window<'a, L> {
         op: &Op,
     ) -> Result<Request<'b, 's>> {
         self.accumulate_view(&origin, target, op)?;
-        Ok(self.done(scope, view_bytes(origin.parts().1, origin.parts().2), 0))
+        let (_, ty, count) = origin.parts();
+        Ok(self.done(scope, view_bytes(ty, count), 0))
     }
 
     /// `MPI_Rget_accumulate` through datatypes
