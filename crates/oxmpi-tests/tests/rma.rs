@@ -1,19 +1,26 @@
 //! One-sided communication through oxrun: `rma_check` at np 1–4 (every window flavor ×
 //! synchronization mode × operation, contended counters, shared and dynamic windows, error
-//! classes), and window creation refused across hosts faked by `OXMPI_HOST_OVERRIDE`.
+//! classes), `rma_views` at np 2–4 (the Rust API's datatype and request forms against a serial
+//! model, and their bad inputs), and window creation refused across hosts faked by
+//! `OXMPI_HOST_OVERRIDE`.
 
 use std::path::Path;
 
 use oxmpi_tests::{oxrun_job, text};
 
 const CHECK: &str = env!("CARGO_BIN_EXE_rma_check");
+const VIEWS: &str = env!("CARGO_BIN_EXE_rma_views");
 
 fn run(np: usize, args: &[&str], env: &[(&str, &str)]) {
-    let out = oxrun_job(np, Path::new(CHECK), args, env);
+    run_prog(CHECK, np, args, env);
+}
+
+fn run_prog(prog: &str, np: usize, args: &[&str], env: &[(&str, &str)]) {
+    let out = oxrun_job(np, Path::new(prog), args, env);
     let (so, se) = text(&out);
     assert!(
         out.status.success(),
-        "rma_check np {np} {args:?} {env:?} failed:\n{so}\n{se}"
+        "{prog} np {np} {args:?} {env:?} failed:\n{so}\n{se}"
     );
     let passed = so.lines().filter(|l| l.contains(" passed")).count();
     assert_eq!(passed, np, "np {np}: {passed} ranks passed:\n{so}\n{se}");
@@ -23,6 +30,13 @@ fn run(np: usize, args: &[&str], env: &[(&str, &str)]) {
 fn windows_operations_and_epochs_np1_to_4() {
     for np in 1..=4 {
         run(np, &[], &[]);
+    }
+}
+
+#[test]
+fn datatypes_and_requests_in_the_rust_api_np2_to_4() {
+    for np in 2..=4 {
+        run_prog(VIEWS, np, &[], &[]);
     }
 }
 

@@ -877,6 +877,20 @@ impl<'a> ViewMut<'a> {
     }
 }
 
+impl View<'_> {
+    /// The origin address, datatype and count (for the one-sided operations in `window.rs`).
+    pub(crate) fn parts(&self) -> (*const u8, &crate::datatype::Type, u64) {
+        (self.ptr, &self.ty, self.count)
+    }
+}
+
+impl ViewMut<'_> {
+    /// As [`View::parts`], for writes.
+    pub(crate) fn parts(&mut self) -> (*mut u8, &crate::datatype::Type, u64) {
+        (self.ptr, &self.ty, self.count)
+    }
+}
+
 impl<L: ThreadLevel> Communicator<L> {
     /// Sends the elements `view` shows (`MPI_Send` with a derived datatype): contiguous
     /// data goes as it is, anything else packed first.

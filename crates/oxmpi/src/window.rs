@@ -18,6 +18,11 @@
 //! ([`ErrorClass::RmaSync`] outside one, [`ErrorClass::RmaRange`] outside the window).
 //! Windows spanning several hosts are refused with [`ErrorClass::UnsupportedOperation`].
 //!
+//! Derived datatypes: a [`View`]/[`ViewMut`] on the origin side and a [`TargetView`] on the
+//! target side ([`Window::put_view`] and friends). The request forms ([`Window::rput`] …,
+//! [`Window::rput_view`] …) return a [`Request`] of a scope that borrows the buffers as an
+//! immediate send does; it is complete when returned, since the operation is.
+//!
 //! # Standard sections
 //! MPI-5.0 chapter 12 (one-sided communications).
 
@@ -25,10 +30,14 @@ use std::marker::PhantomData;
 
 use crate::comm::{Comm, Communicator};
 use crate::datatype::predefined::Predefined;
-use crate::datatype::Equivalence;
+use crate::datatype::{Equivalence, Type};
 use crate::error::{Error, ErrorClass, Result};
 use crate::group::Group;
+use crate::handle::win::{accumulate_on, get_on, put_on, Remote, Side};
 use crate::op::{Op, Reducible};
+use crate::p2p::engine::RecvStart;
+use crate::point_to_point::{View, ViewMut};
+use crate::request::{Request, Scope, Status};
 use crate::rma::WinCore;
 use crate::threading::{Single, ThreadLevel};
 
@@ -80,6 +89,11 @@ fn bytes_for<T>(call: &str, len: usize) -> Result<usize> {
         .ok_or_else(|| Error::new(ErrorClass::Size, format!("{call}: {len} elements overflow")))
 }
 
+/// Data bytes of `count` elements of `ty` (a view's, checked when it was made).
+fn view_bytes(ty: &Type, count: u64) -> usize {
+    (ty.size() * count) as usize
+}
+
 /// The predefined type a reduction applies to, element by element.
 fn base_of<T: Equivalence>(call: &str) -> Result<Predefined> {
     T::equivalent_datatype().base().ok_or_else(|| {
@@ -88,6 +102,53 @@ fn base_of<T: Equivalence>(call: &str) -> Result<Predefined> {
             format!("{call}: the element type is not built from one predefined type"),
         )
     })
+}
+
+/// What an operation reaches in a target's window: `count` elements of a datatype laid out
+/// from displacement `disp` (in the target's displacement units; an address for dynamic
+/// windows) of member `rank`. Every contiguous piece of the type map must lie inside the
+/// target's window ([`ErrorClass::RmaRange`] otherwise); gaps are never touched.
+#[derive(Debug, Clone)]
+pub struct TargetView {
+    rank: i32,
+    disp: i64,
+    ty: Type,
+    count: u64,
+}
+
+impl TargetView {
+    /// `count` elements of `ty` at displacement `disp` of member `rank`.
+    pub fn new(rank: i32, disp: i64, ty: &Type, count: u64) -> TargetView {
+        TargetView {
+            rank,
+            disp,
+            ty: ty.clone(),
+            count,
+        }
+    }
+
+    /// `count` values of `T` through their own datatype (the padding of a
+    /// `#[derive(Equivalence)]` struct is not written).
+    pub fn of<T: crate::datatype::Datatyped>(rank: i32, disp: i64, count: u64) -> TargetView {
+        TargetView {
+            rank,
+            disp,
+            ty: T::datatype(),
+            count,
+        }
+    }
+
+    fn side(&self, call: &str) -> Result<Side> {
+        Side::new(call, self.ty.clone(), self.count)
+    }
+
+    fn remote<'t>(&self, side: &'t Side) -> Remote<'t> {
+        Remote {
+            rank: self.rank,
+            disp: self.disp,
+            side,
+        }
+    }
 }
 
 impl<L: ThreadLevel> Communicator<L> {
@@ -358,6 +419,264 @@ impl<'a, L: ThreadLevel> Window<'a, L> {
             base,
         )?;
         Ok(old)
+    }
+
+    /// `MPI_Put` through datatypes: the elements `origin` shows to the elements `target`
+    /// describes. Both must hold the same data: as many bytes ([`ErrorClass::Count`]) and
+    /// matching type signatures ([`ErrorClass::Type`]).
+    ///
+    /// ```no_run
+    /// # use oxmpi::datatype::Type;
+    /// # use oxmpi::point_to_point::View;
+    /// # use oxmpi::window::TargetView;
+    /// let universe = oxmpi::init()?;
+    /// let world = universe.world();
+    /// let win = world.window_allocate::<f64>(8)?;
+    /// // Four contiguous doubles into every other double of rank 0's window.
+    /// let every_other = Type::vector(4, 1, 2, &Type::of::<f64>())?;
+    /// let data = [1.0f64, 2.0, 3.0, 4.0];
+    /// win.fence(0)?;
+    /// win.put_view(&View::of(&data), &TargetView::new(0, 0, &every_other, 1))?;
+    /// win.fence(0)?;
+    /// # Ok::<(), oxmpi::Error>(())
+    /// ```
+    pub fn put_view(&self, origin: &View<'_>, target: &TargetView) -> Result<()> {
+        let (p, ty, count) = origin.parts();
+        let o = Side::new("put", ty.clone(), count)?;
+        let t = target.side("put")?;
+        // SAFETY: the view's elements lie in the buffer it borrows (checked when it was made,
+        // or `Datatyped`'s contract), readable while `origin` lives.
+        unsafe { put_on(&self.core, p, &o, &target.remote(&t)) }
+    }
+
+    /// `MPI_Get` through datatypes: fills the elements `origin` shows from the elements
+    /// `target` describes (bytes outside `origin`'s type map are left untouched). Errors as
+    /// [`put_view`](Self::put_view).
+    pub fn get_view(&self, origin: &mut ViewMut<'_>, target: &TargetView) -> Result<()> {
+        let (p, ty, count) = origin.parts();
+        let o = Side::new("get", ty.clone(), count)?;
+        let t = target.side("get")?;
+        // SAFETY: the view's elements lie in the buffer it borrows exclusively (checked when
+        // it was made, or `Datatyped`'s contract), writable while `origin` lives.
+        unsafe { get_on(&self.core, p, &o, &target.remote(&t)) }
+    }
+
+    /// `MPI_Accumulate` through datatypes: each element `target` describes is combined with
+    /// the matching element `origin` shows, atomically per element. Both types must be built
+    /// from one and the same predefined type ([`ErrorClass::Type`]).
+    pub fn accumulate_view(&self, origin: &View<'_>, target: &TargetView, op: &Op) -> Result<()> {
+        let call = "accumulate";
+        let (p, ty, count) = origin.parts();
+        let o = Side::new(call, ty.clone(), count)?;
+        let t = target.side(call)?;
+        // SAFETY: as in `put_view`.
+        unsafe {
+            accumulate_on(
+                &self.core,
+                call,
+                (p, Some(&o)),
+                None,
+                &target.remote(&t),
+                op,
+            )
+        }
+    }
+
+    /// `MPI_Get_accumulate` through datatypes: [`accumulate_view`](Self::accumulate_view),
+    /// with the old target values into the elements `result` shows. With [`Op::NoOp`] the
+    /// origin is not read (an empty view will do).
+    pub fn get_accumulate_view(
+        &self,
+        origin: &View<'_>,
+        result: &mut ViewMut<'_>,
+        target: &TargetView,
+        op: &Op,
+    ) -> Result<()> {
+        let call = "get_accumulate";
+        let (p, ty, count) = origin.parts();
+        let o = if matches!(op, Op::NoOp) {
+            None
+        } else {
+            Some(Side::new(call, ty.clone(), count)?)
+        };
+        let (rp, rty, rcount) = result.parts();
+        let r = Side::new(call, rty.clone(), rcount)?;
+        let t = target.side(call)?;
+        // SAFETY: as in `put_view` for `origin` and `get_view` for `result`; the two views
+        // cannot overlap (one is a shared borrow, the other an exclusive one).
+        unsafe {
+            accumulate_on(
+                &self.core,
+                call,
+                (p, o.as_ref()),
+                Some((rp, &r)),
+                &target.remote(&t),
+                op,
+            )
+        }
+    }
+
+    /// The request of an operation that completed in its call (see the module docs): the
+    /// standard's local completion holds at once, and its wait or test returns at once.
+    fn done<'b, 's>(&self, scope: &'s Scope<'b>, bytes: usize, elem: usize) -> Request<'b, 's> {
+        let st = Status {
+            bytes: bytes as u64,
+            ..Status::default()
+        };
+        Request::new(&self.core.comm().rt, RecvStart::Done(st), elem, scope)
+    }
+
+    /// `MPI_Rput`: [`put`](Self::put) as a request of `scope`. Like an immediate send's
+    /// buffer, `origin` stays borrowed until the scope ends, so it cannot be freed or changed
+    /// while the operation may still read it. Errors are returned at the call.
+    ///
+    /// ```no_run
+    /// let universe = oxmpi::init()?;
+    /// let world = universe.world();
+    /// let win = world.window_allocate::<u64>(4)?;
+    /// let data = vec![1u64; 4];
+    /// win.lock(oxmpi::LockType::Shared, 0, 0)?;
+    /// oxmpi::scope(|scope| -> oxmpi::Result<()> {
+    ///     let r = win.rput(scope, &data, 0, 0)?;
+    ///     r.wait()?;
+    ///     Ok(())
+    /// })?;
+    /// win.unlock(0)?;
+    /// # Ok::<(), oxmpi::Error>(())
+    /// ```
+    /// The buffer cannot be dropped while its request lives:
+    /// ```compile_fail
+    /// let universe = oxmpi::init().unwrap();
+    /// let world = universe.world();
+    /// let win = world.window_allocate::<u64>(4).unwrap();
+    /// let data = vec![1u64; 4];
+    /// win.lock(oxmpi::LockType::Shared, 0, 0).unwrap();
+    /// oxmpi::scope(|scope| -> oxmpi::Result<()> {
+    ///     let r = win.rput(scope, &data, 0, 0)?;
+    ///     drop(data); // error: `data` is borrowed for the request's scope
+    ///     r.wait()?;
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    pub fn rput<'b, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'b>,
+        origin: &'b [T],
+        target: i32,
+        disp: i64,
+    ) -> Result<Request<'b, 's>> {
+        self.put(origin, target, disp)?;
+        Ok(self.done(
+            scope,
+            std::mem::size_of_val(origin),
+            std::mem::size_of::<T>(),
+        ))
+    }
+
+    /// `MPI_Rget`: [`get`](Self::get) as a request of `scope`, `origin` borrowed until the
+    /// scope ends; the data is there once the request completes.
+    pub fn rget<'b, 's, T: Equivalence>(
+        &self,
+        scope: &'s Scope<'b>,
+        origin: &'b mut [T],
+        target: i32,
+        disp: i64,
+    ) -> Result<Request<'b, 's>> {
+        self.get(origin, target, disp)?;
+        Ok(self.done(
+            scope,
+            std::mem::size_of_val(origin),
+            std::mem::size_of::<T>(),
+        ))
+    }
+
+    /// `MPI_Raccumulate`: [`accumulate`](Self::accumulate) as a request of `scope`.
+    pub fn raccumulate<'b, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'b>,
+        origin: &'b [T],
+        target: i32,
+        disp: i64,
+        op: &Op,
+    ) -> Result<Request<'b, 's>> {
+        self.accumulate(origin, target, disp, op)?;
+        Ok(self.done(
+            scope,
+            std::mem::size_of_val(origin),
+            std::mem::size_of::<T>(),
+        ))
+    }
+
+    /// `MPI_Rget_accumulate`: [`get_accumulate`](Self::get_accumulate) as a request of
+    /// `scope`; the old values are in `result` once it completes.
+    pub fn rget_accumulate<'b, 's, T: Reducible>(
+        &self,
+        scope: &'s Scope<'b>,
+        origin: &'b [T],
+        result: &'b mut [T],
+        target: i32,
+        disp: i64,
+        op: &Op,
+    ) -> Result<Request<'b, 's>> {
+        self.get_accumulate(origin, result, target, disp, op)?;
+        Ok(self.done(
+            scope,
+            std::mem::size_of_val(result),
+            std::mem::size_of::<T>(),
+        ))
+    }
+
+    /// `MPI_Rput` through datatypes ([`put_view`](Self::put_view)); the view's buffer stays
+    /// borrowed until the scope ends. The status counts bytes.
+    pub fn rput_view<'b, 's>(
+        &self,
+        scope: &'s Scope<'b>,
+        origin: View<'b>,
+        target: &TargetView,
+    ) -> Result<Request<'b, 's>> {
+        self.put_view(&origin, target)?;
+        let (_, ty, count) = origin.parts();
+        Ok(self.done(scope, view_bytes(ty, count), 0))
+    }
+
+    /// `MPI_Rget` through datatypes ([`get_view`](Self::get_view)).
+    pub fn rget_view<'b, 's>(
+        &self,
+        scope: &'s Scope<'b>,
+        mut origin: ViewMut<'b>,
+        target: &TargetView,
+    ) -> Result<Request<'b, 's>> {
+        self.get_view(&mut origin, target)?;
+        let (_, ty, count) = origin.parts();
+        Ok(self.done(scope, view_bytes(ty, count), 0))
+    }
+
+    /// `MPI_Raccumulate` through datatypes ([`accumulate_view`](Self::accumulate_view)).
+    pub fn raccumulate_view<'b, 's>(
+        &self,
+        scope: &'s Scope<'b>,
+        origin: View<'b>,
+        target: &TargetView,
+        op: &Op,
+    ) -> Result<Request<'b, 's>> {
+        self.accumulate_view(&origin, target, op)?;
+        let (_, ty, count) = origin.parts();
+        Ok(self.done(scope, view_bytes(ty, count), 0))
+    }
+
+    /// `MPI_Rget_accumulate` through datatypes
+    /// ([`get_accumulate_view`](Self::get_accumulate_view)).
+    pub fn rget_accumulate_view<'b, 's>(
+        &self,
+        scope: &'s Scope<'b>,
+        origin: View<'b>,
+        mut result: ViewMut<'b>,
+        target: &TargetView,
+        op: &Op,
+    ) -> Result<Request<'b, 's>> {
+        self.get_accumulate_view(&origin, &mut result, target, op)?;
+        let (_, ty, count) = result.parts();
+        Ok(self.done(scope, view_bytes(ty, count), 0))
     }
 
     /// `MPI_Win_fence` with assertion bits from [`mode`]. Collective.

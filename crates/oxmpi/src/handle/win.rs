@@ -243,8 +243,9 @@ pub fn win_get_group(w: WinHandle) -> Result<super::group::GroupHandle> {
     super::group::put("win_get_group", entry("win_get_group", w)?.core.group())
 }
 
-/// One side of an operation: `count` elements of a committed datatype.
-struct Side {
+/// One side of an operation: `count` elements of a datatype, for the C ABI (from ids) and the
+/// Rust API (from views) alike.
+pub(crate) struct Side {
     ty: Type,
     count: u64,
     /// Data bytes (the type's size times the count).
@@ -252,6 +253,17 @@ struct Side {
 }
 
 impl Side {
+    /// `count` elements of `ty`; [`ErrorClass::Count`] when their data bytes overflow.
+    pub(crate) fn new(call: &str, ty: Type, count: u64) -> Result<Side> {
+        let len = count
+            .checked_mul(ty.size())
+            .and_then(|l| usize::try_from(l).ok())
+            .ok_or_else(|| {
+                Error::new(ErrorClass::Count, format!("{call}: count × size overflows"))
+            })?;
+        Ok(Side { ty, count, len })
+    }
+
     /// Whether the data is the `len` bytes at the buffer's address (no packing needed).
     fn plain(&self) -> bool {
         self.len == 0 || (self.ty.is_contiguous() && self.ty.lb() == 0)
@@ -285,27 +297,12 @@ fn side(call: &str, count: i64, dt: TypeHandle) -> Result<Side> {
             format!("{call}: count {count} is negative"),
         )
     })?;
-    let len = count
-        .checked_mul(ty.size())
-        .and_then(|l| usize::try_from(l).ok())
-        .ok_or_else(|| Error::new(ErrorClass::Count, format!("{call}: count × size overflows")))?;
-    Ok(Side { ty, count, len })
+    Side::new(call, ty, count)
 }
 
-/// Origin and target descriptions of one operation: their data lengths must agree.
-fn both(
-    call: &str,
-    ocount: i64,
-    otype: TypeHandle,
-    tcount: i64,
-    ttype: TypeHandle,
-) -> Result<(Side, Side)> {
-    let o = side(call, ocount, otype)?;
-    let t = side(call, tcount, ttype)?;
-    agree(call, &o, &t)?;
-    Ok((o, t))
-}
-
+/// Checks that two sides of one operation describe the same data: as many bytes
+/// ([`ErrorClass::Count`]) and matching type signatures ([`ErrorClass::Type`]; `MPI_BYTE`
+/// matches anything).
 fn agree(call: &str, o: &Side, t: &Side) -> Result<()> {
     if o.len != t.len {
         return Err(Error::new(
@@ -316,7 +313,8 @@ fn agree(call: &str, o: &Side, t: &Side) -> Result<()> {
             ),
         ));
     }
-    Ok(())
+    o.ty.check_match(o.count, &t.ty, t.count)
+        .map_err(|e| Error::new(ErrorClass::Type, format!("{call}: {}", e.message())))
 }
 
 /// The origin's data as one packed byte string: borrowed when it is plain.
@@ -415,6 +413,128 @@ unsafe fn dst<'a>(call: &str, p: *mut u8, len: usize) -> Result<&'a mut [u8]> {
     Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
 }
 
+/// Where an operation lands: the target's rank, the displacement (in its units) and the
+/// target side, walked as contiguous pieces, each range-checked on its own.
+pub(crate) struct Remote<'t> {
+    /// Rank in the window's group (or `PROC_NULL`).
+    pub(crate) rank: i32,
+    /// Displacement in the target's units (an address for dynamic windows).
+    pub(crate) disp: i64,
+    /// The target datatype and count.
+    pub(crate) side: &'t Side,
+}
+
+impl Remote<'_> {
+    /// The target side's pieces, all checked against the window first (epoch, range), so an
+    /// operation that fails has moved nothing.
+    fn pieces(&self, core: &WinCore, call: &str) -> Result<Vec<(i64, usize, usize)>> {
+        let pieces = self.side.pieces();
+        if pieces.len() > 1 {
+            for &(skew, _, n) in &pieces {
+                core.check_at(call, self.rank, self.disp, skew, n)?;
+            }
+        }
+        Ok(pieces)
+    }
+}
+
+/// `MPI_Put` of the origin side at `origin` on `core`: the body the C ABI's ids and the Rust
+/// API's views share.
+///
+/// # Safety
+/// `origin` valid for reads of `o`'s elements.
+pub(crate) unsafe fn put_on(
+    core: &WinCore,
+    origin: *const u8,
+    o: &Side,
+    t: &Remote<'_>,
+) -> Result<()> {
+    agree("put", o, t.side)?;
+    let pieces = t.pieces(core, "put")?;
+    // SAFETY: forwarded contract.
+    let data = unsafe { gather("put", origin, o)? };
+    for (skew, pos, n) in pieces {
+        core.put_at(&data[pos..pos + n], t.rank, t.disp, skew)?;
+    }
+    Ok(())
+}
+
+/// `MPI_Get` into the origin side at `origin` on `core`.
+///
+/// # Safety
+/// `origin` valid for writes of `o`'s elements and not otherwise used meanwhile.
+pub(crate) unsafe fn get_on(
+    core: &WinCore,
+    origin: *mut u8,
+    o: &Side,
+    t: &Remote<'_>,
+) -> Result<()> {
+    agree("get", o, t.side)?;
+    let pieces = t.pieces(core, "get")?;
+    // SAFETY: forwarded contract.
+    unsafe {
+        scatter("get", origin, o, |buf| {
+            for (skew, pos, n) in pieces {
+                core.get_at(&mut buf[pos..pos + n], t.rank, t.disp, skew)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// `MPI_Accumulate` (`result` `None`) and `MPI_Get_accumulate` on `core`: each contiguous
+/// piece of the target side is one element-wise atomic accumulate. `o` is `None` for
+/// `MPI_NO_OP`, whose origin is not read.
+///
+/// # Safety
+/// `origin` valid for reads of `o`'s elements; `result`'s pointer for writes of its side's
+/// elements and not otherwise used meanwhile.
+pub(crate) unsafe fn accumulate_on(
+    core: &WinCore,
+    call: &str,
+    origin: (*const u8, Option<&Side>),
+    result: Option<(*mut u8, &Side)>,
+    t: &Remote<'_>,
+    op: &Op,
+) -> Result<()> {
+    if let Some((_, r)) = result {
+        agree(call, r, t.side)?;
+    }
+    let (origin, o) = origin;
+    if let Some(o) = o {
+        agree(call, o, t.side)?;
+    }
+    if t.side.len == 0 {
+        // No element meets the operation, so its pairing with the datatype is not checked
+        // (mpi4py accumulates zero bytes with SUM); the target and the epoch still are.
+        return core.check_at(call, t.rank, t.disp, 0, 0);
+    }
+    let base = acc_base(call, o, t.side)?;
+    let pieces = t.pieces(core, call)?;
+    let data = match o {
+        // SAFETY: forwarded contract.
+        Some(o) => unsafe { gather(call, origin, o)? },
+        None => std::borrow::Cow::Borrowed(&[][..]),
+    };
+    let each = |mut out: Option<&mut [u8]>| -> Result<()> {
+        for &(skew, pos, n) in &pieces {
+            let from = if data.is_empty() {
+                &[][..]
+            } else {
+                &data[pos..pos + n]
+            };
+            let into = out.as_deref_mut().map(|b| &mut b[pos..pos + n]);
+            core.accumulate_at(call, from, into, t.rank, t.disp, skew, base, op)?;
+        }
+        Ok(())
+    };
+    match result {
+        None => each(None),
+        // SAFETY: forwarded contract.
+        Some((p, r)) => unsafe { scatter(call, p, r, |out| each(Some(out))) },
+    }
+}
+
 /// `MPI_Put`.
 ///
 /// # Safety
@@ -431,13 +551,15 @@ pub unsafe fn put(
     w: WinHandle,
 ) -> Result<()> {
     let e = entry("put", w)?;
-    let (o, t) = both("put", ocount, otype, tcount, ttype)?;
+    let o = side("put", ocount, otype)?;
+    let t = side("put", tcount, ttype)?;
+    let t = Remote {
+        rank: target,
+        disp,
+        side: &t,
+    };
     // SAFETY: forwarded contract.
-    let data = unsafe { gather("put", origin, &o)? };
-    for (skew, pos, n) in t.pieces() {
-        e.core.put_at(&data[pos..pos + n], target, disp, skew)?;
-    }
-    Ok(())
+    unsafe { put_on(&e.core, origin, &o, &t) }
 }
 
 /// `MPI_Get`.
@@ -456,16 +578,15 @@ pub unsafe fn get(
     w: WinHandle,
 ) -> Result<()> {
     let e = entry("get", w)?;
-    let (o, t) = both("get", ocount, otype, tcount, ttype)?;
+    let o = side("get", ocount, otype)?;
+    let t = side("get", tcount, ttype)?;
+    let t = Remote {
+        rank: target,
+        disp,
+        side: &t,
+    };
     // SAFETY: forwarded contract.
-    unsafe {
-        scatter("get", origin, &o, |buf| {
-            for (skew, pos, n) in t.pieces() {
-                e.core.get_at(&mut buf[pos..pos + n], target, disp, skew)?;
-            }
-            Ok(())
-        })
-    }
+    unsafe { get_on(&e.core, origin, &o, &t) }
 }
 
 /// `MPI_Accumulate`.
@@ -486,23 +607,15 @@ pub unsafe fn accumulate(
 ) -> Result<()> {
     let call = "accumulate";
     let e = entry(call, w)?;
-    let (o, t) = both(call, ocount, otype, tcount, ttype)?;
-    let base = acc_base(call, Some(&o), &t)?;
+    let o = side(call, ocount, otype)?;
+    let t = side(call, tcount, ttype)?;
+    let t = Remote {
+        rank: target,
+        disp,
+        side: &t,
+    };
     // SAFETY: forwarded contract.
-    let data = unsafe { gather(call, origin, &o)? };
-    for (skew, pos, n) in t.pieces() {
-        e.core.accumulate_at(
-            call,
-            &data[pos..pos + n],
-            None,
-            target,
-            disp,
-            skew,
-            base,
-            op,
-        )?;
-    }
-    Ok(())
+    unsafe { accumulate_on(&e.core, call, (origin, Some(&o)), None, &t, op) }
 }
 
 /// `MPI_Get_accumulate` (and `MPI_Fetch_and_op` with counts of 1). With `MPI_NO_OP` the
@@ -528,42 +641,29 @@ pub unsafe fn get_accumulate(
     w: WinHandle,
 ) -> Result<()> {
     let e = entry(call, w)?;
-    let (r, t) = both(call, rcount, rtype, tcount, ttype)?;
+    let r = side(call, rcount, rtype)?;
+    let t = side(call, tcount, ttype)?;
+    agree(call, &r, &t)?;
     let o = if matches!(op, Op::NoOp) {
         None
     } else {
-        let o = side(call, ocount, otype)?;
-        agree(call, &o, &t)?;
-        Some(o)
+        Some(side(call, ocount, otype)?)
     };
-    let base = acc_base(call, o.as_ref(), &t)?;
-    let data = match &o {
-        // SAFETY: forwarded contract.
-        Some(o) => unsafe { gather(call, origin, o)? },
-        None => std::borrow::Cow::Borrowed(&[][..]),
+    let t = Remote {
+        rank: target,
+        disp,
+        side: &t,
     };
     // SAFETY: forwarded contract.
     unsafe {
-        scatter(call, result, &r, |out| {
-            for (skew, pos, n) in t.pieces() {
-                let origin = if data.is_empty() {
-                    &[][..]
-                } else {
-                    &data[pos..pos + n]
-                };
-                e.core.accumulate_at(
-                    call,
-                    origin,
-                    Some(&mut out[pos..pos + n]),
-                    target,
-                    disp,
-                    skew,
-                    base,
-                    op,
-                )?;
-            }
-            Ok(())
-        })
+        accumulate_on(
+            &e.core,
+            call,
+            (origin, o.as_ref()),
+            Some((result, &r)),
+            &t,
+            op,
+        )
     }
 }
 
@@ -701,4 +801,72 @@ pub fn win_flush(call: &str, rank: Option<i32>, w: WinHandle) -> Result<()> {
 pub fn win_sync(w: WinHandle) -> Result<()> {
     entry("win_sync", w)?.core.sync();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn i64s() -> Type {
+        Type::of::<i64>()
+    }
+
+    #[test]
+    fn sides_must_agree_in_bytes_and_type_signature() {
+        let every_other = Type::vector(4, 1, 2, &i64s()).unwrap();
+        let t = Side::new("t", every_other, 1).unwrap();
+        assert!(agree("t", &Side::new("t", i64s(), 4).unwrap(), &t).is_ok());
+        let doubles = Side::new("t", Type::of::<f64>(), 4).unwrap();
+        assert_eq!(
+            agree("t", &doubles, &t).unwrap_err().class(),
+            ErrorClass::Type
+        );
+        let short = Side::new("t", i64s(), 3).unwrap();
+        assert_eq!(
+            agree("t", &short, &t).unwrap_err().class(),
+            ErrorClass::Count
+        );
+        let bytes = Side::new("t", Type::predefined(Predefined::BYTE), 32).unwrap();
+        assert!(agree("t", &bytes, &t).is_ok(), "MPI_BYTE matches anything");
+    }
+
+    #[test]
+    fn a_side_whose_bytes_overflow_is_a_count_error() {
+        let big = Type::contiguous(1 << 20, &i64s()).unwrap();
+        let e = Side::new("t", big, u64::MAX / 2).err().unwrap();
+        assert_eq!(e.class(), ErrorClass::Count);
+    }
+
+    /// The pieces, expanded to bytes, are the type map's bytes in packed order (checked
+    /// against the block list, for copies placed one extent apart).
+    #[test]
+    fn pieces_are_the_type_map_in_packed_order() {
+        let blocks = [(1usize, 2usize), (4, 1), (7, 3)];
+        let (lens, displs): (Vec<i64>, Vec<i64>) =
+            blocks.iter().map(|&(d, l)| (l as i64, d as i64)).unzip();
+        let ty = Type::indexed(&lens, &displs, &i64s()).unwrap();
+        let extent = 10 - 1;
+        for count in 0..4u64 {
+            let want: Vec<i64> = (0..count as usize)
+                .flat_map(|k| {
+                    blocks.iter().flat_map(move |&(d, l)| {
+                        (8 * (k * extent + d)..8 * (k * extent + d + l)).map(|b| b as i64)
+                    })
+                })
+                .collect();
+            let side = Side::new("t", ty.clone(), count).unwrap();
+            let mut got = Vec::new();
+            for (off, pos, n) in side.pieces() {
+                assert_eq!(
+                    pos,
+                    got.len(),
+                    "pieces are consecutive in the packed stream"
+                );
+                got.extend(off..off + n as i64);
+            }
+            assert_eq!(got, want, "count {count}");
+        }
+        let plain = Side::new("t", i64s(), 4).unwrap();
+        assert_eq!(plain.pieces(), vec![(0, 0, 32)]);
+    }
 }

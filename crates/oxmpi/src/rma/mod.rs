@@ -540,6 +540,20 @@ impl WinCore {
         }))
     }
 
+    /// Checks that `len` bytes `skew` bytes past displacement `disp` of `target` may be
+    /// accessed now (epoch and range) without touching them, so that an operation of several
+    /// pieces can check them all before it moves any.
+    pub(crate) fn check_at(
+        &self,
+        call: &str,
+        target: i32,
+        disp: i64,
+        skew: i64,
+        len: usize,
+    ) -> Result<()> {
+        self.resolve_at(call, target, disp, skew, len).map(drop)
+    }
+
     fn cma_err(call: &str, e: std::io::Error) -> Error {
         err(
             ErrorClass::Other,
