@@ -288,6 +288,9 @@ typedef struct MPI_ABI_Win *MPI_Win;
 #define MPI_STATUS_IGNORE ((MPI_Status *)0)
 #define MPI_STATUSES_IGNORE ((MPI_Status *)0)
 #define MPI_UNWEIGHTED ((int *)10)
+#define MPI_ARGV_NULL ((char **)0)
+#define MPI_ARGVS_NULL ((char ***)0)
+#define MPI_ERRCODES_IGNORE ((int *)0)
 #define MPI_WEIGHTS_EMPTY ((int *)11)
 
 /* ---- Callbacks ---------------------------------------------------------------------- */
@@ -384,6 +387,14 @@ int MPI_Comm_free(MPI_Comm *comm);
 int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
 int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
 int MPI_Comm_get_parent(MPI_Comm *parent);
+int MPI_Comm_disconnect(MPI_Comm *comm);
+/* Spawning is refused with MPI_ERR_SPAWN: oxrun has no dynamic process management. */
+int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root,
+                   MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);
+int MPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[],
+                            const int array_of_maxprocs[], const MPI_Info array_of_info[],
+                            int root, MPI_Comm comm, MPI_Comm *intercomm,
+                            int array_of_errcodes[]);
 int MPI_Group_size(MPI_Group group, int *size);
 int MPI_Group_rank(MPI_Group group, int *rank);
 int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2,
@@ -418,6 +429,14 @@ int PMPI_Comm_free(MPI_Comm *comm);
 int PMPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
 int PMPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
 int PMPI_Comm_get_parent(MPI_Comm *parent);
+int PMPI_Comm_disconnect(MPI_Comm *comm);
+/* Spawning is refused with MPI_ERR_SPAWN: oxrun has no dynamic process management. */
+int PMPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root,
+                    MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);
+int PMPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[],
+                             const int array_of_maxprocs[], const MPI_Info array_of_info[],
+                             int root, MPI_Comm comm, MPI_Comm *intercomm,
+                             int array_of_errcodes[]);
 int PMPI_Group_size(MPI_Group group, int *size);
 int PMPI_Group_rank(MPI_Group group, int *rank);
 int PMPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2,

@@ -205,6 +205,11 @@ fn large_count_forms_and_request_get_status_family() {
 }
 
 #[test]
+fn disconnect_and_refused_spawn() {
+    corpus("dynamic", &[1, 2, 3, 4]);
+}
+
+#[test]
 fn info_objects() {
     corpus("info", &[1]);
 }
