@@ -205,6 +205,11 @@ fn large_count_forms_and_request_get_status_family() {
 }
 
 #[test]
+fn large_count_nonblocking_persistent_and_neighbourhood_collectives() {
+    corpus("icoll_c", &[1, 2, 3, 4]);
+}
+
+#[test]
 fn disconnect_and_refused_spawn() {
     corpus("dynamic", &[1, 2, 3, 4]);
 }
