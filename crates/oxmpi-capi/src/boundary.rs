@@ -201,6 +201,31 @@ pub fn count(name: &str, n: impl Into<i64>) -> Result<usize> {
     usize::try_from(n).map_err(|_| err(ErrorClass::Count, name, format!("count {n} is negative")))
 }
 
+/// An integer array element of the C ABI: a count (`int`, `MPI_Count`) or a displacement
+/// (`int`, `MPI_Aint`), which the `_c` forms give in the wider type.
+pub trait AbiInt: Copy {
+    /// The value as `i64` (lossless: every such type is at most 64 bits here).
+    fn wide(self) -> i64;
+}
+
+impl AbiInt for c_int {
+    fn wide(self) -> i64 {
+        self.into()
+    }
+}
+
+impl AbiInt for i64 {
+    fn wide(self) -> i64 {
+        self
+    }
+}
+
+impl AbiInt for isize {
+    fn wide(self) -> i64 {
+        self as i64
+    }
+}
+
 /// The byte length of `n` elements of datatype `dt`, and the datatype: an unknown datatype
 /// is [`ErrorClass::Type`], a negative count [`ErrorClass::Count`].
 pub fn span(

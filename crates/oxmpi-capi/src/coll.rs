@@ -14,7 +14,9 @@ use oxmpi::handle::op::{self as hop, OpHandle};
 use oxmpi::op::{ByteFn, Datatype};
 use oxmpi::{Communicator, ErrorClass, Op, Reducible, Result, Single};
 
-use crate::boundary::{comm, count, err, get, handle_of, int_of, mpi_fn, put, slice, span, Handle};
+use crate::boundary::{
+    comm, count, err, get, handle_of, int_of, mpi_fn, put, slice, span, AbiInt, Handle,
+};
 use crate::datatypes::{with_elem_type, Predef};
 use crate::staging::{PairLayout, Staged};
 
@@ -239,11 +241,11 @@ mod typed_ops {
 ///
 /// # Safety
 /// `counts` and `displs` valid for `p` reads.
-pub(crate) unsafe fn layout(
+pub(crate) unsafe fn layout<C: AbiInt, D: AbiInt>(
     name: &str,
     p: usize,
-    counts: *const c_int,
-    displs: *const c_int,
+    counts: *const C,
+    displs: *const D,
     size: usize,
 ) -> Result<(Vec<usize>, Vec<usize>, usize)> {
     // SAFETY: forwarded.
@@ -251,18 +253,32 @@ pub(crate) unsafe fn layout(
     let mut bc = Vec::with_capacity(p);
     let mut bd = Vec::with_capacity(p);
     let mut extent = 0;
+    // Large-count forms can ask for more than the address space.
+    let big = || {
+        err(
+            ErrorClass::Count,
+            name,
+            "a block is beyond the address space",
+        )
+    };
     for (&n, &o) in c.iter().zip(d) {
-        let n = count(name, n)? * size;
+        let (n, o) = (n.wide(), o.wide());
         let o = usize::try_from(o).map_err(|_| {
             err(
                 ErrorClass::Arg,
                 name,
                 format!("displacement {o} is negative"),
             )
-        })? * size;
-        extent = extent.max(o + n);
+        })?;
+        let n = count(name, n)?.checked_mul(size).ok_or_else(big)?;
+        let o = o.checked_mul(size).ok_or_else(big)?;
+        extent = extent.max(o.checked_add(n).ok_or_else(big)?);
         bc.push(n);
         bd.push(o);
+    }
+    // No object is larger than `isize::MAX` bytes (Rust's and C's limit alike).
+    if extent > isize::MAX as usize {
+        return Err(big());
     }
     Ok((bc, bd, extent))
 }

@@ -172,6 +172,31 @@ unsafe fn put_comm(
     unsafe { put(name, out, comm_handle(new)) }
 }
 
+/// Frees the communicator at `*c` with `free` (`comm_free` or `comm_disconnect`), forgets
+/// what this layer keeps about it (hints, error handler, name) and sets `*c` to
+/// `MPI_COMM_NULL`. A failing delete callback still frees it (the error is returned).
+///
+/// # Safety
+/// `c` must be null or valid for reads and writes of one handle.
+unsafe fn release(
+    name: &str,
+    c: *mut Handle,
+    free: fn(&mut CommHandle) -> oxmpi::Result<()>,
+) -> oxmpi::Result<()> {
+    // SAFETY: forwarded from our caller.
+    let mut h = comm(unsafe { get(name, c)? });
+    let old = h;
+    let r = free(&mut h);
+    if h == CommHandle::NULL {
+        set_hints(old, Vec::new());
+        errhandler::forget(old);
+        oxmpi::handle::name::forget(old);
+        // SAFETY: forwarded from our caller.
+        unsafe { put(name, c, comm_handle(h))? };
+    }
+    r
+}
+
 /// `n` ranks at `p`.
 ///
 /// # Safety
@@ -350,16 +375,13 @@ mpi_fn! {
 
     /// `MPI_Comm_free`.
     fn Comm_free = MPI_Comm_free / PMPI_Comm_free(c: *mut Handle) on CommHandle::WORLD => {
-        let mut h = comm(get("Comm_free", c)?);
-        let old = h;
-        let r = hc::comm_free(&mut h);
-        if h == CommHandle::NULL {
-            set_hints(old, Vec::new());
-            errhandler::forget(old);
-            oxmpi::handle::name::forget(old);
-            put("Comm_free", c, comm_handle(h))?;
-        }
-        r
+        release("Comm_free", c, hc::comm_free)
+    }
+
+    /// `MPI_Comm_disconnect`: `MPI_Comm_free` once this process's outgoing traffic has left
+    /// it (see [`hc::comm_disconnect`]); also for intercommunicators.
+    fn Comm_disconnect = MPI_Comm_disconnect / PMPI_Comm_disconnect(c: *mut Handle) on CommHandle::WORLD => {
+        release("Comm_disconnect", c, hc::comm_disconnect)
     }
 
     /// `MPI_Comm_set_name`.

@@ -23,7 +23,7 @@ use oxmpi::handle::request::{RequestId, Requests};
 use oxmpi::op::Reducible;
 use oxmpi::{Communicator, ErrorClass, Op, Result, Single};
 
-use crate::boundary::{comm, count, err, mpi_fn, put, slice, span, Handle};
+use crate::boundary::{comm, count, err, mpi_fn, put, slice, span, AbiInt, Handle};
 use crate::coll::{
     derived, in_place, layout, op, pair_layout, reduce_as, reduction_base, typed, CALL_DATATYPE,
 };
@@ -246,12 +246,12 @@ fn predefined(name: &str, dt: Handle) -> Result<&'static Predef> {
 /// # Safety
 /// Arrays valid for `p` reads; the blocks' data valid as `rw` says.
 #[allow(clippy::too_many_arguments)]
-unsafe fn blocks(
+unsafe fn blocks<C: AbiInt, D: AbiInt>(
     name: &str,
     how: How,
     p: usize,
-    counts: *const c_int,
-    displs: *const c_int,
+    counts: *const C,
+    displs: *const D,
     dt: Handle,
     base: *const c_void,
     rw: (bool, bool),
@@ -269,7 +269,7 @@ unsafe fn blocks(
     let each: Vec<(usize, i64)> = c
         .iter()
         .zip(d)
-        .map(|(&n, &o)| Ok((count(name, n)?, i64::from(o))))
+        .map(|(&n, &o)| Ok((count(name, n.wide())?, o.wide())))
         .collect::<Result<_>>()?;
     // SAFETY: forwarded.
     unsafe { staged_blocks(name, how, &each, |_| Ok(ty.clone()), true, base, rw, k) }
@@ -323,6 +323,9 @@ unsafe fn staged_blocks(
         bc.push(len);
         bd.push(total);
         total = total.checked_add(len).ok_or_else(overflow)?;
+    }
+    if total > isize::MAX as usize {
+        return Err(beyond(name));
     }
     // SAFETY: forwarded.
     let at = unsafe { stage(how, base, pieces, total, None, rw, k) };
@@ -647,11 +650,11 @@ pub(crate) unsafe fn reduce_scatter_blocking(
 ///
 /// # Safety
 /// `p` valid for `n` reads.
-unsafe fn counts(name: &str, p: *const c_int, n: usize) -> Result<Vec<usize>> {
+unsafe fn counts<C: AbiInt>(name: &str, p: *const C, n: usize) -> Result<Vec<usize>> {
     // SAFETY: forwarded.
     unsafe { slice(name, p, n)? }
         .iter()
-        .map(|&x| count(name, x))
+        .map(|&x| count(name, x.wide()))
         .collect()
 }
 
@@ -700,10 +703,10 @@ unsafe fn gather(
     name: &str,
     how: How,
     sbuf: *const c_void,
-    sn: c_int,
+    sn: i64,
     sdt: Handle,
     rbuf: *mut c_void,
-    rn: c_int,
+    rn: i64,
     rdt: Handle,
     root: c_int,
     c: Handle,
@@ -717,19 +720,19 @@ unsafe fn gather(
     unsafe {
         if comm.rank() == root {
             let ip = in_place(sbuf);
-            let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, p, ip, &mut k)?;
+            let (r, rlen) = dst(name, how, rbuf, rn, rdt, p, ip, &mut k)?;
             let block = rlen / p.max(1);
             let (s, slen) = if ip {
                 (std::ptr::null(), block)
             } else {
-                src(name, how, sbuf, sn.into(), sdt, 1, &mut k)?
+                src(name, how, sbuf, sn, sdt, 1, &mut k)?
             };
             same_block(name, slen, block)?;
             launch(name, how, out, k, |q| {
                 q.gather_init(&comm, s, slen, r, root)
             })
         } else {
-            let (s, slen) = src(name, how, sbuf, sn.into(), sdt, 1, &mut k)?;
+            let (s, slen) = src(name, how, sbuf, sn, sdt, 1, &mut k)?;
             launch(name, how, out, k, |q| {
                 q.gather_init(&comm, s, slen, empty(), root)
             })
@@ -742,10 +745,10 @@ unsafe fn scatter(
     name: &str,
     how: How,
     sbuf: *const c_void,
-    sn: c_int,
+    sn: i64,
     sdt: Handle,
     rbuf: *mut c_void,
-    rn: c_int,
+    rn: i64,
     rdt: Handle,
     root: c_int,
     c: Handle,
@@ -758,12 +761,12 @@ unsafe fn scatter(
     // SAFETY: the caller's buffers, valid until the request completes.
     unsafe {
         if comm.rank() == root {
-            let (s, slen) = src(name, how, sbuf, sn.into(), sdt, p, &mut k)?;
+            let (s, slen) = src(name, how, sbuf, sn, sdt, p, &mut k)?;
             let block = slen / p.max(1);
             let r = if in_place(rbuf) {
                 std::ptr::null_mut()
             } else {
-                let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, 1, false, &mut k)?;
+                let (r, rlen) = dst(name, how, rbuf, rn, rdt, 1, false, &mut k)?;
                 same_block(name, block, rlen)?;
                 r
             };
@@ -771,7 +774,7 @@ unsafe fn scatter(
                 q.scatter_init(&comm, s, r, block, root)
             })
         } else {
-            let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, 1, false, &mut k)?;
+            let (r, rlen) = dst(name, how, rbuf, rn, rdt, 1, false, &mut k)?;
             launch(name, how, out, k, |q| {
                 q.scatter_init(&comm, empty(), r, rlen, root)
             })
@@ -786,10 +789,10 @@ unsafe fn allgather(
     how: How,
     all_to_all: bool,
     sbuf: *const c_void,
-    sn: c_int,
+    sn: i64,
     sdt: Handle,
     rbuf: *mut c_void,
-    rn: c_int,
+    rn: i64,
     rdt: Handle,
     c: Handle,
     out: *mut Handle,
@@ -800,13 +803,13 @@ unsafe fn allgather(
     let ip = in_place(sbuf);
     // SAFETY: the caller's buffers, valid until the request completes.
     unsafe {
-        let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, p, ip, &mut k)?;
+        let (r, rlen) = dst(name, how, rbuf, rn, rdt, p, ip, &mut k)?;
         let block = rlen / p.max(1);
         let sblocks = if all_to_all { p } else { 1 };
         let (s, slen) = if ip {
             (std::ptr::null(), block * sblocks)
         } else {
-            src(name, how, sbuf, sn.into(), sdt, sblocks, &mut k)?
+            src(name, how, sbuf, sn, sdt, sblocks, &mut k)?
         };
         same_block(name, slen, block * sblocks)?;
         launch(name, how, out, k, |q| {
@@ -836,16 +839,16 @@ unsafe fn copy_block(base: *const u8, at: usize, len: usize, k: &mut Kept) -> *c
 
 /// `MPI_Gatherv` (`all` false; `root` receives) and `MPI_Allgatherv` (`all` true).
 #[allow(clippy::too_many_arguments)]
-unsafe fn gatherv(
+unsafe fn gatherv<C: AbiInt, D: AbiInt>(
     name: &str,
     how: How,
     all: bool,
     sbuf: *const c_void,
-    sn: c_int,
+    sn: i64,
     sdt: Handle,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
-    displs: *const c_int,
+    rcounts: *const C,
+    displs: *const D,
     rdt: Handle,
     root: c_int,
     c: Handle,
@@ -860,7 +863,7 @@ unsafe fn gatherv(
     // SAFETY: the caller's buffers and arrays, valid until the request completes.
     unsafe {
         if !all && me != root {
-            let (s, slen) = src(name, how, sbuf, sn.into(), sdt, 1, &mut k)?;
+            let (s, slen) = src(name, how, sbuf, sn, sdt, 1, &mut k)?;
             return launch(name, how, out, k, |q| {
                 q.gatherv_init(&comm, s, slen, empty(), 0, &[], &[], root)
             });
@@ -873,7 +876,7 @@ unsafe fn gatherv(
             let i = me as usize;
             (copy_block(b.at, b.bd[i], b.bc[i], &mut k), b.bc[i])
         } else {
-            src(name, how, sbuf, sn.into(), sdt, 1, &mut k)?
+            src(name, how, sbuf, sn, sdt, 1, &mut k)?
         };
         launch(name, how, out, k, |q| {
             if all {
@@ -886,15 +889,15 @@ unsafe fn gatherv(
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn scatterv(
+unsafe fn scatterv<C: AbiInt, D: AbiInt>(
     name: &str,
     how: How,
     sbuf: *const c_void,
-    scounts: *const c_int,
-    displs: *const c_int,
+    scounts: *const C,
+    displs: *const D,
     sdt: Handle,
     rbuf: *mut c_void,
-    rn: c_int,
+    rn: i64,
     rdt: Handle,
     root: c_int,
     c: Handle,
@@ -907,7 +910,7 @@ unsafe fn scatterv(
     // SAFETY: the caller's buffers and arrays, valid until the request completes.
     unsafe {
         if me != root {
-            let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, 1, false, &mut k)?;
+            let (r, rlen) = dst(name, how, rbuf, rn, rdt, 1, false, &mut k)?;
             return launch(name, how, out, k, |q| {
                 q.scatterv_init(&comm, empty(), 0, &[], &[], r, rlen, root)
             });
@@ -932,7 +935,7 @@ unsafe fn scatterv(
             k.sends.push(v);
             (at, n)
         } else {
-            dst(name, how, rbuf, rn.into(), rdt, 1, false, &mut k)?
+            dst(name, how, rbuf, rn, rdt, 1, false, &mut k)?
         };
         launch(name, how, out, k, |q| {
             q.scatterv_init(&comm, b.at, b.extent, &b.bc, &b.bd, r, rlen, root)
@@ -1003,16 +1006,16 @@ unsafe fn alltoall_blocks(
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn alltoallv(
+unsafe fn alltoallv<C: AbiInt, D: AbiInt>(
     name: &str,
     how: How,
     sbuf: *const c_void,
-    scounts: *const c_int,
-    sdispls: *const c_int,
+    scounts: *const C,
+    sdispls: *const D,
     sdt: Handle,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
-    rdispls: *const c_int,
+    rcounts: *const C,
+    rdispls: *const D,
     rdt: Handle,
     c: Handle,
     out: *mut Handle,
@@ -1036,11 +1039,11 @@ unsafe fn alltoallv(
 /// # Safety
 /// Arrays valid for `n` reads; the blocks' data valid as `rw` says.
 #[allow(clippy::too_many_arguments)]
-unsafe fn wblocks<D: Disp>(
+unsafe fn wblocks<C: AbiInt, D: AbiInt>(
     name: &str,
     how: How,
     n: usize,
-    counts: *const c_int,
+    counts: *const C,
     displs: *const D,
     types: *const Handle,
     base: *const c_void,
@@ -1058,7 +1061,7 @@ unsafe fn wblocks<D: Disp>(
     let each: Vec<(usize, i64)> = c
         .iter()
         .zip(d)
-        .map(|(&x, &o)| Ok((count(name, x)?, o.wide())))
+        .map(|(&x, &o)| Ok((count(name, x.wide())?, o.wide())))
         .collect::<Result<_>>()?;
     if t.iter()
         .any(|&h| crate::datatypes::lookup(name, h as usize).is_err())
@@ -1081,29 +1084,24 @@ unsafe fn wblocks<D: Disp>(
                 format!("displacement {di} is negative"),
             )
         })?;
-        extent = extent.max(at + len);
+        extent = extent.max(at.checked_add(len).ok_or_else(|| beyond(name))?);
         bc.push(len);
         bd.push(at);
+    }
+    if extent > isize::MAX as usize {
+        return Err(beyond(name));
     }
     let at = whole(name, base, extent)?.cast_mut();
     Ok(Blocks { bc, bd, extent, at })
 }
 
-/// A byte displacement: `int` (`MPI_Alltoallw`) or `MPI_Aint` (the neighbourhood form).
-trait Disp: Copy {
-    fn wide(self) -> i64;
-}
-
-impl Disp for c_int {
-    fn wide(self) -> i64 {
-        self.into()
-    }
-}
-
-impl Disp for isize {
-    fn wide(self) -> i64 {
-        self as i64
-    }
+/// Blocks that reach beyond the address space ([`ErrorClass::Count`]).
+fn beyond(name: &str) -> oxmpi::Error {
+    err(
+        ErrorClass::Count,
+        name,
+        "a block is beyond the address space",
+    )
 }
 
 /// The caller's buffer of `extent` bytes at `p` (a non-null address when empty).
@@ -1121,10 +1119,10 @@ unsafe fn neighbor_regular(
     how: How,
     kind: u8,
     sbuf: *const c_void,
-    sn: c_int,
+    sn: i64,
     sdt: Handle,
     rbuf: *mut c_void,
-    rn: c_int,
+    rn: i64,
     rdt: Handle,
     c: Handle,
     out: *mut Handle,
@@ -1135,8 +1133,8 @@ unsafe fn neighbor_regular(
     let sblocks = if kind == 0 { 1 } else { outdeg };
     // SAFETY: the caller's buffers, valid until the request completes.
     unsafe {
-        let (s, slen) = src(name, how, sbuf, sn.into(), sdt, sblocks, &mut k)?;
-        let (r, rlen) = dst(name, how, rbuf, rn.into(), rdt, indeg, false, &mut k)?;
+        let (s, slen) = src(name, how, sbuf, sn, sdt, sblocks, &mut k)?;
+        let (r, rlen) = dst(name, how, rbuf, rn, rdt, indeg, false, &mut k)?;
         launch(name, how, out, k, |q| {
             if kind == 0 {
                 q.neighbor_allgather_init(&comm, s, slen, r, rlen)
@@ -1148,15 +1146,15 @@ unsafe fn neighbor_regular(
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn neighbor_allgatherv(
+unsafe fn neighbor_allgatherv<C: AbiInt, D: AbiInt>(
     name: &str,
     how: How,
     sbuf: *const c_void,
-    sn: c_int,
+    sn: i64,
     sdt: Handle,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
-    displs: *const c_int,
+    rcounts: *const C,
+    displs: *const D,
     rdt: Handle,
     c: Handle,
     out: *mut Handle,
@@ -1166,7 +1164,7 @@ unsafe fn neighbor_allgatherv(
     let mut k = Kept::default();
     // SAFETY: the caller's buffers and arrays, valid until the request completes.
     unsafe {
-        let (s, slen) = src(name, how, sbuf, sn.into(), sdt, 1, &mut k)?;
+        let (s, slen) = src(name, how, sbuf, sn, sdt, 1, &mut k)?;
         let r = blocks(
             name,
             how,
@@ -1215,16 +1213,16 @@ unsafe fn neighbor_v(
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn neighbor_alltoallv(
+unsafe fn neighbor_alltoallv<C: AbiInt, D: AbiInt>(
     name: &str,
     how: How,
     sbuf: *const c_void,
-    scounts: *const c_int,
-    sdispls: *const c_int,
+    scounts: *const C,
+    sdispls: *const D,
     sdt: Handle,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
-    rdispls: *const c_int,
+    rcounts: *const C,
+    rdispls: *const D,
     rdt: Handle,
     c: Handle,
     out: *mut Handle,
@@ -1261,16 +1259,16 @@ unsafe fn neighbor_alltoallv(
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn neighbor_alltoallw(
+unsafe fn neighbor_alltoallw<C: AbiInt, D: AbiInt>(
     name: &str,
     how: How,
     sbuf: *const c_void,
-    scounts: *const c_int,
-    sdispls: *const isize,
+    scounts: *const C,
+    sdispls: *const D,
     sdts: *const Handle,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
-    rdispls: *const isize,
+    rcounts: *const C,
+    rdispls: *const D,
     rdts: *const Handle,
     c: Handle,
     out: *mut Handle,
@@ -1308,16 +1306,16 @@ unsafe fn neighbor_alltoallw(
 
 /// `MPI_Alltoallw` in its three forms (displacements in bytes).
 #[allow(clippy::too_many_arguments)]
-unsafe fn alltoallw(
+unsafe fn alltoallw<C: AbiInt, D: AbiInt>(
     name: &str,
     how: How,
     sbuf: *const c_void,
-    scounts: *const c_int,
-    sdispls: *const c_int,
+    scounts: *const C,
+    sdispls: *const D,
     sdts: *const Handle,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
-    rdispls: *const c_int,
+    rcounts: *const C,
+    rdispls: *const D,
     rdts: *const Handle,
     c: Handle,
     out: *mut Handle,
@@ -1368,14 +1366,14 @@ macro_rules! forms {
 
 /// `MPI_Reduce_scatter` in a nonblocking or persistent form: the counts read here.
 #[allow(clippy::too_many_arguments)]
-unsafe fn reduce_scatter_counts(
+unsafe fn reduce_scatter_counts<C: AbiInt>(
     name: &str,
     how: How,
     block: bool,
     sbuf: *const c_void,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
-    rn: c_int,
+    rcounts: *const C,
+    rn: i64,
     dt: Handle,
     o: Handle,
     c: Handle,
@@ -1402,33 +1400,33 @@ forms! {
     Igather = MPI_Igather / PMPI_Igather, Gather_init = MPI_Gather_init / PMPI_Gather_init
         (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
          root: c_int, c: Handle) on c
-        => gather(sbuf, sn, sdt, rbuf, rn, rdt, root, c);
+        => gather(sbuf, sn.into(), sdt, rbuf, rn.into(), rdt, root, c);
     Iscatter = MPI_Iscatter / PMPI_Iscatter, Scatter_init = MPI_Scatter_init / PMPI_Scatter_init
         (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
          root: c_int, c: Handle) on c
-        => scatter(sbuf, sn, sdt, rbuf, rn, rdt, root, c);
+        => scatter(sbuf, sn.into(), sdt, rbuf, rn.into(), rdt, root, c);
     Iallgather = MPI_Iallgather / PMPI_Iallgather,
     Allgather_init = MPI_Allgather_init / PMPI_Allgather_init
         (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
          c: Handle) on c
-        => allgather(false, sbuf, sn, sdt, rbuf, rn, rdt, c);
+        => allgather(false, sbuf, sn.into(), sdt, rbuf, rn.into(), rdt, c);
     Ialltoall = MPI_Ialltoall / PMPI_Ialltoall, Alltoall_init = MPI_Alltoall_init / PMPI_Alltoall_init
         (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
          c: Handle) on c
-        => allgather(true, sbuf, sn, sdt, rbuf, rn, rdt, c);
+        => allgather(true, sbuf, sn.into(), sdt, rbuf, rn.into(), rdt, c);
     Igatherv = MPI_Igatherv / PMPI_Igatherv, Gatherv_init = MPI_Gatherv_init / PMPI_Gatherv_init
         (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int,
          displs: *const c_int, rdt: Handle, root: c_int, c: Handle) on c
-        => gatherv(false, sbuf, sn, sdt, rbuf, rcounts, displs, rdt, root, c);
+        => gatherv(false, sbuf, sn.into(), sdt, rbuf, rcounts, displs, rdt, root, c);
     Iallgatherv = MPI_Iallgatherv / PMPI_Iallgatherv,
     Allgatherv_init = MPI_Allgatherv_init / PMPI_Allgatherv_init
         (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int,
          displs: *const c_int, rdt: Handle, c: Handle) on c
-        => gatherv(true, sbuf, sn, sdt, rbuf, rcounts, displs, rdt, 0, c);
+        => gatherv(true, sbuf, sn.into(), sdt, rbuf, rcounts, displs, rdt, 0, c);
     Iscatterv = MPI_Iscatterv / PMPI_Iscatterv, Scatterv_init = MPI_Scatterv_init / PMPI_Scatterv_init
         (sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Handle,
          rbuf: *mut c_void, rn: c_int, rdt: Handle, root: c_int, c: Handle) on c
-        => scatterv(sbuf, scounts, displs, sdt, rbuf, rn, rdt, root, c);
+        => scatterv(sbuf, scounts, displs, sdt, rbuf, rn.into(), rdt, root, c);
     Ialltoallv = MPI_Ialltoallv / PMPI_Ialltoallv, Alltoallv_init = MPI_Alltoallv_init / PMPI_Alltoallv_init
         (sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle,
          rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle, c: Handle) on c
@@ -1460,25 +1458,25 @@ forms! {
     Ireduce_scatter_block = MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block,
     Reduce_scatter_block_init = MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init
         (sbuf: *const c_void, rbuf: *mut c_void, rn: c_int, dt: Handle, o: Handle, c: Handle) on c
-        => reduce_scatter_counts(true, sbuf, rbuf, std::ptr::null(), rn, dt, o, c);
+        => reduce_scatter_counts(true, sbuf, rbuf, std::ptr::null::<c_int>(), rn.into(), dt, o, c);
     Ineighbor_allgather = MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather,
     Neighbor_allgather_init = MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init,
     Neighbor_allgather = MPI_Neighbor_allgather / PMPI_Neighbor_allgather
         (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
          c: Handle) on c
-        => neighbor_regular(0, sbuf, sn, sdt, rbuf, rn, rdt, c);
+        => neighbor_regular(0, sbuf, sn.into(), sdt, rbuf, rn.into(), rdt, c);
     Ineighbor_alltoall = MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall,
     Neighbor_alltoall_init = MPI_Neighbor_alltoall_init / PMPI_Neighbor_alltoall_init,
     Neighbor_alltoall = MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall
         (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rn: c_int, rdt: Handle,
          c: Handle) on c
-        => neighbor_regular(1, sbuf, sn, sdt, rbuf, rn, rdt, c);
+        => neighbor_regular(1, sbuf, sn.into(), sdt, rbuf, rn.into(), rdt, c);
     Ineighbor_allgatherv = MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv,
     Neighbor_allgatherv_init = MPI_Neighbor_allgatherv_init / PMPI_Neighbor_allgatherv_init,
     Neighbor_allgatherv = MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv
         (sbuf: *const c_void, sn: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int,
          displs: *const c_int, rdt: Handle, c: Handle) on c
-        => neighbor_allgatherv(sbuf, sn, sdt, rbuf, rcounts, displs, rdt, c);
+        => neighbor_allgatherv(sbuf, sn.into(), sdt, rbuf, rcounts, displs, rdt, c);
     Ineighbor_alltoallv = MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv,
     Neighbor_alltoallv_init = MPI_Neighbor_alltoallv_init / PMPI_Neighbor_alltoallv_init,
     Neighbor_alltoallv = MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv
@@ -1490,6 +1488,107 @@ forms! {
     Neighbor_alltoallw = MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw
         (sbuf: *const c_void, scounts: *const c_int, sdispls: *const isize, sdts: *const Handle,
          rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const isize, rdts: *const Handle,
+         c: Handle) on c
+        => neighbor_alltoallw(sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, c);
+}
+
+// The large-count forms: `MPI_Count` counts and count arrays, `MPI_Aint` displacements, on
+// the same bodies (which widen every count and displacement they read).
+forms! {
+    Ibcast_c = MPI_Ibcast_c / PMPI_Ibcast_c, Bcast_init_c = MPI_Bcast_init_c / PMPI_Bcast_init_c
+        (buf: *mut c_void, n: i64, dt: Handle, root: c_int, c: Handle) on c
+        => bcast(buf, n, dt, root, c);
+    Igather_c = MPI_Igather_c / PMPI_Igather_c, Gather_init_c = MPI_Gather_init_c / PMPI_Gather_init_c
+        (sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rn: i64, rdt: Handle,
+         root: c_int, c: Handle) on c
+        => gather(sbuf, sn, sdt, rbuf, rn, rdt, root, c);
+    Iscatter_c = MPI_Iscatter_c / PMPI_Iscatter_c, Scatter_init_c = MPI_Scatter_init_c / PMPI_Scatter_init_c
+        (sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rn: i64, rdt: Handle,
+         root: c_int, c: Handle) on c
+        => scatter(sbuf, sn, sdt, rbuf, rn, rdt, root, c);
+    Iallgather_c = MPI_Iallgather_c / PMPI_Iallgather_c,
+    Allgather_init_c = MPI_Allgather_init_c / PMPI_Allgather_init_c
+        (sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rn: i64, rdt: Handle,
+         c: Handle) on c
+        => allgather(false, sbuf, sn, sdt, rbuf, rn, rdt, c);
+    Ialltoall_c = MPI_Ialltoall_c / PMPI_Ialltoall_c, Alltoall_init_c = MPI_Alltoall_init_c / PMPI_Alltoall_init_c
+        (sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rn: i64, rdt: Handle,
+         c: Handle) on c
+        => allgather(true, sbuf, sn, sdt, rbuf, rn, rdt, c);
+    Igatherv_c = MPI_Igatherv_c / PMPI_Igatherv_c, Gatherv_init_c = MPI_Gatherv_init_c / PMPI_Gatherv_init_c
+        (sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rcounts: *const i64,
+         displs: *const isize, rdt: Handle, root: c_int, c: Handle) on c
+        => gatherv(false, sbuf, sn, sdt, rbuf, rcounts, displs, rdt, root, c);
+    Iallgatherv_c = MPI_Iallgatherv_c / PMPI_Iallgatherv_c,
+    Allgatherv_init_c = MPI_Allgatherv_init_c / PMPI_Allgatherv_init_c
+        (sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rcounts: *const i64,
+         displs: *const isize, rdt: Handle, c: Handle) on c
+        => gatherv(true, sbuf, sn, sdt, rbuf, rcounts, displs, rdt, 0, c);
+    Iscatterv_c = MPI_Iscatterv_c / PMPI_Iscatterv_c, Scatterv_init_c = MPI_Scatterv_init_c / PMPI_Scatterv_init_c
+        (sbuf: *const c_void, scounts: *const i64, displs: *const isize, sdt: Handle,
+         rbuf: *mut c_void, rn: i64, rdt: Handle, root: c_int, c: Handle) on c
+        => scatterv(sbuf, scounts, displs, sdt, rbuf, rn, rdt, root, c);
+    Ialltoallv_c = MPI_Ialltoallv_c / PMPI_Ialltoallv_c, Alltoallv_init_c = MPI_Alltoallv_init_c / PMPI_Alltoallv_init_c
+        (sbuf: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle,
+         rbuf: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle, c: Handle) on c
+        => alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, c);
+    Ialltoallw_c = MPI_Ialltoallw_c / PMPI_Ialltoallw_c, Alltoallw_init_c = MPI_Alltoallw_init_c / PMPI_Alltoallw_init_c,
+    Alltoallw_c = MPI_Alltoallw_c / PMPI_Alltoallw_c
+        (sbuf: *const c_void, scounts: *const i64, sdispls: *const isize, sdts: *const Handle,
+         rbuf: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdts: *const Handle,
+         c: Handle) on c
+        => alltoallw(sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, c);
+    Ireduce_c = MPI_Ireduce_c / PMPI_Ireduce_c, Reduce_init_c = MPI_Reduce_init_c / PMPI_Reduce_init_c
+        (sbuf: *const c_void, rbuf: *mut c_void, n: i64, dt: Handle, o: Handle, root: c_int,
+         c: Handle) on c
+        => reduce(3, sbuf, rbuf, n, dt, o, root, c);
+    Iallreduce_c = MPI_Iallreduce_c / PMPI_Iallreduce_c, Allreduce_init_c = MPI_Allreduce_init_c / PMPI_Allreduce_init_c
+        (sbuf: *const c_void, rbuf: *mut c_void, n: i64, dt: Handle, o: Handle, c: Handle) on c
+        => reduce(0, sbuf, rbuf, n, dt, o, 0, c);
+    Iscan_c = MPI_Iscan_c / PMPI_Iscan_c, Scan_init_c = MPI_Scan_init_c / PMPI_Scan_init_c
+        (sbuf: *const c_void, rbuf: *mut c_void, n: i64, dt: Handle, o: Handle, c: Handle) on c
+        => reduce(1, sbuf, rbuf, n, dt, o, 0, c);
+    Iexscan_c = MPI_Iexscan_c / PMPI_Iexscan_c, Exscan_init_c = MPI_Exscan_init_c / PMPI_Exscan_init_c
+        (sbuf: *const c_void, rbuf: *mut c_void, n: i64, dt: Handle, o: Handle, c: Handle) on c
+        => reduce(2, sbuf, rbuf, n, dt, o, 0, c);
+    Ireduce_scatter_c = MPI_Ireduce_scatter_c / PMPI_Ireduce_scatter_c,
+    Reduce_scatter_init_c = MPI_Reduce_scatter_init_c / PMPI_Reduce_scatter_init_c
+        (sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const i64, dt: Handle, o: Handle,
+         c: Handle) on c
+        => reduce_scatter_counts(false, sbuf, rbuf, rcounts, 0, dt, o, c);
+    Ireduce_scatter_block_c = MPI_Ireduce_scatter_block_c / PMPI_Ireduce_scatter_block_c,
+    Reduce_scatter_block_init_c = MPI_Reduce_scatter_block_init_c / PMPI_Reduce_scatter_block_init_c
+        (sbuf: *const c_void, rbuf: *mut c_void, rn: i64, dt: Handle, o: Handle, c: Handle) on c
+        => reduce_scatter_counts(true, sbuf, rbuf, std::ptr::null::<i64>(), rn, dt, o, c);
+    Ineighbor_allgather_c = MPI_Ineighbor_allgather_c / PMPI_Ineighbor_allgather_c,
+    Neighbor_allgather_init_c = MPI_Neighbor_allgather_init_c / PMPI_Neighbor_allgather_init_c,
+    Neighbor_allgather_c = MPI_Neighbor_allgather_c / PMPI_Neighbor_allgather_c
+        (sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rn: i64, rdt: Handle,
+         c: Handle) on c
+        => neighbor_regular(0, sbuf, sn, sdt, rbuf, rn, rdt, c);
+    Ineighbor_alltoall_c = MPI_Ineighbor_alltoall_c / PMPI_Ineighbor_alltoall_c,
+    Neighbor_alltoall_init_c = MPI_Neighbor_alltoall_init_c / PMPI_Neighbor_alltoall_init_c,
+    Neighbor_alltoall_c = MPI_Neighbor_alltoall_c / PMPI_Neighbor_alltoall_c
+        (sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rn: i64, rdt: Handle,
+         c: Handle) on c
+        => neighbor_regular(1, sbuf, sn, sdt, rbuf, rn, rdt, c);
+    Ineighbor_allgatherv_c = MPI_Ineighbor_allgatherv_c / PMPI_Ineighbor_allgatherv_c,
+    Neighbor_allgatherv_init_c = MPI_Neighbor_allgatherv_init_c / PMPI_Neighbor_allgatherv_init_c,
+    Neighbor_allgatherv_c = MPI_Neighbor_allgatherv_c / PMPI_Neighbor_allgatherv_c
+        (sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rcounts: *const i64,
+         displs: *const isize, rdt: Handle, c: Handle) on c
+        => neighbor_allgatherv(sbuf, sn, sdt, rbuf, rcounts, displs, rdt, c);
+    Ineighbor_alltoallv_c = MPI_Ineighbor_alltoallv_c / PMPI_Ineighbor_alltoallv_c,
+    Neighbor_alltoallv_init_c = MPI_Neighbor_alltoallv_init_c / PMPI_Neighbor_alltoallv_init_c,
+    Neighbor_alltoallv_c = MPI_Neighbor_alltoallv_c / PMPI_Neighbor_alltoallv_c
+        (sbuf: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle,
+         rbuf: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle, c: Handle) on c
+        => neighbor_alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, c);
+    Ineighbor_alltoallw_c = MPI_Ineighbor_alltoallw_c / PMPI_Ineighbor_alltoallw_c,
+    Neighbor_alltoallw_init_c = MPI_Neighbor_alltoallw_init_c / PMPI_Neighbor_alltoallw_init_c,
+    Neighbor_alltoallw_c = MPI_Neighbor_alltoallw_c / PMPI_Neighbor_alltoallw_c
+        (sbuf: *const c_void, scounts: *const i64, sdispls: *const isize, sdts: *const Handle,
+         rbuf: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdts: *const Handle,
          c: Handle) on c
         => neighbor_alltoallw(sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, c);
 }

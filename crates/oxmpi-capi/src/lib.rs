@@ -20,6 +20,7 @@ pub mod attrs;
 pub mod coll;
 pub mod comm;
 pub mod convert;
+pub mod dynamic;
 pub mod env;
 pub mod errors;
 pub mod icoll;

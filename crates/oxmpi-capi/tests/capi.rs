@@ -205,6 +205,16 @@ fn large_count_forms_and_request_get_status_family() {
 }
 
 #[test]
+fn large_count_nonblocking_persistent_and_neighbourhood_collectives() {
+    corpus("icoll_c", &[1, 2, 3, 4]);
+}
+
+#[test]
+fn disconnect_and_refused_spawn() {
+    corpus("dynamic", &[1, 2, 3, 4]);
+}
+
+#[test]
 fn info_objects() {
     corpus("info", &[1]);
 }
@@ -822,4 +832,112 @@ fn mpi4py_test_suite_runs_on_oxmpi() {
             out.status
         );
     }
+}
+
+/// The rsmpi examples left out (tests/rsmpi/excluded.txt: each line a name, then why).
+fn rsmpi_exclusions() -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(crate_dir().join("tests/rsmpi/excluded.txt"))
+        .expect("read tests/rsmpi/excluded.txt");
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| match l.split_once(char::is_whitespace) {
+            Some((n, why)) => (n.to_string(), why.trim().to_string()),
+            None => (l.to_string(), String::new()),
+        })
+        .collect()
+}
+
+#[test]
+fn every_rsmpi_exclusion_gives_its_reason() {
+    let ex = rsmpi_exclusions();
+    assert!(!ex.is_empty());
+    for (name, why) in ex {
+        assert!(why.len() > 10, "exclusion without a reason: {name}");
+    }
+}
+
+/// The rank counts an rsmpi example runs at: 2, unless the example wants others.
+fn rsmpi_nps(example: &str) -> &'static [usize] {
+    match example {
+        // Both return early, or fail by design, below 4 ranks (a 2 x 2 grid, a [2, size / 4] map).
+        "cartesian" | "cartesian_map" => &[4],
+        // Odd sizes give the even and odd halves different sizes. (`split` stays at 2: see
+        // tests/rsmpi/excluded.txt.)
+        "dyn_communicator" | "group" | "all_to_all" | "immediate_all_to_all" => &[2, 3],
+        // One rank: every collective degenerates to a copy.
+        "simple" | "reduce" | "scan" | "broadcast" | "time" | "env_inq" => &[1, 2],
+        _ => &[2],
+    }
+}
+
+/// rsmpi (the `mpi` crate 0.8.2 from crates.io) builds against our installation (its build
+/// probes our `mpicc`, bindgen reads our `mpi.h`; tests/rsmpi/build.sh, cached under
+/// ~/.cache/oxmpi/rsmpi), and every one of its examples not listed in
+/// tests/rsmpi/excluded.txt runs under our `mpiexec` at 2 ranks (and others where the
+/// example wants them, [`rsmpi_nps`]).
+#[test]
+fn rsmpi_examples_run_on_oxmpi() {
+    let build = Command::new("sh")
+        .arg(crate_dir().join("tests/rsmpi/build.sh"))
+        .arg(prefix())
+        .env("CARGO", env!("CARGO"))
+        .output()
+        .expect("run build.sh");
+    let (o, e) = text(&build);
+    assert!(build.status.success(), "rsmpi build failed:\n{o}\n{e}");
+    let bins = PathBuf::from(o.lines().last().expect("examples directory").trim());
+    let excluded = rsmpi_exclusions();
+    let mut examples: Vec<String> = std::fs::read_dir(&bins)
+        .expect("read the examples directory")
+        .filter_map(|d| {
+            let p = d.ok()?.path();
+            let name = p.file_name()?.to_str()?.to_string();
+            // Cargo leaves hashed copies and .d files beside each example binary.
+            (p.is_file() && !name.contains(['-', '.'])).then_some(name)
+        })
+        .collect();
+    examples.sort();
+    assert!(
+        examples.len() > 40,
+        "only {} examples built",
+        examples.len()
+    );
+    let mut ran = 0;
+    let mut failed = Vec::new();
+    for ex in &examples {
+        if excluded.iter().any(|(n, _)| n == ex) {
+            continue;
+        }
+        for &np in rsmpi_nps(ex) {
+            let mut cmd = Command::new(prefix().join("bin/mpiexec"));
+            cmd.args(["--timeout", "60", "-n", &np.to_string()])
+                .arg(bins.join(ex))
+                // The cached build may come from another installation: ours goes first.
+                .env("LD_LIBRARY_PATH", prefix().join("lib"));
+            let out = run_with_deadline(cmd, Duration::from_secs(90));
+            ran += 1;
+            if !out.status.success() {
+                let (o, e) = text(&out);
+                failed.push(format!("{ex} at np {np} ({:?}):\n{o}\n{e}", out.status));
+            }
+        }
+    }
+    eprintln!(
+        "rsmpi: {} examples built, {} excluded, {ran} runs, {} failed",
+        examples.len(),
+        excluded.len(),
+        failed.len()
+    );
+    // Every exclusion names an example that exists, so the list cannot go stale.
+    for (n, _) in &excluded {
+        assert!(
+            examples.contains(n),
+            "excluded.txt names {n}, which was not built"
+        );
+    }
+    assert!(
+        failed.is_empty(),
+        "rsmpi examples failed:\n{}",
+        failed.join("\n")
+    );
 }

@@ -80,6 +80,8 @@ pub enum ErrorClass {
     RmaSync = 50,
     /// `MPI_ERR_SIZE`: invalid size.
     Size = 52,
+    /// `MPI_ERR_SPAWN`: processes could not be spawned.
+    Spawn = 53,
     /// The operation is not supported (ABI class 55).
     UnsupportedOperation = 55,
     /// `MPI_ERR_WIN`: invalid window.
@@ -154,6 +156,7 @@ mod tests {
         assert_eq!(ErrorClass::Win as i32, 56);
         assert_eq!(ErrorClass::RmaFlavor as i32, 57);
         assert_eq!(ErrorClass::Locktype as i32, 37);
+        assert_eq!(ErrorClass::Spawn as i32, 53);
         let e = Error::new(ErrorClass::Tag, "send: tag -5 is negative");
         assert_eq!(e.class(), ErrorClass::Tag);
         assert_eq!(e.to_string(), "send: tag -5 is negative (Tag)");

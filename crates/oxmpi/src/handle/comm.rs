@@ -232,6 +232,29 @@ pub fn comm_free(c: &mut CommHandle) -> Result<()> {
     comm.free(id.0)
 }
 
+/// Disconnects `*c` (`MPI_Comm_disconnect`): waits until every fragment this process still
+/// owes its peers has left it (what MPI_Finalize also waits for), then frees `*c` as
+/// [`comm_free`] does. Requests the caller holds must be complete already, as the standard
+/// requires. Buffered sends are not waited for: one may be to a process that receives it
+/// only after disconnecting. The predefined communicators are [`ErrorClass::Comm`].
+pub fn comm_disconnect(c: &mut CommHandle) -> Result<()> {
+    let rt = runtime("comm_disconnect")?;
+    if matches!(*c, CommHandle::WORLD | CommHandle::SELF) {
+        return Err(Error::new(
+            ErrorClass::Comm,
+            "comm_disconnect: the predefined communicators cannot be disconnected",
+        ));
+    }
+    get("comm_disconnect", *c)?;
+    // Only outgoing fragments: receivers drain them whatever MPI call they are in, so this
+    // cannot wait on another communicator's matching.
+    super::request::wait_engine_until(rt, |e| {
+        e.enter("comm_disconnect");
+        (!e.has_outgoing()).then_some(())
+    });
+    comm_free(c)
+}
+
 /// An attribute key id (`MPI_Comm_create_keyval`); the predefined keys have the MPI-5.0
 /// ABI values of [`Predefined`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

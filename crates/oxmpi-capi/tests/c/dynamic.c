@@ -1,0 +1,175 @@
+/* MPI_Comm_disconnect (intra- and intercommunicators, traffic in flight, delete callbacks,
+ * the predefined and null handles), MPI_Comm_get_parent, and MPI_Comm_spawn /
+ * MPI_Comm_spawn_multiple, which oxmpi refuses with MPI_ERR_SPAWN: the error codes array is
+ * filled, the intercommunicator is MPI_COMM_NULL, and the error goes to the communicator's
+ * handler. */
+#include <string.h>
+#include "check.h"
+
+#define BIG (1 << 20)
+
+static int deleted;
+
+static int count_delete(MPI_Comm c, int key, void *val, void *extra) {
+    (void)c; (void)key; (void)extra;
+    deleted += *(int *)val;
+    return MPI_SUCCESS;
+}
+
+static int handled;
+
+static void count_errors(MPI_Comm *c, int *code, ...) {
+    int cls;
+    (void)c;
+    MPI_Error_class(*code, &cls);
+    if (cls == MPI_ERR_SPAWN) handled++;
+}
+
+static int class_of(int rc) {
+    int cls;
+    MUST(MPI_Error_class(rc, &cls));
+    return cls;
+}
+
+int main(int argc, char **argv) {
+    int rank, size, key, one = 1, codes[8], rc;
+    MPI_Comm dup, half, inter, parent, spawned;
+    MPI_Errhandler eh;
+    MPI_Request req[2];
+    MUST(MPI_Init(&argc, &argv));
+    MUST(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    MUST(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+
+    /* A job started by oxrun has no parent. */
+    parent = MPI_COMM_WORLD;
+    MUST(MPI_Comm_get_parent(&parent));
+    CHECK(parent == MPI_COMM_NULL, "Comm_get_parent gave a communicator");
+
+    /* Disconnect after a ring exchange, a large send freed before it completed and a
+     * receive of the neighbour's: the data arrives, the handle becomes MPI_COMM_NULL and
+     * the attribute's delete callback runs. */
+    char *out = malloc(BIG), *in = malloc(BIG);
+    CHECK(out && in, "malloc");
+    for (int i = 0; i < BIG; i++) out[i] = (char)(i * 7 + rank);
+    MUST(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    MUST(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, count_delete, &key, NULL));
+    MUST(MPI_Comm_set_attr(dup, key, &one));
+    int token = rank, got = -1;
+    MUST(MPI_Irecv(&got, 1, MPI_INT, prev, 1, dup, &req[0]));
+    MUST(MPI_Isend(&token, 1, MPI_INT, next, 1, dup, &req[1]));
+    MUST(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
+    CHECK(got == prev, "ring got %d", got);
+    MUST(MPI_Isend(out, BIG, MPI_CHAR, next, 2, dup, &req[0]));
+    MUST(MPI_Request_free(&req[0]));
+    MUST(MPI_Recv(in, BIG, MPI_CHAR, prev, 2, dup, MPI_STATUS_IGNORE));
+    for (int i = 0; i < BIG; i++)
+        CHECK(in[i] == (char)(i * 7 + prev), "byte %d of the large message", i);
+    MUST(MPI_Comm_disconnect(&dup));
+    CHECK(dup == MPI_COMM_NULL, "disconnect left the handle set");
+    CHECK(deleted == 1, "delete callback ran %d times", deleted);
+    MUST(MPI_Comm_free_keyval(&key));
+
+    /* An intercommunicator between the even and odd ranks. */
+    if (size >= 2) {
+        MUST(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half));
+        MUST(MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 ? 0 : 1, 9, &inter));
+        int remote;
+        MUST(MPI_Comm_remote_size(inter, &remote));
+        CHECK(remote == (rank % 2 ? (size + 1) / 2 : size / 2), "remote size %d", remote);
+        MUST(MPI_Comm_disconnect(&inter));
+        CHECK(inter == MPI_COMM_NULL, "intercomm handle kept");
+        MUST(MPI_Comm_disconnect(&half));
+    }
+
+    /* Bad handles: the predefined communicators and MPI_COMM_NULL are MPI_ERR_COMM, a NULL
+     * pointer MPI_ERR_ARG; MPI still works after each. */
+    MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    MPI_Comm c = MPI_COMM_WORLD;
+    rc = MPI_Comm_disconnect(&c);
+    CHECK(class_of(rc) == MPI_ERR_COMM && c == MPI_COMM_WORLD, "disconnect WORLD: %d", rc);
+    c = MPI_COMM_SELF;
+    rc = MPI_Comm_disconnect(&c);
+    CHECK(class_of(rc) == MPI_ERR_COMM && c == MPI_COMM_SELF, "disconnect SELF: %d", rc);
+    c = MPI_COMM_NULL;
+    rc = MPI_Comm_disconnect(&c);
+    CHECK(class_of(rc) == MPI_ERR_COMM, "disconnect NULL: %d", rc);
+    rc = MPI_Comm_disconnect(NULL);
+    CHECK(class_of(rc) == MPI_ERR_ARG, "disconnect(NULL): %d", rc);
+    MUST(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    c = dup;
+    MUST(MPI_Comm_disconnect(&dup));
+    rc = MPI_Comm_disconnect(&c);
+    CHECK(class_of(rc) == MPI_ERR_COMM, "disconnect twice: %d", rc);
+
+    /* Spawning is refused at every rank with MPI_ERR_SPAWN. maxprocs is significant at the
+     * root only: the others pass a nonsense value and still get the root's count of codes. */
+    char *args[] = {"x", NULL};
+    for (int i = 0; i < 8; i++) codes[i] = -1;
+    spawned = MPI_COMM_WORLD;
+    rc = MPI_Comm_spawn("/bin/true", args, rank == 0 ? 3 : -5, MPI_INFO_NULL, 0,
+                        MPI_COMM_WORLD, &spawned, codes);
+    CHECK(class_of(rc) == MPI_ERR_SPAWN, "spawn returned %d", rc);
+    CHECK(spawned == MPI_COMM_NULL, "spawn gave a communicator");
+    for (int i = 0; i < 3; i++) CHECK(codes[i] == MPI_ERR_SPAWN, "code %d = %d", i, codes[i]);
+    CHECK(codes[3] == -1, "spawn wrote past maxprocs");
+    rc = MPI_Comm_spawn("/bin/true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD,
+                        &spawned, MPI_ERRCODES_IGNORE);
+    CHECK(class_of(rc) == MPI_ERR_SPAWN, "spawn without codes returned %d", rc);
+
+    char *cmds[] = {"/bin/true", "/bin/false"};
+    char **argvs[] = {MPI_ARGV_NULL, args};
+    int counts[] = {1, 2};
+    MPI_Info infos[] = {MPI_INFO_NULL, MPI_INFO_NULL};
+    for (int i = 0; i < 8; i++) codes[i] = -1;
+    rc = MPI_Comm_spawn_multiple(2, cmds, argvs, counts, infos, size - 1, MPI_COMM_WORLD,
+                                 &spawned, codes);
+    CHECK(class_of(rc) == MPI_ERR_SPAWN, "spawn_multiple returned %d", rc);
+    CHECK(spawned == MPI_COMM_NULL, "spawn_multiple gave a communicator");
+    for (int i = 0; i < 3; i++) CHECK(codes[i] == MPI_ERR_SPAWN, "code %d = %d", i, codes[i]);
+    CHECK(codes[3] == -1, "spawn_multiple wrote past the sum of maxprocs");
+    rc = MPI_Comm_spawn_multiple(2, cmds, MPI_ARGVS_NULL, counts, infos, 0, MPI_COMM_WORLD,
+                                 &spawned, MPI_ERRCODES_IGNORE);
+    CHECK(class_of(rc) == MPI_ERR_SPAWN, "spawn_multiple without codes returned %d", rc);
+
+    /* Bad arguments: a bad root is MPI_ERR_ROOT everywhere; a bad count at the root is its
+     * own error there (MPI_ERR_ARG) while the others still see MPI_ERR_SPAWN. */
+    rc = MPI_Comm_spawn("/bin/true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, size, MPI_COMM_WORLD,
+                        &spawned, MPI_ERRCODES_IGNORE);
+    CHECK(class_of(rc) == MPI_ERR_ROOT, "spawn with root %d returned %d", size, rc);
+    rc = MPI_Comm_spawn("/bin/true", MPI_ARGV_NULL, 0, MPI_INFO_NULL, 0, MPI_COMM_WORLD,
+                        &spawned, codes);
+    CHECK(class_of(rc) == (rank == 0 ? MPI_ERR_ARG : MPI_ERR_SPAWN), "maxprocs 0: %d", rc);
+    rc = MPI_Comm_spawn(rank == 0 ? NULL : "/bin/true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0,
+                        MPI_COMM_WORLD, &spawned, codes);
+    CHECK(class_of(rc) == (rank == 0 ? MPI_ERR_ARG : MPI_ERR_SPAWN), "NULL command: %d", rc);
+    rc = MPI_Comm_spawn("/bin/true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_NULL,
+                        &spawned, codes);
+    CHECK(class_of(rc) == MPI_ERR_COMM, "spawn on MPI_COMM_NULL: %d", rc);
+    rc = MPI_Comm_spawn("/bin/true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, NULL,
+                        codes);
+    CHECK(class_of(rc) == MPI_ERR_ARG, "spawn with a NULL intercomm: %d", rc);
+    int bad[] = {1, -1};
+    rc = MPI_Comm_spawn_multiple(2, cmds, argvs, bad, infos, 0, MPI_COMM_WORLD, &spawned,
+                                 codes);
+    CHECK(class_of(rc) == (rank == 0 ? MPI_ERR_ARG : MPI_ERR_SPAWN), "maxprocs -1: %d", rc);
+
+    /* The error goes through the communicator's own handler. */
+    MUST(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    MUST(MPI_Comm_create_errhandler(count_errors, &eh));
+    MUST(MPI_Comm_set_errhandler(dup, eh));
+    rc = MPI_Comm_spawn("/bin/true", MPI_ARGV_NULL, 2, MPI_INFO_NULL, 0, dup, &spawned,
+                        MPI_ERRCODES_IGNORE);
+    CHECK(class_of(rc) == MPI_ERR_SPAWN && handled == 1, "handler called %d times", handled);
+    MUST(MPI_Errhandler_free(&eh));
+    MUST(MPI_Comm_disconnect(&dup));
+
+    /* Still working. */
+    int sum = 0;
+    MUST(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(sum == size, "allreduce %d", sum);
+    free(out);
+    free(in);
+    MUST(MPI_Finalize());
+    return 0;
+}
