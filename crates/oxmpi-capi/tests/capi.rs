@@ -861,9 +861,8 @@ fn rsmpi_nps(example: &str) -> &'static [usize] {
     match example {
         // Both return early, or fail by design, below 4 ranks (a 2 x 2 grid, a [2, size / 4] map).
         "cartesian" | "cartesian_map" => &[4],
-        // Odd sizes give the even and odd halves different sizes. (`split` stays at 2: see
-        // tests/rsmpi/excluded.txt.)
-        "dyn_communicator" | "group" | "all_to_all" | "immediate_all_to_all" => &[2, 3],
+        // Odd sizes give the even and odd halves different sizes.
+        "dyn_communicator" | "group" | "all_to_all" | "immediate_all_to_all" | "split" => &[2, 3],
         // One rank: every collective degenerates to a copy.
         "simple" | "reduce" | "scan" | "broadcast" | "time" | "env_inq" => &[1, 2],
         _ => &[2],

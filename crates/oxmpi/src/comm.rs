@@ -118,6 +118,10 @@ pub(crate) struct CommState {
     pub(crate) core: Arc<CommCore>,
     /// Collective calls started on this communicator: the tag of the next one.
     seq: AtomicU32,
+    /// Added to every collective tag: 0, or [`TAG_SPLIT`] for the scratch communicator of a
+    /// subgroup construction, whose messages share the parent's context with the parent's
+    /// own collectives (which other members may be in at the same time).
+    tag_base: u32,
     /// Host placement, computed on first use by a collective.
     layout: OnceLock<Option<HostLayout>>,
     /// Cached attributes (`MPI_Comm_set_attr`).
@@ -173,6 +177,7 @@ impl CommState {
         CommState {
             core: Arc::new(core),
             seq: AtomicU32::new(0),
+            tag_base: 0,
             layout: OnceLock::new(),
             attrs: Attrs::default(),
             topo: OnceLock::new(),
@@ -185,7 +190,7 @@ impl CommState {
     /// in the same order, so they agree on it; outstanding nonblocking collectives get
     /// distinct tags. Tags from 2³⁰ up are left for communicator construction.
     pub(crate) fn next_tag(&self) -> i32 {
-        (self.seq.fetch_add(1, Ordering::Relaxed) & (TAG_SPLIT - 1)) as i32
+        (self.tag_base | (self.seq.fetch_add(1, Ordering::Relaxed) & (TAG_SPLIT - 1))) as i32
     }
 
     /// How the (local group's) members spread over hosts, per the runtime's collective
@@ -594,17 +599,15 @@ impl Comm {
         };
         // Agree over the group alone: a scratch communicator on this one's contexts, with
         // tags above every collective's.
-        let scratch = CommState::new(
+        let mut scratch = CommState::new(
             self.state.context,
             me as u32,
             group.world_ranks().to_vec(),
             Vec::new(),
         );
+        scratch.tag_base = TAG_SPLIT;
+        scratch.seq = AtomicU32::new(tag as u32 % TAG_SPLIT);
         let scratch = Comm::new(self.rt.clone(), scratch);
-        scratch
-            .state
-            .seq
-            .store(TAG_SPLIT + (tag as u32 % TAG_SPLIT), Ordering::Relaxed);
         let ks = loop {
             let mask = free_mask();
             let mut all = [0u64; WORDS];
