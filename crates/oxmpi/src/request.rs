@@ -928,15 +928,7 @@ impl<'a, 's, T: Element> CheckedRequest<'a, 's, T> {
     }
 
     fn finish(&mut self, st: Result<Status>) -> Result<Status> {
-        let st = st?;
-        let raw = self.stage.get();
-        let n = if self.counted {
-            (st.bytes() as usize / std::mem::size_of::<T>()).min(raw.len())
-        } else {
-            raw.len()
-        };
-        store_checked(self.call, &raw[..n], self.dest)?;
-        Ok(st)
+        finish_checked(self.call, self.counted, self.stage.get(), self.dest, st)
     }
 }
 
@@ -949,6 +941,25 @@ impl<T: Element> Drop for CheckedRequest<'_, '_, T> {
             let _ = self.finish(st);
         }
     }
+}
+
+/// Checks a completed operation's staged values into `dest`: as many as the status counts
+/// (`counted`: a receive) or the whole stage (a collective).
+fn finish_checked<T: Element>(
+    call: &'static str,
+    counted: bool,
+    raw: &[T::Raw],
+    dest: &mut [T],
+    st: Result<Status>,
+) -> Result<Status> {
+    let st = st?;
+    let n = if counted {
+        (st.bytes() as usize / std::mem::size_of::<T>()).min(raw.len())
+    } else {
+        raw.len()
+    };
+    store_checked(call, &raw[..n], dest)?;
+    Ok(st)
 }
 
 /// A persistent receive (or collective) into a buffer of a [`Checked`] type, as
@@ -1017,14 +1028,6 @@ impl<'a, 's, T: Element> CheckedPersistent<'a, 's, T> {
     }
 
     fn finish(&mut self, st: Result<Status>) -> Result<Status> {
-        let st = st?;
-        let raw = self.stage.get();
-        let n = if self.counted {
-            (st.bytes() as usize / std::mem::size_of::<T>()).min(raw.len())
-        } else {
-            raw.len()
-        };
-        store_checked(self.call, &raw[..n], self.dest)?;
-        Ok(st)
+        finish_checked(self.call, self.counted, self.stage.get(), self.dest, st)
     }
 }
