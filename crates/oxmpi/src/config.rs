@@ -98,7 +98,7 @@ tunables! {
     tcp_poll_every: u32 = 16 => "16", "OXMPI_TCP_POLL_EVERY",
         "progress calls per TCP socket poll in a rank that also has shared-memory peers";
     tcp_spin_count: u32 = 1000 => "1000", "OXMPI_TCP_SPIN_COUNT",
-        "polls, each after yielding the core, before a rank with only TCP peers blocks in epoll until data arrives";
+        "polls (up to as many at once, then each after yielding the core) before a rank with only TCP peers blocks in epoll until data arrives";
     tcp_handshake_ms: u32 = 5000 => "5000", "OXMPI_TCP_HANDSHAKE_MS",
         "milliseconds an incoming TCP connection has to prove it belongs to the job";
     tcp_log_routes: bool = false => "false", "OXMPI_TCP_LOG_ROUTES",

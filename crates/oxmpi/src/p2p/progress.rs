@@ -240,14 +240,16 @@ impl WaitPolicy {
     }
 
     /// The policy of a rank with a transport that can wake it (`wakeup`); `only`: it has no
-    /// other peers than that transport's, and polls `spin` times, yielding the core before
-    /// each, then blocks. Spinning on a socket holds the core a peer on the same machine (a
-    /// namespace host, another job) needs to answer, and each poll is a system call anyway.
+    /// other peers than that transport's: it polls at once as many times as its own spin
+    /// allows (at most `spin`; 16 or fewer when ranks outnumber cores), then `spin` times
+    /// yielding the core before each, then blocks. Polling without the yield saves the
+    /// latency of a `sched_yield` per arrival (1 B between namespace hosts: 11.2 → 9.7 µs);
+    /// the yields keep a crowded host's peers running.
     pub fn with_wakeup(mut self, wakeup: Option<Wakeup>, only: bool, spin: u32) -> Self {
         self.wakeup = wakeup;
         self.wakeup_only = only && wakeup.is_some();
         if self.wakeup_only {
-            self.spin = 0;
+            self.spin = self.spin.min(spin);
             self.yields = spin;
         }
         self
@@ -362,12 +364,14 @@ mod tests {
     }
 
     #[test]
-    fn ranks_with_only_tcp_peers_block_after_yielding_polls_and_others_keep_their_spin() {
+    fn ranks_with_only_tcp_peers_poll_then_yield_then_block_and_others_keep_their_spin() {
         let base = WaitPolicy::new(2000, 100, 50, 1, 2);
         assert_eq!(base.with_wakeup(None, true, 8), base);
         let fd = crate::transport::Wakeup::new(-1);
         let only = base.with_wakeup(Some(fd), true, 8);
-        assert_eq!((only.spin, only.yields, only.wakeup_only), (0, 8, true));
+        assert_eq!((only.spin, only.yields, only.wakeup_only), (8, 8, true));
+        let crowded = WaitPolicy::new(2000, 100, 50, 8, 2).with_wakeup(Some(fd), true, 1000);
+        assert_eq!((crowded.spin, crowded.yields), (16, 1000));
         let mixed = base.with_wakeup(Some(fd), false, 8);
         assert_eq!((mixed.spin, mixed.yields), (2000, 100));
         assert!(!mixed.wakeup_only && mixed.wakeup.is_some());
