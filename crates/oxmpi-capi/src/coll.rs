@@ -147,15 +147,19 @@ mod typed_ops {
         // SAFETY: the caller's buffers, valid for `len` bytes (the receive buffer at the root).
         unsafe {
             if me && in_place(sbuf) {
-                return c.reduce_in_place(root, elems_mut::<T>(name, rbuf, len)?, op);
+                let mut recv = operand_out::<T>(name, rbuf, len)?;
+                c.reduce_in_place(root, recv.elems(), op)?;
+                recv.finish();
+                return Ok(());
             }
-            let send = elems::<T>(name, sbuf, len)?;
-            let recv = if me {
-                elems_mut::<T>(name, rbuf, len)?
-            } else {
-                &mut []
-            };
-            c.reduce_into(root, send, recv, op)
+            let send = operand_in::<T>(name, sbuf, len)?;
+            if !me {
+                return c.reduce_into(root, &send, &mut [], op);
+            }
+            let mut recv = operand_out::<T>(name, rbuf, len)?;
+            c.reduce_into(root, &send, recv.elems(), op)?;
+            recv.finish();
+            Ok(())
         }
     }
 
@@ -174,20 +178,23 @@ mod typed_ops {
     ) -> Result<()> {
         // SAFETY: the caller's buffers, valid for `len` bytes.
         unsafe {
-            let recv = elems_mut::<T>(name, rbuf, len)?;
+            let mut recv = operand_out::<T>(name, rbuf, len)?;
             if in_place(sbuf) {
-                return match kind {
-                    0 => c.all_reduce_in_place(recv, op),
-                    1 => c.scan_in_place(recv, op),
-                    _ => c.exclusive_scan_in_place(recv, op),
-                };
+                match kind {
+                    0 => c.all_reduce_in_place(recv.elems(), op),
+                    1 => c.scan_in_place(recv.elems(), op),
+                    _ => c.exclusive_scan_in_place(recv.elems(), op),
+                }?;
+            } else {
+                let send = operand_in::<T>(name, sbuf, len)?;
+                match kind {
+                    0 => c.all_reduce_into(&send, recv.elems(), op),
+                    1 => c.scan_into(&send, recv.elems(), op),
+                    _ => c.exclusive_scan_into(&send, recv.elems(), op),
+                }?;
             }
-            let send = elems::<T>(name, sbuf, len)?;
-            match kind {
-                0 => c.all_reduce_into(send, recv, op),
-                1 => c.scan_into(send, recv, op),
-                _ => c.exclusive_scan_into(send, recv, op),
-            }
+            recv.finish();
+            Ok(())
         }
     }
 
@@ -209,11 +216,16 @@ mod typed_ops {
         // SAFETY: the caller's buffers, valid for those lengths.
         unsafe {
             if in_place(sbuf) {
-                return c.reduce_scatter_in_place(elems_mut::<T>(name, rbuf, total)?, counts, op);
+                let mut all = operand_out::<T>(name, rbuf, total)?;
+                c.reduce_scatter_in_place(all.elems(), counts, op)?;
+                all.finish();
+                return Ok(());
             }
-            let send = elems::<T>(name, sbuf, total)?;
-            let recv = elems_mut::<T>(name, rbuf, mine)?;
-            c.reduce_scatter_into(send, recv, counts, op)
+            let send = operand_in::<T>(name, sbuf, total)?;
+            let mut recv = operand_out::<T>(name, rbuf, mine)?;
+            c.reduce_scatter_into(&send, recv.elems(), counts, op)?;
+            recv.finish();
+            Ok(())
         }
     }
 
@@ -229,11 +241,105 @@ mod typed_ops {
     ) -> Result<()> {
         // SAFETY: the caller's buffers, valid for `len` bytes.
         unsafe {
-            let a = elems::<T>("Reduce_local", inbuf, len)?;
-            let b = elems_mut::<T>("Reduce_local", inout, len)?;
-            oxmpi::reduce_local(a, b, &op)
+            let a = operand_in::<T>("Reduce_local", inbuf, len)?;
+            let mut b = operand_out::<T>("Reduce_local", inout, len)?;
+            oxmpi::reduce_local(&a, b.elems(), &op)?;
+            b.finish();
+            Ok(())
         }
     }
+}
+
+/// A reduction's input of `len` bytes at `p` as `T`s: the caller's memory when it is aligned
+/// for `T`, else an aligned copy — MPI does not require a buffer to be aligned for its
+/// datatype, and a misaligned `&[T]` cannot exist. The aligned path copies nothing.
+///
+/// # Safety
+/// `p` valid for reads of `len` bytes for `'a`.
+unsafe fn operand_in<'a, T: Reducible>(
+    name: &str,
+    p: *const c_void,
+    len: usize,
+) -> Result<std::borrow::Cow<'a, [T]>> {
+    if len == 0 || (p as usize).is_multiple_of(std::mem::align_of::<T>()) || p.is_null() {
+        // SAFETY: forwarded; aligned (or empty, or null, which `elems` refuses).
+        return Ok(std::borrow::Cow::Borrowed(unsafe {
+            elems::<T>(name, p, len)?
+        }));
+    }
+    // SAFETY: forwarded; `T` is plain data, so any bytes are a valid `T`.
+    Ok(std::borrow::Cow::Owned(unsafe {
+        unaligned_copy::<T>(p, len)
+    }))
+}
+
+/// `len / size_of::<T>()` elements read from possibly misaligned memory at `p`.
+///
+/// # Safety
+/// `p` valid for reads of `len` bytes; `T` plain data (every bit pattern valid).
+unsafe fn unaligned_copy<T: Reducible>(p: *const c_void, len: usize) -> Vec<T> {
+    let n = len / std::mem::size_of::<T>().max(1);
+    let mut v = Vec::<T>::with_capacity(n);
+    // SAFETY: `v` has room for `n` elements; the caller's `p` holds their bytes; `T` is
+    // plain data, so the copied bytes make `n` initialised elements.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            p.cast::<u8>(),
+            v.as_mut_ptr().cast::<u8>(),
+            n * size_of::<T>(),
+        );
+        v.set_len(n);
+    }
+    v
+}
+
+/// A reduction's output (or in-out) buffer as `T`s: the caller's memory when it is aligned
+/// for `T`, else an aligned copy of it written back by [`OperandOut::finish`].
+enum OperandOut<'a, T> {
+    Direct(&'a mut [T]),
+    Copied(Vec<T>, *mut u8),
+}
+
+impl<T: Reducible> OperandOut<'_, T> {
+    fn elems(&mut self) -> &mut [T] {
+        match self {
+            OperandOut::Direct(s) => s,
+            OperandOut::Copied(v, _) => v,
+        }
+    }
+
+    /// Writes an aligned copy back into the caller's memory (after a successful reduction).
+    fn finish(self) {
+        if let OperandOut::Copied(v, to) = self {
+            // SAFETY: `to` is the caller's buffer of `v`'s bytes, writable by the contract
+            // of `operand_out`, and not borrowed elsewhere (the copy stood in for it).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    v.as_ptr().cast::<u8>(),
+                    to,
+                    std::mem::size_of_val(v.as_slice()),
+                )
+            };
+        }
+    }
+}
+
+/// [`OperandOut`] for `len` bytes at `p` (read now: in-place and in-out buffers are inputs).
+///
+/// # Safety
+/// `p` valid for reads and writes of `len` bytes for `'a`, not otherwise used.
+unsafe fn operand_out<'a, T: Reducible>(
+    name: &str,
+    p: *mut c_void,
+    len: usize,
+) -> Result<OperandOut<'a, T>> {
+    if len == 0 || (p as usize).is_multiple_of(std::mem::align_of::<T>()) || p.is_null() {
+        // SAFETY: forwarded.
+        return Ok(OperandOut::Direct(unsafe { elems_mut::<T>(name, p, len)? }));
+    }
+    // SAFETY: forwarded.
+    let v = unsafe { unaligned_copy::<T>(p, len) };
+    Ok(OperandOut::Copied(v, p.cast()))
 }
 
 /// Element counts and displacements (in elements of `size` bytes) as byte counts, with the
