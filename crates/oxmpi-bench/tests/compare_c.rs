@@ -71,7 +71,10 @@ fn compare_quick_runs_oxbench_c_on_oxmpi_beside_the_native_rows() {
         );
     }
     let report = std::fs::read_to_string(out_dir.join("report.md")).expect("report.md");
-    assert!(report.contains("| oxmpi-c | oxmpi through its C ABI"), "{report}");
+    assert!(
+        report.contains("| oxmpi-c | oxmpi through its C ABI"),
+        "{report}"
+    );
     let (_, section) = report
         .split_once("## The C ABI against the native path, np=2")
         .unwrap_or_else(|| panic!("no C path section:\n{report}"));

@@ -261,7 +261,7 @@ unsafe fn operand_in<'a, T: Reducible>(
     p: *const c_void,
     len: usize,
 ) -> Result<std::borrow::Cow<'a, [T]>> {
-    if len == 0 || (p as usize).is_multiple_of(std::mem::align_of::<T>()) || p.is_null() {
+    if len == 0 || (p as usize) % std::mem::align_of::<T>() == 0 || p.is_null() {
         // SAFETY: forwarded; aligned (or empty, or null, which `elems` refuses).
         return Ok(std::borrow::Cow::Borrowed(unsafe {
             elems::<T>(name, p, len)?
@@ -333,7 +333,7 @@ unsafe fn operand_out<'a, T: Reducible>(
     p: *mut c_void,
     len: usize,
 ) -> Result<OperandOut<'a, T>> {
-    if len == 0 || (p as usize).is_multiple_of(std::mem::align_of::<T>()) || p.is_null() {
+    if len == 0 || (p as usize) % std::mem::align_of::<T>() == 0 || p.is_null() {
         // SAFETY: forwarded.
         return Ok(OperandOut::Direct(unsafe { elems_mut::<T>(name, p, len)? }));
     }

@@ -405,7 +405,7 @@ mod typed_ops {
         if p.is_null() {
             return Err(null_buffer(name));
         }
-        if (p as usize).is_multiple_of(std::mem::align_of::<T>()) {
+        if (p as usize) % std::mem::align_of::<T>() == 0 {
             return Ok(p.cast_mut().cast());
         }
         let bytes = oxmpi::datatype::Type::predefined(oxmpi::datatype::Predefined::BYTE);
