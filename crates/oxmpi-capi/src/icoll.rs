@@ -484,9 +484,8 @@ mod typed_ops {
         let size = std::mem::size_of::<T>();
         let total: usize = counts.iter().sum();
         let mine = counts.get(c.rank() as usize).copied().unwrap_or(0);
-        // SAFETY (the `send_ptr`/`recv_ptr` calls): the caller's buffers, valid until the
-        // request completes (is freed).
         let (s, r) = if in_place(sbuf) {
+            // SAFETY: the caller's buffer, valid until the request completes (is freed).
             let r = unsafe { recv_ptr::<T>(name, how, rbuf, total * size, &mut k)? };
             if block {
                 // The handle layer's block form has no in-place variant: reduce a copy.
@@ -501,6 +500,7 @@ mod typed_ops {
                 (std::ptr::null(), r)
             }
         } else {
+            // SAFETY: the caller's buffers, valid until the request completes (is freed).
             unsafe {
                 (
                     send_ptr::<T>(name, how, sbuf, total * size, &mut k)?,
