@@ -85,9 +85,16 @@ pub struct CompareArgs {
     /// this program runs from].
     #[arg(long = "target-dir")]
     pub target_dir: Option<PathBuf>,
-    /// Leave oxmpi out of the comparison.
+    /// Leave oxmpi out of the comparison (both its native and its C ABI rows).
     #[arg(long = "no-oxmpi")]
     pub no_oxmpi: bool,
+    /// Leave out oxmpi-c (bench/c/oxbench.c on oxmpi's C ABI) and keep only the native rows.
+    #[arg(long = "no-oxmpi-c")]
+    pub no_oxmpi_c: bool,
+    /// Build oxmpi-c with the `mpicc` of this install (`cargo xtask install --prefix DIR`) and
+    /// run it with its `oxrun` [default: the build tree's libmpi_abi.so and oxrun].
+    #[arg(long = "oxmpi-prefix", value_name = "DIR")]
+    pub oxmpi_prefix: Option<PathBuf>,
 }
 
 /// A checked comparison configuration.
@@ -123,6 +130,10 @@ pub struct Config {
     pub release_dir: PathBuf,
     /// Whether oxmpi takes part.
     pub include_oxmpi: bool,
+    /// Whether oxmpi also takes part through its C ABI (oxmpi-c).
+    pub include_oxmpi_c: bool,
+    /// An oxmpi install to build and run oxmpi-c with, instead of the build tree.
+    pub oxmpi_prefix: Option<PathBuf>,
     /// Usable cores.
     pub cores: u32,
 }
@@ -200,6 +211,11 @@ impl CompareArgs {
         if self.iters == Some(0) {
             return Err("--iters must be at least 1".to_string());
         }
+        if self.oxmpi_prefix.is_some() && (self.no_oxmpi || self.no_oxmpi_c) {
+            return Err(
+                "--oxmpi-prefix is for oxmpi-c, which --no-oxmpi/--no-oxmpi-c leave out".into(),
+            );
+        }
         let target = self.target_dir.clone().unwrap_or_else(default_target_dir);
         let timeout = self.timeout.unwrap_or(if self.quick { 180 } else { 600 });
         Ok(Config {
@@ -224,6 +240,8 @@ impl CompareArgs {
                 .unwrap_or_else(peers::default_peers_dir),
             release_dir: target.join("release"),
             include_oxmpi: !self.no_oxmpi,
+            include_oxmpi_c: !self.no_oxmpi && !self.no_oxmpi_c,
+            oxmpi_prefix: self.oxmpi_prefix.clone(),
             cores: cores.max(1),
         })
     }
@@ -261,7 +279,14 @@ mod tests {
         assert_eq!(c.out, PathBuf::from("/t/oxmpi-bench/compare"));
         assert_eq!(c.release_dir, PathBuf::from("/t/release"));
         assert_eq!(c.timeout, Duration::from_secs(600));
-        assert!(c.include_oxmpi && !c.quick);
+        assert!(c.include_oxmpi && c.include_oxmpi_c && !c.quick);
+        assert_eq!(c.oxmpi_prefix, None);
+        let c = args(&["--no-oxmpi-c", "--target-dir", "/t"])
+            .resolve(2)
+            .unwrap();
+        assert!(c.include_oxmpi && !c.include_oxmpi_c);
+        let c = args(&["--oxmpi-prefix", "/opt/oxmpi"]).resolve(2).unwrap();
+        assert_eq!(c.oxmpi_prefix, Some(PathBuf::from("/opt/oxmpi")));
     }
 
     #[test]
@@ -296,13 +321,14 @@ mod tests {
         assert_eq!(c.repeats, Some(2));
         assert_eq!(c.max_size, Some(65536));
         assert_eq!(c.timeout, Duration::from_secs(180));
-        assert!(!c.include_oxmpi && c.quick);
+        assert!(!c.include_oxmpi && !c.include_oxmpi_c && c.quick);
         assert_eq!(c.out, PathBuf::from("/o"));
     }
 
     #[test]
     fn bad_arguments_are_errors() {
-        let bad: [&[&str]; 7] = [
+        let bad: [&[&str]; 8] = [
+            &["--no-oxmpi", "--oxmpi-prefix", "/x"],
             &["--peers", "lam"],
             &["--benchmarks", "pingpong"],
             &["--np", "1"],

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::cli::Config;
-use crate::impls::{Binding, Implementation};
+use crate::impls::{Binding, Implementation, OxmpiCSource, OXMPI_C};
 use crate::parse;
 use crate::peers::{self, Peer};
 use crate::plot::{self, Labels, Series};
@@ -296,6 +296,45 @@ fn prepare_peers(cfg: &Config, progress: &mut dyn FnMut(&str)) -> Vec<Implementa
     out
 }
 
+/// Prepares oxmpi-c: `bench/c/oxbench.c` built with oxmpi's `mpicc` (from `--oxmpi-prefix`, or
+/// a small prefix laid out from the build tree in the output directory). Comes back
+/// unavailable, with the reason, when a file is missing or the build fails.
+fn prepare_oxmpi_c(cfg: &Config, progress: &mut dyn FnMut(&str)) -> Implementation {
+    let source = match &cfg.oxmpi_prefix {
+        Some(prefix) => OxmpiCSource::Installed {
+            prefix: prefix.clone(),
+        },
+        None => OxmpiCSource::BuildTree {
+            release_dir: cfg.release_dir.clone(),
+            prefix: cfg.out.join("oxmpi-c-prefix"),
+        },
+    };
+    let exe = cfg.out.join("bin").join(format!("oxbench-{OXMPI_C}"));
+    let mut imp = Implementation::oxmpi_c(&source, &exe);
+    if imp.unavailable.is_some() {
+        return imp;
+    }
+    let capi = peers::repo_root().join("crates").join("oxmpi-capi");
+    let bench_source = peers::repo_root().join("bench").join("c").join("oxbench.c");
+    progress(&format!(
+        "building {} with oxmpi's mpicc ({})",
+        bench_source.display(),
+        source.prefix().display()
+    ));
+    let built = source.lay_out(&capi).and_then(|()| {
+        peers::build_suite(
+            source.prefix(),
+            &bench_source,
+            &exe,
+            Duration::from_secs(300),
+        )
+    });
+    if let Err(why) = built {
+        imp.unavailable = Some(why);
+    }
+    imp
+}
+
 /// What a comparison produced.
 #[derive(Debug)]
 pub struct Outcome {
@@ -321,6 +360,9 @@ pub fn compare(cfg: &Config, progress: &mut dyn FnMut(&str)) -> Result<Outcome, 
     let mut impls = Vec::new();
     if cfg.include_oxmpi {
         impls.push(Implementation::oxmpi_native(&cfg.release_dir));
+    }
+    if cfg.include_oxmpi_c {
+        impls.push(prepare_oxmpi_c(cfg, progress));
     }
     impls.extend(prepare_peers(cfg, progress));
     for i in &impls {
@@ -505,6 +547,8 @@ mod tests {
             peers_dir: "/p".into(),
             release_dir: "/t/release".into(),
             include_oxmpi: true,
+            include_oxmpi_c: true,
+            oxmpi_prefix: None,
             cores: 2,
         }
     }

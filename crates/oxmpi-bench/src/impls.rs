@@ -1,13 +1,12 @@
 //! Implementations under comparison: a name, a launcher (with the flags each launcher needs
 //! for a rank count and a binding policy) and the benchmark program it runs.
 //!
-//! Today there are three: oxmpi (its `oxrun` launching the native `oxmpi-bench` subcommands)
-//! and the C suite built with Open MPI's and MPICH's `mpicc`. Once oxmpi has a C ABI, the C
-//! suite built with oxmpi's `mpicc` is one more [`Implementation`] with the [`Launcher::Oxrun`]
-//! launcher.
+//! There are four: oxmpi (its `oxrun` launching the native `oxmpi-bench` subcommands), oxmpi-c
+//! (the C suite built with oxmpi's own `mpicc` against its C ABI, also under `oxrun`), and the C
+//! suite built with Open MPI's and MPICH's `mpicc`.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::run::CommandSpec;
 
@@ -165,6 +164,136 @@ impl Implementation {
     }
 }
 
+/// Name of the oxmpi implementation measured through its C ABI (`bench/c/oxbench.c`).
+pub const OXMPI_C: &str = "oxmpi-c";
+
+/// Where oxmpi-c's `mpicc`, `mpi.h` and `libmpi_abi.so.1` come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OxmpiCSource {
+    /// The Cargo build tree: `<release>/libmpi_abi.so` and `<release>/oxrun`, with the wrapper
+    /// and header from the repository, laid out as a small prefix at `prefix` (an install of
+    /// the build tree, without the tools the benchmark does not need).
+    BuildTree {
+        /// Directory of the release binaries.
+        release_dir: PathBuf,
+        /// Where to lay the prefix out.
+        prefix: PathBuf,
+    },
+    /// An existing install (`cargo xtask install --prefix DIR`): `DIR/bin/{mpicc,oxrun}`.
+    Installed {
+        /// The install prefix.
+        prefix: PathBuf,
+    },
+}
+
+impl OxmpiCSource {
+    /// The install prefix whose `bin/mpicc` builds the suite.
+    pub fn prefix(&self) -> &Path {
+        match self {
+            OxmpiCSource::BuildTree { prefix, .. } | OxmpiCSource::Installed { prefix } => prefix,
+        }
+    }
+
+    /// The `oxrun` that launches the suite.
+    pub fn oxrun(&self) -> PathBuf {
+        match self {
+            OxmpiCSource::BuildTree { release_dir, .. } => release_dir.join("oxrun"),
+            OxmpiCSource::Installed { prefix } => prefix.join("bin").join("oxrun"),
+        }
+    }
+
+    /// Why the suite cannot be built or launched from this source, if so.
+    pub fn missing(&self) -> Option<String> {
+        let needed: Vec<PathBuf> = match self {
+            OxmpiCSource::BuildTree { release_dir, .. } => {
+                vec![release_dir.join("oxrun"), release_dir.join("libmpi_abi.so")]
+            }
+            OxmpiCSource::Installed { prefix } => {
+                vec![
+                    prefix.join("bin").join("mpicc"),
+                    prefix.join("bin").join("oxrun"),
+                ]
+            }
+        };
+        needed.iter().find(|p| !p.is_file()).map(|p| match self {
+            OxmpiCSource::BuildTree { .. } => format!(
+                "{} not found (build with: cargo build --release -p oxrun -p oxmpi-capi)",
+                p.display()
+            ),
+            OxmpiCSource::Installed { .. } => format!(
+                "{} not found (install with: cargo xtask install --prefix DIR)",
+                p.display()
+            ),
+        })
+    }
+
+    /// For [`OxmpiCSource::BuildTree`], lays out `prefix/{bin/mpicc, include/mpi.h,
+    /// lib/libmpi_abi.so.1, lib/libmpi_abi.so}` from the build tree and the capi crate at
+    /// `capi_dir`, as `cargo xtask install` would; an installed prefix is used as it is.
+    pub fn lay_out(&self, capi_dir: &Path) -> Result<(), String> {
+        let OxmpiCSource::BuildTree {
+            release_dir,
+            prefix,
+        } = self
+        else {
+            return Ok(());
+        };
+        let err = |what: &str, p: &Path, e: std::io::Error| format!("{what} {}: {e}", p.display());
+        let (bin, lib, inc) = (
+            prefix.join("bin"),
+            prefix.join("lib"),
+            prefix.join("include"),
+        );
+        for d in [&bin, &lib, &inc] {
+            std::fs::create_dir_all(d).map_err(|e| err("cannot create", d, e))?;
+        }
+        let copies = [
+            (capi_dir.join("scripts").join("mpicc"), bin.join("mpicc")),
+            (capi_dir.join("include").join("mpi.h"), inc.join("mpi.h")),
+            (
+                release_dir.join("libmpi_abi.so"),
+                lib.join("libmpi_abi.so.1"),
+            ),
+        ];
+        for (from, to) in &copies {
+            // Replace rather than write through: a previous run's library may still be mapped.
+            let _ = std::fs::remove_file(to);
+            std::fs::copy(from, to).map_err(|e| err("cannot copy", from, e))?;
+        }
+        let link = lib.join("libmpi_abi.so");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink("libmpi_abi.so.1", &link)
+            .map_err(|e| err("cannot link", &link, e))
+    }
+}
+
+impl Implementation {
+    /// oxmpi measured through its C ABI: `oxrun -n N --bind-to ... <program>`, where `program`
+    /// is `bench/c/oxbench.c` built with the `mpicc` of `source`. Unavailable (with the reason)
+    /// when `source` lacks a file it needs.
+    pub fn oxmpi_c(source: &OxmpiCSource, program: &Path) -> Implementation {
+        let from = match source {
+            OxmpiCSource::BuildTree { release_dir, .. } => {
+                format!("the build tree {}", release_dir.display())
+            }
+            OxmpiCSource::Installed { prefix } => format!("the install {}", prefix.display()),
+        };
+        Implementation {
+            name: OXMPI_C.to_string(),
+            description: format!(
+                "oxmpi through its C ABI: bench/c/oxbench.c built with oxmpi's mpicc from {from}, \
+                 run with {}",
+                source.oxrun().display()
+            ),
+            launcher: Launcher::Oxrun {
+                oxrun: source.oxrun(),
+            },
+            program: vec![program.into()],
+            unavailable: source.missing(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,5 +393,41 @@ mod tests {
             "{why}"
         );
         assert_eq!(imp.name, "oxmpi");
+    }
+
+    #[test]
+    fn oxmpi_c_runs_under_oxrun_and_says_what_is_missing() {
+        let tree = OxmpiCSource::BuildTree {
+            release_dir: "/nonexistent/release".into(),
+            prefix: "/o/oxmpi-c-prefix".into(),
+        };
+        assert_eq!(tree.prefix(), Path::new("/o/oxmpi-c-prefix"));
+        let imp = Implementation::oxmpi_c(&tree, Path::new("/o/bin/oxbench-oxmpi-c"));
+        assert_eq!(imp.name, OXMPI_C);
+        let c = imp.command(2, Binding::DistinctCores, &["latency".into()]);
+        assert_eq!(
+            strings(&c.argv),
+            [
+                "/nonexistent/release/oxrun",
+                "-n",
+                "2",
+                "--bind-to",
+                "core",
+                "/o/bin/oxbench-oxmpi-c",
+                "latency"
+            ]
+        );
+        let why = imp.unavailable.unwrap();
+        assert!(
+            why.contains("/nonexistent/release/oxrun not found"),
+            "{why}"
+        );
+        let inst = OxmpiCSource::Installed {
+            prefix: "/nonexistent/prefix".into(),
+        };
+        assert_eq!(inst.oxrun(), PathBuf::from("/nonexistent/prefix/bin/oxrun"));
+        assert!(inst.missing().unwrap().contains("bin/mpicc not found"));
+        // An installed prefix is used as it is: nothing to lay out.
+        assert_eq!(inst.lay_out(Path::new("/nonexistent")), Ok(()));
     }
 }

@@ -347,6 +347,7 @@ pub fn markdown(input: &ReportInput) -> String {
         out.push_str("## Summary, np=2\n\n");
         table(&mut out, "benchmark, size", &rows, &names);
     }
+    c_path_section(&mut out, input);
     for b in [Benchmark::Startup, Benchmark::Mem] {
         let mut rows = Vec::new();
         let nps: Vec<u32> = {
@@ -424,6 +425,57 @@ pub fn markdown(input: &ReportInput) -> String {
 
     out.push_str(METHOD);
     out
+}
+
+/// The native implementation and the same library through its C ABI, as named in reports.
+const NATIVE: &str = "oxmpi";
+const C_PATH: &str = "oxmpi-c";
+
+/// The C ABI's cost: oxmpi-c (bench/c/oxbench.c on libmpi_abi) against oxmpi's native
+/// benchmarks at the small sizes where a per-call overhead shows, when both have figures.
+fn c_path_section(out: &mut String, input: &ReportInput) {
+    let mut lines = Vec::new();
+    for (b, size) in [
+        (Benchmark::Latency, 0),
+        (Benchmark::Latency, 8),
+        (Benchmark::Msgrate, 8),
+    ] {
+        let per = summarize(&input.samples, b, 2);
+        let Some((native, c)) = per
+            .get(&Key::Size(size))
+            .and_then(|m| m.get(NATIVE).zip(m.get(C_PATH)))
+        else {
+            continue;
+        };
+        let ratio = stats::ratio(c.median, native.median)
+            .map_or_else(|| "–".to_string(), |r| format!("{r:.2}"));
+        lines.push(format!(
+            "| {b} {} ({}, {}) | {} | {} | {ratio} |",
+            format_size(size),
+            b.unit(),
+            direction(b),
+            format_value(native.median),
+            format_value(c.median)
+        ));
+    }
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## The C ABI against the native path, np=2
+
+\
+         {C_PATH} is bench/c/oxbench.c built with oxmpi's mpicc on libmpi_abi; {NATIVE} is the same \
+         benchmark on the native Rust API. Ratio = {C_PATH}/{NATIVE} of the medians.
+
+\
+         | benchmark, size | {NATIVE} median | {C_PATH} median | {C_PATH}/{NATIVE} |\n|---|---:|---:|---:|"
+    );
+    for l in lines {
+        let _ = writeln!(out, "{l}");
+    }
+    out.push('\n');
 }
 
 const METHOD: &str = "## What is measured\n\n\
@@ -597,6 +649,49 @@ mod tests {
         assert!(md.contains("| oxmpi/openmpi | oxmpi/mpich |"));
         let row = md.lines().find(|l| l.starts_with("| latency 8 ")).unwrap();
         assert!(row.contains("| 0.48 | 0.23 |"), "{row}");
+    }
+
+    #[test]
+    fn c_path_is_set_beside_the_native_path() {
+        let mut inp = input();
+        assert!(!markdown(&inp).contains("C ABI against the native"));
+        inp.implementations[0].unavailable = None;
+        inp.implementations.insert(
+            1,
+            ImplInfo {
+                name: "oxmpi-c".into(),
+                description: "C".into(),
+                unavailable: None,
+            },
+        );
+        for (imp, size, v) in [
+            ("oxmpi", 0, 0.2),
+            ("oxmpi-c", 0, 0.25),
+            ("oxmpi", 8, 0.4),
+            ("oxmpi-c", 8, 0.42),
+        ] {
+            inp.samples
+                .push(sample(imp, Benchmark::Latency, 2, Key::Size(size), 0, v));
+        }
+        let md = markdown(&inp);
+        let (_, section) = md
+            .split_once("## The C ABI against the native path, np=2")
+            .expect("C path section");
+        let row0 = section
+            .lines()
+            .find(|l| l.starts_with("| latency 0 ("))
+            .unwrap();
+        assert!(row0.ends_with("| 0.200 | 0.250 | 1.25 |"), "{row0}");
+        let row8 = section
+            .lines()
+            .find(|l| l.starts_with("| latency 8 ("))
+            .unwrap();
+        assert!(row8.ends_with("| 0.400 | 0.420 | 1.05 |"), "{row8}");
+        // The native rows stay, and oxmpi-c is a column of the summary like any peer.
+        assert!(
+            md.contains("| oxmpi/oxmpi-c | oxmpi/openmpi | oxmpi/mpich |"),
+            "{md}"
+        );
     }
 
     #[test]

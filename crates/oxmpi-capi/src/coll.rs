@@ -147,15 +147,19 @@ mod typed_ops {
         // SAFETY: the caller's buffers, valid for `len` bytes (the receive buffer at the root).
         unsafe {
             if me && in_place(sbuf) {
-                return c.reduce_in_place(root, elems_mut::<T>(name, rbuf, len)?, op);
+                let mut recv = operand_out::<T>(name, rbuf, len)?;
+                c.reduce_in_place(root, recv.elems(), op)?;
+                recv.finish();
+                return Ok(());
             }
-            let send = elems::<T>(name, sbuf, len)?;
-            let recv = if me {
-                elems_mut::<T>(name, rbuf, len)?
-            } else {
-                &mut []
-            };
-            c.reduce_into(root, send, recv, op)
+            let send = operand_in::<T>(name, sbuf, len)?;
+            if !me {
+                return c.reduce_into(root, &send, &mut [], op);
+            }
+            let mut recv = operand_out::<T>(name, rbuf, len)?;
+            c.reduce_into(root, &send, recv.elems(), op)?;
+            recv.finish();
+            Ok(())
         }
     }
 
@@ -174,20 +178,23 @@ mod typed_ops {
     ) -> Result<()> {
         // SAFETY: the caller's buffers, valid for `len` bytes.
         unsafe {
-            let recv = elems_mut::<T>(name, rbuf, len)?;
+            let mut recv = operand_out::<T>(name, rbuf, len)?;
             if in_place(sbuf) {
-                return match kind {
-                    0 => c.all_reduce_in_place(recv, op),
-                    1 => c.scan_in_place(recv, op),
-                    _ => c.exclusive_scan_in_place(recv, op),
-                };
+                match kind {
+                    0 => c.all_reduce_in_place(recv.elems(), op),
+                    1 => c.scan_in_place(recv.elems(), op),
+                    _ => c.exclusive_scan_in_place(recv.elems(), op),
+                }?;
+            } else {
+                let send = operand_in::<T>(name, sbuf, len)?;
+                match kind {
+                    0 => c.all_reduce_into(&send, recv.elems(), op),
+                    1 => c.scan_into(&send, recv.elems(), op),
+                    _ => c.exclusive_scan_into(&send, recv.elems(), op),
+                }?;
             }
-            let send = elems::<T>(name, sbuf, len)?;
-            match kind {
-                0 => c.all_reduce_into(send, recv, op),
-                1 => c.scan_into(send, recv, op),
-                _ => c.exclusive_scan_into(send, recv, op),
-            }
+            recv.finish();
+            Ok(())
         }
     }
 
@@ -209,11 +216,16 @@ mod typed_ops {
         // SAFETY: the caller's buffers, valid for those lengths.
         unsafe {
             if in_place(sbuf) {
-                return c.reduce_scatter_in_place(elems_mut::<T>(name, rbuf, total)?, counts, op);
+                let mut all = operand_out::<T>(name, rbuf, total)?;
+                c.reduce_scatter_in_place(all.elems(), counts, op)?;
+                all.finish();
+                return Ok(());
             }
-            let send = elems::<T>(name, sbuf, total)?;
-            let recv = elems_mut::<T>(name, rbuf, mine)?;
-            c.reduce_scatter_into(send, recv, counts, op)
+            let send = operand_in::<T>(name, sbuf, total)?;
+            let mut recv = operand_out::<T>(name, rbuf, mine)?;
+            c.reduce_scatter_into(&send, recv.elems(), counts, op)?;
+            recv.finish();
+            Ok(())
         }
     }
 
@@ -229,11 +241,105 @@ mod typed_ops {
     ) -> Result<()> {
         // SAFETY: the caller's buffers, valid for `len` bytes.
         unsafe {
-            let a = elems::<T>("Reduce_local", inbuf, len)?;
-            let b = elems_mut::<T>("Reduce_local", inout, len)?;
-            oxmpi::reduce_local(a, b, &op)
+            let a = operand_in::<T>("Reduce_local", inbuf, len)?;
+            let mut b = operand_out::<T>("Reduce_local", inout, len)?;
+            oxmpi::reduce_local(&a, b.elems(), &op)?;
+            b.finish();
+            Ok(())
         }
     }
+}
+
+/// A reduction's input of `len` bytes at `p` as `T`s: the caller's memory when it is aligned
+/// for `T`, else an aligned copy — MPI does not require a buffer to be aligned for its
+/// datatype, and a misaligned `&[T]` cannot exist. The aligned path copies nothing.
+///
+/// # Safety
+/// `p` valid for reads of `len` bytes for `'a`.
+unsafe fn operand_in<'a, T: Reducible>(
+    name: &str,
+    p: *const c_void,
+    len: usize,
+) -> Result<std::borrow::Cow<'a, [T]>> {
+    if len == 0 || (p as usize) % std::mem::align_of::<T>() == 0 || p.is_null() {
+        // SAFETY: forwarded; aligned (or empty, or null, which `elems` refuses).
+        return Ok(std::borrow::Cow::Borrowed(unsafe {
+            elems::<T>(name, p, len)?
+        }));
+    }
+    // SAFETY: forwarded; `T` is plain data, so any bytes are a valid `T`.
+    Ok(std::borrow::Cow::Owned(unsafe {
+        unaligned_copy::<T>(p, len)
+    }))
+}
+
+/// `len / size_of::<T>()` elements read from possibly misaligned memory at `p`.
+///
+/// # Safety
+/// `p` valid for reads of `len` bytes; `T` plain data (every bit pattern valid).
+unsafe fn unaligned_copy<T: Reducible>(p: *const c_void, len: usize) -> Vec<T> {
+    let n = len / std::mem::size_of::<T>().max(1);
+    let mut v = Vec::<T>::with_capacity(n);
+    // SAFETY: `v` has room for `n` elements; the caller's `p` holds their bytes; `T` is
+    // plain data, so the copied bytes make `n` initialised elements.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            p.cast::<u8>(),
+            v.as_mut_ptr().cast::<u8>(),
+            n * size_of::<T>(),
+        );
+        v.set_len(n);
+    }
+    v
+}
+
+/// A reduction's output (or in-out) buffer as `T`s: the caller's memory when it is aligned
+/// for `T`, else an aligned copy of it written back by [`OperandOut::finish`].
+enum OperandOut<'a, T> {
+    Direct(&'a mut [T]),
+    Copied(Vec<T>, *mut u8),
+}
+
+impl<T: Reducible> OperandOut<'_, T> {
+    fn elems(&mut self) -> &mut [T] {
+        match self {
+            OperandOut::Direct(s) => s,
+            OperandOut::Copied(v, _) => v,
+        }
+    }
+
+    /// Writes an aligned copy back into the caller's memory (after a successful reduction).
+    fn finish(self) {
+        if let OperandOut::Copied(v, to) = self {
+            // SAFETY: `to` is the caller's buffer of `v`'s bytes, writable by the contract
+            // of `operand_out`, and not borrowed elsewhere (the copy stood in for it).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    v.as_ptr().cast::<u8>(),
+                    to,
+                    std::mem::size_of_val(v.as_slice()),
+                )
+            };
+        }
+    }
+}
+
+/// [`OperandOut`] for `len` bytes at `p` (read now: in-place and in-out buffers are inputs).
+///
+/// # Safety
+/// `p` valid for reads and writes of `len` bytes for `'a`, not otherwise used.
+unsafe fn operand_out<'a, T: Reducible>(
+    name: &str,
+    p: *mut c_void,
+    len: usize,
+) -> Result<OperandOut<'a, T>> {
+    if len == 0 || (p as usize) % std::mem::align_of::<T>() == 0 || p.is_null() {
+        // SAFETY: forwarded.
+        return Ok(OperandOut::Direct(unsafe { elems_mut::<T>(name, p, len)? }));
+    }
+    // SAFETY: forwarded.
+    let v = unsafe { unaligned_copy::<T>(p, len) };
+    Ok(OperandOut::Copied(v, p.cast()))
 }
 
 /// Element counts and displacements (in elements of `size` bytes) as byte counts, with the
@@ -498,11 +604,11 @@ impl Blocks {
     ///
     /// # Safety
     /// `counts` and `displs` valid for `p` reads.
-    unsafe fn new(
+    unsafe fn new<C: AbiInt, D: AbiInt>(
         name: &str,
         p: usize,
-        counts: *const c_int,
-        displs: *const c_int,
+        counts: *const C,
+        displs: *const D,
         dt: Handle,
     ) -> Result<Option<Blocks>> {
         if crate::datatypes::lookup(name, dt as usize).is_ok() {
@@ -521,13 +627,13 @@ impl Blocks {
             ty,
         };
         for (&n, &o) in c.iter().zip(d) {
-            let n = count(name, n)?;
+            let n = count(name, n.wide())?;
             let len = n
                 .checked_mul(size)
                 .ok_or_else(|| err(ErrorClass::Count, name, "count × datatype size overflows"))?;
             b.counts.push(n as u64);
             b.displs
-                .push((o as isize).wrapping_mul(b.ty.extent() as isize));
+                .push((o.wide() as isize).wrapping_mul(b.ty.extent() as isize));
             b.bd.push(b.total);
             b.bc.push(len);
             b.total += len;
@@ -664,9 +770,7 @@ mpi_fn! {
     fn Gatherv_c = MPI_Gatherv_c / PMPI_Gatherv_c(
         sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rcounts: *const i64, displs: *const i64, rdt: Handle, root: c_int, c: Handle,
     ) on comm(c) => {
-        let rcounts = narrow("Gatherv_c", c, rcounts)?;
-        let displs = narrow("Gatherv_c", c, displs)?;
-        gatherv("Gatherv_c", sbuf, sn, sdt, rbuf, ptr(&rcounts), ptr(&displs), rdt, root, c)
+        gatherv("Gatherv_c", sbuf, sn, sdt, rbuf, rcounts, displs, rdt, root, c)
     }
 
     /// `MPI_Scatter`.
@@ -696,9 +800,7 @@ mpi_fn! {
     fn Scatterv_c = MPI_Scatterv_c / PMPI_Scatterv_c(
         sbuf: *const c_void, scounts: *const i64, displs: *const i64, sdt: Handle, rbuf: *mut c_void, rn: i64, rdt: Handle, root: c_int, c: Handle,
     ) on comm(c) => {
-        let scounts = narrow("Scatterv_c", c, scounts)?;
-        let displs = narrow("Scatterv_c", c, displs)?;
-        scatterv("Scatterv_c", sbuf, ptr(&scounts), ptr(&displs), sdt, rbuf, rn, rdt, root, c)
+        scatterv("Scatterv_c", sbuf, scounts, displs, sdt, rbuf, rn, rdt, root, c)
     }
 
     /// `MPI_Allgather`.
@@ -728,9 +830,7 @@ mpi_fn! {
     fn Allgatherv_c = MPI_Allgatherv_c / PMPI_Allgatherv_c(
         sbuf: *const c_void, sn: i64, sdt: Handle, rbuf: *mut c_void, rcounts: *const i64, displs: *const i64, rdt: Handle, c: Handle,
     ) on comm(c) => {
-        let rcounts = narrow("Allgatherv_c", c, rcounts)?;
-        let displs = narrow("Allgatherv_c", c, displs)?;
-        allgatherv("Allgatherv_c", sbuf, sn, sdt, rbuf, ptr(&rcounts), ptr(&displs), rdt, c)
+        allgatherv("Allgatherv_c", sbuf, sn, sdt, rbuf, rcounts, displs, rdt, c)
     }
 
     /// `MPI_Alltoall`.
@@ -760,11 +860,7 @@ mpi_fn! {
     fn Alltoallv_c = MPI_Alltoallv_c / PMPI_Alltoallv_c(
         sbuf: *const c_void, scounts: *const i64, sdispls: *const i64, sdt: Handle, rbuf: *mut c_void, rcounts: *const i64, rdispls: *const i64, rdt: Handle, c: Handle,
     ) on comm(c) => {
-        let scounts = narrow("Alltoallv_c", c, scounts)?;
-        let sdispls = narrow("Alltoallv_c", c, sdispls)?;
-        let rcounts = narrow("Alltoallv_c", c, rcounts)?;
-        let rdispls = narrow("Alltoallv_c", c, rdispls)?;
-        alltoallv("Alltoallv_c", sbuf, ptr(&scounts), ptr(&sdispls), sdt, rbuf, ptr(&rcounts), ptr(&rdispls), rdt, c)
+        alltoallv("Alltoallv_c", sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, c)
     }
 
     /// `MPI_Reduce`.
@@ -832,8 +928,7 @@ mpi_fn! {
     fn Reduce_scatter_c = MPI_Reduce_scatter_c / PMPI_Reduce_scatter_c(
         sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const i64, dt: Handle, o: Handle, c: Handle,
     ) on comm(c) => {
-        let rcounts = narrow("Reduce_scatter_c", c, rcounts)?;
-        reduce_scatter("Reduce_scatter_c", sbuf, rbuf, ptr(&rcounts), dt, o, c)
+        reduce_scatter("Reduce_scatter_c", sbuf, rbuf, rcounts, dt, o, c)
     }
 
     /// `MPI_Reduce_scatter_block`.
@@ -1136,19 +1231,19 @@ unsafe fn reduce_local(
     }
 }
 
-/// `MPI_Gatherv` and `MPI_Gatherv_c` (its arrays narrowed to `int`).
+/// `MPI_Gatherv` and `MPI_Gatherv_c`.
 ///
 /// # Safety
 /// Pointers as the standard's contract for `MPI_Gatherv`.
 #[allow(clippy::too_many_arguments)] // the C call's arguments
-unsafe fn gatherv(
+unsafe fn gatherv<C: AbiInt, D: AbiInt>(
     name: &'static str,
     sbuf: *const c_void,
     sn: i64,
     sdt: Handle,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
-    displs: *const c_int,
+    rcounts: *const C,
+    displs: *const D,
     rdt: Handle,
     root: c_int,
     c: Handle,
@@ -1174,16 +1269,16 @@ unsafe fn gatherv(
     }
 }
 
-/// `MPI_Scatterv` and `MPI_Scatterv_c` (its arrays narrowed to `int`).
+/// `MPI_Scatterv` and `MPI_Scatterv_c`.
 ///
 /// # Safety
 /// Pointers as the standard's contract for `MPI_Scatterv`.
 #[allow(clippy::too_many_arguments)] // the C call's arguments
-unsafe fn scatterv(
+unsafe fn scatterv<C: AbiInt, D: AbiInt>(
     name: &'static str,
     sbuf: *const c_void,
-    scounts: *const c_int,
-    displs: *const c_int,
+    scounts: *const C,
+    displs: *const D,
     sdt: Handle,
     rbuf: *mut c_void,
     rn: i64,
@@ -1220,19 +1315,19 @@ unsafe fn scatterv(
     }
 }
 
-/// `MPI_Allgatherv` and `MPI_Allgatherv_c` (its arrays narrowed to `int`).
+/// `MPI_Allgatherv` and `MPI_Allgatherv_c`.
 ///
 /// # Safety
 /// Pointers as the standard's contract for `MPI_Allgatherv`.
 #[allow(clippy::too_many_arguments)] // the C call's arguments
-unsafe fn allgatherv(
+unsafe fn allgatherv<C: AbiInt, D: AbiInt>(
     name: &'static str,
     sbuf: *const c_void,
     sn: i64,
     sdt: Handle,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
-    displs: *const c_int,
+    rcounts: *const C,
+    displs: *const D,
     rdt: Handle,
     c: Handle,
 ) -> Result<()> {
@@ -1254,20 +1349,20 @@ unsafe fn allgatherv(
     }
 }
 
-/// `MPI_Alltoallv` and `MPI_Alltoallv_c` (its arrays narrowed to `int`).
+/// `MPI_Alltoallv` and `MPI_Alltoallv_c`.
 ///
 /// # Safety
 /// Pointers as the standard's contract for `MPI_Alltoallv`.
 #[allow(clippy::too_many_arguments)] // the C call's arguments
-unsafe fn alltoallv(
+unsafe fn alltoallv<C: AbiInt, D: AbiInt>(
     name: &'static str,
     sbuf: *const c_void,
-    scounts: *const c_int,
-    sdispls: *const c_int,
+    scounts: *const C,
+    sdispls: *const D,
     sdt: Handle,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
-    rdispls: *const c_int,
+    rcounts: *const C,
+    rdispls: *const D,
     rdt: Handle,
     c: Handle,
 ) -> Result<()> {
@@ -1315,16 +1410,16 @@ unsafe fn alltoallv(
     }
 }
 
-/// `MPI_Reduce_scatter` and `MPI_Reduce_scatter_c` (its arrays narrowed to `int`).
+/// `MPI_Reduce_scatter` and `MPI_Reduce_scatter_c`.
 ///
 /// # Safety
 /// Pointers as the standard's contract for `MPI_Reduce_scatter`.
 #[allow(clippy::too_many_arguments)] // the C call's arguments
-unsafe fn reduce_scatter(
+unsafe fn reduce_scatter<C: AbiInt>(
     name: &'static str,
     sbuf: *const c_void,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
+    rcounts: *const C,
     dt: Handle,
     o: Handle,
     c: Handle,
@@ -1334,7 +1429,7 @@ unsafe fn reduce_scatter(
         let comm = typed(c)?;
         let counts = slice(name, rcounts, comm.size() as usize)?
             .iter()
-            .map(|&n| count(name, n))
+            .map(|&n| count(name, n.wide()))
             .collect::<Result<Vec<usize>>>()?;
         if reduction_base(name, dt)?.is_some() {
             return crate::icoll::reduce_scatter_blocking(
@@ -1344,43 +1439,6 @@ unsafe fn reduce_scatter(
         let d = crate::datatypes::lookup(name, dt as usize)?;
         let (_, op) = op(o)?;
         reduce_as!(name, d, op, T => typed_ops::reduce_scatter::<T>(name, &comm, sbuf, rbuf, &counts, op))
-    }
-}
-
-/// An `MPI_Count` or `MPI_Aint` array of a `_c` v-collective (one entry per process of `c`,
-/// as the `int` form reads) narrowed to the `int`s the shared code takes: a value beyond
-/// `int` is [`ErrorClass::Count`]. A null array stays null (processes that are not the root
-/// may pass one).
-///
-/// # Safety
-/// `p` must be null or valid for reads of one entry per process of `c`.
-unsafe fn narrow<T: Copy + Into<i64>>(name: &str, c: Handle, p: *const T) -> Result<Vec<c_int>> {
-    if p.is_null() {
-        return Ok(Vec::new());
-    }
-    let n = typed(c)?.size() as usize;
-    // SAFETY: forwarded from our caller.
-    unsafe { crate::boundary::slice(name, p, n)? }
-        .iter()
-        .map(|&v| {
-            let v: i64 = v.into();
-            c_int::try_from(v).map_err(|_| {
-                crate::boundary::err(
-                    ErrorClass::Count,
-                    name,
-                    format!("{v} is beyond the int range oxmpi's v-collectives take"),
-                )
-            })
-        })
-        .collect()
-}
-
-/// The pointer to pass for a narrowed array: null for an empty one.
-fn ptr(v: &[c_int]) -> *const c_int {
-    if v.is_empty() {
-        std::ptr::null()
-    } else {
-        v.as_ptr()
     }
 }
 

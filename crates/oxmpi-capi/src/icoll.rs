@@ -353,30 +353,75 @@ fn aligned<T>(name: &str, p: *const c_void, len: usize) -> Result<()> {
 mod typed_ops {
     use super::*;
 
-    /// The send side of a reduction: null for `MPI_IN_PLACE`, a non-null address otherwise.
-    fn send_ptr<T>(name: &str, p: *const c_void, len: usize) -> Result<*const T> {
+    /// The send side of a reduction: null for `MPI_IN_PLACE`, a non-null address otherwise —
+    /// the caller's, or, when it is not aligned for `T` (MPI does not require that), of an
+    /// aligned copy staged in `k`.
+    ///
+    /// # Safety
+    /// `p` valid for reads of `len` bytes as the request needs them (see [`stage`]).
+    unsafe fn send_ptr<T>(
+        name: &str,
+        how: How,
+        p: *const c_void,
+        len: usize,
+        k: &mut Kept,
+    ) -> Result<*const T> {
         if in_place(p) {
             return Ok(std::ptr::null());
         }
-        if len == 0 {
-            return Ok(NonNull::<T>::dangling().as_ptr());
-        }
-        if p.is_null() {
-            return Err(null_buffer(name));
-        }
-        aligned::<T>(name, p, len)?;
-        Ok(p.cast())
+        // SAFETY: forwarded.
+        unsafe { operand_ptr::<T>(name, how, p, len, false, k) }.map(<*mut T>::cast_const)
     }
 
-    fn recv_ptr<T>(name: &str, p: *mut c_void, len: usize) -> Result<*mut T> {
+    /// The receive side of a reduction, as [`send_ptr`] (a staged copy is read at the start
+    /// and written back at completion).
+    ///
+    /// # Safety
+    /// `p` valid for reads and writes of `len` bytes until the request completes.
+    unsafe fn recv_ptr<T>(
+        name: &str,
+        how: How,
+        p: *mut c_void,
+        len: usize,
+        k: &mut Kept,
+    ) -> Result<*mut T> {
+        // SAFETY: forwarded.
+        unsafe { operand_ptr::<T>(name, how, p, len, true, k) }
+    }
+
+    /// # Safety
+    /// As [`recv_ptr`] (`write`) or [`send_ptr`].
+    unsafe fn operand_ptr<T>(
+        name: &str,
+        how: How,
+        p: *const c_void,
+        len: usize,
+        write: bool,
+        k: &mut Kept,
+    ) -> Result<*mut T> {
         if len == 0 {
             return Ok(NonNull::<T>::dangling().as_ptr());
         }
         if p.is_null() {
             return Err(null_buffer(name));
         }
-        aligned::<T>(name, p, len)?;
-        Ok(p.cast())
+        if (p as usize) % std::mem::align_of::<T>() == 0 {
+            return Ok(p.cast_mut().cast());
+        }
+        let bytes = oxmpi::datatype::Type::predefined(oxmpi::datatype::Predefined::BYTE);
+        // SAFETY: forwarded; the staged copy is 16-byte aligned, enough for every `T`.
+        let at = unsafe {
+            stage(
+                how,
+                p,
+                one(bytes, len as u64, len),
+                len,
+                None,
+                (true, write),
+                k,
+            )
+        };
+        Ok(at.cast())
     }
 
     /// `kind`: 0 allreduce, 1 scan, 2 exscan, 3 reduce at `root`; `len` bytes; `k` the
@@ -394,13 +439,15 @@ mod typed_ops {
         o: oxmpi::handle::op::OpHandle,
         root: c_int,
         out: *mut Handle,
-        k: Kept,
+        mut k: Kept,
     ) -> Result<()> {
         let n = len / std::mem::size_of::<T>().max(1);
-        let s = send_ptr::<T>(name, sbuf, len)?;
+        // SAFETY: the caller's buffers, valid until the request completes (is freed).
+        let s = unsafe { send_ptr::<T>(name, how, sbuf, len, &mut k)? };
         let at_root = kind != 3 || c.rank() == root;
         let r = if at_root {
-            recv_ptr::<T>(name, rbuf, len)?
+            // SAFETY: as above.
+            unsafe { recv_ptr::<T>(name, how, rbuf, len, &mut k)? }
         } else {
             NonNull::<T>::dangling().as_ptr()
         };
@@ -438,7 +485,8 @@ mod typed_ops {
         let total: usize = counts.iter().sum();
         let mine = counts.get(c.rank() as usize).copied().unwrap_or(0);
         let (s, r) = if in_place(sbuf) {
-            let r = recv_ptr::<T>(name, rbuf, total * size)?;
+            // SAFETY: the caller's buffer, valid until the request completes (is freed).
+            let r = unsafe { recv_ptr::<T>(name, how, rbuf, total * size, &mut k)? };
             if block {
                 // The handle layer's block form has no in-place variant: reduce a copy.
                 copy_in_place(name, how)?;
@@ -452,10 +500,13 @@ mod typed_ops {
                 (std::ptr::null(), r)
             }
         } else {
-            (
-                send_ptr::<T>(name, sbuf, total * size)?,
-                recv_ptr::<T>(name, rbuf, mine * size)?,
-            )
+            // SAFETY: the caller's buffers, valid until the request completes (is freed).
+            unsafe {
+                (
+                    send_ptr::<T>(name, how, sbuf, total * size, &mut k)?,
+                    recv_ptr::<T>(name, how, rbuf, mine * size, &mut k)?,
+                )
+            }
         };
         // A copied input must stay 8-byte aligned: a `Vec<u8>` is allocated with the
         // allocator's minimum alignment, at least 8 on every platform oxmpi runs on.

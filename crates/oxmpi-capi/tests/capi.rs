@@ -205,6 +205,16 @@ fn large_count_forms_and_request_get_status_family() {
 }
 
 #[test]
+fn reductions_take_buffers_not_aligned_for_their_datatype() {
+    corpus("misaligned", &[1, 2, 3, 4]);
+}
+
+#[test]
+fn large_count_v_collectives_take_counts_and_displacements_beyond_int() {
+    corpus("bigcount_v", &[1, 2, 3, 4]);
+}
+
+#[test]
 fn large_count_nonblocking_persistent_and_neighbourhood_collectives() {
     corpus("icoll_c", &[1, 2, 3, 4]);
 }
