@@ -10,7 +10,7 @@
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
 
-use oxmpi::handle::comm::{comm_typed, CommHandle};
+use oxmpi::handle::comm::{comm_typed, with_typed, CommHandle};
 use oxmpi::handle::env;
 use oxmpi::handle::request::{AnyDone, RequestId, Requests, SendMode};
 use oxmpi::{Communicator, ErrorClass, Result, Single, Source, Status, Tag};
@@ -145,13 +145,12 @@ unsafe fn send(
             packed.buf_ref()
         }
     };
-    let comm = typed(c)?;
-    match mode {
+    with_typed(comm(c), |comm| match mode {
         SendMode::Standard => comm.send(data, dest, t),
         SendMode::Synchronous => comm.synchronous_send(data, dest, t),
         SendMode::Ready => comm.ready_send(data, dest, t),
         SendMode::Buffered => comm.buffered_send(data, dest, t),
-    }
+    })
 }
 
 /// Starts a send of `n` elements of `dt` at `buf` in `mode`, or makes it persistent.
@@ -177,35 +176,36 @@ unsafe fn isend(
     if out.is_null() {
         return Err(err(ErrorClass::Arg, name, "request is NULL"));
     }
-    let comm = typed(c)?;
-    let (ptr, len, mut staged) = match d {
-        Data::Bytes { offset, len } => {
-            // SAFETY: forwarded from our caller.
-            let data = unsafe { send_buf(name, at(buf, offset), len)? };
-            (data.as_ptr(), len, None)
-        }
-        Data::Typed { ty, count, len } => {
-            // SAFETY: forwarded from our caller.
-            let mut s = unsafe { Staged::send(ty, buf, count, len, persistent) };
-            (s.bytes().as_ptr(), len, Some(s))
-        }
-    };
-    let id = with_requests(name, |r| {
-        // SAFETY: the caller keeps the buffer valid while the request is active; a staged
-        // buffer is held with the request until it completes.
-        unsafe {
-            if persistent {
-                r.send_init(&comm, mode, ptr, len, dest, t)
-            } else {
-                r.isend(&comm, mode, ptr, len, dest, t)
+    with_typed(comm(c), |comm| {
+        let (ptr, len, mut staged) = match d {
+            Data::Bytes { offset, len } => {
+                // SAFETY: forwarded from our caller.
+                let data = unsafe { send_buf(name, at(buf, offset), len)? };
+                (data.as_ptr(), len, None)
             }
+            Data::Typed { ty, count, len } => {
+                // SAFETY: forwarded from our caller.
+                let mut s = unsafe { Staged::send(ty, buf, count, len, persistent) };
+                (s.bytes().as_ptr(), len, Some(s))
+            }
+        };
+        let id = with_requests(name, |r| {
+            // SAFETY: the caller keeps the buffer valid while the request is active; a staged
+            // buffer is held with the request until it completes.
+            unsafe {
+                if persistent {
+                    r.send_init(&comm, mode, ptr, len, dest, t)
+                } else {
+                    r.isend(&comm, mode, ptr, len, dest, t)
+                }
+            }
+        })?;
+        if let Some(s) = staged.take() {
+            staging::hold(id, s);
         }
-    })?;
-    if let Some(s) = staged.take() {
-        staging::hold(id, s);
-    }
-    // SAFETY: `out` is non-null and valid by contract.
-    unsafe { put(name, out, req_handle(id)) }
+        // SAFETY: `out` is non-null and valid by contract.
+        unsafe { put(name, out, req_handle(id)) }
+    })
 }
 
 /// Starts a receive into `n` elements of `dt` at `buf`, or makes it persistent.
@@ -229,34 +229,35 @@ unsafe fn irecv(
     if out.is_null() {
         return Err(err(ErrorClass::Arg, name, "request is NULL"));
     }
-    let comm = typed(c)?;
-    let (ptr, len, mut staged) = match d {
-        Data::Bytes { offset, len } => {
-            // SAFETY: forwarded from our caller.
-            let data = unsafe { recv_buf(name, at_mut(buf, offset), len)? };
-            (data.as_mut_ptr(), len, None)
-        }
-        Data::Typed { ty, count, len } => {
-            let mut s = Staged::recv(ty, buf, count, len, persistent);
-            (s.bytes().as_mut_ptr(), len, Some(s))
-        }
-    };
-    let id = with_requests(name, |r| {
-        // SAFETY: the caller keeps the buffer valid and unused while the request is active;
-        // a staged buffer is held with the request until it completes.
-        unsafe {
-            if persistent {
-                r.recv_init(&comm, ptr, len, source(src), tag(t))
-            } else {
-                r.irecv(&comm, ptr, len, source(src), tag(t))
+    with_typed(comm(c), |comm| {
+        let (ptr, len, mut staged) = match d {
+            Data::Bytes { offset, len } => {
+                // SAFETY: forwarded from our caller.
+                let data = unsafe { recv_buf(name, at_mut(buf, offset), len)? };
+                (data.as_mut_ptr(), len, None)
             }
+            Data::Typed { ty, count, len } => {
+                let mut s = Staged::recv(ty, buf, count, len, persistent);
+                (s.bytes().as_mut_ptr(), len, Some(s))
+            }
+        };
+        let id = with_requests(name, |r| {
+            // SAFETY: the caller keeps the buffer valid and unused while the request is active;
+            // a staged buffer is held with the request until it completes.
+            unsafe {
+                if persistent {
+                    r.recv_init(&comm, ptr, len, source(src), tag(t))
+                } else {
+                    r.irecv(&comm, ptr, len, source(src), tag(t))
+                }
+            }
+        })?;
+        if let Some(s) = staged.take() {
+            staging::hold(id, s);
         }
-    })?;
-    if let Some(s) = staged.take() {
-        staging::hold(id, s);
-    }
-    // SAFETY: `out` is non-null and valid by contract.
-    unsafe { put(name, out, req_handle(id)) }
+        // SAFETY: `out` is non-null and valid by contract.
+        unsafe { put(name, out, req_handle(id)) }
+    })
 }
 
 /// `MPI_Isendrecv` (and, with a null `sbuf`, `MPI_Isendrecv_replace`: the send is a copy
@@ -1189,38 +1190,39 @@ unsafe fn recv(
 ) -> Result<()> {
     let d = data(name, n, dt as usize, buf.cast_const())?;
     check_recv_tag(name, t)?;
-    let comm = typed(c)?;
-    let st = match d {
-        Data::Bytes { offset, len } => {
-            // SAFETY: forwarded from our caller.
-            let data = unsafe { recv_buf(name, at_mut(buf, offset), len)? };
-            comm.receive_into(data, source(src), tag(t))
-        }
-        Data::Typed { ty, count, len } => {
-            let mut s = Staged::recv(ty, buf, count, len, false);
-            let st = comm.receive_into(s.bytes(), source(src), tag(t));
-            if let Ok(st) = &st {
-                // SAFETY: `buf` holds the elements, writable by the caller's contract.
-                unsafe { s.unpack(st.bytes()) };
+    with_typed(comm(c), |comm| {
+        let st = match d {
+            Data::Bytes { offset, len } => {
+                // SAFETY: forwarded from our caller.
+                let data = unsafe { recv_buf(name, at_mut(buf, offset), len)? };
+                comm.receive_into(data, source(src), tag(t))
             }
-            st
-        }
-    };
-    match st {
-        Ok(st) => {
-            // SAFETY: forwarded from our caller.
-            unsafe { put_status(status, &st) };
-            Ok(())
-        }
-        Err(e) => {
-            // A truncated message still reports who sent it.
-            if !status.is_null() {
-                // SAFETY: non-null, valid by the caller's contract.
-                unsafe { (*status).error = e.class() as c_int };
+            Data::Typed { ty, count, len } => {
+                let mut s = Staged::recv(ty, buf, count, len, false);
+                let st = comm.receive_into(s.bytes(), source(src), tag(t));
+                if let Ok(st) = &st {
+                    // SAFETY: `buf` holds the elements, writable by the caller's contract.
+                    unsafe { s.unpack(st.bytes()) };
+                }
+                st
             }
-            Err(e)
+        };
+        match st {
+            Ok(st) => {
+                // SAFETY: forwarded from our caller.
+                unsafe { put_status(status, &st) };
+                Ok(())
+            }
+            Err(e) => {
+                // A truncated message still reports who sent it.
+                if !status.is_null() {
+                    // SAFETY: non-null, valid by the caller's contract.
+                    unsafe { (*status).error = e.class() as c_int };
+                }
+                Err(e)
+            }
         }
-    }
+    })
 }
 
 /// The error a completed operation's status carries, as the call's result.

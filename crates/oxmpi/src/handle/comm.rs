@@ -421,6 +421,43 @@ pub fn comm_delete_attr(c: CommHandle, k: KeyvalHandle) -> Result<()> {
     comm.state.attrs.delete(c.0, &def).map(drop)
 }
 
+thread_local! {
+    /// `MPI_COMM_WORLD` and `MPI_COMM_SELF` as this thread's typed communicators, made on the
+    /// thread's first call after init: [`with_typed`] lends them without the table's lock and
+    /// without counting references (six atomic read-modify-writes per call otherwise, each
+    /// draining the store buffer behind the message just written).
+    static TYPED: std::cell::OnceCell<[crate::Communicator<crate::Single>; 2]> =
+        const { std::cell::OnceCell::new() };
+}
+
+/// Runs `f` on the communicator behind `c` as a [`Single`](crate::Single) communicator, as
+/// [`comm_typed`] gives it (same checks, same errors), lending `MPI_COMM_WORLD` and
+/// `MPI_COMM_SELF` from a per-thread copy: the C ABI's point-to-point calls go through here.
+pub fn with_typed<R>(
+    c: CommHandle,
+    f: impl FnOnce(&crate::Communicator<crate::Single>) -> Result<R>,
+) -> Result<R> {
+    let i = match c {
+        CommHandle::WORLD => 0,
+        CommHandle::SELF => 1,
+        _ => return f(&comm_typed::<crate::Single>(c)?),
+    };
+    // Init, finalize and the calling thread are checked on every call, as `get` does.
+    runtime("comm_typed")?;
+    TYPED.with(|t| {
+        if let Some(both) = t.get() {
+            return f(&both[i]);
+        }
+        let both = PREDEFINED
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|b| b.clone().map(crate::Communicator::from_comm))
+            .ok_or_else(|| bad_comm("comm_typed", c))?;
+        f(&t.get_or_init(|| both)[i])
+    })
+}
+
 /// A typed handle to the communicator behind `c`, for the typed API's operations
 /// (point-to-point, collectives) in a program initialized through [`init_thread`]. `L` may
 /// not promise more threading than the level in force ([`ErrorClass::Other`] otherwise), so
