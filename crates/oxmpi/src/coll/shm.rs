@@ -618,8 +618,17 @@ impl<L: ThreadLevel> Communicator<L> {
             return Err(e);
         }
         let root = root.map(|r| r as usize);
-        let work = reduce_slice(&kernel, &all, me as usize, root, send, recv);
-        self.shm_finish(at, "reduce", work).map(|()| true)
+        // A user operation may panic: the peers still need our final arrival first.
+        let work = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            reduce_slice(&kernel, &all, me as usize, root, send, recv)
+        }));
+        match work {
+            Ok(work) => self.shm_finish(at, "reduce", work).map(|()| true),
+            Err(panic) => {
+                let _ = self.shm_settle(at, false);
+                std::panic::resume_unwind(panic)
+            }
+        }
     }
 
     /// Whether this process may copy between processes now.
