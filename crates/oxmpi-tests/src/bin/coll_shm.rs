@@ -193,11 +193,20 @@ fn mismatched_large_counts(c: &Communicator) {
         );
     }
     let mut s = [1i64];
-    must("allreduce after errors", c.all_reduce_in_place(&mut s[..], Op::Sum));
+    must(
+        "allreduce after errors",
+        c.all_reduce_in_place(&mut s[..], Op::Sum),
+    );
     check!(s[0] == p as i64, "allreduce after errors");
     let mut big = vec![me as i64; n];
-    must("large allreduce after errors", c.all_reduce_in_place(&mut big[..], Op::Max));
-    check!(big.iter().all(|&x| x == p as i64 - 1), "large allreduce after errors");
+    must(
+        "large allreduce after errors",
+        c.all_reduce_in_place(&mut big[..], Op::Max),
+    );
+    check!(
+        big.iter().all(|&x| x == p as i64 - 1),
+        "large allreduce after errors"
+    );
 }
 
 fn main() {

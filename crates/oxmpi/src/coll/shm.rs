@@ -638,3 +638,115 @@ impl<L: ThreadLevel> Communicator<L> {
             .with(|e| Ok::<_, Error>(node_of(e)?.single_copy()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `inout = input ∘ inout` for affine maps `x ↦ a·x + b` (mod 2³²) packed as `a << 32 | b`,
+    /// applying `input` first: associative but not commutative, so any change of the rank
+    /// order shows in the result.
+    fn compose(input: &[u8], inout: &mut [u8]) {
+        for (i, o) in input.chunks_exact(8).zip(inout.chunks_exact_mut(8)) {
+            let f = u64::from_le_bytes(i.try_into().unwrap());
+            let g = u64::from_le_bytes((&*o).try_into().unwrap());
+            let (fa, fb, ga, gb) = (f >> 32, f & 0xffff_ffff, g >> 32, g & 0xffff_ffff);
+            let a = (ga * fa) & 0xffff_ffff;
+            let b = (ga * fb + gb) & 0xffff_ffff;
+            o.copy_from_slice(&(a << 32 | b).to_le_bytes());
+        }
+    }
+
+    fn val(r: usize, j: usize) -> u64 {
+        let a = (r * 7 + j * 3) as u64 % 1000 + 1;
+        let b = (r * 13 + j) as u64 % 997;
+        a << 32 | b
+    }
+
+    /// Every rank's `reduce_slice` run in this process (single copies to and from our own
+    /// pid), against a serial left-to-right fold; in place and not, to all or to a root.
+    #[test]
+    fn slices_combine_in_rank_order_across_pieces() {
+        let pid = std::process::id() as i32;
+        let kernel = Kernel::Fn(compose);
+        // Counts below p, inside one piece, and across several 64 KiB pieces.
+        for (p, n) in [
+            (1, 5),
+            (3, 2),
+            (3, 1000),
+            (4, 3 * REDUCE_CHUNK / 8 + 5),
+            (6, 20_000),
+        ] {
+            let want: Vec<u64> = (0..n)
+                .map(|j| {
+                    let mut acc = val(0, j).to_le_bytes();
+                    for r in 1..p {
+                        let mut next = val(r, j).to_le_bytes();
+                        compose(&acc, &mut next);
+                        acc = next;
+                    }
+                    u64::from_le_bytes(acc)
+                })
+                .collect();
+            for (in_place, root) in [(false, None), (true, None), (false, Some(p - 1))] {
+                let inputs: Vec<Vec<u64>> = (0..p)
+                    .map(|r| (0..n).map(|j| val(r, j)).collect())
+                    .collect();
+                let mut outs: Vec<Vec<u64>> = if in_place {
+                    inputs.clone()
+                } else {
+                    vec![vec![0; n]; p]
+                };
+                let all: Vec<(Exposed, i32)> = (0..p)
+                    .map(|r| {
+                        let x = Exposed {
+                            ok: true,
+                            len: n * 8,
+                            input: if in_place {
+                                outs[r].as_ptr()
+                            } else {
+                                inputs[r].as_ptr()
+                            } as u64,
+                            output: outs[r].as_ptr() as u64,
+                        };
+                        assert_eq!(Exposed::decode(&x.encode()), x);
+                        (x, pid)
+                    })
+                    .collect();
+                for me in 0..p {
+                    let input = (!in_place).then(|| &inputs[me][..]);
+                    reduce_slice(&kernel, &all, me, root, input, &mut outs[me]).unwrap();
+                }
+                for (r, out) in outs.iter().enumerate() {
+                    if root.is_none_or(|root| root == r) {
+                        assert_eq!(out, &want, "p {p} n {n} in place {in_place} rank {r}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_refused_copy_is_an_error() {
+        let x = Exposed {
+            ok: true,
+            len: 64,
+            input: 8,
+            output: 8,
+        };
+        let all = [
+            (x, std::process::id() as i32),
+            (x, std::process::id() as i32),
+        ];
+        let mut out = [0u64; 8];
+        let e = reduce_slice(
+            &Kernel::Fn(compose),
+            &all,
+            0,
+            None,
+            Some(&[1u64; 8][..]),
+            &mut out,
+        );
+        assert_eq!(e.unwrap_err().class(), ErrorClass::Other);
+    }
+}
