@@ -34,3 +34,18 @@ fn shm_collectives_with_hosts_faked_apart() {
     run(4, "any", &[("OXMPI_HOST_OVERRIDE", "0,0,1,1")]);
     run(5, "any", &[("OXMPI_HOST_OVERRIDE", "0,1,0,1,0")]);
 }
+
+#[test]
+fn large_shm_paths_forced_at_every_size_and_switched_off() {
+    // Every size past the slots through single copies (crossovers at 1 byte), then single
+    // copies off: every member must fall back to messages together.
+    let low = [
+        ("OXMPI_COLL_SHM_ALLREDUCE_LONG", "1"),
+        ("OXMPI_COLL_SHM_REDUCE_LONG", "1"),
+        ("OXMPI_COLL_SHM_BCAST_LONG", "1"),
+    ];
+    for np in [2, 3, 5] {
+        run(np, "expect", &low);
+    }
+    run(3, "expect", &[("OXMPI_SINGLE_COPY", "0")]);
+}

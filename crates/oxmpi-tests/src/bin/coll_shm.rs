@@ -7,7 +7,7 @@
 //! (all ranks on this host); with `any`, channels are not checked (hosts faked apart).
 //! Exits non-zero on a mismatch.
 
-use oxmpi::{Communicator, Op, SplitType};
+use oxmpi::{Communicator, ErrorClass, Op, SplitType};
 use oxmpi_tests::{check, must};
 
 /// Element `j` of comm rank `r`'s contribution.
@@ -15,8 +15,10 @@ fn val(r: i32, j: usize) -> i64 {
     (r as i64 * 31 + j as i64 * 7) % 1009 - 500
 }
 
-/// Element counts exercised: inside the 1 KiB slots (1, 8 B, full) and just past them.
-const COUNTS: [usize; 5] = [1, 3, 64, 128, 129];
+/// Element counts exercised: inside the 1 KiB slots (1, 8 B, full), just past them, around
+/// the single-copy crossover (4 KiB by default), across the 64 KiB pieces of a rank's slice,
+/// and 1 MiB.
+const COUNTS: [usize; 10] = [1, 3, 64, 128, 129, 511, 512, 513, 24_577, 131_072];
 
 fn check_channel(c: &Communicator, expect: bool, what: &str) {
     if expect && c.size() >= 2 {
@@ -68,6 +70,45 @@ fn exercise(c: &Communicator, expect: bool, what: &str) {
         );
         let want: Vec<i64> = (0..n).map(|j| val(0, j)).collect();
         check!(first == want, "{what}: non-commutative allreduce n {n}");
+        let mut last = mine.clone();
+        let keep_last = Op::user::<i64>(false, |_, _| {});
+        must(
+            "allreduce user in place",
+            c.all_reduce_in_place(&mut last[..], keep_last),
+        );
+        let want: Vec<i64> = (0..n).map(|j| val(p - 1, j)).collect();
+        check!(
+            last == want,
+            "{what}: non-commutative allreduce in place n {n}"
+        );
+
+        // Other types: f64 (integral values, so every order of addition is exact), i32 and u8.
+        let f: Vec<f64> = mine.iter().map(|&x| x as f64).collect();
+        let mut fs = vec![0f64; n];
+        must(
+            "allreduce f64",
+            c.all_reduce_into(&f[..], &mut fs[..], Op::Sum),
+        );
+        check!(
+            fs.iter().zip(&sum).all(|(a, b)| *a == *b as f64),
+            "{what}: allreduce f64 n {n}"
+        );
+        let mut i = mine.iter().map(|&x| x as i32).collect::<Vec<_>>();
+        must("allreduce i32", c.all_reduce_in_place(&mut i[..], Op::Min));
+        let min: Vec<i32> = (0..n)
+            .map(|j| (0..p).map(|r| val(r, j) as i32).min().unwrap())
+            .collect();
+        check!(i == min, "{what}: allreduce i32 min n {n}");
+        let bits: Vec<u8> = mine.iter().map(|&x| x as u8).collect();
+        let mut or = vec![0u8; n];
+        must(
+            "allreduce u8",
+            c.all_reduce_into(&bits[..], &mut or[..], Op::BitwiseOr),
+        );
+        let want: Vec<u8> = (0..n)
+            .map(|j| (0..p).fold(0u8, |a, r| a | val(r, j) as u8))
+            .collect();
+        check!(or == want, "{what}: allreduce u8 bor n {n}");
 
         for root in 0..p {
             let mut out = vec![-1i64; n];
@@ -110,7 +151,7 @@ fn exercise(c: &Communicator, expect: bool, what: &str) {
         must("barrier", c.barrier());
     }
     // Bytes of odd lengths through the slots.
-    for len in [1usize, 7, 1024, 1025] {
+    for len in [1usize, 7, 1024, 1025, 4095, 4096, 100_001] {
         let want: Vec<u8> = (0..len).map(|i| (i * 13 + 5) as u8).collect();
         let mut b = if me == p - 1 {
             want.clone()
@@ -122,6 +163,52 @@ fn exercise(c: &Communicator, expect: bool, what: &str) {
     }
 }
 
+/// Large reductions and broadcasts whose counts differ between ranks (rank 1 passes more):
+/// rank 1 gets a count error, every other rank an error or its result, nobody hangs, and the
+/// communicator still works afterwards.
+fn mismatched_large_counts(c: &Communicator) {
+    let (p, me) = (c.size(), c.rank());
+    if p < 2 {
+        return;
+    }
+    let n = 1 << 17;
+    let extra = if me == 1 { 8 } else { 0 };
+    let mine = vec![1i64; n + extra];
+    let mut got = vec![0i64; n + extra];
+    let r = c.all_reduce_into(&mine[..], &mut got[..], Op::Sum);
+    if me == 1 {
+        let class = r.as_ref().err().map(|e| e.class());
+        check!(
+            matches!(class, Some(ErrorClass::Count | ErrorClass::Truncate)),
+            "allreduce with a larger count on rank 1 gave {class:?}"
+        );
+    }
+    let mut b = vec![3u8; (n + extra) * 8];
+    let r = c.broadcast_into(0, &mut b[..]);
+    if me == 1 {
+        let class = r.as_ref().err().map(|e| e.class());
+        check!(
+            matches!(class, Some(ErrorClass::Count | ErrorClass::Truncate)),
+            "bcast with a larger count on rank 1 gave {class:?}"
+        );
+    }
+    let mut s = [1i64];
+    must(
+        "allreduce after errors",
+        c.all_reduce_in_place(&mut s[..], Op::Sum),
+    );
+    check!(s[0] == p as i64, "allreduce after errors");
+    let mut big = vec![me as i64; n];
+    must(
+        "large allreduce after errors",
+        c.all_reduce_in_place(&mut big[..], Op::Max),
+    );
+    check!(
+        big.iter().all(|&x| x == p as i64 - 1),
+        "large allreduce after errors"
+    );
+}
+
 fn main() {
     let expect = std::env::args().nth(1).as_deref() == Some("expect");
     let universe = oxmpi::init().expect("init");
@@ -129,6 +216,7 @@ fn main() {
     let p = world.size();
     let me = world.rank();
 
+    exercise(&world, false, "world");
     let dup = must("dup", world.duplicate());
     exercise(&dup, expect, "dup");
     let halves = must("split", world.split(me % 2, p - me)).expect("a color");
@@ -148,6 +236,11 @@ fn main() {
         );
     }
     drop((halves, shared, cart));
+    // Only where the single-copy path runs: message algorithms need not detect differing
+    // counts (the program is erroneous).
+    if expect && std::env::var("OXMPI_SINGLE_COPY").as_deref() != Ok("0") {
+        mismatched_large_counts(&dup);
+    }
 
     // Two communicators used interleaved: each keeps its own arrival numbers.
     let other = must("dup 2", world.duplicate());

@@ -135,6 +135,12 @@ impl<L: ThreadLevel> Communicator<L> {
                 if let Some(at) = self.shm_fits(bytes.len())? {
                     return self.shm_bcast(at, r, bytes);
                 }
+                let min = super::select::crossovers().shm_bcast_long;
+                if let Some(at) = self.shm_large(bytes.len(), min)? {
+                    if self.shm_bcast_large(at, r, bytes)? {
+                        return Ok(());
+                    }
+                }
             }
         }
         self.coll_run(self.bcast_plan("broadcast", root, bytes, elem)?)
@@ -696,6 +702,12 @@ impl<L: ThreadLevel> Communicator<L> {
             if fine {
                 if let Some(at) = self.shm_fits(n * size_of::<T>())? {
                     return self.shm_reduce(at, Some(r), send, recv, op);
+                }
+                let min = super::select::crossovers().shm_reduce_long;
+                if let Some(at) = self.shm_large(n * size_of::<T>(), min)? {
+                    if self.shm_reduce_large(at, Some(r), send, recv, op)? {
+                        return Ok(());
+                    }
                 }
             }
         }

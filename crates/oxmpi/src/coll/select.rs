@@ -66,6 +66,12 @@ coll_tunables! {
         "alltoall blocks of at most this many bytes on 8+ ranks: Bruck";
     alltoall_pairwise = 32768, "OXMPI_COLL_ALLTOALL_PAIRWISE",
         "alltoall blocks of at least this many bytes: pairwise exchange (else everything posted at once)";
+    shm_allreduce_long = 32768, "OXMPI_COLL_SHM_ALLREDUCE_LONG",
+        "allreduce of at least this many bytes on a communicator within one host: shared-memory reduce-scatter with single copies between processes, instead of messages";
+    shm_reduce_long = 262144, "OXMPI_COLL_SHM_REDUCE_LONG",
+        "reduce of at least this many bytes on a communicator within one host: shared-memory reduce-scatter with single copies, each slice written to the root, instead of messages";
+    shm_bcast_long = 65536, "OXMPI_COLL_SHM_BCAST_LONG",
+        "bcast of at least this many bytes on a communicator within one host: every rank pulls the root's buffer with one copy, instead of messages";
     hierarchical = 1, "OXMPI_COLL_HIERARCHICAL",
         "1: node-aware two-level barrier/bcast/reduce/allreduce when a communicator spans several hosts; 0: flat only";
 }
@@ -186,6 +192,8 @@ pub fn algorithm_table() -> &'static [AlgorithmChoice] {
         };
     }
     t! {
+        "bcast", "single-copy pulls (shared memory)", "bytes >= OXMPI_COLL_SHM_BCAST_LONG, every rank on this host, single copy allowed: each rank reads the root's buffer once";
+        "reduce/allreduce", "shared-memory reduce-scatter", "bytes >= OXMPI_COLL_SHM_REDUCE_LONG (reduce) or OXMPI_COLL_SHM_ALLREDUCE_LONG (allreduce), every rank on this host, single copy allowed: each rank combines its slice from every rank's buffer in rank order and writes it to the receivers";
         "any", "node-aware (hierarchical)", "barrier/bcast/reduce/allreduce when the communicator spans 2+ hosts and some host has 2+ of its ranks, OXMPI_COLL_HIERARCHICAL=1, commutative op: across host leaders, then within each host";
         "barrier", "dissemination", "always (flat); ceil(log2 p) rounds";
         "bcast", "scatter + ring allgather", "bytes >= OXMPI_COLL_BCAST_LONG and p >= 4";

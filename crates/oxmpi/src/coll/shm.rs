@@ -7,6 +7,12 @@
 //! members agree on the lowest channel free in all of them with one allreduce (over
 //! messages), and the communicator keeps it until its last handle is dropped. Channels are
 //! few ([`CHANNELS`]); a communicator that finds none falls back to message algorithms.
+//!
+//! Large reductions and broadcasts use the same arrivals to exchange addresses and copy
+//! between processes with one system call per piece (`process_vm_readv`/`writev`): in a
+//! reduction each rank combines its own slice of the vector from every rank's input in rank
+//! order and writes the result into the receivers' buffers; in a broadcast every rank pulls
+//! the root's buffer. A final arrival keeps every buffer alive until all copies are done.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -14,9 +20,11 @@ use std::sync::{Mutex, OnceLock};
 use super::{bytes, bytes_mut};
 use crate::comm::Communicator;
 use crate::error::{Error, ErrorClass, Result};
+use crate::op::Kernel;
 use crate::op::{Op, Reducible};
 use crate::p2p::engine::Engine;
 use crate::threading::ThreadLevel;
+use crate::transport::shm::cma;
 use crate::transport::shm::node::{Meet, Node, CHANNELS, CHAN_BUSY};
 use crate::transport::shm::COLL_SLOT_BYTES;
 
@@ -38,6 +46,9 @@ pub(crate) struct ShmChannel {
     eligible: bool,
     /// The channel and the members' world ranks, once agreed (`None`: messages only).
     chan: OnceLock<Option<(usize, Vec<u32>)>>,
+    /// Whether every member can copy straight from every other (probed together on the
+    /// first large shared-memory collective, so all members agree).
+    single_copy: OnceLock<bool>,
 }
 
 /// `OXMPI_SHM_COLL_COMMS`, read once (an unreadable configuration failed `init` already).
@@ -52,6 +63,7 @@ impl ShmChannel {
         ShmChannel {
             eligible,
             chan: OnceLock::new(),
+            single_copy: OnceLock::new(),
         }
     }
 }
@@ -66,6 +78,120 @@ impl Drop for ShmChannel {
             PENDING.store(true, Ordering::Release);
         }
     }
+}
+
+/// Bytes of a rank's slice combined at a time in a shared-memory reduce-scatter: the two
+/// buffers of one piece stay in cache while every rank's input streams through them.
+const REDUCE_CHUNK: usize = 64 * 1024;
+
+/// What a rank publishes with the first arrival of a single-copy collective.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Exposed {
+    /// Whether it may copy between processes.
+    ok: bool,
+    /// Bytes it contributes (or expects, for a broadcast).
+    len: usize,
+    /// Address of its input (a broadcast root's buffer).
+    input: u64,
+    /// Address of its output, where others write results (0 when it receives none).
+    output: u64,
+}
+
+/// Bytes of an encoded [`Exposed`].
+const EXPOSED_BYTES: usize = 32;
+
+impl Exposed {
+    fn encode(&self) -> [u8; EXPOSED_BYTES] {
+        let mut b = [0u8; EXPOSED_BYTES];
+        b[..8].copy_from_slice(&u64::from(self.ok).to_le_bytes());
+        b[8..16].copy_from_slice(&(self.len as u64).to_le_bytes());
+        b[16..24].copy_from_slice(&self.input.to_le_bytes());
+        b[24..].copy_from_slice(&self.output.to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8; EXPOSED_BYTES]) -> Self {
+        let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        Exposed {
+            ok: word(0) == 1,
+            len: word(8) as usize,
+            input: word(16),
+            output: word(24),
+        }
+    }
+}
+
+/// The error of a cross-process copy that failed after every member had agreed to use them.
+fn copy_error(call: &str, what: &str, rank: usize, e: std::io::Error) -> Error {
+    Error::new(
+        ErrorClass::Other,
+        format!("{call}: cross-process copy {what} rank {rank} failed: {e}"),
+    )
+}
+
+/// Combines this rank's slice (elements `me·n/p .. (me+1)·n/p`) of every rank's input, in
+/// rank order, and writes it into the output of every receiver (`root`, or all ranks).
+/// `input` is `None` in place (then `out` holds this rank's input).
+fn reduce_slice<T: Reducible>(
+    kernel: &Kernel,
+    all: &[(Exposed, i32)],
+    me: usize,
+    root: Option<usize>,
+    input: Option<&[T]>,
+    out: &mut [T],
+) -> Result<()> {
+    let (p, n, es) = (
+        all.len(),
+        input.map_or(out.len(), <[T]>::len),
+        size_of::<T>(),
+    );
+    let (lo, hi) = (me * n / p, (me + 1) * n / p);
+    if lo == hi {
+        return Ok(());
+    }
+    let ch = (REDUCE_CHUNK / es).max(1).min(hi - lo);
+    let (mut acc, mut tmp) = (vec![T::zeroed(); ch], vec![T::zeroed(); ch]);
+    let receivers = root.map_or(0..p, |r| r..r + 1);
+    let mut a = lo;
+    while a < hi {
+        let b = (a + ch).min(hi);
+        let (off, acc) = ((a * es) as u64, bytes_mut(&mut acc[..b - a]));
+        let tmp = bytes_mut(&mut tmp[..b - a]);
+        // x_{p-1} first, then x_k ⊕ acc downwards: the rank order MPI fixes for
+        // non-commutative operations, and the same bits on every receiver.
+        for k in (0..p).rev() {
+            let (x, pid) = all[k];
+            if k == me {
+                let mine = match input {
+                    Some(s) => bytes(&s[a..b]),
+                    None => bytes(&out[a..b]),
+                };
+                if k == p - 1 {
+                    acc.copy_from_slice(mine);
+                } else {
+                    kernel.call(mine, acc);
+                }
+                continue;
+            }
+            let dst = if k == p - 1 { &mut *acc } else { &mut *tmp };
+            cma::read_from(pid, x.input + off, dst)
+                .map_err(|e| copy_error("reduce", "from", k, e))?;
+            if k != p - 1 {
+                kernel.call(tmp, acc);
+            }
+        }
+        for q in receivers.clone() {
+            if q == me {
+                bytes_mut(&mut out[a..b]).copy_from_slice(acc);
+            } else {
+                let (x, pid) = all[q];
+                cma::write_to(pid, x.output + off, acc)
+                    .map_err(|e| copy_error("reduce", "to", q, e))?;
+            }
+        }
+        a = b;
+    }
+    Ok(())
 }
 
 /// The engine's intra-host collective helpers, which `shm_meet` found.
@@ -319,5 +445,308 @@ impl<L: ThreadLevel> Communicator<L> {
             }
             Ok(())
         })
+    }
+
+    /// Where a large reduction or broadcast of `len` bytes (at least `min`) can meet for
+    /// single copies, if every member is on this host and none has found them refused.
+    pub(super) fn shm_large(&self, len: usize, min: usize) -> Result<Option<Meet>> {
+        if len <= COLL_SLOT_BYTES || len < min || self.state.shm.single_copy.get() == Some(&false) {
+            return Ok(None);
+        }
+        self.shm_meet()
+    }
+
+    /// Arrives with `ok` after a phase and waits for everyone; whether every member was ok.
+    fn shm_settle(&self, at: Meet, ok: bool) -> Result<bool> {
+        let n = self.shm_arrive(at, &[u8::from(ok)])?;
+        self.shm_coll_wait(at, n)?;
+        self.rt.engine.with(|e| -> Result<bool> {
+            let node = node_of(e)?;
+            for &w in &self.state.members {
+                if node.slot_len(at, w, n)? != 1 {
+                    return Err(Error::new(
+                        ErrorClass::Intern,
+                        "shared-memory collective: members out of step",
+                    ));
+                }
+                // SAFETY: `w` published one byte with arrival `n`, which we saw; it does not
+                // rewrite that slot before we arrive at `n + 1`.
+                if unsafe { node.slot(at, w, n)?.read() } != 1 {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        })
+    }
+
+    /// Enters a single-copy collective with `mine` and returns every member's exposure and
+    /// pid, or `None` when some member cannot copy between processes (then every member
+    /// returns `None` and falls back to messages). The first time on this communicator the
+    /// members also try one small copy from each peer and agree on the outcome.
+    fn shm_expose(&self, at: Meet, mine: Exposed) -> Result<Option<Vec<(Exposed, i32)>>> {
+        let n = self.shm_arrive(at, &mine.encode())?;
+        self.shm_coll_wait(at, n)?;
+        let all = self.rt.engine.with(|e| -> Result<Vec<(Exposed, i32)>> {
+            let node = node_of(e)?;
+            let mut all = Vec::with_capacity(self.state.members.len());
+            for &w in &self.state.members {
+                if node.slot_len(at, w, n)? != EXPOSED_BYTES {
+                    return Err(Error::new(
+                        ErrorClass::Count,
+                        "collective: counts differ between ranks (a rank took the small-message path)",
+                    ));
+                }
+                let slot = node.slot(at, w, n)?.cast::<[u8; EXPOSED_BYTES]>();
+                // SAFETY: `w` published EXPOSED_BYTES bytes with arrival `n`, which we saw,
+                // in a live mapping (slots are 64-byte aligned); it does not rewrite them
+                // before we arrive at `n + 1`.
+                let x = Exposed::decode(unsafe { &*slot });
+                all.push((x, node.pid_of(w)?));
+            }
+            Ok(all)
+        })?;
+        let everyone = all.iter().all(|(x, _)| x.ok);
+        if self.state.shm.single_copy.get().is_none() {
+            // One probe per communicator, by all members together: a kernel that refuses
+            // cross-process copies (ptrace policy) must send every member to messages
+            // before anyone has written into another's buffer.
+            let me = self.state.rank as usize;
+            let mut ok = everyone;
+            for (k, (x, pid)) in all.iter().enumerate() {
+                let mut probe = [0u8; 1];
+                if ok && k != me && x.len > 0 && cma::read_from(*pid, x.input, &mut probe).is_err()
+                {
+                    ok = false;
+                    self.rt.engine.with(|e| {
+                        node_of(e)?.single_copy_refused();
+                        Ok::<_, Error>(())
+                    })?;
+                }
+            }
+            let agreed = self.shm_settle(at, ok)?;
+            let _ = self.state.shm.single_copy.set(agreed);
+            if !agreed {
+                return Ok(None);
+            }
+        } else if !everyone {
+            return Ok(None);
+        }
+        Ok(Some(all))
+    }
+
+    /// Finishes a single-copy collective after this rank's copies (`work`): waits until
+    /// every member's are done (so no buffer is released early) and reports a failure of
+    /// any member on every member.
+    fn shm_finish(&self, at: Meet, call: &str, work: Result<()>) -> Result<()> {
+        if work.is_err() {
+            self.rt.engine.with(|e| {
+                node_of(e)?.single_copy_refused();
+                Ok::<_, Error>(())
+            })?;
+        }
+        let all_ok = self.shm_settle(at, work.is_ok())?;
+        work?;
+        if !all_ok {
+            return Err(Error::new(
+                ErrorClass::Other,
+                format!("{call}: a cross-process copy of another rank failed"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Large broadcast: every rank but `root` pulls the root's buffer with one copy.
+    /// `Ok(false)`: single copies are unavailable; every member falls back to messages.
+    pub(super) fn shm_bcast_large(&self, at: Meet, root: u32, buf: &mut [u8]) -> Result<bool> {
+        let mine = Exposed {
+            ok: self.shm_single_copy()?,
+            len: buf.len(),
+            input: buf.as_ptr() as u64,
+            output: 0,
+        };
+        let Some(all) = self.shm_expose(at, mine)? else {
+            return Ok(false);
+        };
+        let r = root as usize;
+        // Every member checks every length, so all of them fail together.
+        let want = all[r].0.len;
+        if let Some((k, (x, _))) = all.iter().enumerate().find(|(_, (x, _))| x.len != want) {
+            let e = count_mismatch("broadcast", k as u32, x.len, want);
+            self.shm_settle(at, false)?;
+            return Err(e);
+        }
+        let work = if self.state.rank == root {
+            Ok(())
+        } else {
+            let (x, pid) = all[r];
+            cma::read_from(pid, x.input, buf).map_err(|e| copy_error("broadcast", "from", r, e))
+        };
+        self.shm_finish(at, "broadcast", work).map(|()| true)
+    }
+
+    /// Large reduction as a shared-memory reduce-scatter: each rank combines its slice of
+    /// every rank's input and writes it to `root` (every rank for an allreduce).
+    /// `Ok(false)`: single copies are unavailable; every member falls back to messages.
+    pub(super) fn shm_reduce_large<T: Reducible>(
+        &self,
+        at: Meet,
+        root: Option<u32>,
+        send: Option<&[T]>,
+        recv: &mut [T],
+        op: &Op,
+    ) -> Result<bool> {
+        let kernel = op.kernel_for::<T>()?;
+        let me = self.state.rank;
+        let input = send.map_or(recv.as_ptr(), <[T]>::as_ptr);
+        let len = size_of_val(send.unwrap_or(recv));
+        let mine = Exposed {
+            ok: self.shm_single_copy()?,
+            len,
+            input: input as u64,
+            output: if root.is_none_or(|r| r == me) {
+                recv.as_ptr() as u64
+            } else {
+                0
+            },
+        };
+        let Some(all) = self.shm_expose(at, mine)? else {
+            return Ok(false);
+        };
+        if let Some((k, (x, _))) = all.iter().enumerate().find(|(_, (x, _))| x.len != len) {
+            let e = count_mismatch("reduce", k as u32, x.len, len);
+            self.shm_settle(at, false)?;
+            return Err(e);
+        }
+        let root = root.map(|r| r as usize);
+        // A user operation may panic: the peers still need our final arrival first.
+        let work = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            reduce_slice(&kernel, &all, me as usize, root, send, recv)
+        }));
+        match work {
+            Ok(work) => self.shm_finish(at, "reduce", work).map(|()| true),
+            Err(panic) => {
+                let _ = self.shm_settle(at, false);
+                std::panic::resume_unwind(panic)
+            }
+        }
+    }
+
+    /// Whether this process may copy between processes now.
+    fn shm_single_copy(&self) -> Result<bool> {
+        self.rt
+            .engine
+            .with(|e| Ok::<_, Error>(node_of(e)?.single_copy()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `inout = input ∘ inout` for affine maps `x ↦ a·x + b` (mod 2³²) packed as `a << 32 | b`,
+    /// applying `input` first: associative but not commutative, so any change of the rank
+    /// order shows in the result.
+    fn compose(input: &[u8], inout: &mut [u8]) {
+        for (i, o) in input.chunks_exact(8).zip(inout.chunks_exact_mut(8)) {
+            let f = u64::from_le_bytes(i.try_into().unwrap());
+            let g = u64::from_le_bytes((&*o).try_into().unwrap());
+            let (fa, fb, ga, gb) = (f >> 32, f & 0xffff_ffff, g >> 32, g & 0xffff_ffff);
+            let a = (ga * fa) & 0xffff_ffff;
+            let b = (ga * fb + gb) & 0xffff_ffff;
+            o.copy_from_slice(&(a << 32 | b).to_le_bytes());
+        }
+    }
+
+    fn val(r: usize, j: usize) -> u64 {
+        let a = (r * 7 + j * 3) as u64 % 1000 + 1;
+        let b = (r * 13 + j) as u64 % 997;
+        a << 32 | b
+    }
+
+    /// Every rank's `reduce_slice` run in this process (single copies to and from our own
+    /// pid), against a serial left-to-right fold; in place and not, to all or to a root.
+    #[test]
+    fn slices_combine_in_rank_order_across_pieces() {
+        let pid = std::process::id() as i32;
+        let kernel = Kernel::Fn(compose);
+        // Counts below p, inside one piece, and across several 64 KiB pieces.
+        for (p, n) in [
+            (1, 5),
+            (3, 2),
+            (3, 1000),
+            (4, 3 * REDUCE_CHUNK / 8 + 5),
+            (6, 20_000),
+        ] {
+            let want: Vec<u64> = (0..n)
+                .map(|j| {
+                    let mut acc = val(0, j).to_le_bytes();
+                    for r in 1..p {
+                        let mut next = val(r, j).to_le_bytes();
+                        compose(&acc, &mut next);
+                        acc = next;
+                    }
+                    u64::from_le_bytes(acc)
+                })
+                .collect();
+            for (in_place, root) in [(false, None), (true, None), (false, Some(p - 1))] {
+                let inputs: Vec<Vec<u64>> = (0..p)
+                    .map(|r| (0..n).map(|j| val(r, j)).collect())
+                    .collect();
+                let mut outs: Vec<Vec<u64>> = if in_place {
+                    inputs.clone()
+                } else {
+                    vec![vec![0; n]; p]
+                };
+                let all: Vec<(Exposed, i32)> = (0..p)
+                    .map(|r| {
+                        let x = Exposed {
+                            ok: true,
+                            len: n * 8,
+                            input: if in_place {
+                                outs[r].as_ptr()
+                            } else {
+                                inputs[r].as_ptr()
+                            } as u64,
+                            output: outs[r].as_ptr() as u64,
+                        };
+                        assert_eq!(Exposed::decode(&x.encode()), x);
+                        (x, pid)
+                    })
+                    .collect();
+                for me in 0..p {
+                    let input = (!in_place).then(|| &inputs[me][..]);
+                    reduce_slice(&kernel, &all, me, root, input, &mut outs[me]).unwrap();
+                }
+                for (r, out) in outs.iter().enumerate() {
+                    if root.is_none_or(|root| root == r) {
+                        assert_eq!(out, &want, "p {p} n {n} in place {in_place} rank {r}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_refused_copy_is_an_error() {
+        let x = Exposed {
+            ok: true,
+            len: 64,
+            input: 8,
+            output: 8,
+        };
+        let all = [
+            (x, std::process::id() as i32),
+            (x, std::process::id() as i32),
+        ];
+        let mut out = [0u64; 8];
+        let e = reduce_slice(
+            &Kernel::Fn(compose),
+            &all,
+            0,
+            None,
+            Some(&[1u64; 8][..]),
+            &mut out,
+        );
+        assert_eq!(e.unwrap_err().class(), ErrorClass::Other);
     }
 }

@@ -107,6 +107,17 @@ pub trait Node {
 
     /// Frees memory from [`alloc_mem`](Self::alloc_mem).
     fn free_mem(&mut self, ptr: *mut u8, len: usize);
+
+    /// Whether collectives may copy straight between processes (`process_vm_readv`/`writev`):
+    /// on by configuration (`OXMPI_SINGLE_COPY`) and not refused by the kernel so far.
+    fn single_copy(&self) -> bool;
+
+    /// Records that the kernel refused a cross-process copy: neither collectives nor the
+    /// protocol try one again.
+    fn single_copy_refused(&mut self);
+
+    /// The process id of `rank` (ourselves or a mapped local peer), read from its segment.
+    fn pid_of(&mut self, rank: u32) -> Result<i32>;
 }
 
 /// Offset of the arrival counter of `at` in a segment.
@@ -298,6 +309,22 @@ impl Node for ShmLink {
         if let Some(a) = &mut self.arena {
             a.free(ptr, len);
         }
+    }
+
+    fn single_copy(&self) -> bool {
+        self.cma
+    }
+
+    fn single_copy_refused(&mut self) {
+        self.cma = false;
+        self.limits.put = false;
+    }
+
+    fn pid_of(&mut self, rank: u32) -> Result<i32> {
+        if rank == self.me {
+            return Ok(self.pid as i32);
+        }
+        Ok(self.peer(rank)?.pid)
     }
 }
 
