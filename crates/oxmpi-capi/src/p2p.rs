@@ -194,9 +194,9 @@ unsafe fn isend(
             // buffer is held with the request until it completes.
             unsafe {
                 if persistent {
-                    r.send_init(&comm, mode, ptr, len, dest, t)
+                    r.send_init(comm, mode, ptr, len, dest, t)
                 } else {
-                    r.isend(&comm, mode, ptr, len, dest, t)
+                    r.isend(comm, mode, ptr, len, dest, t)
                 }
             }
         })?;
@@ -246,9 +246,9 @@ unsafe fn irecv(
             // a staged buffer is held with the request until it completes.
             unsafe {
                 if persistent {
-                    r.recv_init(&comm, ptr, len, source(src), tag(t))
+                    r.recv_init(comm, ptr, len, source(src), tag(t))
                 } else {
-                    r.irecv(&comm, ptr, len, source(src), tag(t))
+                    r.irecv(comm, ptr, len, source(src), tag(t))
                 }
             }
         })?;
