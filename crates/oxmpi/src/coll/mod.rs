@@ -15,7 +15,8 @@
 //!
 //! The families live in `barrier`, `rooted` (bcast, gather(v), scatter(v), reduce), `all`
 //! (allgather(v), alltoall(v/w), allreduce, reduce-scatter) and `scan`; the intra-host
-//! shared-memory paths in `shm`; intercommunicators in `inter`.
+//! shared-memory paths in `shm`; intercommunicators in `inter`; the forms for `bool` and
+//! `char` that the typed forms cannot take (`*_checked`) in `checked`.
 //!
 //! Reductions combine contributions in rank order unless the operation is commutative, and
 //! allreduce gives bit-identical results on every rank (see `algorithms::allreduce`).
