@@ -690,7 +690,7 @@ impl<L: ThreadLevel> Communicator<L> {
 /// Runs the blocking receive `f` into a raw copy of `buf`, then checks the values it
 /// received (as many as its status counts) into `buf`: an invalid one is an
 /// [`ErrorClass::Type`] error naming `call`, and `buf` is left unchanged.
-fn receive_checked<T: Checked + Element>(
+pub(crate) fn receive_checked<T: Checked + Element>(
     call: &'static str,
     buf: &mut [T],
     f: impl FnOnce(&mut [<T as Element>::Raw]) -> Result<Status>,

@@ -7,8 +7,8 @@
 //!   (nonblocking, persistent, and the blocking alltoallw);
 //! - `neighbor`: the neighbourhood collectives (blocking, nonblocking, persistent) on a
 //!   periodic ring;
-//! - `inter`: the intercommunicator collectives (blocking and nonblocking) between the even
-//!   and the odd ranks;
+//! - `inter`: the intercommunicator collectives (blocking and nonblocking) and receive
+//!   between the even and the odd ranks;
 //! - `p2p`: send-receive, send-receive-replace, the matched-probe receives and
 //!   `receive_vec_checked`.
 //!
@@ -870,6 +870,26 @@ fn inter<L: ThreadLevel>(w: &Communicator<L>) {
     });
     if color == 0 {
         check!(keep_c == ['k'], "left unchanged {keep_c:?}");
+    }
+    // Point-to-point across the groups: world rank 0 sends to world rank 1 (remote rank 0
+    // of each other) valid bools, then a byte that is no bool.
+    if me == 0 {
+        must("inter send", inter.send(&[true, false][..], 0, 1));
+        must("inter send raw", inter.send(&[1u8, 5][..], 0, 2));
+    } else if me == 1 {
+        let mut got = [false; 3];
+        let st = must("inter receive", inter.receive_into_checked(&mut got, 0, 1));
+        check!(
+            got == [true, false, false] && st.count() == Some(2),
+            "inter receive {got:?}"
+        );
+        let mut keep = [false; 2];
+        let e = inter.receive_into_checked(&mut keep, 0, 2);
+        let m = fails("inter receive invalid", e, ErrorClass::Type);
+        check!(
+            m.contains("element 1") && keep == [false; 2],
+            "{m}: {keep:?}"
+        );
     }
     // Reductions undefined on the type, on every process: refused before anything is sent.
     let mut b = [false];

@@ -32,7 +32,7 @@
 pub(crate) mod algorithms;
 mod all;
 mod barrier;
-mod checked;
+pub mod checked;
 pub(crate) mod hier;
 mod inter;
 mod neighbor;
