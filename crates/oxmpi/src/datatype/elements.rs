@@ -395,6 +395,22 @@ mod tests {
     }
 
     #[test]
+    fn checked_values_convert_every_value_or_name_the_first_invalid_one() {
+        assert_eq!(checked_values::<bool>("t", &[1, 0]).unwrap(), [true, false]);
+        assert_eq!(
+            checked_values::<char>("t", &[0x41, 0x1F600]).unwrap(),
+            ['A', '\u{1F600}']
+        );
+        assert!(checked_values::<bool>("t", &[]).unwrap().is_empty());
+        let e = checked_values::<char>("call", &[0x41, 0x11_0000, 0xD800]).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Type);
+        assert!(
+            e.message().contains("call") && e.message().contains("element 1"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn checked_types_allow_only_their_reductions() {
         assert!(check_op::<bool>("t", &Op::LogicalXor).is_ok());
         assert_eq!(
