@@ -1,4 +1,4 @@
-//! The `*_checked` forms: `bool` and `char` ([`Checked`](crate::datatype::Checked) types)
+//! The `*_checked` forms: `bool` and `char` ([`Checked`] types)
 //! in every receiving form whose typed form cannot take them.
 //!
 //! Which form to call for `bool`/`char`:
@@ -166,7 +166,7 @@ macro_rules! checked {
     };
 }
 
-/// Collectives on [`Checked`](crate::datatype::Checked) types (`bool`, `char`) whose typed
+/// Collectives on [`Checked`] types (`bool`, `char`) whose typed
 /// forms cannot take them: nonblocking and persistent forms (the blocking intracommunicator
 /// forms take them directly), alltoallw, and the neighbourhood collectives. Each runs the
 /// typed form over the raw values and checks every received value before it reaches the
@@ -381,7 +381,7 @@ impl<L: ThreadLevel> Communicator<L> {
     }
 }
 
-/// Intercommunicator collectives and receives on [`Checked`](crate::datatype::Checked) types
+/// Intercommunicator collectives and receives on [`Checked`] types
 /// (`bool`, `char`), blocking and nonblocking; arguments as in the typed forms, values checked
 /// as in the intracommunicator `*_checked` forms.
 impl<L: ThreadLevel> InterCommunicator<L> {
