@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use crate::comm::Communicator;
-use crate::datatype::elements::Element;
+use crate::datatype::elements::{checked_values, Element};
 use crate::datatype::{Buffer, BufferMut, Checked, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
 use crate::handle::request::{self as h, check, PersistentOp, SendMode as Mode};
@@ -18,7 +18,9 @@ use crate::p2p::engine::{RecvStart, SendMode};
 use crate::p2p::matching::{Unexpected, ANY_SOURCE, ANY_TAG, PROC_NULL};
 use crate::p2p::request::ReqId;
 use crate::p2p::wire::Envelope;
-use crate::request::{block_on, CheckedPersistent, CheckedRequest, Persistent, Request, Scope};
+use crate::request::{
+    block_on, finish_checked, CheckedPersistent, CheckedRequest, Persistent, Request, Scope,
+};
 use crate::runtime::Runtime;
 use crate::threading::ThreadLevel;
 
@@ -218,28 +220,59 @@ impl<L: ThreadLevel> Communicator<L> {
     /// Receives into a slice of a [`Checked`] type (`bool`, `char`): the message lands in its
     /// raw form first, and a raw value that is no valid element is an [`ErrorClass::Type`]
     /// error (the slice is then left unchanged).
-    pub fn receive_into_checked<T: Checked>(
+    pub fn receive_into_checked<T: Checked + Element>(
         &self,
         buf: &mut [T],
         source: impl Into<Source>,
         tag: impl Into<Tag>,
     ) -> Result<Status> {
-        let mut raw = vec![<T::Raw as bytemuck::Zeroable>::zeroed(); buf.len()];
-        let st = self.receive_into(&mut raw[..], source, tag)?;
-        let n = st.count().unwrap_or(0) as usize;
-        let values: Option<Vec<T>> = raw[..n].iter().map(|&r| T::from_raw(r)).collect();
-        let values = values.ok_or_else(|| {
-            Error::new(
-                ErrorClass::Type,
-                format!(
-                    "receive: the message from rank {} holds a value that is no valid {}",
-                    st.source(),
-                    std::any::type_name::<T>()
-                ),
-            )
-        })?;
-        buf[..n].copy_from_slice(&values);
-        Ok(st)
+        receive_checked("receive", buf, |raw| self.receive_into(raw, source, tag))
+    }
+
+    /// Receives a message of any length into a new vector of a [`Checked`] type (as
+    /// [`receive_vec`](Self::receive_vec), on a matched probe); a raw value that is no valid
+    /// element is an [`ErrorClass::Type`] error.
+    pub fn receive_vec_checked<T: Checked + Element>(
+        &self,
+        source: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<(Vec<T>, Status)> {
+        let (msg, _) = self.matched_probe::<<T as Element>::Raw>(source, tag)?;
+        msg.matched_receive_vec_checked()
+    }
+
+    /// [`send_receive_into`](Self::send_receive_into) receiving into a slice of a
+    /// [`Checked`] type (`MPI_Sendrecv`): the received values are checked before any reaches
+    /// `recv` (an invalid one is an [`ErrorClass::Type`] error, `recv` left unchanged).
+    pub fn send_receive_into_checked<S: Buffer + ?Sized, T: Checked + Element>(
+        &self,
+        send: &S,
+        dest: i32,
+        send_tag: i32,
+        recv: &mut [T],
+        source: impl Into<Source>,
+        recv_tag: impl Into<Tag>,
+    ) -> Result<Status> {
+        receive_checked("send_receive", recv, |raw| {
+            self.send_receive_into(send, dest, send_tag, raw, source, recv_tag)
+        })
+    }
+
+    /// [`send_receive_replace_into`](Self::send_receive_replace_into) on a slice of a
+    /// [`Checked`] type (`MPI_Sendrecv_replace`): `buf` is sent, and replaced by the received
+    /// values only once all are checked (an invalid one is an [`ErrorClass::Type`] error and
+    /// `buf` keeps what was sent).
+    pub fn send_receive_replace_into_checked<T: Checked + Element>(
+        &self,
+        buf: &mut [T],
+        dest: i32,
+        send_tag: i32,
+        source: impl Into<Source>,
+        recv_tag: impl Into<Tag>,
+    ) -> Result<Status> {
+        receive_checked("send_receive_replace", buf, |raw| {
+            self.send_receive_replace_into(raw, dest, send_tag, source, recv_tag)
+        })
     }
 
     /// Receives a message of any length into a new vector. Built on a matched probe, so that
@@ -654,6 +687,19 @@ impl<L: ThreadLevel> Communicator<L> {
     }
 }
 
+/// Runs the blocking receive `f` into a raw copy of `buf`, then checks the values it
+/// received (as many as its status counts) into `buf`: an invalid one is an
+/// [`ErrorClass::Type`] error naming `call`, and `buf` is left unchanged.
+pub(crate) fn receive_checked<T: Checked + Element>(
+    call: &'static str,
+    buf: &mut [T],
+    f: impl FnOnce(&mut [<T as Element>::Raw]) -> Result<Status>,
+) -> Result<Status> {
+    let mut raw = T::raw(buf).to_vec();
+    let st = f(&mut raw);
+    finish_checked(call, true, &raw, buf, st)
+}
+
 /// Waits for a started operation and checks its status.
 fn finish(rt: &Runtime, call: &'static str, start: RecvStart, elem: usize) -> Result<Status> {
     let st = match start {
@@ -740,6 +786,34 @@ impl<L: ThreadLevel> Message<L> {
         let elem = buf.element_size();
         let (rt, start) = self.start(buf.bytes_mut());
         finish(&rt, "matched_receive", start, elem)
+    }
+
+    /// Receives the message into a slice of a [`Checked`] type (`MPI_Mrecv`): a raw value
+    /// that is no valid element is an [`ErrorClass::Type`] error and leaves `buf` unchanged.
+    pub fn matched_receive_into_checked<T: Checked + Element>(
+        self,
+        buf: &mut [T],
+    ) -> Result<Status> {
+        receive_checked("matched_receive", buf, |raw| self.matched_receive_into(raw))
+    }
+
+    /// Receives the message into a new vector of a [`Checked`] type, as many as it holds.
+    pub fn matched_receive_vec_checked<T: Checked + Element>(self) -> Result<(Vec<T>, Status)> {
+        let (raw, st) = self.matched_receive_vec::<<T as Element>::Raw>()?;
+        Ok((checked_values("matched_receive", &raw)?, st))
+    }
+
+    /// Starts receiving the message into a slice of a [`Checked`] type (`MPI_Imrecv`): the
+    /// values land in a stage the request owns and are checked on completion, as in
+    /// [`Communicator::immediate_receive_into_checked`].
+    pub fn immediate_matched_receive_into_checked<'a, 's, T: Checked + Element>(
+        self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut [T],
+    ) -> Result<CheckedRequest<'a, 's, T>> {
+        CheckedRequest::start("immediate_matched_receive", buf, true, |raw| {
+            Ok(self.immediate_matched_receive_into(scope, raw))
+        })
     }
 
     /// Starts receiving the message into `buf` (`MPI_Imrecv`).

@@ -945,7 +945,7 @@ impl<T: Element> Drop for CheckedRequest<'_, '_, T> {
 
 /// Checks a completed operation's staged values into `dest`: as many as the status counts
 /// (`counted`: a receive) or the whole stage (a collective).
-fn finish_checked<T: Element>(
+pub(crate) fn finish_checked<T: Element>(
     call: &'static str,
     counted: bool,
     raw: &[T::Raw],

@@ -15,7 +15,8 @@
 //!
 //! The families live in `barrier`, `rooted` (bcast, gather(v), scatter(v), reduce), `all`
 //! (allgather(v), alltoall(v/w), allreduce, reduce-scatter) and `scan`; the intra-host
-//! shared-memory paths in `shm`; intercommunicators in `inter`.
+//! shared-memory paths in `shm`; intercommunicators in `inter`; the forms for `bool` and
+//! `char` that the typed forms cannot take (`*_checked`) in `checked`.
 //!
 //! Reductions combine contributions in rank order unless the operation is commutative, and
 //! allreduce gives bit-identical results on every rank (see `algorithms::allreduce`).
@@ -31,6 +32,7 @@
 pub(crate) mod algorithms;
 mod all;
 mod barrier;
+pub mod checked;
 pub(crate) mod hier;
 mod inter;
 mod neighbor;
@@ -51,14 +53,13 @@ use algorithms::Grp;
 use schedule::{Combine, Exec, In, Out, Program, Raw, Region, Span};
 
 use crate::comm::{CommState, Communicator};
-use crate::datatype::elements::check_op;
-use crate::datatype::{Checked, Element, Elements, ElementsMut, Equivalence};
+use crate::datatype::Equivalence;
 use crate::error::{Error, ErrorClass, Result};
 use crate::handle::request::PersistentOp;
 use crate::op::{Op, Reducible};
 use crate::p2p::engine::RecvStart;
 use crate::p2p::request::Status as RawStatus;
-use crate::request::{CheckedPersistent, CheckedRequest, Persistent, Request, Scope};
+use crate::request::{Persistent, Request, Scope};
 use crate::runtime::Runtime;
 use crate::threading::ThreadLevel;
 
@@ -366,108 +367,5 @@ impl<L: ThreadLevel> Communicator<L> {
         p: Planned<'a>,
     ) -> Result<Persistent<'a, 's>> {
         p.persist(&self.rt, &self.state, scope)
-    }
-}
-
-/// The checked form `$name` of a collective `$inner` with a send and a receive buffer
-/// (`[root]` and `[op]` say which extra arguments it takes): the send side goes as its raw
-/// view, the receive side through a stage checked on completion.
-macro_rules! checked_forms {
-    ($( $(#[$doc:meta])* $name:ident => $inner:ident, $Out:ident :: $ctor:ident,
-        [$($root:ident)?], [$($op:ident)?]; )*) => { $(
-        $(#[$doc])*
-        pub fn $name<'a, 's, T, S, R>(
-            &self,
-            scope: &'s Scope<'a>,
-            $($root: i32,)?
-            send: &'a S,
-            recv: &'a mut R,
-            $($op: Op,)?
-        ) -> Result<$Out<'a, 's, T>>
-        where
-            T: Checked + Element<Raw: Reducible>,
-            S: Elements<T> + ?Sized,
-            R: ElementsMut<T> + ?Sized,
-        {
-            $(check_op::<T>(stringify!($name), &$op)?;)?
-            let send = T::raw(send.elements());
-            $Out::$ctor(stringify!($inner), recv.elements_mut(), false, |raw| {
-                self.$inner(scope, $($root,)? send, raw, $($op)?)
-            })
-        }
-    )* };
-}
-
-/// Nonblocking and persistent collectives on [`Checked`](crate::datatype::Checked) types
-/// (`bool`, `char`). The blocking forms take them directly; these return a
-/// [`CheckedRequest`] / [`CheckedPersistent`], whose receive buffer is a raw stage checked
-/// on completion (an invalid value is an [`ErrorClass::Type`] error and leaves the caller's
-/// buffer unchanged). Reductions allow what the blocking forms allow: LAND, LOR, LXOR on
-/// `bool`, MIN and MAX on `char` (anything else is [`ErrorClass::Op`] before anything is sent).
-impl<L: ThreadLevel> Communicator<L> {
-    /// Starts a broadcast of `bool`s or `char`s from `root` (`MPI_Ibcast`).
-    pub fn immediate_broadcast_into_checked<'a, 's, T, B>(
-        &self,
-        scope: &'s Scope<'a>,
-        root: i32,
-        buf: &'a mut B,
-    ) -> Result<CheckedRequest<'a, 's, T>>
-    where
-        T: Checked + Element,
-        B: ElementsMut<T> + ?Sized,
-    {
-        CheckedRequest::start("immediate_broadcast", buf.elements_mut(), false, |raw| {
-            self.immediate_broadcast_into(scope, root, raw)
-        })
-    }
-
-    /// A persistent broadcast of `bool`s or `char`s (`MPI_Bcast_init`).
-    pub fn broadcast_init_checked<'a, 's, T, B>(
-        &self,
-        scope: &'s Scope<'a>,
-        root: i32,
-        buf: &'a mut B,
-    ) -> Result<CheckedPersistent<'a, 's, T>>
-    where
-        T: Checked + Element,
-        B: ElementsMut<T> + ?Sized,
-    {
-        CheckedPersistent::make("broadcast_init", buf.elements_mut(), false, |raw| {
-            self.broadcast_init(scope, root, raw)
-        })
-    }
-
-    checked_forms! {
-        /// Starts an allgather of `bool`s or `char`s (`MPI_Iallgather`).
-        immediate_all_gather_into_checked => immediate_all_gather_into, CheckedRequest::start, [], [];
-        /// A persistent allgather of `bool`s or `char`s (`MPI_Allgather_init`).
-        all_gather_init_checked => all_gather_init, CheckedPersistent::make, [], [];
-        /// Starts an all-to-all of `bool`s or `char`s (`MPI_Ialltoall`).
-        immediate_all_to_all_into_checked => immediate_all_to_all_into, CheckedRequest::start, [], [];
-        /// A persistent all-to-all of `bool`s or `char`s (`MPI_Alltoall_init`).
-        all_to_all_init_checked => all_to_all_init, CheckedPersistent::make, [], [];
-        /// Starts a gather of `bool`s or `char`s to `root` (`MPI_Igather`).
-        immediate_gather_into_checked => immediate_gather_into, CheckedRequest::start, [root], [];
-        /// A persistent gather of `bool`s or `char`s (`MPI_Gather_init`).
-        gather_init_checked => gather_init, CheckedPersistent::make, [root], [];
-        /// Starts a scatter of `bool`s or `char`s from `root` (`MPI_Iscatter`).
-        immediate_scatter_into_checked => immediate_scatter_into, CheckedRequest::start, [root], [];
-        /// A persistent scatter of `bool`s or `char`s (`MPI_Scatter_init`).
-        scatter_init_checked => scatter_init, CheckedPersistent::make, [root], [];
-        /// Starts an allreduce of `bool`s or `char`s (`MPI_Iallreduce`).
-        immediate_all_reduce_into_checked => immediate_all_reduce_into, CheckedRequest::start, [], [op];
-        /// A persistent allreduce of `bool`s or `char`s (`MPI_Allreduce_init`).
-        all_reduce_init_checked => all_reduce_init, CheckedPersistent::make, [], [op];
-        /// Starts a reduction of `bool`s or `char`s to `root` (`MPI_Ireduce`).
-        immediate_reduce_into_checked => immediate_reduce_into, CheckedRequest::start, [root], [op];
-        /// A persistent reduction of `bool`s or `char`s (`MPI_Reduce_init`).
-        reduce_init_checked => reduce_init, CheckedPersistent::make, [root], [op];
-        /// Starts an inclusive scan of `bool`s or `char`s (`MPI_Iscan`).
-        immediate_scan_into_checked => immediate_scan_into, CheckedRequest::start, [], [op];
-        /// A persistent inclusive scan of `bool`s or `char`s (`MPI_Scan_init`).
-        scan_init_checked => scan_init, CheckedPersistent::make, [], [op];
-        /// Starts an exclusive scan of `bool`s or `char`s (`MPI_Iexscan`; rank 0's buffer
-        /// is left as it was).
-        immediate_exclusive_scan_into_checked => immediate_exclusive_scan_into, CheckedRequest::start, [], [op];
     }
 }

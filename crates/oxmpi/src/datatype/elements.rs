@@ -219,8 +219,14 @@ fn checked<T: Element, R>(
 /// Replaces `dest[..raw.len()]` with the values `raw` stands for, once all are checked: an
 /// invalid one is an [`ErrorClass::Type`] error naming `call`, and `dest` is left unchanged.
 pub(crate) fn store_checked<T: Element>(call: &str, raw: &[T::Raw], dest: &mut [T]) -> Result<()> {
-    let values: Vec<T> = raw
-        .iter()
+    let values = checked_values::<T>(call, raw)?;
+    dest[..values.len()].copy_from_slice(&values);
+    Ok(())
+}
+
+/// The values `raw` stands for: an invalid one is an [`ErrorClass::Type`] error naming `call`.
+pub(crate) fn checked_values<T: Element>(call: &str, raw: &[T::Raw]) -> Result<Vec<T>> {
+    raw.iter()
         .enumerate()
         .map(|(i, &x)| {
             T::value_of(x).ok_or_else(|| {
@@ -233,9 +239,7 @@ pub(crate) fn store_checked<T: Element>(call: &str, raw: &[T::Raw], dest: &mut [
                 )
             })
         })
-        .collect::<Result<_>>()?;
-    dest[..values.len()].copy_from_slice(&values);
-    Ok(())
+        .collect()
 }
 
 /// A heap buffer of raw elements that a nonblocking or persistent operation on a
@@ -388,6 +392,22 @@ mod tests {
         assert_eq!(dest, ['x', 'y', 'c']);
         let empty: Stage<u8> = Stage::new(&[]);
         assert!(empty.get().is_empty());
+    }
+
+    #[test]
+    fn checked_values_convert_every_value_or_name_the_first_invalid_one() {
+        assert_eq!(checked_values::<bool>("t", &[1, 0]).unwrap(), [true, false]);
+        assert_eq!(
+            checked_values::<char>("t", &[0x41, 0x1F600]).unwrap(),
+            ['A', '\u{1F600}']
+        );
+        assert!(checked_values::<bool>("t", &[]).unwrap().is_empty());
+        let e = checked_values::<char>("call", &[0x41, 0x11_0000, 0xD800]).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Type);
+        assert!(
+            e.message().contains("call") && e.message().contains("element 1"),
+            "{e}"
+        );
     }
 
     #[test]
