@@ -479,10 +479,10 @@ fn handle(
     // SAFETY: `out`'s heap block stays valid and unchanged until the send completes: it is
     // kept in `sending` (moving the Vec does not move its block) until `test` says so, and
     // the server finishes only once `sending` is empty.
-    match unsafe { e.isend(SendMode::Standard, out.as_ptr(), out.len(), world, env) } {
-        Ok(Some(id)) => sending.push((id, out)),
-        // Sent, or the peer is gone (its fault is reported to whoever waits on it).
-        Ok(None) | Err(_) => {}
+    let sent = unsafe { e.isend(SendMode::Standard, out.as_ptr(), out.len(), world, env) };
+    // Otherwise sent already, or the peer is gone (its fault reaches whoever waits on it).
+    if let Ok(Some(id)) = sent {
+        sending.push((id, out));
     }
     true
 }
