@@ -115,6 +115,8 @@ tunables! {
         "machine topology reader for oxrun and oxmpi-info: auto (hwloc, sysfs if hwloc is not built in or fails) or sysfs";
     host_override: String = String::new() => "(unset)", "OXMPI_HOST_OVERRIDE",
         "testing: comma-separated host index per rank, overriding the launcher's placement";
+    rma_progress_thread: bool = false => "false", "OXMPI_RMA_PROGRESS_THREAD",
+        "1: a thread drives progress while windows spanning hosts exist, so targets computing outside MPI answer (needs thread level SERIALIZED or MULTIPLE)";
 }
 
 /// Text forms a tunable value can be parsed from.

@@ -20,7 +20,11 @@ use xtask::netns::{self, TestHosts, HOSTS_ENV, LINKS};
 mod install;
 
 /// The cross-host suites: (package, integration test).
-const SUITES: [(&str, &str); 2] = [("oxrun", "multihost"), ("oxmpi-tests", "multihost_tcp")];
+const SUITES: [(&str, &str); 3] = [
+    ("oxrun", "multihost"),
+    ("oxmpi-tests", "multihost_tcp"),
+    ("oxmpi-tests", "multihost_rma"),
+];
 
 /// The last of SIGINT/SIGTERM received, or 0.
 static STOP: AtomicI32 = AtomicI32::new(0);

@@ -6,8 +6,11 @@
 //! every rank to one location. Then contended counters (fetch_and_op and CAS loops), shared
 //! windows through direct pointers, dynamic attach/detach, and each erroneous use's class.
 //!
-//! `rma_check` runs everything; `rma_check multihost` expects window creation to be refused
-//! (run with hosts faked by `OXMPI_HOST_OVERRIDE`). Exits non-zero on the first mismatch.
+//! `rma_check` runs everything; `rma_check multihost` is for windows spanning hosts (real
+//! ones, or faked by `OXMPI_HOST_OVERRIDE`), where targets elsewhere are reached by active
+//! messages: every flavor but the shared one (refused there) × every synchronization mode ×
+//! operation, the counters, dynamic windows, and transfers of several message chunks.
+//! Exits non-zero on the first mismatch.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -280,9 +283,8 @@ fn bytemuck_i16(x: u64) -> [i16; 4] {
 
 /// Every rank increments one counter on rank 0, `k` times by fetch_and_op and `k` times by
 /// a CAS loop, inside one lock_all epoch.
-fn counters(world: &Communicator, flavor: Flavor) {
+fn counters(world: &Communicator, flavor: Flavor, k: u64) {
     let n = world.size() as u64;
-    let k = 500u64;
     let mut user = vec![0u64; N];
     let (win, addrs) = make(world, flavor, &mut user);
     let d = |i| at(flavor, &addrs, 0, i);
@@ -605,25 +607,88 @@ fn attributes(world: &Communicator) {
     must("free", w.free());
 }
 
+/// Windows spanning hosts: everything `ops`, `counters` and `dynamic` check, on the flavors
+/// that do not need one host, then [`large`].
+fn multihost(world: &Communicator) {
+    expect(
+        "allocate_shared across hosts",
+        world.window_allocate_shared::<u64>(4),
+        ErrorClass::UnsupportedOperation,
+    );
+    for flavor in [Flavor::Allocate, Flavor::Create, Flavor::Dynamic] {
+        for sync in SYNCS {
+            ops(world, flavor, sync);
+        }
+        // Fewer rounds: each is a message round trip to the other hosts.
+        counters(world, flavor, 100);
+    }
+    dynamic(world);
+    large(world);
+}
+
+/// Byte `i` of rank `r`'s pattern in [`large`].
+fn pattern(r: i32, i: usize) -> u8 {
+    ((i * 7 + r as usize * 13) % 251) as u8
+}
+
+/// Put and get of more bytes than one active message carries, every byte checked; an
+/// accumulate and a get_accumulate of more elements than one carries; a put outside a
+/// window on another host.
+fn large(world: &Communicator) {
+    let me = world.rank();
+    let n = world.size();
+    let right = (me + 1) % n;
+    let left = (me + n - 1) % n;
+    const L: usize = 600_003;
+    let win = must("allocate", world.window_allocate::<u8>(L));
+    let data: Vec<u8> = (0..L).map(|i| pattern(me, i)).collect();
+    must("fence", win.fence(0));
+    must("put", win.put(&data[..], right, 0));
+    must("fence", win.fence(0));
+    let l = must("local", win.local::<u8>());
+    let bad = (0..L).find(|&i| l[i] != pattern(left, i));
+    check!(bad.is_none(), "large put: byte {bad:?} differs");
+    let mut got = vec![0u8; L];
+    must("get", win.get(&mut got[..], left, 0));
+    must("fence", win.fence(0));
+    let ll = (left + n - 1) % n;
+    let bad = (0..L).find(|&i| got[i] != pattern(ll, i));
+    check!(bad.is_none(), "large get: byte {bad:?} differs");
+    must("fence", win.fence(mode::NOSUCCEED));
+    must("free", win.free());
+
+    const M: usize = 70_000;
+    let win = must("allocate", world.window_allocate::<u64>(M));
+    let vals: Vec<u64> = (0..M).map(|i| i as u64 + me as u64).collect();
+    must("fence", win.fence(0));
+    must("accumulate", win.accumulate(&vals[..], 0, 0, &Op::Sum));
+    must("fence", win.fence(0));
+    let n64 = n as u64;
+    let want = |i: usize| n64 * i as u64 + n64 * (n64 - 1) / 2;
+    let mut now = vec![0u64; M];
+    must(
+        "get_accumulate",
+        win.get_accumulate(&vec![0u64; M][..], &mut now[..], 0, 0, &Op::NoOp),
+    );
+    must("fence", win.fence(mode::NOSUCCEED));
+    let bad = (0..M).find(|&i| now[i] != want(i));
+    check!(bad.is_none(), "large accumulate: element {bad:?} differs");
+    must("lock", win.lock(LockType::Exclusive, right, 0));
+    expect(
+        "put outside the window",
+        win.put(&[1u64, 2][..], right, M as i64 - 1),
+        ErrorClass::RmaRange,
+    );
+    must("unlock", win.unlock(right));
+    must("barrier", world.barrier());
+    must("free", win.free());
+}
+
 fn main() {
     let universe = must("init", oxmpi::init());
     let world = universe.world();
     if std::env::args().nth(1).as_deref() == Some("multihost") {
-        expect(
-            "allocate across hosts",
-            world.window_allocate::<u64>(4),
-            ErrorClass::UnsupportedOperation,
-        );
-        let mut m = [0u8; 4];
-        expect(
-            "create across hosts",
-            world.window_create(&mut m),
-            ErrorClass::UnsupportedOperation,
-        );
-        // One host's ranks among themselves still get windows (hosts 0,0,1,1 faked).
-        let local = must("split", world.split(world.rank() / 2, 0)).expect("member");
-        let w = must("allocate on one host", local.window_allocate::<u64>(4));
-        must("free", w.free());
+        multihost(&world);
         println!("rank {} passed", world.rank());
         return;
     }
@@ -637,7 +702,7 @@ fn main() {
         for sync in SYNCS {
             ops(&world, flavor, sync);
         }
-        counters(&world, flavor);
+        counters(&world, flavor, 500);
     }
     shared(&world);
     dynamic(&world);

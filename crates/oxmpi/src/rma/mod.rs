@@ -21,10 +21,11 @@
 //! # Standard sections
 //! MPI-5.0 chapter 12 (one-sided communications).
 
+pub(crate) mod am;
 pub(crate) mod ctl;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::comm::{Comm, Communicator};
 use crate::datatype::predefined::{OpClass, Predefined, Repr};
@@ -85,8 +86,11 @@ struct Target {
     base: u64,
     /// The target's process id.
     pid: i32,
-    /// Where the target's memory is mapped here, or null (reached by cross-memory copies).
+    /// Where the target's memory is mapped here, or null (reached by cross-memory copies,
+    /// or by active messages when `off_host`).
     mapped: *mut u8,
+    /// On another host: reached only by active messages to its server.
+    off_host: bool,
 }
 
 /// Where one access goes.
@@ -94,8 +98,11 @@ struct Target {
 enum Loc {
     /// Memory mapped in this process.
     Mapped(*mut u8),
-    /// An address in another process.
+    /// An address in another process on this host.
     Remote { pid: i32, addr: u64 },
+    /// Target `t` on another host: byte offset in its window (absolute address for a dynamic
+    /// window), reached by an active message.
+    Off { t: usize, addr: u64 },
 }
 
 /// This process's synchronization state for the window.
@@ -131,8 +138,33 @@ impl Epoch {
 }
 
 /// A window (`MPI_Win`) without lifetimes: the memory it names must outlive it, which the
-/// front end ensures.
-pub(crate) struct WinCore {
+/// front end ensures. Shared with the window's active-message server ([`am`]), which the
+/// last drop stops.
+pub(crate) struct WinCore(Arc<Core>);
+
+impl std::ops::Deref for WinCore {
+    type Target = Core;
+    fn deref(&self) -> &Core {
+        &self.0
+    }
+}
+
+impl Drop for WinCore {
+    fn drop(&mut self) {
+        if let Some(a) = &self.0.am {
+            a.stop();
+        }
+    }
+}
+
+impl std::fmt::Debug for WinCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The window's state, shared by its front end and its active-message server.
+pub(crate) struct Core {
     comm: Comm,
     me: usize,
     flavor: Flavor,
@@ -140,17 +172,19 @@ pub(crate) struct WinCore {
     seg: Segment,
     layout: ctl::Layout,
     epoch: Mutex<Epoch>,
+    /// Active messages to and from members on other hosts; `None` when all share one.
+    am: Option<am::Am>,
 }
 
 // SAFETY: the raw pointers in `targets` point into `seg` (owned here) or into memory the front
 // end keeps alive for the window's lifetime; every access through them is a copy or an atomic
 // on shared memory other processes touch concurrently anyway, so which thread issues it does
 // not matter. The mutable state is behind `epoch`'s mutex.
-unsafe impl Send for WinCore {}
+unsafe impl Send for Core {}
 // SAFETY: as above.
-unsafe impl Sync for WinCore {}
+unsafe impl Sync for Core {}
 
-impl std::fmt::Debug for WinCore {
+impl std::fmt::Debug for Core {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WinCore")
             .field("rank", &self.me)
@@ -231,19 +265,24 @@ impl WinCore {
         let n = wcomm.size() as usize;
         let me = wcomm.rank() as usize;
         let members = &wcomm.state.members;
-        // The placement collectives use counts too: `OXMPI_HOST_OVERRIDE` pretends hosts
-        // apart, and a window must not reach across what the job treats as two hosts.
-        let spans = |loc: &crate::runtime::locality::Locality| {
-            members
-                .iter()
-                .any(|&w| loc.host_of(w) != loc.host_of(members[0]))
+        // Two members share memory only if they share a host both for the transports and
+        // for the placement (`OXMPI_HOST_OVERRIDE` pretends hosts apart, and a window must
+        // not reach across what the job treats as two hosts).
+        let host = |r: usize| {
+            let w = members[r];
+            (
+                wcomm.rt.locality.host_of(w),
+                wcomm.rt.coll_locality.host_of(w),
+            )
         };
-        if spans(&wcomm.rt.locality) || spans(&wcomm.rt.coll_locality) {
+        let on_host: Vec<bool> = (0..n).map(|r| host(r) == host(me)).collect();
+        let spans = on_host.iter().any(|&h| !h);
+        if spans && flavor == Flavor::Shared {
             return Err(err(
                 ErrorClass::UnsupportedOperation,
                 format!(
-                    "{call}: the communicator spans several hosts; one-sided communication \
-                     between hosts is not implemented yet"
+                    "{call}: the communicator spans several hosts; shared windows need \
+                     memory every member can load and store"
                 ),
             ));
         }
@@ -255,11 +294,26 @@ impl WinCore {
         ];
         let mut all = vec![0u64; 4 * n];
         view.all_gather_into(&mine[..], &mut all)?;
+        // One segment per host, created by the host's lowest window rank; it holds the
+        // control words of every member (those of members elsewhere stay unused) and the
+        // memory of this host's members of an allocated window.
+        let leader = on_host.iter().position(|&h| h).unwrap_or(me);
+        let hcomm = if spans {
+            wcomm
+                .split(leader as i32, me as i32)?
+                .ok_or_else(|| err(ErrorClass::Intern, format!("{call}: split gave nothing")))?
+        } else {
+            wcomm.clone()
+        };
+        let hview = Communicator::<Multiple>::from_comm(hcomm);
         let layout = ctl::Layout::new(n);
         let mut offs = vec![0usize; n];
         let mut end = layout.len();
         if matches!(flavor, Flavor::Allocate | Flavor::Shared) {
             for (r, off) in offs.iter_mut().enumerate() {
+                if !on_host[r] {
+                    continue;
+                }
                 *off = end;
                 end = end.checked_add(all[4 * r] as usize).ok_or_else(|| {
                     err(ErrorClass::Size, format!("{call}: window sizes overflow"))
@@ -274,7 +328,7 @@ impl WinCore {
         let mut name = [0u8; 128];
         let mut seg = None;
         let mut failure = None;
-        if me == 0 {
+        if me == leader {
             // Under the job's prefix when launched, so the launcher removes it should the
             // job die between creation and the unlink below.
             let prefix = std::env::var(oxmpi_pmi::launch::JOBKEY_ENV)
@@ -298,11 +352,13 @@ impl WinCore {
                 Err(e) => failure = Some(format!("{call}: cannot create {path}: {e}")),
             }
         }
-        view.broadcast_into(0, &mut name[..])?;
-        if me != 0 {
+        hview.broadcast_into(0, &mut name[..])?;
+        if me != leader {
             let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
             if len == 0 {
-                failure = Some(format!("{call}: rank 0 could not create the window memory"));
+                failure = Some(format!(
+                    "{call}: window rank {leader} could not create the window memory"
+                ));
             } else {
                 let path = String::from_utf8_lossy(&name[..len]).into_owned();
                 match Segment::open(&path) {
@@ -334,7 +390,7 @@ impl WinCore {
             .map(|r| {
                 let mapped = match flavor {
                     // SAFETY: `offs[r] + size(r) <= end <= seg.len()`: inside the mapping.
-                    Flavor::Allocate | Flavor::Shared => unsafe { base.add(offs[r]) },
+                    Flavor::Allocate | Flavor::Shared if on_host[r] => unsafe { base.add(offs[r]) },
                     Flavor::Create if r == me => user_base,
                     _ => std::ptr::null_mut(),
                 };
@@ -344,10 +400,16 @@ impl WinCore {
                     base: all[4 * r + 2],
                     pid: all[4 * r + 3] as i32,
                     mapped,
+                    off_host: !on_host[r],
                 }
             })
             .collect();
-        Ok(WinCore {
+        let am = if spans {
+            Some(am::Am::new(&wcomm, call)?)
+        } else {
+            None
+        };
+        let core = Arc::new(Core {
             comm: wcomm,
             me,
             flavor,
@@ -360,9 +422,16 @@ impl WinCore {
                 waited: vec![0; n],
                 ..Epoch::default()
             }),
-        })
+            am,
+        });
+        if core.am.is_some() {
+            am::serve(&core)?;
+        }
+        Ok(WinCore(core))
     }
+}
 
+impl Core {
     fn word(&self, off: usize) -> &AtomicU64 {
         debug_assert!(off + 8 <= self.layout.len());
         // SAFETY: `off` is a control-block offset from `layout` (8-aligned, inside the
@@ -502,6 +571,10 @@ impl WinCore {
             let addr =
                 u64::try_from(disp.checked_add(skew).ok_or_else(range)?).map_err(|_| range())?;
             let end = addr.checked_add(len as u64).ok_or_else(range)?;
+            if tg.off_host {
+                // Its attached regions are known only on its host: its server checks them.
+                return Ok(Some(Loc::Off { t, addr }));
+            }
             let inside = (0..ctl::MAX_REGIONS).any(|i| {
                 let o = self.layout.region(t, i);
                 let a = self.word(o).load(Ordering::Acquire);
@@ -529,7 +602,9 @@ impl WinCore {
         if off.checked_add(len as u64).is_none_or(|e| e > tg.size) {
             return Err(range());
         }
-        Ok(Some(if tg.mapped.is_null() {
+        Ok(Some(if tg.off_host {
+            Loc::Off { t, addr: off }
+        } else if tg.mapped.is_null() {
             Loc::Remote {
                 pid: tg.pid,
                 addr: tg.base + off,
@@ -572,6 +647,7 @@ impl WinCore {
             Loc::Remote { pid, addr } => {
                 cma::write_to(pid, addr, data).map_err(|e| Self::cma_err(call, e))?
             }
+            Loc::Off { .. } => return Err(am::misrouted(call)),
         }
         Ok(())
     }
@@ -585,6 +661,7 @@ impl WinCore {
             Loc::Remote { pid, addr } => {
                 cma::read_from(pid, addr, out).map_err(|e| Self::cma_err(call, e))?
             }
+            Loc::Off { .. } => return Err(am::misrouted(call)),
         }
         Ok(())
     }
@@ -597,6 +674,7 @@ impl WinCore {
     /// `MPI_Put` of contiguous bytes to `skew` bytes past displacement `disp` of `target`.
     pub(crate) fn put_at(&self, data: &[u8], target: i32, disp: i64, skew: i64) -> Result<()> {
         match self.resolve_at("put", target, disp, skew, data.len())? {
+            Some(Loc::Off { t, addr }) => self.am_put(t, addr, data),
             Some(loc) => Self::write("put", loc, data),
             None => Ok(()),
         }
@@ -610,6 +688,7 @@ impl WinCore {
     /// `MPI_Get` of contiguous bytes from `skew` bytes past displacement `disp` of `target`.
     pub(crate) fn get_at(&self, out: &mut [u8], target: i32, disp: i64, skew: i64) -> Result<()> {
         match self.resolve_at("get", target, disp, skew, out.len())? {
+            Some(Loc::Off { t, addr }) => self.am_get(t, addr, out),
             Some(loc) => Self::read("get", loc, out),
             None => Ok(()),
         }
@@ -622,14 +701,22 @@ impl WinCore {
 
     /// Takes target `t`'s accumulate lock: shared for element-wise atomics, exclusive for
     /// read-combine-write.
-    fn acc_lock(&self, t: i32, exclusive: bool) -> AccGuard<'_> {
-        let word = self.word(self.layout.acc_mutex(t as usize));
-        if exclusive {
-            self.wait_until(|| ctl::try_acc_exclusive(word));
-        } else {
-            self.wait_until(|| ctl::try_acc_shared(word));
+    /// With `wait == false` (inside the engine, where nothing may wait) it tries once.
+    fn acc_lock(&self, t: usize, exclusive: bool, wait: bool) -> Option<AccGuard<'_>> {
+        let word = self.word(self.layout.acc_mutex(t));
+        let try_once = || {
+            if exclusive {
+                ctl::try_acc_exclusive(word)
+            } else {
+                ctl::try_acc_shared(word)
+            }
+        };
+        if wait {
+            self.wait_until(try_once);
+        } else if !try_once() {
+            return None;
         }
-        AccGuard { word, exclusive }
+        Some(AccGuard { word, exclusive })
     }
 
     /// `MPI_Accumulate` (`result == None`) and `MPI_Get_accumulate`: element-wise `target =
@@ -656,7 +743,7 @@ impl WinCore {
         &self,
         call: &str,
         origin: &[u8],
-        mut result: Option<&mut [u8]>,
+        result: Option<&mut [u8]>,
         target: i32,
         disp: i64,
         skew: i64,
@@ -669,7 +756,8 @@ impl WinCore {
                 format!("{call}: user-defined operations are not allowed in one-sided accumulates"),
             ));
         }
-        let k = crate::datatype::ops::kernel(op, base)?;
+        // Refuses unsupported (op, type) pairs before anything moves.
+        crate::datatype::ops::kernel(op, base)?;
         let elem = base.info().extent;
         let no_origin = origin.is_empty() && matches!(op, Op::NoOp);
         let len = match (&result, no_origin) {
@@ -698,6 +786,43 @@ impl WinCore {
         let Some(loc) = self.resolve_at(call, target, disp, skew, len)? else {
             return Ok(());
         };
+        if let Loc::Off { t, addr } = loc {
+            return self.am_accumulate(call, t, addr, origin, result, len, base, op);
+        }
+        self.acc_apply(
+            call,
+            loc,
+            origin,
+            result,
+            target as usize,
+            base,
+            op,
+            len,
+            true,
+        )
+        .map(drop)
+    }
+
+    /// Applies an accumulate of `len` bytes at `loc` of target `t` (checked): element-wise
+    /// atomics for few 4- and 8-byte elements of mapped memory, otherwise read-combine-write
+    /// under the exclusive accumulate lock. `Ok(false)`: `wait` was false and the lock busy,
+    /// nothing done.
+    #[allow(clippy::too_many_arguments)]
+    fn acc_apply(
+        &self,
+        call: &str,
+        loc: Loc,
+        origin: &[u8],
+        mut result: Option<&mut [u8]>,
+        t: usize,
+        base: Predefined,
+        op: &Op,
+        len: usize,
+        wait: bool,
+    ) -> Result<bool> {
+        let k = crate::datatype::ops::kernel(op, base)?;
+        let elem = base.info().extent;
+        let no_origin = origin.is_empty() && matches!(op, Op::NoOp);
         let origin_at = |i: usize, w: usize| -> u64 {
             if no_origin {
                 return 0;
@@ -717,7 +842,9 @@ impl WinCore {
                 && (p as usize).is_multiple_of(elem)
                 && len / elem <= ATOMIC_ELEMENTS
             {
-                let _guard = self.acc_lock(target, false);
+                let Some(_guard) = self.acc_lock(t, false, wait) else {
+                    return Ok(false);
+                };
                 macro_rules! atomic_loop {
                     ($atomic:ty, $t:ty) => {
                         for i in 0..len / elem {
@@ -765,10 +892,12 @@ impl WinCore {
                 } else {
                     atomic_loop!(AtomicU32, u32);
                 }
-                return Ok(());
+                return Ok(true);
             }
         }
-        let _guard = self.acc_lock(target, true);
+        let Some(_guard) = self.acc_lock(t, true, wait) else {
+            return Ok(false);
+        };
         if let Loc::Mapped(p) = loc {
             let align = base.info().align.max(1);
             if (p as usize).is_multiple_of(align)
@@ -788,7 +917,7 @@ impl WinCore {
                     // target ∘ origin = origin ∘ target, so target can be the in-out side.
                     _ => k(origin, target_mem),
                 }
-                return Ok(());
+                return Ok(true);
             }
         }
         let mut cur = aligned(len);
@@ -804,7 +933,7 @@ impl WinCore {
             k(cur, new);
             Self::write(call, loc, new)?;
         }
-        Ok(())
+        Ok(true)
     }
 
     /// `MPI_Compare_and_swap` on one element of `base`: `target = origin` if it equals
@@ -849,9 +978,32 @@ impl WinCore {
         let Some(loc) = self.resolve(call, target, disp, elem)? else {
             return Ok(());
         };
+        if let Loc::Off { t, addr } = loc {
+            return self.am_cas(t, addr, origin, compare, result, base);
+        }
+        self.cas_apply(call, loc, origin, compare, result, target as usize, true)
+            .map(drop)
+    }
+
+    /// Applies a compare-and-swap of one element at `loc` of target `t` (checked), under the
+    /// same rule as [`Self::acc_apply`] (which it returns like).
+    #[allow(clippy::too_many_arguments)]
+    fn cas_apply(
+        &self,
+        call: &str,
+        loc: Loc,
+        origin: &[u8],
+        compare: &[u8],
+        result: &mut [u8],
+        t: usize,
+        wait: bool,
+    ) -> Result<bool> {
+        let elem = origin.len();
         if let Loc::Mapped(p) = loc {
             if self.atomics() && (elem == 8 || elem == 4) && (p as usize).is_multiple_of(elem) {
-                let _guard = self.acc_lock(target, false);
+                let Some(_guard) = self.acc_lock(t, false, wait) else {
+                    return Ok(false);
+                };
                 let mut o = [0u8; 8];
                 let mut c = [0u8; 8];
                 o[..elem].copy_from_slice(origin);
@@ -873,15 +1025,17 @@ impl WinCore {
                         .unwrap_or_else(|v| v);
                     result.copy_from_slice(&old.to_ne_bytes());
                 }
-                return Ok(());
+                return Ok(true);
             }
         }
-        let _guard = self.acc_lock(target, true);
+        let Some(_guard) = self.acc_lock(t, true, wait) else {
+            return Ok(false);
+        };
         Self::read(call, loc, result)?;
         if result == compare {
             Self::write(call, loc, origin)?;
         }
-        Ok(())
+        Ok(true)
     }
 
     /// `MPI_Win_fence`: completes the previous fence epoch and opens the next unless
@@ -920,8 +1074,13 @@ impl WinCore {
             ));
         }
         for &o in &g {
-            self.word(self.layout.post(self.me, o))
-                .fetch_add(1, Ordering::Release);
+            if self.targets[o].off_host {
+                // The origin waits on its own host's copy of the counter.
+                self.am_sync(o, am::Kind::Post, 0)?;
+            } else {
+                self.word(self.layout.post(self.me, o))
+                    .fetch_add(1, Ordering::Release);
+            }
         }
         ep.fence = false;
         ep.exposure = Some(g);
@@ -960,8 +1119,13 @@ impl WinCore {
             )
         })?;
         for t in g {
-            self.word(self.layout.done(t, self.me))
-                .fetch_add(1, Ordering::Release);
+            if self.targets[t].off_host {
+                // Every operation to `t` has been acknowledged: this one lands after them.
+                self.am_sync(t, am::Kind::Done, 0)?;
+            } else {
+                self.word(self.layout.done(t, self.me))
+                    .fetch_add(1, Ordering::Release);
+            }
         }
         Ok(())
     }
@@ -1027,11 +1191,7 @@ impl WinCore {
                 format!("win_lock: rank {t} is already locked by this process"),
             ));
         }
-        let w = self.word(self.layout.lock(t));
-        match kind {
-            LockType::Exclusive => self.wait_until(|| ctl::try_lock_exclusive(w)),
-            LockType::Shared => self.wait_until(|| ctl::try_lock_shared(w)),
-        }
+        self.lock_word(t, kind)?;
         ep.fence = false;
         ep.locks[t] = Some(kind);
         Ok(())
@@ -1049,6 +1209,28 @@ impl WinCore {
                 format!("win_unlock: rank {t} is not locked by this process"),
             )
         })?;
+        self.unlock_word(t, kind)
+    }
+
+    /// Takes target `t`'s lock word: directly on this host, else through `t`'s server,
+    /// which takes it on this process's behalf.
+    fn lock_word(&self, t: usize, kind: LockType) -> Result<()> {
+        if self.targets[t].off_host {
+            return self.am_sync(t, am::Kind::Lock, am::lock_flags(kind));
+        }
+        let w = self.word(self.layout.lock(t));
+        match kind {
+            LockType::Exclusive => self.wait_until(|| ctl::try_lock_exclusive(w)),
+            LockType::Shared => self.wait_until(|| ctl::try_lock_shared(w)),
+        }
+        Ok(())
+    }
+
+    /// Releases what [`Self::lock_word`] took.
+    fn unlock_word(&self, t: usize, kind: LockType) -> Result<()> {
+        if self.targets[t].off_host {
+            return self.am_sync(t, am::Kind::Unlock, am::lock_flags(kind));
+        }
         let w = self.word(self.layout.lock(t));
         match kind {
             LockType::Exclusive => ctl::unlock_exclusive(w),
@@ -1068,8 +1250,7 @@ impl WinCore {
             ));
         }
         for t in 0..self.size() {
-            let w = self.word(self.layout.lock(t));
-            self.wait_until(|| ctl::try_lock_shared(w));
+            self.lock_word(t, LockType::Shared)?;
         }
         ep.fence = false;
         ep.lock_all = true;
@@ -1085,11 +1266,15 @@ impl WinCore {
                 "win_unlock_all: lock_all was not called",
             ));
         }
-        for t in 0..self.size() {
-            ctl::unlock_shared(self.word(self.layout.lock(t)));
-        }
         ep.lock_all = false;
-        Ok(())
+        let mut first = Ok(());
+        for t in 0..self.size() {
+            let r = self.unlock_word(t, LockType::Shared);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
     }
 
     /// `MPI_Win_flush` and `MPI_Win_flush_local` (`target = None`: the `_all` forms).
@@ -1205,6 +1390,12 @@ impl WinCore {
                 ));
             }
         }
-        Communicator::<Multiple>::from_comm(self.comm.clone()).barrier()
+        // Every operation of every member was acknowledged before it entered the barrier:
+        // after it, no active message for this window is in flight.
+        let r = Communicator::<Multiple>::from_comm(self.comm.clone()).barrier();
+        if let Some(a) = &self.am {
+            a.stop();
+        }
+        r
     }
 }
