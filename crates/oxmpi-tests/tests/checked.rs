@@ -33,3 +33,8 @@ fn intercommunicator_collectives_check_bool_and_char() {
 fn sendrecv_and_matched_probe_receives_check_bool_and_char() {
     api_checked("p2p");
 }
+
+#[test]
+fn process_handles_receive_bool_and_char_checked() {
+    api_checked("process");
+}

@@ -4,7 +4,7 @@
 //! omitted tag is 0, as in rsmpi.
 
 use crate::comm::Communicator;
-use crate::datatype::{Buffer, BufferMut, Element, Elements, ElementsMut, Equivalence};
+use crate::datatype::{Buffer, BufferMut, Checked, Element, Elements, ElementsMut, Equivalence};
 use crate::error::Result;
 use crate::op::{Op, Reducible};
 
@@ -13,7 +13,7 @@ fn none<T>() -> [T; 0] {
     []
 }
 use crate::point_to_point::{Message, Source, Tag};
-use crate::request::{Request, Scope};
+use crate::request::{CheckedRequest, Request, Scope};
 use crate::threading::ThreadLevel;
 use crate::Status;
 
@@ -246,3 +246,55 @@ impl<L: ThreadLevel> AnyProcess<'_, L> {
             .immediate_receive_into(scope, buf, Source::Any, Tag::Any)
     }
 }
+
+/// The receives of `bool`/`char` ([`Checked`] types) on a process handle, forwarding to the
+/// communicator's `*_checked` forms with the handle's source: every received value is checked
+/// before any reaches the caller (an invalid one is an [`ErrorClass::Type`] error, the buffer
+/// left unchanged).
+///
+/// [`ErrorClass::Type`]: crate::ErrorClass::Type
+macro_rules! checked_receives {
+    ($ty:ident, $me:ident => $src:expr) => {
+        impl<L: ThreadLevel> $ty<'_, L> {
+            /// Receives one [`Checked`] value, any tag.
+            pub fn receive_checked<T: Checked + Element + Default>(&self) -> Result<(T, Status)> {
+                let mut v = [T::default()];
+                let st = self.receive_into_checked(&mut v)?;
+                Ok((v[0], st))
+            }
+
+            /// Receives into a slice of a [`Checked`] type, any tag.
+            pub fn receive_into_checked<T: Checked + Element>(
+                &self,
+                buf: &mut [T],
+            ) -> Result<Status> {
+                let $me = self;
+                let src = $src;
+                self.comm.receive_into_checked(buf, src, Tag::Any)
+            }
+
+            /// Receives a message of any length of a [`Checked`] type into a new vector.
+            pub fn receive_vec_checked<T: Checked + Element>(&self) -> Result<(Vec<T>, Status)> {
+                let $me = self;
+                let src = $src;
+                self.comm.receive_vec_checked(src, Tag::Any)
+            }
+
+            /// Starts a receive into a slice of a [`Checked`] type, any tag; the values are
+            /// checked when the request completes.
+            pub fn immediate_receive_into_checked<'a, 's, T: Checked + Element>(
+                &self,
+                scope: &'s Scope<'a>,
+                buf: &'a mut [T],
+            ) -> Result<CheckedRequest<'a, 's, T>> {
+                let $me = self;
+                let src = $src;
+                self.comm
+                    .immediate_receive_into_checked(scope, buf, src, Tag::Any)
+            }
+        }
+    };
+}
+
+checked_receives!(Process, p => Source::Rank(p.rank));
+checked_receives!(AnyProcess, _p => Source::Any);

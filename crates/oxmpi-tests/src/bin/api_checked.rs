@@ -32,6 +32,7 @@ fn main() {
         "neighbor" => neighbor(&world),
         "inter" => inter(&world),
         "p2p" => p2p(&world),
+        "process" => process(&world),
         _ => {
             eprintln!("unknown mode {mode:?}");
             std::process::exit(2)
@@ -1002,4 +1003,64 @@ fn p2p<L: ThreadLevel>(w: &Communicator<L>) {
     fails("receive_vec invalid", e, ErrorClass::Type);
     let e = w.receive_vec_checked::<char>(0, 12);
     fails("receive_vec invalid char", e, ErrorClass::Type);
+}
+
+/// The process handles' checked receives: rank 0 sends valid and invalid values, rank 1
+/// receives through `process_at_rank(0)` and `any_process()`.
+fn process<L: ThreadLevel>(w: &Communicator<L>) {
+    let r = w.rank();
+    if r > 1 {
+        return;
+    }
+    if r == 0 {
+        let p = w.process_at_rank(1);
+        must("one bool", p.send(&[true][..]));
+        must("bools", p.send(&[false, true, true][..]));
+        must("chars", p.send(&['x', 'ß'][..]));
+        must("immediate chars", p.send(&['7'; 3][..]));
+        must("raw u8", p.send(&[2u8][..]));
+        must("raw u8s", p.send(&[1u8, 0, 5][..]));
+        must("raw u32", p.send(&[0xD800u32][..]));
+        must("raw u32s", p.send(&[0x41u32, 0x11_0000][..]));
+        return;
+    }
+    let from0 = w.process_at_rank(0);
+    let any = w.any_process();
+    let (b, st) = must("receive_checked", from0.receive_checked::<bool>());
+    check!(b && st.source() == 0, "one bool {b} from {}", st.source());
+    let mut bools = [true; 4];
+    let st = must("receive_into_checked", any.receive_into_checked(&mut bools));
+    check!(st.count() == Some(3), "count {:?}", st.count());
+    check!(bools == [false, true, true, true], "bools {bools:?}");
+    let (chars, _) = must("receive_vec_checked", from0.receive_vec_checked::<char>());
+    check!(chars == ['x', 'ß'], "chars {chars:?}");
+    let mut three = ['-'; 3];
+    let st = must(
+        "immediate_receive_into_checked",
+        oxmpi::scope(|s| any.immediate_receive_into_checked(s, &mut three)?.wait()),
+    );
+    check!(st.count() == Some(3), "immediate count {:?}", st.count());
+    check!(three == ['7'; 3], "immediate {three:?}");
+    // Invalid values: Type errors, buffers unchanged.
+    fails(
+        "receive_checked invalid",
+        from0.receive_checked::<bool>(),
+        ErrorClass::Type,
+    );
+    let mut keep = [true; 3];
+    fails(
+        "receive_into_checked invalid",
+        any.receive_into_checked(&mut keep),
+        ErrorClass::Type,
+    );
+    check!(keep == [true; 3], "left unchanged {keep:?}");
+    fails(
+        "receive_vec_checked invalid",
+        any.receive_vec_checked::<char>(),
+        ErrorClass::Type,
+    );
+    let mut ck = ['k'; 2];
+    let r = oxmpi::scope(|s| from0.immediate_receive_into_checked(s, &mut ck)?.wait());
+    fails("immediate invalid", r, ErrorClass::Type);
+    check!(ck == ['k'; 2], "immediate left unchanged {ck:?}");
 }
