@@ -348,6 +348,36 @@ pub struct Outcome {
     pub input: ReportInput,
 }
 
+/// The one-way time of a cache line bounced between cores 0 and 1 (`oxmpi-bench floor`, one
+/// short repeat), when oxmpi is compared and the machine has two cores. On a virtual machine it
+/// can change between runs (the host moves the vCPUs), and every implementation's small-message
+/// figures move with it.
+fn measure_floor(cfg: &Config) -> Option<f64> {
+    let bench = cfg.release_dir.join("oxmpi-bench");
+    if !cfg.include_oxmpi || cfg.cores < 2 || !bench.is_file() {
+        return None;
+    }
+    let spec = run::CommandSpec::new([
+        bench.into_os_string(),
+        "floor".into(),
+        "--repeats".into(),
+        "1".into(),
+        "--iters".into(),
+        "50000".into(),
+    ]);
+    let out = run::run(&spec, Duration::from_secs(30)).ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    parse_floor(&out.stdout)
+}
+
+/// The figure of `oxmpi-bench floor`'s last line.
+fn parse_floor(stdout: &str) -> Option<f64> {
+    let v: f64 = stdout.lines().last()?.trim().parse().ok()?;
+    (v.is_finite() && v > 0.0).then_some(v)
+}
+
 /// Runs the whole comparison; `progress` receives one line per step.
 pub fn compare(cfg: &Config, progress: &mut dyn FnMut(&str)) -> Result<Outcome, String> {
     std::fs::create_dir_all(&cfg.out)
@@ -385,7 +415,12 @@ pub fn compare(cfg: &Config, progress: &mut dyn FnMut(&str)) -> Result<Outcome, 
     let mut done = 0u32;
 
     // Interleaved: for each repeat, for each job, every implementation once (A B A B ...).
+    let mut floors = Vec::new();
     for repeat in 0..max_repeats {
+        if let Some(f) = measure_floor(cfg) {
+            progress(&format!("repeat {}: hardware floor {f:.3} us", repeat + 1));
+            floors.push(format!("{f:.3}"));
+        }
         for job in jobs.iter().filter(|j| repeat < j.repeats) {
             for imp in &runnable {
                 done += 1;
@@ -495,7 +530,16 @@ pub fn compare(cfg: &Config, progress: &mut dyn FnMut(&str)) -> Result<Outcome, 
     );
     let input = ReportInput {
         started: report::format_utc(started),
-        host: format!("{host}, at end {}", load_average()),
+        host: if floors.is_empty() {
+            format!("{host}, at end {}", load_average())
+        } else {
+            format!(
+                "{host}, at end {}; hardware floor before each repeat (`oxmpi-bench floor`, \
+                 one-way µs): {} — small-message ratios hold only between repeats whose floor agrees",
+                load_average(),
+                floors.join(", ")
+            )
+        },
         cores: cfg.cores,
         mode,
         implementations: impls
@@ -587,6 +631,14 @@ mod tests {
             .find(|j| j.benchmark == Benchmark::Startup)
             .unwrap();
         assert_eq!(s.repeats, 10);
+    }
+
+    #[test]
+    fn the_floor_is_the_last_line_of_the_probe() {
+        assert_eq!(parse_floor("0.239\n0.041\n"), Some(0.041));
+        assert_eq!(parse_floor(""), None);
+        assert_eq!(parse_floor("error: one core\n"), None);
+        assert_eq!(parse_floor("0\n"), None);
     }
 
     #[test]
