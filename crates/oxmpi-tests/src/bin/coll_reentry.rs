@@ -224,10 +224,8 @@ fn drops<L: ThreadLevel>(world: &Communicator<L>) {
         must("wait", r.wait());
     });
     check!(recv == [p; 64], "allreduce with a capturing op");
-    // A later wait hands the finished schedule back for dropping, if the last one did not.
-    must("barrier", world.barrier());
     check!(
-        DROPS.load(Ordering::Relaxed) > before,
+        dropped_since(world, before),
         "the operation's captured value was dropped"
     );
 
@@ -249,10 +247,25 @@ fn drops<L: ThreadLevel>(world: &Communicator<L>) {
         must("wait", b.wait());
     });
     check!(recv == [2 * p; 1000], "allreduce on a freed communicator");
-    check!(
-        DROPS.load(Ordering::Relaxed) > before,
-        "the attribute was dropped"
-    );
+    check!(dropped_since(world, before), "the attribute was dropped");
+}
+
+/// Whether a value whose `Drop` calls MPI has been dropped since the count was `before`, on
+/// every rank. A later wait hands a finished schedule back for dropping if the last one did
+/// not; at MULTIPLE the side thread's wait may be the one dropping it, still running when the
+/// main thread gets here, so the ranks wait for it together (a bounded number of rounds).
+fn dropped_since<L: ThreadLevel>(world: &Communicator<L>, before: usize) -> bool {
+    for _ in 0..10_000 {
+        must("barrier", world.barrier());
+        let mine = [u8::from(DROPS.load(Ordering::Relaxed) > before)];
+        let mut all = [0u8];
+        must("allreduce", world.all_reduce_into(&mine, &mut all, Op::Min));
+        if all[0] == 1 {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    false
 }
 
 fn body<L: ThreadLevel>(world: &Communicator<L>) {

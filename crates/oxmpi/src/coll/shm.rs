@@ -303,7 +303,12 @@ impl<L: ThreadLevel> Communicator<L> {
             .with(|e| Ok::<_, Error>(node_released(e)?.chan_offer()))?;
         let mut agreed = [0u64; CHANNELS];
         let r = self
-            .allreduce_plan("allreduce", Some(&offer[..]), &mut agreed[..], &Op::Max)
+            .allreduce_plan(
+                "allreduce",
+                Some(&offer.offer[..]),
+                &mut agreed[..],
+                &Op::Max,
+            )
             .and_then(|p| self.coll_run(p));
         if r.is_err() {
             agreed = [CHAN_BUSY; CHANNELS];
@@ -311,7 +316,7 @@ impl<L: ThreadLevel> Communicator<L> {
         let k = self
             .rt
             .engine
-            .with(|e| Ok::<_, Error>(node_of(e)?.chan_settle(&agreed)))?;
+            .with(|e| Ok::<_, Error>(node_of(e)?.chan_settle(&offer, &agreed)))?;
         r.map(|()| k)
     }
 

@@ -47,8 +47,10 @@ pub enum Meet {
 enum ChanState {
     #[default]
     Free,
-    /// Offered to an agreement in progress; not free for another.
-    Offered,
+    /// Offered to the agreement in progress with this number; not free for another. The
+    /// number keeps two threads agreeing channels for two communicators at once (MULTIPLE)
+    /// from settling or returning each other's offers, which made members disagree.
+    Offered(u64),
     /// Held by a communicator.
     InUse,
     /// Released; free again once every one of `members` has arrived at `target`.
@@ -60,6 +62,17 @@ enum ChanState {
 pub struct Channels {
     state: [ChanState; CHANNELS],
     epoch: [u64; CHANNELS],
+    /// Number of the next agreement's offer.
+    next_offer: u64,
+}
+
+/// One agreement's reservations: its number and, per channel, the arrival number offered or
+/// [`CHAN_BUSY`].
+#[derive(Debug, Clone, Copy)]
+pub struct ChanOffer {
+    id: u64,
+    /// What this rank contributes to the agreement's allreduce (maximum).
+    pub offer: [u64; CHANNELS],
 }
 
 /// Intra-host helpers of a shared-memory transport.
@@ -89,14 +102,17 @@ pub trait Node {
     /// [`slot`](Self::slot)), so a reader can tell when counts differ between ranks.
     fn slot_len(&mut self, at: Meet, rank: u32, n: u64) -> Result<usize>;
 
-    /// Reserves every channel this rank can take now and returns, per channel, its arrival
-    /// number, or [`CHAN_BUSY`]. Must be followed by [`chan_settle`](Self::chan_settle).
-    fn chan_offer(&mut self) -> [u64; CHANNELS];
+    /// Reserves every channel this rank can take now for one agreement and returns, per
+    /// channel, its arrival number, or [`CHAN_BUSY`]. Must be followed by
+    /// [`chan_settle`](Self::chan_settle) with the same offer.
+    fn chan_offer(&mut self) -> ChanOffer;
 
-    /// Takes the lowest channel that every member offered (`agreed` is the elementwise
-    /// maximum of the members' offers), numbering its arrivals from the agreed value, and
-    /// returns the other reservations. `None` when no channel is free in every member.
-    fn chan_settle(&mut self, agreed: &[u64; CHANNELS]) -> Option<usize>;
+    /// Takes the lowest channel that every member offered in this agreement (`agreed` is the
+    /// elementwise maximum of the members' offers), numbering its arrivals from the agreed
+    /// value, and returns this agreement's other reservations. `None` when no channel is free
+    /// in every member. Every member settles on the same channel whatever other agreements
+    /// run meanwhile: a channel not busy in `agreed` was offered by every member to this one.
+    fn chan_settle(&mut self, offer: &ChanOffer, agreed: &[u64; CHANNELS]) -> Option<usize>;
 
     /// Gives back channel `k`, held by a communicator of `members`: arrives on it a last
     /// time and reuses it once every member has done the same.
@@ -243,7 +259,9 @@ impl Node for ShmLink {
         Ok(unsafe { base.add(len_offset(at, n)).cast::<u64>().read() } as usize)
     }
 
-    fn chan_offer(&mut self) -> [u64; CHANNELS] {
+    fn chan_offer(&mut self) -> ChanOffer {
+        let id = self.chans.next_offer;
+        self.chans.next_offer += 1;
         let mut out = [CHAN_BUSY; CHANNELS];
         for (k, out) in out.iter_mut().enumerate() {
             if let ChanState::Draining { members, target } = &self.chans.state[k] {
@@ -254,17 +272,17 @@ impl Node for ShmLink {
                 }
             }
             if matches!(self.chans.state[k], ChanState::Free) {
-                self.chans.state[k] = ChanState::Offered;
+                self.chans.state[k] = ChanState::Offered(id);
                 *out = self.chans.epoch[k];
             }
         }
-        out
+        ChanOffer { id, offer: out }
     }
 
-    fn chan_settle(&mut self, agreed: &[u64; CHANNELS]) -> Option<usize> {
+    fn chan_settle(&mut self, offer: &ChanOffer, agreed: &[u64; CHANNELS]) -> Option<usize> {
         let mut chosen = None;
         for (k, &max) in agreed.iter().enumerate() {
-            if matches!(self.chans.state[k], ChanState::Offered) {
+            if matches!(self.chans.state[k], ChanState::Offered(id) if id == offer.id) {
                 if chosen.is_none() && max != CHAN_BUSY {
                     chosen = Some(k);
                     self.chans.state[k] = ChanState::InUse;
@@ -336,8 +354,11 @@ mod tests {
     /// Both ranks' offers combined as the agreement allreduce does (maximum).
     fn agree(a: &mut ShmTransport, b: &mut ShmTransport) -> (Option<usize>, Option<usize>) {
         let (oa, ob) = (a.node().chan_offer(), b.node().chan_offer());
-        let agreed: [u64; CHANNELS] = std::array::from_fn(|k| oa[k].max(ob[k]));
-        (a.node().chan_settle(&agreed), b.node().chan_settle(&agreed))
+        let agreed: [u64; CHANNELS] = std::array::from_fn(|k| oa.offer[k].max(ob.offer[k]));
+        (
+            a.node().chan_settle(&oa, &agreed),
+            b.node().chan_settle(&ob, &agreed),
+        )
     }
 
     #[test]
@@ -366,14 +387,37 @@ mod tests {
         // a leaves channel 0 first: it stays busy for a until b has left too.
         a.node().chan_release(0, m.to_vec());
         let o = a.node().chan_offer();
-        assert_eq!(o[0], CHAN_BUSY, "draining until every member left");
-        assert_eq!(a.node().chan_settle(&[CHAN_BUSY; CHANNELS]), None);
+        assert_eq!(o.offer[0], CHAN_BUSY, "draining until every member left");
+        assert_eq!(a.node().chan_settle(&o, &[CHAN_BUSY; CHANNELS]), None);
         b.node().chan_release(0, m.to_vec());
         // Both at arrival 2 on channel 0 now: it is reused, numbered from there.
         assert_eq!(agree(&mut a, &mut b), (Some(0), Some(0)));
         assert_eq!(a.node().arrive(Meet::Chan(0), &[]), 3);
         assert_eq!(b.node().arrive(Meet::Chan(0), &[]), 3);
         assert!(a.node().arrived(Meet::Chan(0), &m, 3).unwrap());
+    }
+
+    /// Two threads agree channels for two communicators at once (MULTIPLE), settling in
+    /// different orders on the two ranks: each agreement settles only its own offers, so both
+    /// ranks take the same channel for each communicator.
+    #[test]
+    fn overlapping_agreements_settle_only_their_own_offers() {
+        let (mut a, mut b) = super::super::tests::pair("overlap");
+        // x's offers come first on both ranks and reserve every channel; y's find none free.
+        let (ax, ay) = (a.node().chan_offer(), a.node().chan_offer());
+        let (bx, by) = (b.node().chan_offer(), b.node().chan_offer());
+        assert!(ay.offer.iter().all(|&o| o == CHAN_BUSY));
+        let max = |p: &ChanOffer, q: &ChanOffer| -> [u64; CHANNELS] {
+            std::array::from_fn(|k| p.offer[k].max(q.offer[k]))
+        };
+        let (agreed_x, agreed_y) = (max(&ax, &bx), max(&ay, &by));
+        // a settles y first, b settles x first.
+        assert_eq!(a.node().chan_settle(&ay, &agreed_y), None);
+        assert_eq!(b.node().chan_settle(&bx, &agreed_x), Some(0));
+        assert_eq!(a.node().chan_settle(&ax, &agreed_x), Some(0));
+        assert_eq!(b.node().chan_settle(&by, &agreed_y), None);
+        // The rest went back: the next agreement takes channel 1 on both.
+        assert_eq!(agree(&mut a, &mut b), (Some(1), Some(1)));
     }
 
     #[test]
