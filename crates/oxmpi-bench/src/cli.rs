@@ -53,7 +53,10 @@ pub struct CompareArgs {
     #[arg(long = "peer-prefix", value_name = "NAME=PATH")]
     pub peer_prefix: Vec<String>,
     /// Benchmarks to run, comma-separated, or `all`: latency bw bibw msgrate multi-bw
-    /// multi-lat barrier bcast reduce allreduce gather scatter allgather alltoall startup mem.
+    /// multi-lat barrier bcast reduce allreduce gather scatter allgather alltoall
+    /// allreduce-init put_latency get_latency put_bw get_bw acc_latency fop_counter ddt-contig
+    /// ddt-vector ddt-vector64k ddt-indexed ddt-struct ddt-pack-vector ddt-pack-indexed
+    /// ddt-pack-struct startup mem.
     #[arg(long, default_value = "all")]
     pub benchmarks: String,
     /// Rank counts, comma-separated, for msgrate, multi-bw, multi-lat and the collectives
@@ -257,6 +260,33 @@ mod tests {
         match Cli::try_parse_from(argv).unwrap().command {
             Command::Compare(a) => a,
             Command::Rawtcp(_) | Command::Floor(_) => unreachable!("parsed `compare`"),
+        }
+    }
+
+    /// The help of `--benchmarks` names every benchmark a user can ask for.
+    #[test]
+    fn benchmarks_help_lists_every_benchmark() {
+        use clap::CommandFactory;
+        let mut cmd = Cli::command();
+        let compare = cmd.find_subcommand_mut("compare").expect("compare");
+        let arg = compare
+            .get_arguments()
+            .find(|a| a.get_id() == "benchmarks")
+            .expect("--benchmarks");
+        let help = arg
+            .get_long_help()
+            .or(arg.get_help())
+            .expect("help")
+            .to_string();
+        let words: Vec<&str> = help
+            .split(|c: char| c.is_whitespace() || c == ':' || c == ',' || c == '.')
+            .collect();
+        for b in crate::suite::Benchmark::ALL {
+            assert!(
+                words.contains(&b.name()),
+                "{} missing from: {help}",
+                b.name()
+            );
         }
     }
 
