@@ -547,6 +547,14 @@ fn errors(world: &Communicator) {
         ErrorClass::RmaSync,
     );
     must("unlock", win.unlock(me));
+    // Every way an epoch ends closes access again (the per-operation checks read mirrors of
+    // the epoch without its lock).
+    expect(
+        "put after unlock",
+        win.put(&[1u64], me, 0),
+        ErrorClass::RmaSync,
+    );
+    expect("flush after unlock", win.flush(me), ErrorClass::RmaSync);
     must("post", win.post(&[me], 0));
     expect("post twice", win.post(&[me], 0), ErrorClass::RmaSync);
     must("start", win.start(&[me], 0));
@@ -566,7 +574,27 @@ fn errors(world: &Communicator) {
         ErrorClass::RmaSync,
     );
     expect("lock_all twice", win.lock_all(0), ErrorClass::RmaSync);
+    must("flush_all in lock_all", win.flush_all());
     must("unlock_all", win.unlock_all());
+    expect(
+        "put after unlock_all",
+        win.put(&[1u64], 0, 0),
+        ErrorClass::RmaSync,
+    );
+    expect(
+        "flush_all after unlock_all",
+        win.flush_all(),
+        ErrorClass::RmaSync,
+    );
+    must("fence", win.fence(0));
+    must("put in a fence epoch", win.put(&[1u64], me, 3));
+    expect("flush in a fence epoch", win.flush(me), ErrorClass::RmaSync);
+    must("fence", win.fence(mode::NOSUCCEED));
+    expect(
+        "put after the last fence",
+        win.put(&[1u64], me, 3),
+        ErrorClass::RmaSync,
+    );
     must("barrier", world.barrier());
     let w3 = must("allocate", world.window_allocate::<u64>(1));
     must("lock", w3.lock(LockType::Exclusive, me, 0));

@@ -24,7 +24,7 @@
 pub(crate) mod am;
 pub(crate) mod ctl;
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::comm::{Comm, Communicator};
@@ -124,6 +124,43 @@ struct Epoch {
     waited: Vec<u64>,
 }
 
+/// The epoch's mirrors read without its mutex (see [`Core::open`]).
+#[derive(Debug)]
+struct Open {
+    fence: AtomicBool,
+    lock_all: AtomicBool,
+    locked: Box<[AtomicBool]>,
+}
+
+/// The locked epoch; publishes its fence and `lock_all` to [`Open`] when dropped, so every
+/// change made through it is mirrored on every path.
+struct EpochGuard<'a> {
+    ep: MutexGuard<'a, Epoch>,
+    open: &'a Open,
+}
+
+impl std::ops::Deref for EpochGuard<'_> {
+    type Target = Epoch;
+    fn deref(&self) -> &Epoch {
+        &self.ep
+    }
+}
+
+impl std::ops::DerefMut for EpochGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Epoch {
+        &mut self.ep
+    }
+}
+
+impl Drop for EpochGuard<'_> {
+    fn drop(&mut self) {
+        self.open.fence.store(self.ep.fence, Ordering::Relaxed);
+        self.open
+            .lock_all
+            .store(self.ep.lock_all, Ordering::Relaxed);
+    }
+}
+
 impl Epoch {
     fn can_access(&self, t: usize) -> bool {
         self.fence
@@ -172,6 +209,12 @@ pub(crate) struct Core {
     seg: Segment,
     layout: ctl::Layout,
     epoch: Mutex<Epoch>,
+    /// Mirrors of the epoch for the per-operation checks, read without the mutex (a lock
+    /// and unlock per put and per flush doubled a small accumulate's cost): whether a fence
+    /// or `lock_all` opens access to every target, and per target whether `lock` holds it.
+    /// Written under the mutex; a thread racing an epoch change with an operation on the
+    /// same window is erroneous, so the checks need no ordering beyond their own thread's.
+    open: Open,
     /// Active messages to and from members on other hosts; `None` when all share one.
     am: Option<am::Am>,
 }
@@ -416,6 +459,11 @@ impl WinCore {
             targets,
             seg,
             layout,
+            open: Open {
+                fence: AtomicBool::new(false),
+                lock_all: AtomicBool::new(false),
+                locked: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            },
             epoch: Mutex::new(Epoch {
                 locks: vec![None; n],
                 started: vec![0; n],
@@ -440,8 +488,21 @@ impl Core {
         unsafe { &*self.seg.base().as_ptr().add(off).cast::<AtomicU64>() }
     }
 
-    fn epoch(&self) -> MutexGuard<'_, Epoch> {
-        self.epoch.lock().unwrap_or_else(|p| p.into_inner())
+    /// The epoch, locked; [`Open`]'s fence and `lock_all` follow it when the guard drops.
+    fn epoch(&self) -> EpochGuard<'_> {
+        EpochGuard {
+            ep: self.epoch.lock().unwrap_or_else(|p| p.into_inner()),
+            open: &self.open,
+        }
+    }
+
+    /// Whether an access epoch to target `t` is open: without the mutex when a fence,
+    /// `lock_all` or `lock(t)` opened it.
+    fn can_access(&self, t: usize) -> bool {
+        self.open.fence.load(Ordering::Relaxed)
+            || self.open.lock_all.load(Ordering::Relaxed)
+            || self.open.locked[t].load(Ordering::Relaxed)
+            || self.epoch().can_access(t)
     }
 
     /// Waits until `ready` holds, keeping the engine progressing for peers meanwhile.
@@ -548,7 +609,7 @@ impl Core {
             return Ok(None);
         }
         let t = self.check_rank(call, t)?;
-        if !self.epoch().can_access(t) {
+        if !self.can_access(t) {
             return Err(err(
                 ErrorClass::RmaSync,
                 format!("{call}: no access epoch to rank {t} is open (fence, start, lock)"),
@@ -1194,6 +1255,7 @@ impl Core {
         self.lock_word(t, kind)?;
         ep.fence = false;
         ep.locks[t] = Some(kind);
+        self.open.locked[t].store(true, Ordering::Relaxed);
         Ok(())
     }
 
@@ -1203,7 +1265,12 @@ impl Core {
             return Ok(());
         }
         let t = self.check_rank("win_unlock", target)?;
-        let kind = self.epoch().locks[t].take().ok_or_else(|| {
+        let kind = {
+            let mut ep = self.epoch();
+            self.open.locked[t].store(false, Ordering::Relaxed);
+            ep.locks[t].take()
+        }
+        .ok_or_else(|| {
             err(
                 ErrorClass::RmaSync,
                 format!("win_unlock: rank {t} is not locked by this process"),
@@ -1281,6 +1348,19 @@ impl Core {
     /// Operations are complete when their calls return, so this only checks the epoch and
     /// orders memory.
     pub(crate) fn flush(&self, call: &str, target: Option<i32>) -> Result<()> {
+        // A passive epoch open without the mutex: `lock_all`, or `lock` of this target.
+        let open = self.open.lock_all.load(Ordering::Relaxed)
+            || match target {
+                Some(t) if t != PROC_NULL => {
+                    let t = self.check_rank(call, t)?;
+                    self.open.locked[t].load(Ordering::Relaxed)
+                }
+                _ => false,
+            };
+        if open {
+            std::sync::atomic::fence(Ordering::SeqCst);
+            return Ok(());
+        }
         let ep = self.epoch();
         let ok = match target {
             Some(PROC_NULL) => true,
