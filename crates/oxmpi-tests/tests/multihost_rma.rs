@@ -10,51 +10,14 @@
 //!
 //! Without root or `ip`, each test prints one skip line and passes.
 
-use std::io::Write;
-use std::process::Output;
-use std::time::Duration;
-
-use oxmpi_tests::{oxrun, run_with_deadline, text};
+use oxmpi_tests::text;
 use xtask::netns::TestHosts;
 
-const LAUNCHER: &str = "ip netns exec {host}";
-/// Every veth subnet of the rig, so no rail leaves through another interface.
-const TCP_IF: &str = "10.77.0.0/16";
+mod common;
+use common::netns::run;
 
 fn hosts() -> Option<TestHosts> {
-    match TestHosts::get() {
-        Ok(h) => Some(h),
-        Err(why) => {
-            static ONCE: std::sync::Once = std::sync::Once::new();
-            ONCE.call_once(|| {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "multihost_rma: skipping the namespace tests, cannot create network namespaces here: {why}"
-                );
-            });
-            None
-        }
-    }
-}
-
-fn run(
-    h: &TestHosts,
-    spec: &str,
-    np: usize,
-    prog: &str,
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> Output {
-    let mut cmd = h.command_in(3, oxrun());
-    cmd.args(["--launcher", LAUNCHER, "--timeout", "100", "--host", spec])
-        .args(["-n", &np.to_string(), prog])
-        .args(args)
-        .env("OXMPI_TCP_IF", TCP_IF)
-        .env("OXMPI_TCP_LOG_ROUTES", "1");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    run_with_deadline(cmd, Duration::from_secs(120))
+    common::netns::hosts("multihost_rma")
 }
 
 /// Runs `prog` and checks that every rank passed and that TCP carried traffic.

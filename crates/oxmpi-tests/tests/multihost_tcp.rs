@@ -10,44 +10,23 @@
 //! Without root or `ip`, each test prints one skip line and passes.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Command, Output, Stdio};
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use oxmpi_tests::{oxrun, run_with_deadline, text};
+use oxmpi_tests::{run_with_deadline, text};
 use xtask::netns::TestHosts;
 
-const LAUNCHER: &str = "ip netns exec {host}";
-/// Every veth subnet of the rig, so no rail leaves through another interface.
-const TCP_IF: &str = "10.77.0.0/16";
+mod common;
+use common::netns::{job_from, run};
 
-/// The shared hosts (`OXMPI_NETNS_HOSTS`) or fresh ones, or `None` after printing once why
-/// the tests are skipped.
 fn hosts() -> Option<TestHosts> {
-    skip_unless(TestHosts::get())
+    common::netns::hosts("multihost_tcp")
 }
 
-/// Hosts of this test's own, for tests that take links down (other tests may share the set
-/// `OXMPI_NETNS_HOSTS` names).
 fn own_hosts() -> Option<TestHosts> {
-    skip_unless(TestHosts::create())
-}
-
-fn skip_unless(made: Result<TestHosts, String>) -> Option<TestHosts> {
-    match made {
-        Ok(h) => Some(h),
-        Err(why) => {
-            static ONCE: std::sync::Once = std::sync::Once::new();
-            ONCE.call_once(|| {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "multihost_tcp: skipping the namespace tests, cannot create network namespaces here: {why}"
-                );
-            });
-            None
-        }
-    }
+    common::netns::own_hosts("multihost_tcp")
 }
 
 /// The head oxrun in h3 running `prog args` with `--host spec`, as a command.
@@ -60,39 +39,6 @@ fn job(
     env: &[(&str, &str)],
 ) -> Command {
     job_from(3, h, spec, np, prog, args, env)
-}
-
-/// [`job`] with oxrun itself (the head the agents connect to) in host `head`.
-fn job_from(
-    head: usize,
-    h: &TestHosts,
-    spec: &str,
-    np: usize,
-    prog: &str,
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> Command {
-    let mut cmd = h.command_in(head, oxrun());
-    cmd.args(["--launcher", LAUNCHER, "--timeout", "100", "--host", spec])
-        .args(["-n", &np.to_string(), prog])
-        .args(args)
-        .env("OXMPI_TCP_IF", TCP_IF)
-        .env("OXMPI_TCP_LOG_ROUTES", "1");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd
-}
-
-fn run(
-    h: &TestHosts,
-    spec: &str,
-    np: usize,
-    prog: &str,
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> Output {
-    run_with_deadline(job(h, spec, np, prog, args, env), Duration::from_secs(120))
 }
 
 /// The (from, to) rank pairs of the logged TCP routes.

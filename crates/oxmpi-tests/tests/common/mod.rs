@@ -1,0 +1,3 @@
+//! Code shared by several test suites (each includes this module with `mod common;`).
+
+pub mod netns;
