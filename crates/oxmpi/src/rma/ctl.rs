@@ -7,7 +7,12 @@
 //! - `post[t][o]`: how many exposure epochs target `t` opened to origin `o` (PSCW);
 //! - `done[t][o]`: how many access epochs origin `o` completed at target `t`;
 //! - per target, [`MAX_REGIONS`] (address, length) pairs: memory attached to a dynamic
-//!   window.
+//!   window;
+//! - per member, on a cache line of its own, how many element-wise accumulates it has in
+//!   progress on this host (its entry count): an element-wise accumulate touches only its
+//!   own line besides the target element, so a contended counter moves one line between
+//!   cores, not three. A bulk accumulate takes the target's accumulate word exclusively and
+//!   then waits until every member's count is zero (a big-reader lock).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -33,7 +38,17 @@ impl Layout {
     /// Bytes the control block takes, rounded up to a cache line.
     pub fn len(&self) -> usize {
         let n = self.n;
-        (16 * n + 16 * n * n + 16 * n * MAX_REGIONS).div_ceil(64) * 64
+        self.regions_end().div_ceil(64) * 64 + 64 * n
+    }
+
+    fn regions_end(&self) -> usize {
+        let n = self.n;
+        16 * n + 16 * n * n + 16 * n * MAX_REGIONS
+    }
+
+    /// Member `o`'s count of element-wise accumulates in progress, alone on its cache line.
+    pub fn acc_entries(&self, o: usize) -> usize {
+        self.regions_end().div_ceil(64) * 64 + 64 * o
     }
 
     /// Target `t`'s lock word.
@@ -90,24 +105,35 @@ pub fn unlock_shared(w: &AtomicU64) {
 /// so a stream of element-wise atomics cannot starve it.
 const WAITING: u64 = 1 << 62;
 
-/// Takes an accumulate lock word shared (element-wise atomics run side by side) unless a bulk
-/// accumulate holds it or waits for it.
-pub fn try_acc_shared(w: &AtomicU64) -> bool {
-    // An increment never fails because other shared holders come and go (a compare-exchange
-    // would, under contention); one that finds a writer is taken back.
-    if w.fetch_add(1, Ordering::Acquire) & (EXCLUSIVE | WAITING) == 0 {
+/// Enters an element-wise accumulate on the target whose accumulate word is `w`, counted in
+/// this member's `entries`, unless a bulk accumulate holds the word or waits for it.
+///
+/// The count is raised before the word is read and the bulk side sets the word before it
+/// reads the counts (all sequentially consistent), so either the bulk accumulate sees this
+/// entry and waits for it, or this entry sees the bulk accumulate and backs out.
+pub fn try_acc_enter(w: &AtomicU64, entries: &AtomicU64) -> bool {
+    entries.fetch_add(1, Ordering::SeqCst);
+    if w.load(Ordering::SeqCst) & (EXCLUSIVE | WAITING) == 0 {
         return true;
     }
-    w.fetch_sub(1, Ordering::Relaxed);
+    entries.fetch_sub(1, Ordering::Release);
     false
 }
 
-/// Takes an accumulate lock word exclusively if it is free, otherwise announces the wait.
+/// Leaves what [`try_acc_enter`] entered: the element updates before it are visible to the
+/// bulk accumulate that next sees the count at zero.
+pub fn acc_leave(entries: &AtomicU64) {
+    entries.fetch_sub(1, Ordering::Release);
+}
+
+/// Takes an accumulate word exclusively if it is free, otherwise announces the wait (so new
+/// element-wise accumulates hold off and cannot starve the bulk one). The holder must then
+/// wait until [`acc_drained`] before touching the target.
 pub fn try_acc_exclusive(w: &AtomicU64) -> bool {
     let v = w.load(Ordering::Relaxed);
     if v & !WAITING == 0 {
         return w
-            .compare_exchange(v, EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(v, EXCLUSIVE, Ordering::SeqCst, Ordering::Relaxed)
             .is_ok();
     }
     if v & WAITING == 0 {
@@ -116,8 +142,19 @@ pub fn try_acc_exclusive(w: &AtomicU64) -> bool {
     false
 }
 
-/// Releases an exclusive accumulate lock (another waiter announces itself again). Shared
-/// increments that found the writer and are about to be taken back stay counted.
+/// Whether every element-wise accumulate that entered before the bulk one took its word has
+/// left: all the members' entry counts are zero.
+pub fn acc_drained<'a>(mut entries: impl Iterator<Item = &'a AtomicU64>) -> bool {
+    entries.all(|e| e.load(Ordering::SeqCst) == 0)
+}
+
+/// Gives up an exclusive accumulate word taken by [`try_acc_exclusive`] before the entries
+/// drained, still announcing the wait.
+pub fn acc_exclusive_retreat(w: &AtomicU64) {
+    w.store(WAITING, Ordering::Release);
+}
+
+/// Releases an exclusive accumulate word (another waiter announces itself again).
 pub fn unlock_acc_exclusive(w: &AtomicU64) {
     w.fetch_and(!(EXCLUSIVE | WAITING), Ordering::Release);
 }
@@ -142,6 +179,8 @@ mod tests {
                     all.push(l.region(t, i));
                     all.push(l.region(t, i) + 8);
                 }
+                assert_eq!(l.acc_entries(t) % 64, 0, "a cache line of its own");
+                all.push(l.acc_entries(t));
             }
             let count = all.len();
             all.sort_unstable();
@@ -168,19 +207,76 @@ mod tests {
     }
 
     #[test]
-    fn a_waiting_bulk_accumulate_holds_off_new_shared_holders() {
+    fn a_bulk_accumulate_waits_for_entered_ones_and_holds_off_new_ones() {
         let w = AtomicU64::new(0);
-        assert!(try_acc_shared(&w));
-        assert!(!try_acc_exclusive(&w), "a shared holder is in");
-        assert!(!try_acc_shared(&w), "the waiting writer goes first");
-        unlock_shared(&w);
-        assert!(try_acc_exclusive(&w));
-        assert!(!try_acc_shared(&w));
-        assert!(!try_acc_exclusive(&w));
+        let mine = AtomicU64::new(0);
+        let other = AtomicU64::new(0);
+        let entries = || [&mine, &other].into_iter();
+        assert!(try_acc_enter(&w, &mine));
+        assert!(
+            try_acc_enter(&w, &mine),
+            "element-wise ones run side by side"
+        );
+        assert!(try_acc_exclusive(&w), "the word is free");
+        assert!(!acc_drained(entries()), "two entered before it");
+        assert!(!try_acc_enter(&w, &other), "the bulk one goes first");
+        assert_eq!(other.load(Ordering::Relaxed), 0, "backed out");
+        acc_leave(&mine);
+        acc_leave(&mine);
+        assert!(acc_drained(entries()));
+        assert!(!try_acc_exclusive(&w), "one bulk at a time");
         unlock_acc_exclusive(&w);
-        assert!(try_acc_shared(&w));
-        unlock_shared(&w);
+        assert!(try_acc_enter(&w, &other));
+        acc_leave(&other);
+        // A bulk one that gives up before draining keeps new entries out until it is back.
+        assert!(try_acc_enter(&w, &mine));
+        assert!(try_acc_exclusive(&w));
+        assert!(!acc_drained(entries()));
+        acc_exclusive_retreat(&w);
+        assert!(
+            !try_acc_enter(&w, &other),
+            "the retreated bulk one still waits"
+        );
+        acc_leave(&mine);
+        assert!(try_acc_exclusive(&w) && acc_drained(entries()));
+        unlock_acc_exclusive(&w);
         assert_eq!(w.load(Ordering::Relaxed), 0);
+    }
+
+    /// Element-wise increments (atomic) and bulk ones (a plain read-modify-write, kept whole
+    /// only by the protocol) from several threads on one counter: none is lost.
+    #[test]
+    fn element_wise_and_bulk_accumulates_lose_nothing() {
+        let w = AtomicU64::new(0);
+        let entries: Vec<AtomicU64> = (0..4).map(|_| AtomicU64::new(0)).collect();
+        let count = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for me in 0..4 {
+                let (w, entries, count) = (&w, &entries, &count);
+                s.spawn(move || {
+                    for i in 0..2000 {
+                        if (i + me) % 3 == 0 {
+                            while !try_acc_exclusive(w) {
+                                std::thread::yield_now();
+                            }
+                            while !acc_drained(entries.iter()) {
+                                std::thread::yield_now();
+                            }
+                            let v = count.load(Ordering::Relaxed);
+                            count.store(v + 1, Ordering::Relaxed);
+                            unlock_acc_exclusive(w);
+                        } else {
+                            while !try_acc_enter(w, &entries[me]) {
+                                std::thread::yield_now();
+                            }
+                            count.fetch_add(1, Ordering::Relaxed);
+                            acc_leave(&entries[me]);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(count.load(Ordering::Relaxed), 8000);
     }
 
     #[test]

@@ -263,18 +263,18 @@ fn aligned(len: usize) -> Vec<u128> {
 /// cheaper per byte than one locked instruction per element.
 const ATOMIC_ELEMENTS: usize = 16;
 
-/// Holds a target's accumulate lock until dropped, on every path.
-struct AccGuard<'a> {
-    word: &'a AtomicU64,
-    exclusive: bool,
+/// Holds a target's accumulate lock until dropped, on every path: an element-wise entry
+/// (this member's entry count) or the target's accumulate word, exclusively.
+enum AccGuard<'a> {
+    Entered(&'a AtomicU64),
+    Exclusive(&'a AtomicU64),
 }
 
 impl Drop for AccGuard<'_> {
     fn drop(&mut self) {
-        if self.exclusive {
-            ctl::unlock_acc_exclusive(self.word);
-        } else {
-            ctl::unlock_shared(self.word);
+        match self {
+            AccGuard::Entered(e) => ctl::acc_leave(e),
+            AccGuard::Exclusive(w) => ctl::unlock_acc_exclusive(w),
         }
     }
 }
@@ -760,24 +760,44 @@ impl Core {
         matches!(self.flavor, Flavor::Allocate | Flavor::Shared)
     }
 
-    /// Takes target `t`'s accumulate lock: shared for element-wise atomics, exclusive for
+    /// Takes target `t`'s accumulate lock: an entry for element-wise atomics, the word
+    /// exclusively (once every entered element-wise accumulate on this host has left) for
     /// read-combine-write.
     /// With `wait == false` (inside the engine, where nothing may wait) it tries once.
     fn acc_lock(&self, t: usize, exclusive: bool, wait: bool) -> Option<AccGuard<'_>> {
         let word = self.word(self.layout.acc_mutex(t));
-        let try_once = || {
-            if exclusive {
-                ctl::try_acc_exclusive(word)
-            } else {
-                ctl::try_acc_shared(word)
+        if !exclusive {
+            let mine = self.word(self.layout.acc_entries(self.me));
+            if wait {
+                self.wait_until(|| ctl::try_acc_enter(word, mine));
+            } else if !ctl::try_acc_enter(word, mine) {
+                return None;
             }
+            return Some(AccGuard::Entered(mine));
+        }
+        // Only members on this host enter through this segment (others reach it through
+        // this host's server, which counts as its own member).
+        let drained = || {
+            ctl::acc_drained(
+                (0..self.size())
+                    .filter(|&o| !self.targets[o].off_host)
+                    .map(|o| self.word(self.layout.acc_entries(o))),
+            )
         };
         if wait {
-            self.wait_until(try_once);
-        } else if !try_once() {
+            self.wait_until(|| ctl::try_acc_exclusive(word));
+            let guard = AccGuard::Exclusive(word);
+            self.wait_until(drained);
+            return Some(guard);
+        }
+        if !ctl::try_acc_exclusive(word) {
             return None;
         }
-        Some(AccGuard { word, exclusive })
+        if !drained() {
+            ctl::acc_exclusive_retreat(word);
+            return None;
+        }
+        Some(AccGuard::Exclusive(word))
     }
 
     /// `MPI_Accumulate` (`result == None`) and `MPI_Get_accumulate`: element-wise `target =
