@@ -212,7 +212,10 @@ impl TunablesFile {
             };
             let (name, value) = (name.trim(), value.trim());
             if name == "OXMPI_TUNABLES_FILE" {
-                return Err(err(line, format!("{name} can only be set in the environment")));
+                return Err(err(
+                    line,
+                    format!("{name} can only be set in the environment"),
+                ));
             }
             let valid = match valid_value(name, value) {
                 Some(v) => v,
@@ -222,10 +225,16 @@ impl TunablesFile {
                 None => return Err(err(line, format!("unknown tunable {name:?}"))),
             };
             if !valid {
-                return Err(err(line, format!("{name} = {value:?} is not a valid value")));
+                return Err(err(
+                    line,
+                    format!("{name} = {value:?} is not a valid value"),
+                ));
             }
             if let Some(first) = entries.iter().find(|e| e.name == name) {
-                return Err(err(line, format!("{name} is set again (first on line {})", first.line)));
+                return Err(err(
+                    line,
+                    format!("{name} is set again (first on line {})", first.line),
+                ));
             }
             entries.push(FileEntry {
                 name: name.to_owned(),
@@ -468,15 +477,31 @@ mod tests {
     #[test]
     fn malformed_files_name_the_file_and_line() {
         for (text, line, what) in [
-            ("OXMPI_SPIN_COUNT = 1\nOXMPI_SPIN_COUNT 2\n", 2, "is not NAME = VALUE"),
-            ("\n# c\nOXMPI_SPIN_COUNTS = 2\n", 3, "unknown tunable \"OXMPI_SPIN_COUNTS\""),
+            (
+                "OXMPI_SPIN_COUNT = 1\nOXMPI_SPIN_COUNT 2\n",
+                2,
+                "is not NAME = VALUE",
+            ),
+            (
+                "\n# c\nOXMPI_SPIN_COUNTS = 2\n",
+                3,
+                "unknown tunable \"OXMPI_SPIN_COUNTS\"",
+            ),
             ("OXMPI_SPIN_COUNT = lots\n", 1, "is not a valid value"),
             ("OXMPI_SINGLE_COPY = maybe\n", 1, "is not a valid value"),
             ("OXMPI_COLL_BCAST_LONG = big\n", 1, "is not a valid value"),
             ("OXMPI_COLL_ = 1\n", 1, "unknown tunable"),
             ("= 1\n", 1, "unknown tunable"),
-            ("OXMPI_TUNABLES_FILE = /x\n", 1, "only be set in the environment"),
-            ("OXMPI_SPIN_COUNT = 1\nOXMPI_SPIN_COUNT = 2\n", 2, "set again (first on line 1)"),
+            (
+                "OXMPI_TUNABLES_FILE = /x\n",
+                1,
+                "only be set in the environment",
+            ),
+            (
+                "OXMPI_SPIN_COUNT = 1\nOXMPI_SPIN_COUNT = 2\n",
+                2,
+                "set again (first on line 1)",
+            ),
         ] {
             let e = file(text).unwrap_err();
             assert_eq!(e.class(), ErrorClass::Arg);
@@ -497,7 +522,10 @@ mod tests {
             tunables_file_path(env(&[("OXMPI_TUNABLES_FILE", "/a/b"), ("HOME", "/h")])),
             Some((PathBuf::from("/a/b"), true))
         );
-        assert_eq!(tunables_file_path(env(&[("OXMPI_TUNABLES_FILE", "")])), None);
+        assert_eq!(
+            tunables_file_path(env(&[("OXMPI_TUNABLES_FILE", "")])),
+            None
+        );
         assert_eq!(
             default_tunables_path(env(&[("XDG_CONFIG_HOME", "/x"), ("HOME", "/h")])),
             Some(PathBuf::from("/x/oxmpi/tunables"))
