@@ -141,7 +141,7 @@ tunables! {
     async_spin: u32 = 1000 => "1000", "OXMPI_ASYNC_SPIN",
         "progress passes a poll of an awaited request makes before it hands the request to the progress thread";
     topology: String = "auto".to_owned() => "auto", "OXMPI_TOPOLOGY",
-        "machine topology reader for oxrun and oxmpi-info: auto (hwloc, sysfs if hwloc is not built in or fails) or sysfs";
+        "machine topology reader for oxrun and oxmpi-info: auto (hwloc, sysfs if hwloc is not built in or fails) or sysfs (environment only, not the tunables file)";
     host_override: String = String::new() => "(unset)", "OXMPI_HOST_OVERRIDE",
         "testing: comma-separated host index per rank, overriding the launcher's placement";
     rma_progress_thread: bool = false => "false", "OXMPI_RMA_PROGRESS_THREAD",
@@ -153,6 +153,10 @@ tunables! {
 /// Names in this namespace may appear in a tunables file; the collective layer checks them
 /// against its own table (`coll::select`), since this leaf module cannot see it.
 pub const COLL_PREFIX: &str = "OXMPI_COLL_";
+
+/// Tunables a tunables file may not set: the file's own name, and the topology reader, which
+/// oxrun and `oxmpi-info --topology` take from the environment alone.
+const ENV_ONLY: &[&str] = &["OXMPI_TUNABLES_FILE", "OXMPI_TOPOLOGY"];
 
 /// Where a tunable's value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,7 +215,7 @@ impl TunablesFile {
                 return Err(err(line, format!("{body:?} is not NAME = VALUE")));
             };
             let (name, value) = (name.trim(), value.trim());
-            if name == "OXMPI_TUNABLES_FILE" {
+            if ENV_ONLY.contains(&name) {
                 return Err(err(
                     line,
                     format!("{name} can only be set in the environment"),
@@ -494,6 +498,11 @@ mod tests {
             ("= 1\n", 1, "unknown tunable"),
             (
                 "OXMPI_TUNABLES_FILE = /x\n",
+                1,
+                "only be set in the environment",
+            ),
+            (
+                "OXMPI_TOPOLOGY = sysfs\n",
                 1,
                 "only be set in the environment",
             ),
