@@ -159,6 +159,9 @@ fn calibrate_writes_a_file_that_oxmpi_info_reads() {
         "OXMPI_SINGLE_COPY_MIN",
         "OXMPI_EAGER_LIMIT",
         "OXMPI_SHM_INLINE_MAX",
+        "OXMPI_COLL_SHM_BCAST_LONG",
+        "OXMPI_COLL_SHM_ALLREDUCE_LONG",
+        "OXMPI_COLL_SHM_REDUCE_LONG",
     ] {
         let e = parsed
             .entry(name)
@@ -195,7 +198,7 @@ fn calibrate_writes_a_file_that_oxmpi_info_reads() {
         again.entry("OXMPI_SPIN_COUNT").map(|e| e.value.as_str()),
         Some("77")
     );
-    assert_eq!(again.entries.len(), 4, "{again:?}");
+    assert_eq!(again.entries.len(), 7, "{again:?}");
     // A file that does not parse is neither overwritten nor read.
     std::fs::write(&file, "OXMPI_EAGER_LIMIT: 5\n").unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_oxmpi-info"));

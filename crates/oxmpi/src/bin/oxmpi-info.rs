@@ -134,6 +134,9 @@ struct Candidate {
 /// (`small`) and above (`large`) it.
 struct Probe {
     tunable: &'static str,
+    /// The `oxmpi-bench` benchmark timed and the ranks it runs on.
+    bench: &'static str,
+    np: usize,
     sizes: Vec<usize>,
     iters: u32,
     small: Candidate,
@@ -245,29 +248,36 @@ fn sibling(name: &str) -> Result<PathBuf, String> {
 /// One two-rank `oxmpi-bench latency` job with `env` forced and no tunables file.
 fn run_job(
     bins: &(PathBuf, PathBuf),
-    sizes: &[usize],
-    iters: u32,
+    p: &Probe,
     env: &[(&str, String)],
 ) -> Result<Vec<f64>, String> {
+    let (sizes, iters) = (&p.sizes, p.iters);
     let (min, max) = (sizes[0], sizes[sizes.len() - 1]);
     let mut cmd = Command::new(&bins.0);
-    cmd.args(["--timeout", "60", "-n", "2", "--bind-to", "core"])
-        .arg(&bins.1)
-        .args([
-            "latency",
-            "--min",
-            &min.to_string(),
-            "--max",
-            &max.to_string(),
-        ])
-        .args([
-            "--iters",
-            &iters.to_string(),
-            "--warmup",
-            &(iters / 5 + 1).to_string(),
-        ])
-        .env("OXMPI_TUNABLES_FILE", "")
-        .stdin(Stdio::null());
+    cmd.args([
+        "--timeout",
+        "60",
+        "-n",
+        &p.np.to_string(),
+        "--bind-to",
+        "core",
+    ])
+    .arg(&bins.1)
+    .args([
+        p.bench,
+        "--min",
+        &min.to_string(),
+        "--max",
+        &max.to_string(),
+    ])
+    .args([
+        "--iters",
+        &iters.to_string(),
+        "--warmup",
+        &(iters / 5 + 1).to_string(),
+    ])
+    .env("OXMPI_TUNABLES_FILE", "")
+    .stdin(Stdio::null());
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -277,7 +287,7 @@ fn run_job(
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(" "),
-        "oxrun -n 2 oxmpi-bench latency"
+        format_args!("oxrun -n {} oxmpi-bench {}", p.np, p.bench)
     );
     let out = cmd.output().map_err(|e| format!("{what}: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -335,7 +345,7 @@ fn calibrate(args: &[String]) -> Result<(), String> {
     let k = 1024;
     let mut chosen: Vec<(&str, usize)> = Vec::new();
     println!(
-        "Calibrating on this host: two ranks bound to cores, one-way ping-pong latency (us), median of {repeats} interleaved run{} per protocol",
+        "Calibrating on this host: ranks bound to cores, time per operation (latency: one-way), median of {repeats} interleaved run{} per protocol",
         if repeats == 1 { "" } else { "s" }
     );
 
@@ -358,7 +368,7 @@ fn calibrate(args: &[String]) -> Result<(), String> {
                 } else {
                     (&p.small, &mut small)
                 };
-                let v = run_job(&bins, &p.sizes, p.iters, &c.env)?;
+                let v = run_job(&bins, p, &c.env)?;
                 for (i, x) in v.into_iter().enumerate() {
                     into[i].push(x);
                 }
@@ -370,11 +380,11 @@ fn calibrate(args: &[String]) -> Result<(), String> {
         let value = crossover_value(&p.sizes, k, p.names_large);
         println!();
         println!(
-            "{}: {} below, {} from the crossover",
-            p.tunable, p.small.label, p.large.label
+            "{}: {} below, {} from the crossover ({} at np {}, us)",
+            p.tunable, p.small.label, p.large.label, p.bench, p.np
         );
         println!(
-            "  {:>10}  {:>20}  {:>20}  faster",
+            "  {:>10}  {:>28}  {:>28}  faster",
             "bytes", p.small.label, p.large.label
         );
         for i in 0..n {
@@ -384,7 +394,7 @@ fn calibrate(args: &[String]) -> Result<(), String> {
                 p.small.label
             };
             println!(
-                "  {:>10}  {:>20.2}  {:>20.2}  {faster}",
+                "  {:>10}  {:>28.2}  {:>28.2}  {faster}",
                 p.sizes[i], small[i], large[i]
             );
         }
@@ -392,6 +402,7 @@ fn calibrate(args: &[String]) -> Result<(), String> {
             Some((v, _)) => v,
             None => TUNABLES
                 .iter()
+                .chain(COLL_TUNABLES)
                 .find(|t| t.name == p.tunable)
                 .map_or("?", |t| t.default)
                 .to_owned(),
@@ -410,11 +421,13 @@ fn calibrate(args: &[String]) -> Result<(), String> {
     let big = |v: usize| v.to_string();
     let single_copy = Probe {
         tunable: "OXMPI_SINGLE_COPY_MIN",
+        bench: "latency",
+        np: 2,
         sizes: sizes(
             &[256 * k, 512 * k, k * k, 2 * k * k, 4 * k * k, 8 * k * k],
             &[256 * k, k * k, 4 * k * k],
         ),
-        iters: if quick { 4 } else { 30 },
+        iters: if quick { 4 } else { 20 },
         // Eager below every size timed, so each message is a lone rendezvous.
         small: Candidate {
             label: "pushed (two copies)",
@@ -437,11 +450,13 @@ fn calibrate(args: &[String]) -> Result<(), String> {
     // Rendezvous below the single-copy crossover just chosen is pushed, as it will be.
     let eager = Probe {
         tunable: "OXMPI_EAGER_LIMIT",
+        bench: "latency",
+        np: 2,
         sizes: sizes(
             &[16 * k, 32 * k, 64 * k, 128 * k, 256 * k, 512 * k],
             &[16 * k, 64 * k, 256 * k],
         ),
-        iters: if quick { 10 } else { 200 },
+        iters: if quick { 10 } else { 100 },
         small: Candidate {
             label: "eager",
             env: vec![
@@ -461,8 +476,10 @@ fn calibrate(args: &[String]) -> Result<(), String> {
     chosen.push((eager.tunable, measure(&eager)?));
     let inline = Probe {
         tunable: "OXMPI_SHM_INLINE_MAX",
+        bench: "latency",
+        np: 2,
         sizes: sizes(&[256, 512, k, 2 * k, 4 * k], &[256, k, 4 * k]),
-        iters: if quick { 100 } else { 5000 },
+        iters: if quick { 100 } else { 2000 },
         small: Candidate {
             label: "inline in cells",
             env: vec![("OXMPI_SHM_INLINE_MAX", big(4 * k))],
@@ -474,6 +491,43 @@ fn calibrate(args: &[String]) -> Result<(), String> {
         names_large: false,
     };
     chosen.push((inline.tunable, measure(&inline)?));
+    // The shared-memory collectives against message-based ones, on as many ranks as this
+    // host has cores (up to 8): single-host jobs usually fill the host.
+    let np = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
+    for (tunable, bench, label) in [
+        ("OXMPI_COLL_SHM_BCAST_LONG", "bcast", "single-copy pulls"),
+        (
+            "OXMPI_COLL_SHM_ALLREDUCE_LONG",
+            "allreduce",
+            "shared-memory reduce-scatter",
+        ),
+        (
+            "OXMPI_COLL_SHM_REDUCE_LONG",
+            "reduce",
+            "shared-memory reduce-scatter",
+        ),
+    ] {
+        let probe = Probe {
+            tunable,
+            bench,
+            np,
+            sizes: sizes(
+                &[8 * k, 16 * k, 32 * k, 64 * k, 128 * k, 256 * k, 512 * k],
+                &[8 * k, 64 * k, 512 * k],
+            ),
+            iters: if quick { 5 } else { 50 },
+            small: Candidate {
+                label: "messages",
+                env: vec![(tunable, big(1 << 40))],
+            },
+            large: Candidate {
+                label,
+                env: vec![(tunable, big(0))],
+            },
+            names_large: true,
+        };
+        chosen.push((tunable, measure(&probe)?));
+    }
 
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let when = std::time::SystemTime::now()
@@ -488,7 +542,7 @@ fn calibrate(args: &[String]) -> Result<(), String> {
     write_file(&output, &text)?;
     println!();
     println!(
-        "Wrote {} in {:.1} s (collective crossovers are not calibrated: they keep their values).",
+        "Wrote {} in {:.1} s (the other collective crossovers keep their values).",
         output.display(),
         start.elapsed().as_secs_f64()
     );
