@@ -151,7 +151,8 @@ fn calibrate_writes_a_file_that_oxmpi_info_reads() {
     let dir = scratch("calibrate");
     let file = dir.join("sub").join("tunables");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_oxmpi-info"));
-    cmd.args(["--calibrate", "--quick", "--output"]).arg(&file);
+    cmd.args(["--calibrate", "--quick", "--force", "--output"])
+        .arg(&file);
     let (out, so, se) = run(cmd, 120);
     assert!(out.status.success(), "{so}\n{se}");
     let parsed = oxmpi::config::TunablesFile::load(&file).unwrap();
@@ -190,7 +191,8 @@ fn calibrate_writes_a_file_that_oxmpi_info_reads() {
     )
     .unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_oxmpi-info"));
-    cmd.args(["--calibrate", "--quick", "--output"]).arg(&file);
+    cmd.args(["--calibrate", "--quick", "--force", "--output"])
+        .arg(&file);
     let (out, so, se) = run(cmd, 120);
     assert!(out.status.success(), "{so}\n{se}");
     let again = oxmpi::config::TunablesFile::load(&file).unwrap();
@@ -202,7 +204,8 @@ fn calibrate_writes_a_file_that_oxmpi_info_reads() {
     // A file that does not parse is neither overwritten nor read.
     std::fs::write(&file, "OXMPI_EAGER_LIMIT: 5\n").unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_oxmpi-info"));
-    cmd.args(["--calibrate", "--quick", "--output"]).arg(&file);
+    cmd.args(["--calibrate", "--quick", "--force", "--output"])
+        .arg(&file);
     let (out, _, se) = run(cmd, 60);
     assert_eq!(out.status.code(), Some(1));
     assert!(se.contains(&format!("{}:1:", file.display())), "{se}");
@@ -219,6 +222,34 @@ fn calibrate_writes_a_file_that_oxmpi_info_reads() {
         )),
         "{se}"
     );
+    // On a busy machine (here: this test keeping every CPU it may use busy) nothing is
+    // written without --force. A CPU quota can hide the spinning from /proc/stat; then the
+    // run is an ordinary one and its file must parse.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let spinners: Vec<_> = (0..cpus)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    let fresh = dir.join("fresh");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_oxmpi-info"));
+    cmd.args(["--calibrate", "--quick", "--output"]).arg(&fresh);
+    let (out, so, se) = run(cmd, 120);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spinners.into_iter().for_each(|t| t.join().unwrap());
+    if out.status.success() {
+        oxmpi::config::TunablesFile::load(&fresh).unwrap();
+    } else {
+        assert_eq!(out.status.code(), Some(1), "{so}\n{se}");
+        assert!(se.contains("busy") && se.contains("not written"), "{se}");
+        assert!(!fresh.exists());
+    }
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_oxmpi-info"));
     cmd.args(["--calibrate", "--bogus"]);
     assert_eq!(run(cmd, 30).0.status.code(), Some(1));

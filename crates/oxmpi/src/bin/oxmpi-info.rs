@@ -41,7 +41,7 @@ fn main() {
         }
         Some(other) => {
             eprintln!(
-                "oxmpi-info: unknown argument {other:?} (usage: oxmpi-info [--topology | --calibrate [--quick] [--output FILE]])"
+                "oxmpi-info: unknown argument {other:?} (usage: oxmpi-info [--topology | --calibrate [--quick] [--force] [--output FILE]])"
             );
             std::process::exit(2);
         }
@@ -225,16 +225,51 @@ fn tunables_text(
     text
 }
 
-/// The load average when it is above half the CPUs this process may use, as text.
+/// The CPUs this process may run on (`Cpus_allowed_list`, e.g. `0-3,8`).
+fn allowed_cpus() -> Option<Vec<usize>> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+    let mut cpus = Vec::new();
+    for part in list.trim().split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        cpus.extend(a.trim().parse::<usize>().ok()?..=b.trim().parse::<usize>().ok()?);
+    }
+    Some(cpus)
+}
+
+/// CPU time counters (busy, total) of `cpus`, from `/proc/stat`.
+fn cpu_times(cpus: &[usize]) -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let (mut busy, mut total) = (0, 0);
+    for line in stat.lines() {
+        let mut f = line.split_whitespace();
+        let Some(n) = f.next()?.strip_prefix("cpu").and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        if !cpus.contains(&n) {
+            continue;
+        }
+        let fields: Vec<u64> = f.filter_map(|x| x.parse().ok()).collect();
+        // idle and iowait
+        let idle = fields.get(3)? + fields.get(4).copied().unwrap_or(0);
+        total += fields.iter().sum::<u64>();
+        busy += fields.iter().sum::<u64>() - idle;
+    }
+    Some((busy, total))
+}
+
+/// How busy the CPUs this process may use are over half a second, as text, when more than a
+/// quarter of their time goes to other work (the load average lags, and counts our own
+/// previous run).
 fn busy() -> Option<String> {
-    let load: f64 = std::fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (load > cpus as f64 / 2.0).then(|| format!("load average {load:.2} on {cpus} CPUs"))
+    let cpus = allowed_cpus()?;
+    let (b0, t0) = cpu_times(&cpus)?;
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let (b1, t1) = cpu_times(&cpus)?;
+    let share = (b1 - b0) as f64 / (t1 - t0).max(1) as f64;
+    (share > 0.25).then(|| format!("{:.0}% of CPU time in use before it started", share * 100.0))
 }
 
 /// The installed (or built) binary `name` beside this one.
@@ -318,15 +353,17 @@ fn run_job(
 
 fn calibrate(args: &[String]) -> Result<(), String> {
     let mut quick = false;
+    let mut force = false;
     let mut output: Option<PathBuf> = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--quick" => quick = true,
+            "--force" => force = true,
             "--output" => {
                 output = Some(it.next().ok_or("--output needs a file name")?.into());
             }
-            other => return Err(format!("unknown argument {other:?} (usage: oxmpi-info --calibrate [--quick] [--output FILE])")),
+            other => return Err(format!("unknown argument {other:?} (usage: oxmpi-info --calibrate [--quick] [--force] [--output FILE])")),
         }
     }
     let env = |k: &str| std::env::var(k).ok();
@@ -355,8 +392,17 @@ fn calibrate(args: &[String]) -> Result<(), String> {
         if repeats == 1 { "" } else { "s" }
     );
 
-    if let Some(load) = busy() {
-        println!("warning: the machine is busy ({load}); the figures, and so the crossovers, may not be those of a quiet machine");
+    match (busy(), force) {
+        (Some(load), false) => {
+            return Err(format!(
+                "the machine is busy ({load}): not calibrating, {} not written; run again on a quiet machine, or add --force",
+                output.display()
+            ))
+        }
+        (Some(load), true) => println!(
+            "warning: the machine is busy ({load}); the figures, and so the crossovers, may not be those of a quiet machine"
+        ),
+        (None, _) => {}
     }
     let measure = |p: &Probe| -> Result<usize, String> {
         let n = p.sizes.len();
