@@ -351,6 +351,7 @@ fn run_job(
         .collect()
 }
 
+/// `oxmpi-info --calibrate`: measures every probe, prints the tables, writes the file.
 fn calibrate(args: &[String]) -> Result<(), String> {
     let mut quick = false;
     let mut force = false;
