@@ -2,6 +2,15 @@
 //!
 //! The table is the single source of truth: `oxmpi-info` prints it, and [`Config::from_env`]
 //! parses it. Adding a tunable means adding one line to `tunables!` below.
+//!
+//! Each value comes from the environment if set there, else from the host's tunables file
+//! (`NAME = VALUE` lines, `#` comments; written by `oxmpi-info --calibrate`), else from the
+//! built-in default. The file is `$OXMPI_TUNABLES_FILE` (empty: none), else
+//! `$XDG_CONFIG_HOME/oxmpi/tunables` (`~/.config/oxmpi/tunables`) when it exists. A line that
+//! is no `NAME = VALUE`, an unknown name or a bad value is an error naming the file and line.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use crate::error::{Error, ErrorClass, Result};
 
@@ -30,19 +39,39 @@ macro_rules! tunables {
         ];
 
         impl Config {
-            /// Reads every tunable from the process environment.
+            /// Reads every tunable from the process environment, then the tunables file.
             pub fn from_env() -> Result<Config> {
-                Self::from_lookup(|k| std::env::var(k).ok())
+                Self::from_layers(|k| std::env::var(k).ok(), tunables_file()?)
             }
 
             /// Reads every tunable through `get` (the environment, or a map in tests).
             pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config> {
+                Self::from_layers(get, None)
+            }
+
+            /// Reads every tunable from `env`, then `file`, then the default (first found wins).
+            pub fn from_layers(
+                env: impl Fn(&str) -> Option<String>,
+                file: Option<&TunablesFile>,
+            ) -> Result<Config> {
                 Ok(Config {
-                    $( $field: match get($name) {
-                        None => $default,
+                    $( $field: match env($name) {
                         Some(v) => parse::<$ty>($name, &v)?,
+                        None => match file.and_then(|f| Some((f, f.entry($name)?))) {
+                            Some((f, e)) => <$ty as ParseTunable>::parse_text(&e.value)
+                                .ok_or_else(|| f.bad_value(e))?,
+                            None => $default,
+                        },
                     }, )*
                 })
+            }
+        }
+
+        /// Whether `value` is a valid value of the tunable `name` (`None`: no such tunable).
+        fn valid_value(name: &str, value: &str) -> Option<bool> {
+            match name {
+                $( $name => Some(<$ty as ParseTunable>::parse_text(value).is_some()), )*
+                _ => None,
             }
         }
 
@@ -112,11 +141,220 @@ tunables! {
     async_spin: u32 = 1000 => "1000", "OXMPI_ASYNC_SPIN",
         "progress passes a poll of an awaited request makes before it hands the request to the progress thread";
     topology: String = "auto".to_owned() => "auto", "OXMPI_TOPOLOGY",
-        "machine topology reader for oxrun and oxmpi-info: auto (hwloc, sysfs if hwloc is not built in or fails) or sysfs";
+        "machine topology reader for oxrun and oxmpi-info: auto (hwloc, sysfs if hwloc is not built in or fails) or sysfs (environment only, not the tunables file)";
     host_override: String = String::new() => "(unset)", "OXMPI_HOST_OVERRIDE",
         "testing: comma-separated host index per rank, overriding the launcher's placement";
     rma_progress_thread: bool = false => "false", "OXMPI_RMA_PROGRESS_THREAD",
         "1: a thread drives progress while windows spanning hosts exist, so targets computing outside MPI answer (needs thread level SERIALIZED or MULTIPLE)";
+    tunables_file: String = String::new() => "(unset)", "OXMPI_TUNABLES_FILE",
+        "file of NAME = VALUE lines read beneath the environment (oxmpi-info --calibrate writes one); unset: $XDG_CONFIG_HOME/oxmpi/tunables if it exists; empty: none";
+}
+
+/// Names in this namespace may appear in a tunables file; the collective layer checks them
+/// against its own table (`coll::select`), since this leaf module cannot see it.
+pub const COLL_PREFIX: &str = "OXMPI_COLL_";
+
+/// Tunables a tunables file may not set: the file's own name, and the topology reader, which
+/// oxrun and `oxmpi-info --topology` take from the environment alone.
+const ENV_ONLY: &[&str] = &["OXMPI_TUNABLES_FILE", "OXMPI_TOPOLOGY"];
+
+/// Where a tunable's value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The process environment.
+    Env,
+    /// Line `line` of the tunables file `path`.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+    },
+    /// Neither: the built-in default.
+    Default,
+}
+
+/// One `NAME = VALUE` line of a tunables file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileEntry {
+    /// The tunable's name.
+    pub name: String,
+    /// Its value, as text (trimmed).
+    pub value: String,
+    /// 1-based line number.
+    pub line: usize,
+}
+
+/// A parsed, validated tunables file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TunablesFile {
+    /// Where it was read from (for messages).
+    pub path: PathBuf,
+    /// Its settings, in file order, each name once.
+    pub entries: Vec<FileEntry>,
+}
+
+impl TunablesFile {
+    /// Parses `text` read from `path`: blank lines and `#` comments are skipped; every other
+    /// line must be `NAME = VALUE` with a known name (each at most once) and a valid value.
+    pub fn parse(path: &Path, text: &str) -> Result<TunablesFile> {
+        let err = |line: usize, what: String| {
+            Error::new(
+                ErrorClass::Arg,
+                format!("tunables file {}:{line}: {what}", path.display()),
+            )
+        };
+        let mut entries: Vec<FileEntry> = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let body = raw.split('#').next().unwrap_or("").trim();
+            if body.is_empty() {
+                continue;
+            }
+            let Some((name, value)) = body.split_once('=') else {
+                return Err(err(line, format!("{body:?} is not NAME = VALUE")));
+            };
+            let (name, value) = (name.trim(), value.trim());
+            if ENV_ONLY.contains(&name) {
+                return Err(err(
+                    line,
+                    format!("{name} can only be set in the environment"),
+                ));
+            }
+            let valid = match valid_value(name, value) {
+                Some(v) => v,
+                None if name.starts_with(COLL_PREFIX) && name.len() > COLL_PREFIX.len() => {
+                    parse_size(value).is_some_and(|v| usize::try_from(v).is_ok())
+                }
+                None => return Err(err(line, format!("unknown tunable {name:?}"))),
+            };
+            if !valid {
+                return Err(err(
+                    line,
+                    format!("{name} = {value:?} is not a valid value"),
+                ));
+            }
+            if let Some(first) = entries.iter().find(|e| e.name == name) {
+                return Err(err(
+                    line,
+                    format!("{name} is set again (first on line {})", first.line),
+                ));
+            }
+            entries.push(FileEntry {
+                name: name.to_owned(),
+                value: value.to_owned(),
+                line,
+            });
+        }
+        Ok(TunablesFile {
+            path: path.to_owned(),
+            entries,
+        })
+    }
+
+    /// Reads and parses the file at `path`.
+    pub fn load(path: &Path) -> Result<TunablesFile> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::new(
+                ErrorClass::Arg,
+                format!("tunables file {} cannot be read: {e}", path.display()),
+            )
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// The line setting `name`, if any.
+    pub fn entry(&self, name: &str) -> Option<&FileEntry> {
+        self.entries.iter().find(|e| e.name == name)
+    }
+
+    /// Every name of the collective namespace that `known` does not contain, as an error
+    /// naming the file and line (for the layer that owns those names).
+    pub fn check_names(&self, prefix: &str, known: &[Tunable]) -> Result<()> {
+        match self
+            .entries
+            .iter()
+            .find(|e| e.name.starts_with(prefix) && !known.iter().any(|t| t.name == e.name))
+        {
+            Some(e) => Err(Error::new(
+                ErrorClass::Arg,
+                format!(
+                    "tunables file {}:{}: unknown tunable {:?}",
+                    self.path.display(),
+                    e.line,
+                    e.name
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn bad_value(&self, e: &FileEntry) -> Error {
+        Error::new(
+            ErrorClass::Arg,
+            format!(
+                "tunables file {}:{}: {} = {:?} is not a valid value",
+                self.path.display(),
+                e.line,
+                e.name,
+                e.value
+            ),
+        )
+    }
+}
+
+/// The default place of the tunables file: `$XDG_CONFIG_HOME/oxmpi/tunables`, else
+/// `$HOME/.config/oxmpi/tunables` (`None` when neither variable is set).
+pub fn default_tunables_path(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let absolute = |v: String| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+    env("XDG_CONFIG_HOME")
+        .and_then(absolute)
+        .or_else(|| env("HOME").and_then(absolute).map(|h| h.join(".config")))
+        .map(|d| d.join("oxmpi").join("tunables"))
+}
+
+/// The tunables file to read, if any, and whether `OXMPI_TUNABLES_FILE` named it (then it
+/// must exist; the default place is read only when something is there).
+pub fn tunables_file_path(env: impl Fn(&str) -> Option<String>) -> Option<(PathBuf, bool)> {
+    match env("OXMPI_TUNABLES_FILE") {
+        Some(p) if p.is_empty() => None,
+        Some(p) => Some((PathBuf::from(p), true)),
+        None => default_tunables_path(env)
+            .filter(|p| p.exists())
+            .map(|p| (p, false)),
+    }
+}
+
+/// The process's tunables file (read once; `None` when there is none).
+pub fn tunables_file() -> Result<Option<&'static TunablesFile>> {
+    static FILE: OnceLock<Result<Option<TunablesFile>>> = OnceLock::new();
+    FILE.get_or_init(|| {
+        tunables_file_path(|k| std::env::var(k).ok())
+            .map(|(p, _)| TunablesFile::load(&p))
+            .transpose()
+    })
+    .as_ref()
+    .map(Option::as_ref)
+    .map_err(Clone::clone)
+}
+
+/// The value of tunable `name` in force for this process and where it came from
+/// (`None`: the default). Errors only when the tunables file is unreadable or malformed.
+pub fn lookup(name: &str) -> Result<Option<(String, Source)>> {
+    if let Ok(v) = std::env::var(name) {
+        return Ok(Some((v, Source::Env)));
+    }
+    Ok(tunables_file()?.and_then(|f| {
+        f.entry(name).map(|e| {
+            (
+                e.value.clone(),
+                Source::File {
+                    path: f.path.clone(),
+                    line: e.line,
+                },
+            )
+        })
+    }))
 }
 
 /// Text forms a tunable value can be parsed from.
@@ -212,6 +450,100 @@ mod tests {
                 t.name
             );
         }
+    }
+
+    fn file(text: &str) -> Result<TunablesFile> {
+        TunablesFile::parse(Path::new("/etc/t"), text)
+    }
+
+    #[test]
+    fn environment_overrides_the_file_which_overrides_defaults() {
+        let f = file(
+            "# calibrated\n\nOXMPI_EAGER_LIMIT = 64k  # eager up to here\nOXMPI_SPIN_COUNT=7\nOXMPI_COLL_BCAST_LONG = 1M\n",
+        )
+        .unwrap();
+        assert_eq!(f.entry("OXMPI_SPIN_COUNT").map(|e| e.line), Some(4));
+        assert_eq!(f.entry("OXMPI_EAGER_LIMIT").unwrap().value, "64k");
+        let env: HashMap<&str, &str> = [("OXMPI_SPIN_COUNT", "10")].into();
+        let c = Config::from_layers(|k| env.get(k).map(|v| v.to_string()), Some(&f)).unwrap();
+        assert_eq!(c.spin_count, 10, "environment beats file");
+        assert_eq!(c.eager_limit, 65536, "file beats default");
+        assert_eq!(c.yield_count, Config::default().yield_count, "default");
+        assert!(f.check_names(COLL_PREFIX, &[]).is_err());
+        let known = [Tunable {
+            name: "OXMPI_COLL_BCAST_LONG",
+            default: "0",
+            help: "x",
+        }];
+        assert!(f.check_names(COLL_PREFIX, &known).is_ok());
+    }
+
+    #[test]
+    fn malformed_files_name_the_file_and_line() {
+        for (text, line, what) in [
+            (
+                "OXMPI_SPIN_COUNT = 1\nOXMPI_SPIN_COUNT 2\n",
+                2,
+                "is not NAME = VALUE",
+            ),
+            (
+                "\n# c\nOXMPI_SPIN_COUNTS = 2\n",
+                3,
+                "unknown tunable \"OXMPI_SPIN_COUNTS\"",
+            ),
+            ("OXMPI_SPIN_COUNT = lots\n", 1, "is not a valid value"),
+            ("OXMPI_SINGLE_COPY = maybe\n", 1, "is not a valid value"),
+            ("OXMPI_COLL_BCAST_LONG = big\n", 1, "is not a valid value"),
+            ("OXMPI_COLL_ = 1\n", 1, "unknown tunable"),
+            ("= 1\n", 1, "unknown tunable"),
+            (
+                "OXMPI_TUNABLES_FILE = /x\n",
+                1,
+                "only be set in the environment",
+            ),
+            (
+                "OXMPI_TOPOLOGY = sysfs\n",
+                1,
+                "only be set in the environment",
+            ),
+            (
+                "OXMPI_SPIN_COUNT = 1\nOXMPI_SPIN_COUNT = 2\n",
+                2,
+                "set again (first on line 1)",
+            ),
+        ] {
+            let e = file(text).unwrap_err();
+            assert_eq!(e.class(), ErrorClass::Arg);
+            let prefix = format!("tunables file /etc/t:{line}: ");
+            assert!(e.message().starts_with(&prefix), "{text:?}: {e}");
+            assert!(e.message().contains(what), "{text:?}: {e}");
+        }
+        let e = TunablesFile::load(Path::new("/nonexistent/oxmpi/tunables")).unwrap_err();
+        assert!(e.message().contains("/nonexistent/oxmpi/tunables"), "{e}");
+    }
+
+    #[test]
+    fn the_file_is_found_where_documented() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|p| p.0 == k).map(|p| p.1.to_owned())
+        };
+        assert_eq!(
+            tunables_file_path(env(&[("OXMPI_TUNABLES_FILE", "/a/b"), ("HOME", "/h")])),
+            Some((PathBuf::from("/a/b"), true))
+        );
+        assert_eq!(
+            tunables_file_path(env(&[("OXMPI_TUNABLES_FILE", "")])),
+            None
+        );
+        assert_eq!(
+            default_tunables_path(env(&[("XDG_CONFIG_HOME", "/x"), ("HOME", "/h")])),
+            Some(PathBuf::from("/x/oxmpi/tunables"))
+        );
+        assert_eq!(
+            default_tunables_path(env(&[("XDG_CONFIG_HOME", "rel"), ("HOME", "/h")])),
+            Some(PathBuf::from("/h/.config/oxmpi/tunables"))
+        );
+        assert_eq!(default_tunables_path(env(&[])), None);
     }
 
     #[test]

@@ -76,16 +76,32 @@ coll_tunables! {
         "1: node-aware two-level barrier/bcast/reduce/allreduce when a communicator spans several hosts; 0: flat only";
 }
 
-/// The crossovers in force (read from the environment once per process; invalid values are
-/// reported once and the defaults used).
+/// The crossovers in force (read from the environment, then the tunables file, once per
+/// process; invalid values are reported once and the defaults used).
 pub fn crossovers() -> &'static Crossovers {
     static C: OnceLock<Crossovers> = OnceLock::new();
     C.get_or_init(|| {
-        Crossovers::from_lookup(|k| std::env::var(k).ok()).unwrap_or_else(|e| {
+        Crossovers::from_env().unwrap_or_else(|e| {
             eprintln!("oxmpi: {e}; using the default collective crossovers");
             Crossovers::default()
         })
     })
+}
+
+impl Crossovers {
+    /// Reads every crossover from the environment, then the tunables file (whose
+    /// `OXMPI_COLL_*` names must all be known here).
+    pub fn from_env() -> Result<Crossovers> {
+        let file = crate::config::tunables_file()?;
+        if let Some(f) = file {
+            f.check_names(crate::config::COLL_PREFIX, COLL_TUNABLES)?;
+        }
+        Crossovers::from_lookup(|k| {
+            std::env::var(k)
+                .ok()
+                .or_else(|| Some(file?.entry(k)?.value.clone()))
+        })
+    }
 }
 
 /// Broadcast algorithms.
