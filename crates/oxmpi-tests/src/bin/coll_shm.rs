@@ -1,5 +1,5 @@
 //! Shared-memory collectives on communicators other than the world: barrier, allreduce,
-//! reduce, broadcast, allgather(v) and gather on dup'd, split, split-type and Cartesian communicators, at sizes
+//! reduce, broadcast, allgather(v), gather and alltoall on dup'd, split, split-type and Cartesian communicators, at sizes
 //! that fit the shared-memory slots and just past them, checked against serial references;
 //! two communicators used interleaved; communicators created and freed in a loop (each must
 //! get a channel again); more live communicators than channels (the rest fall back to
@@ -225,6 +225,20 @@ fn exercise_gathers(c: &Communicator, what: &str) {
         }
         check!(gv == wv, "{what}: allgatherv n {n}");
 
+        // Alltoall: block j of rank r is val(r * p + j, ..).
+        let sa: Vec<i64> = (0..p)
+            .flat_map(|j| (0..n).map(move |i| val(me * p + j, i)))
+            .collect();
+        let wa: Vec<i64> = (0..p)
+            .flat_map(|r| (0..n).map(move |i| val(r * p + me, i)))
+            .collect();
+        let mut ga = vec![0i64; n * pu];
+        must("alltoall", c.all_to_all_into(&sa[..], &mut ga[..]));
+        check!(ga == wa, "{what}: alltoall n {n}");
+        let mut ia = sa.clone();
+        must("alltoall in place", c.all_to_all_in_place(&mut ia[..]));
+        check!(ia == wa, "{what}: alltoall in place n {n}");
+
         for root in 0..p {
             let mut g = vec![-3i64; if me == root { n * pu } else { 0 }];
             must("gather", c.gather_into(root, &mine[..], &mut g[..]));
@@ -291,6 +305,16 @@ fn mismatched_large_counts(c: &Communicator) {
         check!(
             matches!(class, Some(ErrorClass::Count | ErrorClass::Truncate)),
             "gather to rank 0 with a larger count on rank 1 gave {class:?}"
+        );
+    }
+    let sa = vec![2i64; (n + extra) * p as usize];
+    let mut ra = vec![0i64; (n + extra) * p as usize];
+    let r = c.all_to_all_into(&sa[..], &mut ra[..]);
+    if me == 1 {
+        let class = r.as_ref().err().map(|e| e.class());
+        check!(
+            matches!(class, Some(ErrorClass::Count | ErrorClass::Truncate)),
+            "alltoall with a larger count on rank 1 gave {class:?}"
         );
     }
     let mut s = [1i64];

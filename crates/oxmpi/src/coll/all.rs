@@ -434,6 +434,17 @@ impl<L: ThreadLevel> Communicator<L> {
     ) -> Result<()> {
         let send = T::raw(send.elements());
         with_raw_mut("alltoall", recv.elements_mut(), |recv| {
+            let p = self.size() as usize;
+            let len = size_of_val(recv);
+            // Shapes the plan rejects go to it for their error.
+            if p > 1 && recv.len() == send.len() && recv.len().is_multiple_of(p) {
+                let min = select::crossovers().shm_alltoall_long;
+                if let Some(at) = self.shm_large(len, min)? {
+                    if self.shm_alltoall_large(at, bytes(send), bytes_mut(recv), len / p)? {
+                        return Ok(());
+                    }
+                }
+            }
             self.coll_run(self.alltoall_plan("alltoall", Some(send), recv)?)
         })
     }

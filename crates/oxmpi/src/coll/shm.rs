@@ -695,6 +695,46 @@ impl<L: ThreadLevel> Communicator<L> {
         self.shm_finish(at, call, work).map(|()| true)
     }
 
+    /// Large all-to-all by single copies (not in place): every rank exposes its send buffer of
+    /// p blocks of `block` bytes and reads its own block of every peer's straight into place.
+    /// `Ok(false)`: single copies are unavailable; every member falls back to messages.
+    pub(super) fn shm_alltoall_large(
+        &self,
+        at: Meet,
+        send: &[u8],
+        recv: &mut [u8],
+        block: usize,
+    ) -> Result<bool> {
+        let me = self.state.rank as usize;
+        let mine = Exposed {
+            ok: self.shm_single_copy()?,
+            len: send.len(),
+            input: send.as_ptr() as u64,
+            output: 0,
+        };
+        let Some(all) = self.shm_expose(at, mine)? else {
+            return Ok(false);
+        };
+        if let Some((k, (x, _))) = all
+            .iter()
+            .enumerate()
+            .find(|(_, (x, _))| x.len != send.len())
+        {
+            let e = count_mismatch("alltoall", k as u32, x.len, send.len());
+            self.shm_settle(at, false)?;
+            return Err(e);
+        }
+        let p = all.len();
+        recv[me * block..][..block].copy_from_slice(&send[me * block..][..block]);
+        let off = (me * block) as u64;
+        let work = (1..p).map(|i| (me + i) % p).try_for_each(|k| {
+            let (x, pid) = all[k];
+            cma::read_from(pid, x.input + off, &mut recv[k * block..][..block])
+                .map_err(|e| copy_error("alltoall", "from", k, e))
+        });
+        self.shm_finish(at, "alltoall", work).map(|()| true)
+    }
+
     /// Large reduction as a shared-memory reduce-scatter: each rank combines its slice of
     /// every rank's input and writes it to `root` (every rank for an allreduce).
     /// `Ok(false)`: single copies are unavailable; every member falls back to messages.
