@@ -164,13 +164,15 @@ fn exercise(c: &Communicator, expect: bool, what: &str) {
     }
 }
 
-/// Allgather, allgatherv and gather on `c` at block sizes through the slots, around the
-/// single-copy crossover and past it, into separate buffers and in place, against serial
-/// references.
+/// Allgather(v), gather and alltoall on `c` at block sizes through the slots (up to 128
+/// elements), around the single-copy crossovers (64 KiB in total: 4095/4096 elements at
+/// np 2) and past them, into separate buffers and in place, against serial references.
 fn exercise_gathers(c: &Communicator, what: &str) {
     let (p, me) = (c.size(), c.rank());
     let pu = p as usize;
-    for &n in &[1usize, 3, 64, 128, 129, 1000, 1024, 8_192, 8_193, 65_536] {
+    for &n in &[
+        1usize, 3, 64, 128, 129, 1000, 4_095, 4_096, 8_192, 8_193, 65_536,
+    ] {
         let mine: Vec<i64> = (0..n).map(|j| val(me, j)).collect();
         let want: Vec<i64> = (0..p)
             .flat_map(|r| (0..n).map(move |j| val(r, j)))
