@@ -1,5 +1,5 @@
 //! Shared-memory collectives on communicators other than the world: barrier, allreduce,
-//! reduce and broadcast on dup'd, split, split-type and Cartesian communicators, at sizes
+//! reduce, broadcast, allgather(v), gather and alltoall on dup'd, split, split-type and Cartesian communicators, at sizes
 //! that fit the shared-memory slots and just past them, checked against serial references;
 //! two communicators used interleaved; communicators created and freed in a loop (each must
 //! get a channel again); more live communicators than channels (the rest fall back to
@@ -150,6 +150,7 @@ fn exercise(c: &Communicator, expect: bool, what: &str) {
         }
         must("barrier", c.barrier());
     }
+    exercise_gathers(c, what);
     // Bytes of odd lengths through the slots.
     for len in [1usize, 7, 1024, 1025, 4095, 4096, 100_001] {
         let want: Vec<u8> = (0..len).map(|i| (i * 13 + 5) as u8).collect();
@@ -160,6 +161,104 @@ fn exercise(c: &Communicator, expect: bool, what: &str) {
         };
         must("bcast bytes", c.broadcast_into(p - 1, &mut b[..]));
         check!(b == want, "{what}: bcast of {len} bytes");
+    }
+}
+
+/// Allgather(v), gather and alltoall on `c` at block sizes through the slots (up to 128
+/// elements), around the single-copy crossovers (64 KiB in total: 4095/4096 elements at
+/// np 2) and past them, into separate buffers and in place, against serial references.
+fn exercise_gathers(c: &Communicator, what: &str) {
+    let (p, me) = (c.size(), c.rank());
+    let pu = p as usize;
+    for &n in &[
+        1usize, 3, 64, 128, 129, 1000, 4_095, 4_096, 8_192, 8_193, 65_536,
+    ] {
+        let mine: Vec<i64> = (0..n).map(|j| val(me, j)).collect();
+        let want: Vec<i64> = (0..p)
+            .flat_map(|r| (0..n).map(move |j| val(r, j)))
+            .collect();
+        let mut got = vec![0i64; n * pu];
+        must("allgather", c.all_gather_into(&mine[..], &mut got[..]));
+        check!(got == want, "{what}: allgather n {n}");
+        let mut buf = vec![-7i64; n * pu];
+        buf[me as usize * n..][..n].copy_from_slice(&mine);
+        must("allgather in place", c.all_gather_in_place(&mut buf[..]));
+        check!(buf == want, "{what}: allgather in place n {n}");
+
+        // Bytes of odd lengths: blocks that are not a multiple of any alignment.
+        let b: Vec<u8> = (0..n + 1)
+            .map(|j| (me as usize * 7 + j * 3) as u8)
+            .collect();
+        let mut gb = vec![0u8; (n + 1) * pu];
+        must("allgather bytes", c.all_gather_into(&b[..], &mut gb[..]));
+        let wb: Vec<u8> = (0..pu)
+            .flat_map(|r| (0..n + 1).map(move |j| (r * 7 + j * 3) as u8))
+            .collect();
+        check!(gb == wb, "{what}: allgather of {} bytes", n + 1);
+
+        // Allgatherv: rank r gives n + r elements (rank 1 none when n is odd); blocks in
+        // reverse rank order with a gap of 5 before each.
+        let cnt = |r: i32| {
+            if n % 2 == 1 && r == 1 {
+                0
+            } else {
+                n + r as usize
+            }
+        };
+        let counts: Vec<usize> = (0..p).map(cnt).collect();
+        let mut displs = vec![0usize; pu];
+        let mut at = 0;
+        for r in (0..pu).rev() {
+            at += 5;
+            displs[r] = at;
+            at += counts[r];
+        }
+        let mine_v: Vec<i64> = (0..cnt(me)).map(|j| val(me, j)).collect();
+        let mut gv = vec![-1i64; at];
+        must(
+            "allgatherv",
+            c.all_gather_varcount_into(&mine_v[..], &mut gv[..], &counts, &displs),
+        );
+        let mut wv = vec![-1i64; at];
+        for r in 0..p {
+            for j in 0..counts[r as usize] {
+                wv[displs[r as usize] + j] = val(r, j);
+            }
+        }
+        check!(gv == wv, "{what}: allgatherv n {n}");
+
+        // Alltoall: block j of rank r is val(r * p + j, ..).
+        let sa: Vec<i64> = (0..p)
+            .flat_map(|j| (0..n).map(move |i| val(me * p + j, i)))
+            .collect();
+        let wa: Vec<i64> = (0..p)
+            .flat_map(|r| (0..n).map(move |i| val(r * p + me, i)))
+            .collect();
+        let mut ga = vec![0i64; n * pu];
+        must("alltoall", c.all_to_all_into(&sa[..], &mut ga[..]));
+        check!(ga == wa, "{what}: alltoall n {n}");
+        let mut ia = sa.clone();
+        must("alltoall in place", c.all_to_all_in_place(&mut ia[..]));
+        check!(ia == wa, "{what}: alltoall in place n {n}");
+
+        for root in 0..p {
+            let mut g = vec![-3i64; if me == root { n * pu } else { 0 }];
+            must("gather", c.gather_into(root, &mine[..], &mut g[..]));
+            if me == root {
+                check!(g == want, "{what}: gather root {root} n {n}");
+            }
+            if me == root {
+                let mut gi = vec![-3i64; n * pu];
+                gi[me as usize * n..][..n].copy_from_slice(&mine);
+                must("gather in place", c.gather_in_place(root, &mut gi[..]));
+                check!(gi == want, "{what}: gather in place root {root} n {n}");
+            } else {
+                must(
+                    "gather to an in-place root",
+                    c.gather_into(root, &mine[..], &mut [0i64; 0][..]),
+                );
+            }
+        }
     }
 }
 
@@ -190,6 +289,34 @@ fn mismatched_large_counts(c: &Communicator) {
         check!(
             matches!(class, Some(ErrorClass::Count | ErrorClass::Truncate)),
             "bcast with a larger count on rank 1 gave {class:?}"
+        );
+    }
+    let mut g = vec![0i64; (n + extra) * p as usize];
+    let r = c.all_gather_into(&mine[..], &mut g[..]);
+    if me == 1 {
+        let class = r.as_ref().err().map(|e| e.class());
+        check!(
+            matches!(class, Some(ErrorClass::Count | ErrorClass::Truncate)),
+            "allgather with a larger count on rank 1 gave {class:?}"
+        );
+    }
+    let mut g = vec![0i64; if me == 0 { (n + extra) * p as usize } else { 0 }];
+    let r = c.gather_into(0, &mine[..], &mut g[..]);
+    if me == 0 {
+        let class = r.as_ref().err().map(|e| e.class());
+        check!(
+            matches!(class, Some(ErrorClass::Count | ErrorClass::Truncate)),
+            "gather to rank 0 with a larger count on rank 1 gave {class:?}"
+        );
+    }
+    let sa = vec![2i64; (n + extra) * p as usize];
+    let mut ra = vec![0i64; (n + extra) * p as usize];
+    let r = c.all_to_all_into(&sa[..], &mut ra[..]);
+    if me == 1 {
+        let class = r.as_ref().err().map(|e| e.class());
+        check!(
+            matches!(class, Some(ErrorClass::Count | ErrorClass::Truncate)),
+            "alltoall with a larger count on rank 1 gave {class:?}"
         );
     }
     let mut s = [1i64];

@@ -164,6 +164,67 @@ impl<L: ThreadLevel> Communicator<L> {
         Ok(Planned::new(call, prog, None, input(send), bytes_mut(recv)))
     }
 
+    /// The blocking allgather: through shared memory when every rank is on this host (the
+    /// slots for blocks that fit them, single copies for long ones), else the plan.
+    fn all_gather_blocking<T: Equivalence>(
+        &self,
+        send: Option<&[T]>,
+        recv: &mut [T],
+    ) -> Result<()> {
+        let p = self.size() as usize;
+        let e = size_of::<T>();
+        let n = send.map_or(recv.len() / p, <[T]>::len) * e;
+        // Shapes the plan rejects go to it for their error.
+        if p > 1 && n > 0 && size_of_val(recv) == n * p {
+            let place: Vec<(usize, usize)> = (0..p).map(|k| (k * n, n)).collect();
+            if let Some(at) = self.shm_fits(n)? {
+                return self.shm_allgather(at, send.map(bytes), bytes_mut(recv), &place);
+            }
+            let min = select::crossovers().shm_allgather_long;
+            if let Some(at) = self.shm_large(n * p, min)? {
+                if self.shm_gather_large(at, None, send.map(bytes), bytes_mut(recv), &place)? {
+                    return Ok(());
+                }
+            }
+        }
+        self.coll_run(self.allgather_plan("allgather", send, recv)?)
+    }
+
+    /// The blocking allgatherv: through shared memory as the allgather, else the plan.
+    fn all_gather_varcount_blocking<T: Equivalence>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<()> {
+        let (p, e) = (self.size() as u32, size_of::<T>());
+        let spans = v_spans("allgatherv", Region::Recv, counts, displs, recv.len(), p, e);
+        if let Ok(spans) = spans {
+            let place: Vec<(usize, usize)> = spans.iter().map(|s| (s.off, s.len)).collect();
+            let total: usize = place.iter().map(|b| b.1).sum();
+            let biggest = place.iter().map(|b| b.1).max().unwrap_or(0);
+            if p > 1 && size_of_val(send) == place[self.rank() as usize].1 {
+                if let Some(at) = self.shm_fits(biggest)? {
+                    return self.shm_allgather(at, Some(bytes(send)), bytes_mut(recv), &place);
+                }
+                let min = select::crossovers().shm_allgather_long;
+                if let Some(at) = self.shm_large(total, min)? {
+                    if self.shm_gather_large(
+                        at,
+                        None,
+                        Some(bytes(send)),
+                        bytes_mut(recv),
+                        &place,
+                    )? {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        self.coll_run(self.allgatherv_plan("allgatherv", send, recv, counts, displs)?)
+    }
+
     /// Gathers every rank's `send` into every rank's `recv`, in rank order (`MPI_Allgather`).
     pub fn all_gather_into<T: Element, S: Elements<T> + ?Sized, R: ElementsMut<T> + ?Sized>(
         &self,
@@ -172,7 +233,7 @@ impl<L: ThreadLevel> Communicator<L> {
     ) -> Result<()> {
         let send = T::raw(send.elements());
         with_raw_mut("allgather", recv.elements_mut(), |recv| {
-            self.coll_run(self.allgather_plan("allgather", Some(send), recv)?)
+            self.all_gather_blocking(Some(send), recv)
         })
     }
 
@@ -182,7 +243,7 @@ impl<L: ThreadLevel> Communicator<L> {
         buf: &mut B,
     ) -> Result<()> {
         with_raw_mut("allgather", buf.elements_mut(), |buf| {
-            self.coll_run(self.allgather_plan("allgather", None, buf)?)
+            self.all_gather_blocking(None, buf)
         })
     }
 
@@ -285,7 +346,7 @@ impl<L: ThreadLevel> Communicator<L> {
     ) -> Result<()> {
         let send = T::raw(send.elements());
         with_raw_mut("allgatherv", recv.elements_mut(), |recv| {
-            self.coll_run(self.allgatherv_plan("allgatherv", send, recv, counts, displs)?)
+            self.all_gather_varcount_blocking(send, recv, counts, displs)
         })
     }
 
@@ -373,6 +434,17 @@ impl<L: ThreadLevel> Communicator<L> {
     ) -> Result<()> {
         let send = T::raw(send.elements());
         with_raw_mut("alltoall", recv.elements_mut(), |recv| {
+            let p = self.size() as usize;
+            let len = size_of_val(recv);
+            // Shapes the plan rejects go to it for their error.
+            if p > 1 && recv.len() == send.len() && recv.len().is_multiple_of(p) {
+                let min = select::crossovers().shm_alltoall_long;
+                if let Some(at) = self.shm_large(len, min)? {
+                    if self.shm_alltoall_large(at, bytes(send), bytes_mut(recv), len / p)? {
+                        return Ok(());
+                    }
+                }
+            }
             self.coll_run(self.alltoall_plan("alltoall", Some(send), recv)?)
         })
     }

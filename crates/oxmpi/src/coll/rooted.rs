@@ -198,6 +198,33 @@ impl<L: ThreadLevel> Communicator<L> {
         Ok(Planned::new(call, prog, None, send, at_root(is_root, recv)))
     }
 
+    /// The blocking gather: the root reads every block with one copy when every rank is on
+    /// this host and the total is long, else the plan.
+    fn gather_blocking<T: Equivalence>(
+        &self,
+        root: i32,
+        send: Option<&[T]>,
+        recv: &mut [T],
+    ) -> Result<()> {
+        let (p, me, e) = (self.size() as usize, self.rank() as usize, size_of::<T>());
+        if let Ok(r) = usize::try_from(root) {
+            let n = send.map_or(recv.len() / p, <[T]>::len) * e;
+            // Shapes the plan rejects go to it for their error.
+            let fits = me != r || size_of_val(recv) == n * p;
+            if r < p && p > 1 && n > 0 && fits && (send.is_some() || me == r) {
+                let min = super::select::crossovers().shm_gather_long;
+                if let Some(at) = self.shm_large(n * p, min)? {
+                    let place: Vec<(usize, usize)> = (0..p).map(|k| (k * n, n)).collect();
+                    let (send, recv) = (send.map(bytes), bytes_mut(recv));
+                    if self.shm_gather_large(at, Some(r as u32), send, recv, &place)? {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        self.coll_run(self.gather_plan("gather", root, send, recv)?)
+    }
+
     /// Gathers every rank's `send` into `recv` at `root`, in rank order (`MPI_Gather`).
     /// `recv` (p × `send.len()` elements) is used at the root only.
     pub fn gather_into<T: Element, S: Elements<T> + ?Sized, R: ElementsMut<T> + ?Sized>(
@@ -208,7 +235,7 @@ impl<L: ThreadLevel> Communicator<L> {
     ) -> Result<()> {
         let send = T::raw(send.elements());
         with_raw_mut("gather", recv.elements_mut(), |recv| {
-            self.coll_run(self.gather_plan("gather", root, Some(send), recv)?)
+            self.gather_blocking(root, Some(send), recv)
         })
     }
 
@@ -220,7 +247,7 @@ impl<L: ThreadLevel> Communicator<L> {
         buf: &mut B,
     ) -> Result<()> {
         with_raw_mut("gather", buf.elements_mut(), |buf| {
-            self.coll_run(self.gather_plan("gather", root, None, buf)?)
+            self.gather_blocking(root, None, buf)
         })
     }
 

@@ -1,5 +1,6 @@
 //! Intra-host collectives through shared memory (`transport::shm::node`): barrier, and
-//! small allreduce, reduce and broadcast through per-rank arrival counters and data slots.
+//! small allreduce, reduce, broadcast and allgather(v) through per-rank arrival counters and
+//! data slots.
 //! Blocking forms only: each is one arrival and one wait, not a program of messages.
 //!
 //! The world meets in its own counter; any other intracommunicator whose members all share
@@ -8,11 +9,13 @@
 //! messages), and the communicator keeps it until its last handle is dropped. Channels are
 //! few ([`CHANNELS`]); a communicator that finds none falls back to message algorithms.
 //!
-//! Large reductions and broadcasts use the same arrivals to exchange addresses and copy
-//! between processes with one system call per piece (`process_vm_readv`/`writev`): in a
+//! Large reductions, broadcasts and gathers use the same arrivals to exchange addresses and
+//! copy between processes with one system call per piece (`process_vm_readv`/`writev`): in a
 //! reduction each rank combines its own slice of the vector from every rank's input in rank
 //! order and writes the result into the receivers' buffers; in a broadcast every rank pulls
-//! the root's buffer. A final arrival keeps every buffer alive until all copies are done.
+//! the root's buffer; in an allgather(v) every rank (in a gather, the root) pulls every
+//! peer's block into place. A final arrival keeps every buffer alive until all copies are
+//! done.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -383,6 +386,46 @@ impl<L: ThreadLevel> Communicator<L> {
         })
     }
 
+    /// Small allgather(v) through the slots: every rank publishes its block (`send`, or its
+    /// block of `recv` in place) with its arrival; after everyone has arrived each copies
+    /// every other block from its owner's slot. `place[k]` is rank k's block in `recv`
+    /// (byte offset and length, each at most a slot).
+    pub(super) fn shm_allgather(
+        &self,
+        at: Meet,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        place: &[(usize, usize)],
+    ) -> Result<()> {
+        let me = self.state.rank as usize;
+        let (off, len) = place[me];
+        let n = self.shm_arrive(at, send.unwrap_or(&recv[off..off + len]))?;
+        if let Some(s) = send {
+            recv[off..off + len].copy_from_slice(s);
+        }
+        self.shm_coll_wait(at, n)?;
+        self.rt.engine.with(|e| -> Result<()> {
+            let node = node_of(e)?;
+            for (k, &w) in self.state.members.iter().enumerate() {
+                let (off, len) = place[k];
+                let sent = node.slot_len(at, w, n)?;
+                if sent != len {
+                    return Err(count_mismatch("allgather", k as u32, sent, len));
+                }
+                if k == me || len == 0 {
+                    continue;
+                }
+                let slot = node.slot(at, w, n)?;
+                // SAFETY: rank k's slot holds the `len` bytes it published before arrival
+                // `n` (checked just above) in a live mapping; k does not rewrite it until we
+                // have arrived at `n + 1`.
+                let theirs = unsafe { std::slice::from_raw_parts(slot, len) };
+                recv[off..off + len].copy_from_slice(theirs);
+            }
+            Ok(())
+        })
+    }
+
     /// Small reduction through shared memory: every rank publishes its vector (`send`, or
     /// `recv` itself in place); then `root` (every rank for an allreduce) combines all of
     /// them in rank order itself, so every rank that computes gets the same bits.
@@ -587,6 +630,109 @@ impl<L: ThreadLevel> Communicator<L> {
             cma::read_from(pid, x.input, buf).map_err(|e| copy_error("broadcast", "from", r, e))
         };
         self.shm_finish(at, "broadcast", work).map(|()| true)
+    }
+
+    /// Large allgather(v) by single copies: every rank exposes its block (`send`, or its block
+    /// of `recv` in place) and reads every other rank's block straight into its place in
+    /// `recv` (`place[k]`: byte offset and length of rank k's block). With `root`, only the
+    /// root reads (a gather). `Ok(false)`: single copies are unavailable; every member falls
+    /// back to messages.
+    pub(super) fn shm_gather_large(
+        &self,
+        at: Meet,
+        root: Option<u32>,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        place: &[(usize, usize)],
+    ) -> Result<bool> {
+        let me = self.state.rank as usize;
+        let receives = root.is_none_or(|r| r as usize == me);
+        let input = match send {
+            Some(s) => s.as_ptr(),
+            None => recv[place[me].0..].as_ptr(),
+        };
+        let mine = Exposed {
+            ok: self.shm_single_copy()?,
+            len: send.map_or(place[me].1, <[u8]>::len),
+            input: input as u64,
+            output: 0,
+        };
+        let Some(all) = self.shm_expose(at, mine)? else {
+            return Ok(false);
+        };
+        let call = if root.is_some() {
+            "gather"
+        } else {
+            "allgather"
+        };
+        // Every receiver checks every length before anyone copies; a sender checks its own.
+        let bad = all
+            .iter()
+            .enumerate()
+            .find(|&(k, (x, _))| (receives || k == me) && x.len != place[k].1);
+        if let Some((k, (x, _))) = bad {
+            let e = count_mismatch(call, k as u32, x.len, place[k].1);
+            self.shm_settle(at, false)?;
+            return Err(e);
+        }
+        let work = if receives {
+            let p = all.len();
+            if let Some(s) = send {
+                recv[place[me].0..][..s.len()].copy_from_slice(s);
+            }
+            // Start after ourselves, so the ranks read from different peers at a time.
+            (1..p).map(|i| (me + i) % p).try_for_each(|k| {
+                let ((off, len), (x, pid)) = (place[k], all[k]);
+                if len == 0 {
+                    return Ok(());
+                }
+                cma::read_from(pid, x.input, &mut recv[off..off + len])
+                    .map_err(|e| copy_error(call, "from", k, e))
+            })
+        } else {
+            Ok(())
+        };
+        self.shm_finish(at, call, work).map(|()| true)
+    }
+
+    /// Large all-to-all by single copies (not in place): every rank exposes its send buffer of
+    /// p blocks of `block` bytes and reads its own block of every peer's straight into place.
+    /// `Ok(false)`: single copies are unavailable; every member falls back to messages.
+    pub(super) fn shm_alltoall_large(
+        &self,
+        at: Meet,
+        send: &[u8],
+        recv: &mut [u8],
+        block: usize,
+    ) -> Result<bool> {
+        let me = self.state.rank as usize;
+        let mine = Exposed {
+            ok: self.shm_single_copy()?,
+            len: send.len(),
+            input: send.as_ptr() as u64,
+            output: 0,
+        };
+        let Some(all) = self.shm_expose(at, mine)? else {
+            return Ok(false);
+        };
+        if let Some((k, (x, _))) = all
+            .iter()
+            .enumerate()
+            .find(|(_, (x, _))| x.len != send.len())
+        {
+            let e = count_mismatch("alltoall", k as u32, x.len, send.len());
+            self.shm_settle(at, false)?;
+            return Err(e);
+        }
+        let p = all.len();
+        recv[me * block..][..block].copy_from_slice(&send[me * block..][..block]);
+        let off = (me * block) as u64;
+        let work = (1..p).map(|i| (me + i) % p).try_for_each(|k| {
+            let (x, pid) = all[k];
+            cma::read_from(pid, x.input + off, &mut recv[k * block..][..block])
+                .map_err(|e| copy_error("alltoall", "from", k, e))
+        });
+        self.shm_finish(at, "alltoall", work).map(|()| true)
     }
 
     /// Large reduction as a shared-memory reduce-scatter: each rank combines its slice of
