@@ -19,6 +19,9 @@
 
 use std::collections::VecDeque;
 
+use std::sync::Arc;
+
+use super::iov::{self, IovDesc, Seg};
 use super::matching::{Body, Matcher, Stored, Unexpected};
 use super::protocol::Protocol;
 use super::recv_write::{Advert, SeqCounters};
@@ -49,6 +52,8 @@ pub struct Stats {
     pub arena_pulls: u64,
     /// Pushed rendezvous bytes a transport read straight into the receive buffer.
     pub placed_bytes: u64,
+    /// Rendezvous messages moved in one copy as pieces (a derived datatype on either side).
+    pub iov_pulls: u64,
 }
 
 /// A fault that breaks communication with a peer (or with everyone, `peer: None`).
@@ -125,6 +130,12 @@ pub struct Proto {
     /// Faults found while handling fragments, for the engine.
     pub(super) faults: Vec<Fault>,
     pub(super) stats: Stats,
+    /// Operations whose data is in pieces (see `iov`), by their packed bytes' address; empty
+    /// unless a large derived-datatype operation is pending.
+    pub(super) iov: Vec<Arc<IovDesc>>,
+    /// Which derived-datatype operations the layer above offers as pieces: `(smallest
+    /// message, smallest average piece)`; `None` (the default): none.
+    pub(super) iov_policy: Option<(usize, u64)>,
 }
 
 /// Writes `n` bytes at `buf`.
@@ -207,7 +218,30 @@ impl Proto {
             assembling: Vec::new(),
             faults: Vec::new(),
             stats: Stats::default(),
+            iov: Vec::new(),
+            iov_policy: None,
         }
+    }
+
+    /// Registers the pieces `d` of a pending operation; entries whose operation ended (only
+    /// this list still holds them) are dropped.
+    pub(super) fn register_iov(&mut self, d: Arc<IovDesc>) {
+        self.iov.retain(|e| Arc::strong_count(e) > 1);
+        self.iov.push(d);
+    }
+
+    /// The pieces standing in for the `len` bytes at `buf`, if a live operation registered
+    /// them.
+    fn find_iov(&mut self, buf: *const u8, len: usize) -> Option<Arc<IovDesc>> {
+        if self.iov.is_empty() {
+            return None;
+        }
+        self.iov.retain(|e| Arc::strong_count(e) > 1);
+        self.iov
+            .iter()
+            .rev()
+            .find(|d| d.stands_for(buf, len))
+            .cloned()
     }
 
     /// Takes a request slot for an operation with `peer` (world rank, or [`NO_PEER`]).
@@ -257,13 +291,38 @@ impl Proto {
         let limits = link.limits();
         let protocol = Protocol::choose(&limits, len);
         let seq = self.sent.bump(to, env.ctx);
-        let exposed = if protocol == Protocol::Rendezvous {
-            link.expose(buf, len)
-        } else {
-            Remote::default()
+        // Data in pieces travels as its list when the receiver can gather it in one copy;
+        // every other path sends the packed bytes, gathered now.
+        let mut pieces = None;
+        if !self.iov.is_empty() {
+            if let Some(d) = self.find_iov(buf, len) {
+                let list = link.expose(d.segs().as_ptr().cast(), std::mem::size_of_val(d.segs()));
+                if protocol == Protocol::Rendezvous
+                    && limits.iov_max > 0
+                    && list.flags == 0
+                    && u32::try_from(d.segs().len()).is_ok()
+                {
+                    // Adverts from `to` on this context go stale: this message is not written.
+                    self.adverts.retain(|a| a.from != to || a.ctx != env.ctx);
+                    pieces = Some((list, d.segs().len() as u32));
+                } else {
+                    // SAFETY: the send is pending, so the layer above keeps its data and its
+                    // packed bytes (`buf`) alive and distinct.
+                    unsafe { d.gather() };
+                }
+            }
+        }
+        let exposed = match (protocol, pieces) {
+            (Protocol::Rendezvous, Some((list, _))) => list,
+            (Protocol::Rendezvous, None) => link.expose(buf, len),
+            _ => Remote::default(),
         };
         // Memory the receiver reaches with a plain copy (flags set) beats any write.
-        if protocol == Protocol::Rendezvous && exposed.flags == 0 && !self.adverts.is_empty() {
+        if protocol == Protocol::Rendezvous
+            && pieces.is_none()
+            && exposed.flags == 0
+            && !self.adverts.is_empty()
+        {
             // SAFETY: forwarded from our caller.
             if unsafe { self.try_recv_write(link, buf, len, to, env, seq)? } {
                 return Ok(None);
@@ -281,7 +340,10 @@ impl Proto {
             pid: 0,
             flags: 0,
         };
-        let (kind, wait) = if protocol == Protocol::Rendezvous {
+        let (kind, wait) = if let Some((_, nseg)) = pieces {
+            (h.addr, h.pid, h.flags) = (exposed.addr, exposed.key, nseg);
+            (am::RTS_IOV, true)
+        } else if protocol == Protocol::Rendezvous {
             (h.addr, h.pid, h.flags) = (exposed.addr, exposed.key, exposed.flags);
             (am::RTS, true)
         } else if sync {
@@ -295,7 +357,7 @@ impl Proto {
         }
         let mut hdr = [0u8; HDR_MAX];
         let hdr_len = h.encode(kind, &mut hdr);
-        let payload: &[u8] = if kind == am::RTS {
+        let payload: &[u8] = if kind == am::RTS || kind == am::RTS_IOV {
             &[]
         } else {
             // SAFETY: the caller guarantees `buf` is valid for `len` bytes.
@@ -659,6 +721,11 @@ impl Proto {
         {
             return;
         }
+        if self.find_iov(buf, cap).is_some() {
+            // Pieces: the receiver gathers them itself in one copy (a write would land in
+            // the packed bytes and need unpacking).
+            return;
+        }
         let r = link.expose(buf, cap);
         if r.flags != 0 {
             // Transport-specific memory (an arena): a plain rendezvous reads it as well.
@@ -714,8 +781,9 @@ impl Proto {
                 addr,
                 pid,
                 flags,
+                iov,
             } => (
-                am::RTS,
+                if iov { am::RTS_IOV } else { am::RTS },
                 sreq,
                 Stored::Heap(Vec::new()),
                 len,
@@ -754,7 +822,7 @@ impl Proto {
         data: &Payload<'_>,
     ) {
         match kind {
-            am::EAGER | am::EAGER_SYNC | am::RTS => {
+            am::EAGER | am::EAGER_SYNC | am::RTS | am::RTS_IOV => {
                 let Some(h) = MatchHdr::decode(kind, hdr) else {
                     return self.fail(from, format!("short header from rank {from}"));
                 };
@@ -776,6 +844,7 @@ impl Proto {
                                 addr: h.addr,
                                 pid: h.pid,
                                 flags: h.flags,
+                                iov: kind == am::RTS_IOV,
                             },
                         };
                         self.matcher.push_unexpected(Unexpected {
@@ -922,6 +991,12 @@ impl Proto {
         let Some(c) = CtrlHdr::decode(hdr) else {
             return self.fail(from, format!("short CTS from rank {from}"));
         };
+        if let Some(&mut State::SendWait { buf, len }) = self.reqs.state_at(c.sreq) {
+            if let Some(d) = self.find_iov(buf, len) {
+                // SAFETY: the send is pending: its pieces and packed bytes are alive.
+                unsafe { d.gather() };
+            }
+        }
         match self.reqs.state_at(c.sreq) {
             Some(st @ State::SendWait { .. }) => {
                 let State::SendWait { buf, len } = *st else {
@@ -1093,8 +1168,8 @@ impl Proto {
         let Some(&mut State::Recv { buf, cap, .. }) = self.reqs.state_at(req) else {
             return self.fail(from, format!("posted receive {req} vanished"));
         };
-        if kind == am::RTS {
-            return self.start_rendezvous(link, req, from, h, buf, cap);
+        if kind == am::RTS || kind == am::RTS_IOV {
+            return self.start_rendezvous(link, req, from, kind == am::RTS_IOV, h, buf, cap);
         }
         let len = data.len();
         let n = len.min(cap);
@@ -1136,24 +1211,96 @@ impl Proto {
         }
     }
 
+    /// Moves the first `n` bytes of rendezvous `h` from `from` in one copy, as pieces on
+    /// either side: the sender's list (`RTS_IOV`) or its one range, into `local`'s pieces or
+    /// the `n` bytes at `buf`. An error: this path is unavailable (or the list is corrupt).
+    fn pull_pieces<L: Link>(
+        &mut self,
+        link: &mut L,
+        from: u32,
+        h: &MatchHdr,
+        sent_iov: bool,
+        local: Option<&IovDesc>,
+        buf: *mut u8,
+        n: u64,
+    ) -> Result<()> {
+        let remote = if sent_iov {
+            let mut list = vec![0u8; h.flags as usize * std::mem::size_of::<Seg>()];
+            let src = Remote {
+                addr: h.addr,
+                key: h.pid,
+                flags: 0,
+            };
+            link.get(from, src, &mut list)?;
+            let segs = iov::decode(&list);
+            if segs.iter().map(|s| s.len).sum::<u64>() != h.len {
+                return Err(Error::new(
+                    ErrorClass::Intern,
+                    format!("rank {from}'s piece list does not add up to its message"),
+                ));
+            }
+            iov::clip(&segs, n)
+        } else {
+            vec![Seg { addr: h.addr, len: n }]
+        };
+        let here = match local {
+            Some(d) => iov::clip(d.segs(), n),
+            None => vec![Seg {
+                addr: buf as u64,
+                len: n,
+            }],
+        };
+        // SAFETY: the receive is pending: its pieces (the datatype's map in the user's
+        // buffer) or its `n ≤ cap` bytes at `buf` are writable and untouched meanwhile.
+        unsafe { link.get_iov(from, &remote, &here) }
+    }
+
     /// A rendezvous message matched receive `req`: pull it, or ask for it to be pushed.
+    #[allow(clippy::too_many_arguments)]
     fn start_rendezvous<L: Link>(
         &mut self,
         link: &mut L,
         req: u32,
         from: u32,
+        sent_iov: bool,
         h: &MatchHdr,
         buf: *mut u8,
         cap: usize,
     ) {
         let st = Self::rendezvous_status(h, cap);
         let limits = link.limits();
+        // Pieces on either side: one gathering copy beats packing and unpacking (memory the
+        // sender exposed in its arena is read the plain way below).
+        let local = self.find_iov(buf, cap);
+        if limits.iov_max > 0 && (sent_iov || (local.is_some() && h.flags == 0)) {
+            let n = st.bytes;
+            if self
+                .pull_pieces(link, from, h, sent_iov, local.as_deref(), buf, n)
+                .is_ok()
+            {
+                if let Some(d) = &local {
+                    d.set_direct();
+                }
+                self.stats.iov_pulls += 1;
+                self.reqs.complete(req, st);
+                return self.reply(
+                    link,
+                    from,
+                    am::FIN,
+                    CtrlHdr {
+                        sreq: h.sreq,
+                        rreq: 0,
+                        offset: 0,
+                    },
+                );
+            }
+        }
         // Memory the sender exposed for plain copies (flags set) is always pulled; otherwise a
         // lone message below the crossover is pushed (see `Limits::single_copy_min`). With
         // more receives waiting (a window, a halo) pulls spread the copying better.
         let lone = self.pushed_recvs == 0 && self.matcher.posted_on(h.env.ctx) == 0;
         let pull = h.flags != 0 || h.len as usize >= limits.single_copy_min || !lone;
-        if limits.get && pull {
+        if limits.get && pull && !sent_iov {
             let src = Remote {
                 addr: h.addr,
                 key: h.pid,
