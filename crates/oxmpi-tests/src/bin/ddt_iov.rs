@@ -4,7 +4,8 @@
 //! a different type of the same signature (or as plain doubles), eager-size messages, lists
 //! longer than one system call takes, and truncation. Every byte of the receive span is
 //! checked: data where the receive type puts it, gap bytes untouched. Rank 0 prints
-//! `iov_pulls=N` (messages moved as iovec lists here) and every rank "iov OK".
+//! `iov_pulls=N` (messages moved as iovec lists here), `packed_pushes=N` (received as
+//! chunks packed and unpacked as they went) and every rank "iov OK".
 
 use oxmpi::datatype::Type;
 use oxmpi::point_to_point::{View, ViewMut};
@@ -334,7 +335,9 @@ fn main() {
     }
     must("barrier", world.barrier());
     if me == 0 {
-        println!("iov_pulls={}", universe.protocol_stats().iov_pulls);
+        let s = universe.protocol_stats();
+        println!("iov_pulls={}", s.iov_pulls);
+        println!("packed_pushes={}", s.packed_pushes);
     }
     println!("iov OK");
 }

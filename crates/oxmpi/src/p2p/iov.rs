@@ -10,6 +10,11 @@
 //! every other path (eager sizes, TCP, self, a pushed fallback) gathers the pieces into the
 //! packed bytes first, or leaves the receive's packed bytes to be unpacked, as before.
 //!
+//! Fine-grained types (small blocks, where iovecs lose) register a [`Chunked`] packer
+//! instead: the sender sends `RTS_PACKED` and packs each pushed chunk as it goes, and the
+//! receiver unpacks each chunk as it arrives, so packing and unpacking run at once on the two
+//! ranks' cores instead of one after the other around the copy.
+//!
 //! [`Limits::iov_max`]: crate::transport::Limits::iov_max
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,12 +22,29 @@ use std::sync::Arc;
 
 pub use crate::transport::Seg;
 
+/// Packs and unpacks any byte range of one operation's packed stream (the datatype engine's
+/// resumable pack, which this layer cannot name).
+pub trait Chunked: Send + Sync {
+    /// Packs stream bytes `start..start + out.len()` into `out`.
+    ///
+    /// # Safety
+    /// The operation is pending: its data bytes are readable.
+    unsafe fn pack(&self, start: u64, out: &mut [u8]);
+
+    /// Unpacks `data` as stream bytes `start..` into the operation's memory.
+    ///
+    /// # Safety
+    /// The operation is pending: its data bytes are writable and not otherwise accessed.
+    unsafe fn unpack(&self, start: u64, data: &[u8]);
+}
+
 /// One operation's data as pieces, standing in for its packed bytes at `base`.
-#[derive(Debug)]
 pub struct IovDesc {
     base: usize,
     len: usize,
     segs: Box<[Seg]>,
+    /// Packs and unpacks chunks, for data not moved as pieces (then `segs` is empty).
+    chunks: Option<Box<dyn Chunked>>,
     /// A send's packed bytes hold the data (gathered for a path that needs them).
     gathered: AtomicBool,
     /// A receive's data went straight into the pieces: nothing to unpack.
@@ -38,9 +60,28 @@ impl IovDesc {
             base: base as usize,
             len,
             segs: segs.into_boxed_slice(),
+            chunks: None,
             gathered: AtomicBool::new(false),
             direct: AtomicBool::new(false),
         })
+    }
+
+    /// Data packed and unpacked in chunks by `chunks`, standing in for the `len` packed bytes
+    /// at `base`.
+    pub fn chunked(base: *const u8, len: usize, chunks: Box<dyn Chunked>) -> Arc<IovDesc> {
+        Arc::new(IovDesc {
+            base: base as usize,
+            len,
+            segs: Box::new([]),
+            chunks: Some(chunks),
+            gathered: AtomicBool::new(false),
+            direct: AtomicBool::new(false),
+        })
+    }
+
+    /// The chunk packer, when the data is not moved as pieces.
+    pub(crate) fn chunks(&self) -> Option<&dyn Chunked> {
+        self.chunks.as_deref()
     }
 
     /// The pieces.
@@ -71,6 +112,17 @@ impl IovDesc {
         if self.gathered.swap(true, Ordering::AcqRel) {
             return;
         }
+        if let Some(c) = &self.chunks {
+            // SAFETY: the packed bytes are ours, `len` long, and writable (caller contract);
+            // the operation's data is readable.
+            unsafe {
+                c.pack(
+                    0,
+                    std::slice::from_raw_parts_mut(self.base as *mut u8, self.len),
+                )
+            };
+            return;
+        }
         let mut at = 0usize;
         for s in self.segs.iter() {
             let n = s.len as usize;
@@ -85,6 +137,17 @@ impl IovDesc {
             };
             at += n;
         }
+    }
+}
+
+impl std::fmt::Debug for IovDesc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IovDesc")
+            .field("base", &self.base)
+            .field("len", &self.len)
+            .field("pieces", &self.segs.len())
+            .field("chunked", &self.chunks.is_some())
+            .finish()
     }
 }
 

@@ -109,8 +109,8 @@ pub enum Body {
         pid: u32,
         /// `RTS` flags (data in the sender's arena), or the piece count of an `RTS_IOV`.
         flags: u32,
-        /// Whether it came as `RTS_IOV` (`addr` names a piece list).
-        iov: bool,
+        /// Which rendezvous request it came as (`RTS`, `RTS_IOV`, `RTS_PACKED`).
+        kind: u8,
     },
 }
 

@@ -54,6 +54,8 @@ pub struct Stats {
     pub placed_bytes: u64,
     /// Rendezvous messages moved in one copy as pieces (a derived datatype on either side).
     pub iov_pulls: u64,
+    /// Rendezvous receives unpacked chunk by chunk as the sender packed and pushed them.
+    pub packed_pushes: u64,
 }
 
 /// A fault that breaks communication with a peer (or with everyone, `peer: None`).
@@ -136,6 +138,10 @@ pub struct Proto {
     /// Which derived-datatype operations the layer above offers as pieces: `(smallest
     /// message, smallest average piece)`; `None` (the default): none.
     pub(super) iov_policy: Option<(usize, u64)>,
+    /// Pushed sends packing, and pushed receives unpacking, chunk by chunk (see `iov`).
+    packed: Vec<(ReqId, Arc<IovDesc>)>,
+    /// One chunk's packed bytes, reused.
+    scratch: Vec<u8>,
 }
 
 /// Writes `n` bytes at `buf`.
@@ -220,6 +226,8 @@ impl Proto {
             stats: Stats::default(),
             iov: Vec::new(),
             iov_policy: None,
+            packed: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 
@@ -297,7 +305,11 @@ impl Proto {
         if !self.iov.is_empty() {
             if let Some(d) = self.find_iov(buf, len) {
                 let list = link.expose(d.segs().as_ptr().cast(), std::mem::size_of_val(d.segs()));
-                if protocol == Protocol::Rendezvous
+                if protocol == Protocol::Rendezvous && d.chunks().is_some() {
+                    // Packed chunk by chunk as it is pushed.
+                    self.adverts.retain(|a| a.from != to || a.ctx != env.ctx);
+                    pieces = Some((Remote::default(), 0));
+                } else if protocol == Protocol::Rendezvous
                     && limits.iov_max > 0
                     && list.flags == 0
                     && u32::try_from(d.segs().len()).is_ok()
@@ -342,7 +354,7 @@ impl Proto {
         };
         let (kind, wait) = if let Some((_, nseg)) = pieces {
             (h.addr, h.pid, h.flags) = (exposed.addr, exposed.key, nseg);
-            (am::RTS_IOV, true)
+            (if nseg == 0 { am::RTS_PACKED } else { am::RTS_IOV }, true)
         } else if protocol == Protocol::Rendezvous {
             (h.addr, h.pid, h.flags) = (exposed.addr, exposed.key, exposed.flags);
             (am::RTS, true)
@@ -357,7 +369,7 @@ impl Proto {
         }
         let mut hdr = [0u8; HDR_MAX];
         let hdr_len = h.encode(kind, &mut hdr);
-        let payload: &[u8] = if kind == am::RTS || kind == am::RTS_IOV {
+        let payload: &[u8] = if matches!(kind, am::RTS | am::RTS_IOV | am::RTS_PACKED) {
             &[]
         } else {
             // SAFETY: the caller guarantees `buf` is valid for `len` bytes.
@@ -645,10 +657,22 @@ impl Proto {
         let max = link.limits().max_frag;
         let mut n = 0;
         let mut fault = None;
+        let chunked = self.packed_of(id);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        if chunked.is_some() && scratch.len() < max.min(len) {
+            scratch.resize(max.min(len), 0);
+        }
         while offset < len {
             let k = (len - offset).min(max);
-            // SAFETY: the send is incomplete, so its buffer is still borrowed by the API.
-            let chunk = unsafe { user_data(buf.add(offset), k) };
+            let chunk = match chunked.as_ref().and_then(|d| d.chunks()) {
+                Some(c) => {
+                    // SAFETY: the send is pending: its data is readable.
+                    unsafe { c.pack(offset as u64, &mut scratch[..k]) };
+                    &scratch[..k]
+                }
+                // SAFETY: the send is incomplete, so its buffer is still borrowed by the API.
+                None => unsafe { user_data(buf.add(offset), k) },
+            };
             let c = CtrlHdr {
                 sreq: id.idx,
                 rreq,
@@ -666,6 +690,7 @@ impl Proto {
                 }
             }
         }
+        self.scratch = scratch;
         if let Some(e) = fault {
             self.faults.push(Fault {
                 peer: Some(to),
@@ -674,6 +699,9 @@ impl Proto {
             return (n, false);
         }
         if offset >= len {
+            if chunked.is_some() {
+                self.packed.retain(|(r, _)| *r != id);
+            }
             self.reqs.complete(
                 id.idx,
                 Status {
@@ -781,9 +809,9 @@ impl Proto {
                 addr,
                 pid,
                 flags,
-                iov,
+                kind,
             } => (
-                if iov { am::RTS_IOV } else { am::RTS },
+                kind,
                 sreq,
                 Stored::Heap(Vec::new()),
                 len,
@@ -822,7 +850,7 @@ impl Proto {
         data: &Payload<'_>,
     ) {
         match kind {
-            am::EAGER | am::EAGER_SYNC | am::RTS | am::RTS_IOV => {
+            am::EAGER | am::EAGER_SYNC | am::RTS | am::RTS_IOV | am::RTS_PACKED => {
                 let Some(h) = MatchHdr::decode(kind, hdr) else {
                     return self.fail(from, format!("short header from rank {from}"));
                 };
@@ -844,7 +872,7 @@ impl Proto {
                                 addr: h.addr,
                                 pid: h.pid,
                                 flags: h.flags,
-                                iov: kind == am::RTS_IOV,
+                                kind,
                             },
                         };
                         self.matcher.push_unexpected(Unexpected {
@@ -993,8 +1021,15 @@ impl Proto {
         };
         if let Some(&mut State::SendWait { buf, len }) = self.reqs.state_at(c.sreq) {
             if let Some(d) = self.find_iov(buf, len) {
-                // SAFETY: the send is pending: its pieces and packed bytes are alive.
-                unsafe { d.gather() };
+                if d.chunks().is_some() {
+                    // Packed chunk by chunk as it is pushed.
+                    let id = self.reqs.id_at(c.sreq);
+                    self.packed.retain(|(_, e)| Arc::strong_count(e) > 1);
+                    self.packed.push((id, d));
+                } else {
+                    // SAFETY: the send is pending: its pieces and packed bytes are alive.
+                    unsafe { d.gather() };
+                }
             }
         }
         match self.reqs.state_at(c.sreq) {
@@ -1027,6 +1062,15 @@ impl Proto {
         let Some(c) = CtrlHdr::decode(hdr) else {
             return self.fail(from, format!("short DATA from rank {from}"));
         };
+        let chunked = if self.packed.is_empty() {
+            None
+        } else {
+            let id = self.reqs.id_at(c.rreq);
+            self.packed_of(id)
+        };
+        if let Some(d) = &chunked {
+            return self.on_packed_data(from, c, data, d);
+        }
         match self.reqs.state_at(c.rreq) {
             Some(State::RecvChunks {
                 buf,
@@ -1120,6 +1164,68 @@ impl Proto {
         }
     }
 
+    /// A pushed chunk of a receive that unpacks as it goes (`d`): unpacked straight into the
+    /// receive's memory.
+    #[cold]
+    fn on_packed_data(&mut self, from: u32, c: CtrlHdr, data: &Payload<'_>, d: &Arc<IovDesc>) {
+        let Some(State::RecvChunks {
+            buf,
+            expect,
+            total,
+            got,
+        }) = self.reqs.state_at(c.rreq)
+        else {
+            return self.fail(
+                from,
+                format!("DATA for unknown receive {} from rank {from}", c.rreq),
+            );
+        };
+        let (buf, expect, total) = (*buf, *expect, *total);
+        let n = data.len() as u64;
+        *got += n;
+        let done = *got >= total;
+        if c.offset < expect {
+            let keep = (expect - c.offset).min(n) as usize;
+            let Some(u) = d.chunks() else { return };
+            if let Payload::Placed(_) = data {
+                // SAFETY: the transport wrote these `keep` bytes into the packed bytes at
+                // their offset (offset + keep ≤ expect ≤ capacity).
+                let bytes = unsafe { user_buf(buf.add(c.offset as usize), keep) };
+                // SAFETY: the receive is pending: its memory is writable.
+                unsafe { u.unpack(c.offset, bytes) };
+            } else {
+                let mut scratch = std::mem::take(&mut self.scratch);
+                if scratch.len() < keep {
+                    scratch.resize(keep, 0);
+                }
+                data.copy_to(&mut scratch[..keep]);
+                // SAFETY: the receive is pending: its memory is writable.
+                unsafe { u.unpack(c.offset, &scratch[..keep]) };
+                self.scratch = scratch;
+            }
+        }
+        if done {
+            d.set_direct();
+            self.stats.packed_pushes += 1;
+            let id = self.reqs.id_at(c.rreq);
+            self.packed.retain(|(r, _)| *r != id);
+            let st = Status {
+                bytes: expect,
+                error: (total > expect).then_some(ErrorClass::Truncate),
+                ..Status::default()
+            };
+            self.complete_recv_chunks(c.rreq, st);
+        }
+    }
+
+    /// The chunk packer of pushed operation `id`, if it packs or unpacks as it goes.
+    fn packed_of(&self, id: ReqId) -> Option<Arc<IovDesc>> {
+        self.packed
+            .iter()
+            .find(|(r, _)| *r == id)
+            .map(|(_, d)| d.clone())
+    }
+
     fn complete_recv_chunks(&mut self, idx: u32, mut st: Status) {
         self.pushed_recvs = self.pushed_recvs.saturating_sub(1);
         // Source and tag were recorded in the slot's status when the rendezvous started.
@@ -1168,8 +1274,8 @@ impl Proto {
         let Some(&mut State::Recv { buf, cap, .. }) = self.reqs.state_at(req) else {
             return self.fail(from, format!("posted receive {req} vanished"));
         };
-        if kind == am::RTS || kind == am::RTS_IOV {
-            return self.start_rendezvous(link, req, from, kind == am::RTS_IOV, h, buf, cap);
+        if kind == am::RTS || kind == am::RTS_IOV || kind == am::RTS_PACKED {
+            return self.start_rendezvous(link, req, from, kind, h, buf, cap);
         }
         let len = data.len();
         let n = len.min(cap);
@@ -1262,17 +1368,20 @@ impl Proto {
         link: &mut L,
         req: u32,
         from: u32,
-        sent_iov: bool,
+        kind: u8,
         h: &MatchHdr,
         buf: *mut u8,
         cap: usize,
     ) {
         let st = Self::rendezvous_status(h, cap);
         let limits = link.limits();
+        let (sent_iov, packed) = (kind == am::RTS_IOV, kind == am::RTS_PACKED);
         // Pieces on either side: one gathering copy beats packing and unpacking (memory the
         // sender exposed in its arena is read the plain way below).
         let local = self.find_iov(buf, cap);
-        if limits.iov_max > 0 && (sent_iov || (local.is_some() && h.flags == 0)) {
+        let chunked = local.as_ref().filter(|d| d.chunks().is_some()).cloned();
+        let local = local.filter(|d| d.chunks().is_none());
+        if !packed && limits.iov_max > 0 && (sent_iov || (local.is_some() && h.flags == 0)) {
             let n = st.bytes;
             if self
                 .pull_pieces(link, from, h, sent_iov, local.as_deref(), buf, n)
@@ -1300,7 +1409,7 @@ impl Proto {
         // more receives waiting (a window, a halo) pulls spread the copying better.
         let lone = self.pushed_recvs == 0 && self.matcher.posted_on(h.env.ctx) == 0;
         let pull = h.flags != 0 || h.len as usize >= limits.single_copy_min || !lone;
-        if limits.get && pull && !sent_iov {
+        if limits.get && pull && !sent_iov && !packed {
             let src = Remote {
                 addr: h.addr,
                 key: h.pid,
@@ -1325,6 +1434,12 @@ impl Proto {
         }
         // The sender pushes chunks from its own buffer.
         self.pushed_recvs += 1;
+        if let Some(d) = chunked {
+            // Each chunk is unpacked as it arrives.
+            let id = self.reqs.id_at(req);
+            self.packed.retain(|(_, e)| Arc::strong_count(e) > 1);
+            self.packed.push((id, d));
+        }
         let mut st = st;
         let n = st.bytes;
         st.bytes = 0;
