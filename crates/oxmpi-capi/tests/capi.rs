@@ -121,7 +121,10 @@ fn derived_datatypes_in_large_point_to_point_messages() {
     let exe = program("ddt_iov");
     let out = mpiexec(2, &exe, &[], &[("OXMPI_SINGLE_COPY", "0")]);
     let (o, e) = text(&out);
-    assert!(out.status.success(), "ddt_iov without single copy:\n{o}\n{e}");
+    assert!(
+        out.status.success(),
+        "ddt_iov without single copy:\n{o}\n{e}"
+    );
 }
 
 #[test]

@@ -233,14 +233,20 @@ fn large_derived_datatype_messages_move_as_iovec_lists_or_packed() {
     for np in [2, 3, 4] {
         let so = run_ok(np, env!("CARGO_BIN_EXE_ddt_iov"), &[], &[]);
         assert_eq!(so.matches("iov OK").count(), np, "{so}");
-        assert!(counter(&so, "iov_pulls") > 0, "np {np}: no message went as pieces: {so}");
+        assert!(
+            counter(&so, "iov_pulls") > 0,
+            "np {np}: no message went as pieces: {so}"
+        );
         assert!(
             counter(&so, "packed_pushes") > 0,
             "np {np}: no message was packed as it went: {so}"
         );
     }
     // Single copy off, or a crossover above every block: everything is packed, same bytes.
-    for env in [("OXMPI_SINGLE_COPY", "0"), ("OXMPI_DDT_IOV_MIN_BLOCK", "1G")] {
+    for env in [
+        ("OXMPI_SINGLE_COPY", "0"),
+        ("OXMPI_DDT_IOV_MIN_BLOCK", "1G"),
+    ] {
         let so = run_ok(2, env!("CARGO_BIN_EXE_ddt_iov"), &[], &[env]);
         assert_eq!(so.matches("iov OK").count(), 2, "{so}");
         assert_eq!(counter(&so, "iov_pulls"), 0, "{env:?}: {so}");

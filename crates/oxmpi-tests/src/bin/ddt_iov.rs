@@ -62,7 +62,10 @@ fn random_runs(rng: &mut Rng, total: usize, avg: usize, shuffle: bool) -> Layout
     }
     let lens: Vec<i64> = runs.iter().map(|r| (r.1 / 8) as i64).collect();
     let disps: Vec<i64> = runs.iter().map(|r| r.0 as i64).collect();
-    let ty = must("hindexed", Type::hindexed(&lens, &disps, &Type::of::<f64>()));
+    let ty = must(
+        "hindexed",
+        Type::hindexed(&lens, &disps, &Type::of::<f64>()),
+    );
     Layout {
         ty: Some(ty),
         runs,
@@ -225,15 +228,16 @@ fn exchange(
             got
         })
     } else {
-        let recv = |w: &oxmpi::Communicator, rbuf: &mut [u8], pin: &mut Option<Vec<f64>>| {
-            match (&c.recv.ty, pin.as_mut()) {
-                (Some(t), _) => {
-                    let mut v = must("view", ViewMut::new(rbuf, t, 1));
-                    w.receive_view(&mut v, prev, tag)
-                }
-                (None, Some(v)) => w.receive_into(&mut v[..], prev, tag),
-                _ => unreachable!(),
+        let recv = |w: &oxmpi::Communicator, rbuf: &mut [u8], pin: &mut Option<Vec<f64>>| match (
+            &c.recv.ty,
+            pin.as_mut(),
+        ) {
+            (Some(t), _) => {
+                let mut v = must("view", ViewMut::new(rbuf, t, 1));
+                w.receive_view(&mut v, prev, tag)
             }
+            (None, Some(v)) => w.receive_into(&mut v[..], prev, tag),
+            _ => unreachable!(),
         };
         if me % 2 == 0 {
             must("send", send(world));

@@ -652,7 +652,9 @@ impl Engine {
     /// Whether a `len`-byte message through a fine-grained datatype should be packed and
     /// unpacked chunk by chunk as it is pushed (see `iov`).
     pub fn wants_chunks(&self, len: usize) -> bool {
-        self.proto.iov_policy.is_some_and(|(min_len, _)| len >= min_len)
+        self.proto
+            .iov_policy
+            .is_some_and(|(min_len, _)| len >= min_len)
     }
 
     /// Registers the pieces of a pending operation (see `iov`): the protocol finds them by

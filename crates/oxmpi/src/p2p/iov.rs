@@ -161,7 +161,10 @@ pub(crate) fn clip(segs: &[Seg], n: u64) -> Vec<Seg> {
         }
         let k = s.len.min(left);
         if k > 0 {
-            out.push(Seg { addr: s.addr, len: k });
+            out.push(Seg {
+                addr: s.addr,
+                len: k,
+            });
         }
         left -= k;
     }
@@ -190,14 +193,23 @@ mod tests {
             Seg { addr: 20, len: 4 },
             Seg { addr: 30, len: 4 },
         ];
-        assert_eq!(clip(&s, 6), vec![Seg { addr: 10, len: 4 }, Seg { addr: 20, len: 2 }]);
+        assert_eq!(
+            clip(&s, 6),
+            vec![Seg { addr: 10, len: 4 }, Seg { addr: 20, len: 2 }]
+        );
         assert_eq!(clip(&s, 0), vec![]);
         assert_eq!(clip(&s, 100), s.to_vec());
     }
 
     #[test]
     fn decode_reads_the_in_memory_layout() {
-        let s = [Seg { addr: 0x1234_5678_9abc, len: 77 }, Seg { addr: 1, len: 2 }];
+        let s = [
+            Seg {
+                addr: 0x1234_5678_9abc,
+                len: 77,
+            },
+            Seg { addr: 1, len: 2 },
+        ];
         let bytes: Vec<u8> = s
             .iter()
             .flat_map(|x| [x.addr.to_ne_bytes(), x.len.to_ne_bytes()].concat())
@@ -211,8 +223,14 @@ mod tests {
         let src: Vec<u8> = (0..32).collect();
         let mut packed = vec![0u8; 8];
         let segs = vec![
-            Seg { addr: src.as_ptr().expose_provenance() as u64 + 3, len: 5 },
-            Seg { addr: src.as_ptr().expose_provenance() as u64 + 20, len: 3 },
+            Seg {
+                addr: src.as_ptr().expose_provenance() as u64 + 3,
+                len: 5,
+            },
+            Seg {
+                addr: src.as_ptr().expose_provenance() as u64 + 20,
+                len: 3,
+            },
         ];
         let d = IovDesc::new(packed.as_mut_ptr(), 8, segs);
         assert!(d.stands_for(packed.as_ptr(), 8) && !d.stands_for(packed.as_ptr(), 7));

@@ -354,7 +354,14 @@ impl Proto {
         };
         let (kind, wait) = if let Some((_, nseg)) = pieces {
             (h.addr, h.pid, h.flags) = (exposed.addr, exposed.key, nseg);
-            (if nseg == 0 { am::RTS_PACKED } else { am::RTS_IOV }, true)
+            (
+                if nseg == 0 {
+                    am::RTS_PACKED
+                } else {
+                    am::RTS_IOV
+                },
+                true,
+            )
         } else if protocol == Protocol::Rendezvous {
             (h.addr, h.pid, h.flags) = (exposed.addr, exposed.key, exposed.flags);
             (am::RTS, true)
@@ -810,15 +817,7 @@ impl Proto {
                 pid,
                 flags,
                 kind,
-            } => (
-                kind,
-                sreq,
-                Stored::Heap(Vec::new()),
-                len,
-                addr,
-                pid,
-                flags,
-            ),
+            } => (kind, sreq, Stored::Heap(Vec::new()), len, addr, pid, flags),
         };
         let h = MatchHdr {
             env: u.env,
@@ -1321,7 +1320,6 @@ impl Proto {
     /// either side: the sender's list (`RTS_IOV`) or its one range, into `local`'s pieces or
     /// the `n` bytes at `buf`. An error: this path is unavailable (or the list is corrupt).
     fn pull_pieces<L: Link>(
-        &mut self,
         link: &mut L,
         from: u32,
         h: &MatchHdr,
@@ -1347,7 +1345,10 @@ impl Proto {
             }
             iov::clip(&segs, n)
         } else {
-            vec![Seg { addr: h.addr, len: n }]
+            vec![Seg {
+                addr: h.addr,
+                len: n,
+            }]
         };
         let here = match local {
             Some(d) => iov::clip(d.segs(), n),
@@ -1383,10 +1384,7 @@ impl Proto {
         let local = local.filter(|d| d.chunks().is_none());
         if !packed && limits.iov_max > 0 && (sent_iov || (local.is_some() && h.flags == 0)) {
             let n = st.bytes;
-            if self
-                .pull_pieces(link, from, h, sent_iov, local.as_deref(), buf, n)
-                .is_ok()
-            {
+            if Self::pull_pieces(link, from, h, sent_iov, local.as_deref(), buf, n).is_ok() {
                 if let Some(d) = &local {
                     d.set_direct();
                 }

@@ -10,6 +10,8 @@
 //! - by reference: [`Link::expose`] names a buffer of ours so that a peer can [`Link::get`] it
 //!   in one copy (rendezvous pull); [`Link::put`] writes into a buffer a peer exposed
 //!   (receiver-initiated write). Whether a transport can do either is in its [`Limits`].
+//!   [`Link::get_iov`] does the same for lists of pieces on both sides ([`Seg`]), for data
+//!   laid out by a derived datatype ([`Limits::iov_max`] entries per call; 0: none).
 //! - [`Transport::poll`] hands arrived fragments to a [`Handler`], together with the
 //!   transport's [`Link`] so the handler can answer at once; [`Transport::has_arrival`] is the
 //!   one-load "anything arriving?" check a waiting rank spins on.

@@ -157,8 +157,16 @@ pub unsafe fn read_list(pid: i32, local: &[Seg], remote: &[Seg]) -> io::Result<(
         // SAFETY: `lv` lists parts of `local`'s pieces, writable by the caller's guarantee;
         // the kernel checks `rv` against the other process and fails with EFAULT rather than
         // touching anything else. Both vectors live across the call with the lengths passed.
-        let moved =
-            unsafe { libc::process_vm_readv(pid, lv.as_ptr(), lv.len() as _, rv.as_ptr(), rv.len() as _, 0) };
+        let moved = unsafe {
+            libc::process_vm_readv(
+                pid,
+                lv.as_ptr(),
+                lv.len() as _,
+                rv.as_ptr(),
+                rv.len() as _,
+                0,
+            )
+        };
         if moved < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
@@ -205,20 +213,35 @@ mod tests {
         let mut remote = Vec::new();
         let mut at = 0u64;
         while at + 7 <= 17_500 {
-            remote.push(Seg { addr: src.as_ptr() as u64 + at, len: 7 });
+            remote.push(Seg {
+                addr: src.as_ptr() as u64 + at,
+                len: 7,
+            });
             at += 7;
         }
-        remote.push(Seg { addr: src.as_ptr() as u64 + at, len: 39_000 - at });
+        remote.push(Seg {
+            addr: src.as_ptr() as u64 + at,
+            len: 39_000 - at,
+        });
         let local: Vec<Seg> = (0..3000u64)
-            .map(|k| Seg { addr: dst.as_mut_ptr() as u64 + k * 20, len: 13 })
+            .map(|k| Seg {
+                addr: dst.as_mut_ptr() as u64 + k * 20,
+                len: 13,
+            })
             .collect();
         // SAFETY: every local piece lies in `dst`, which nothing else touches meanwhile.
         unsafe { read_list(pid, &local, &remote) }.unwrap();
         for k in 0..3000usize {
             assert_eq!(&dst[k * 20..k * 20 + 13], &src[k * 13..k * 13 + 13]);
-            assert!(dst[k * 20 + 13..k * 20 + 20].iter().all(|&b| b == 0), "gap {k}");
+            assert!(
+                dst[k * 20 + 13..k * 20 + 20].iter().all(|&b| b == 0),
+                "gap {k}"
+            );
         }
-        let short = [Seg { addr: dst.as_mut_ptr() as u64, len: 3 }];
+        let short = [Seg {
+            addr: dst.as_mut_ptr() as u64,
+            len: 3,
+        }];
         // SAFETY: as above.
         assert!(unsafe { read_list(pid, &short, &remote) }.is_err());
     }
