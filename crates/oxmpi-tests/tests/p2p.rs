@@ -221,7 +221,7 @@ fn alloc_mem_buffers_are_read_straight_from_the_senders_arena() {
     assert!(so.contains("heap fallback OK"), "{so}");
 }
 
-fn counter(so: &str, name: &str) -> u64 {
+fn stat_line(so: &str, name: &str) -> u64 {
     so.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
         .and_then(|v| v.trim().parse().ok())
@@ -234,11 +234,11 @@ fn large_derived_datatype_messages_move_as_iovec_lists_or_packed() {
         let so = run_ok(np, env!("CARGO_BIN_EXE_ddt_iov"), &[], &[]);
         assert_eq!(so.matches("iov OK").count(), np, "{so}");
         assert!(
-            counter(&so, "iov_pulls") > 0,
+            stat_line(&so, "iov_pulls") > 0,
             "np {np}: no message went as pieces: {so}"
         );
         assert!(
-            counter(&so, "packed_pushes") > 0,
+            stat_line(&so, "packed_pushes") > 0,
             "np {np}: no message was packed as it went: {so}"
         );
     }
@@ -249,7 +249,7 @@ fn large_derived_datatype_messages_move_as_iovec_lists_or_packed() {
     ] {
         let so = run_ok(2, env!("CARGO_BIN_EXE_ddt_iov"), &[], &[env]);
         assert_eq!(so.matches("iov OK").count(), 2, "{so}");
-        assert_eq!(counter(&so, "iov_pulls"), 0, "{env:?}: {so}");
+        assert_eq!(stat_line(&so, "iov_pulls"), 0, "{env:?}: {so}");
     }
 }
 
