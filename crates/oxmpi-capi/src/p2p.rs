@@ -135,21 +135,29 @@ unsafe fn send(
 ) -> Result<()> {
     let d = data(name, n, dt as usize, buf)?;
     check_send_tag(name, t)?;
-    let packed;
-    let data: &[u8] = match d {
-        // SAFETY: forwarded from our caller (the data starts at the type's lower bound).
-        Data::Bytes { offset, len } => unsafe { send_buf(name, at(buf, offset), len)? },
-        Data::Typed { ty, count, len } => {
-            // SAFETY: forwarded from our caller; the packed copy is sent before we return.
-            packed = unsafe { Staged::send(ty, buf, count, len, false) };
-            packed.buf_ref()
+    with_typed(comm(c), |comm| {
+        let packed;
+        let data: &[u8] = match d {
+            // SAFETY: forwarded from our caller (the data starts at the type's lower bound).
+            Data::Bytes { offset, len } => unsafe { send_buf(name, at(buf, offset), len)? },
+            // A buffered send copies its packed bytes: it must not leave them as pieces.
+            Data::Typed { ty, count, len } if mode == SendMode::Buffered => {
+                // SAFETY: forwarded from our caller; the packed copy is sent before we return.
+                packed = unsafe { Staged::send(ty, buf, count, len, false) };
+                packed.buf_ref()
+            }
+            Data::Typed { ty, count, len } => {
+                // SAFETY: forwarded from our caller; the send completes before we return.
+                packed = unsafe { comm.stage_send(ty, buf, count, len) };
+                packed.buf_ref()
+            }
+        };
+        match mode {
+            SendMode::Standard => comm.send(data, dest, t),
+            SendMode::Synchronous => comm.synchronous_send(data, dest, t),
+            SendMode::Ready => comm.ready_send(data, dest, t),
+            SendMode::Buffered => comm.buffered_send(data, dest, t),
         }
-    };
-    with_typed(comm(c), |comm| match mode {
-        SendMode::Standard => comm.send(data, dest, t),
-        SendMode::Synchronous => comm.synchronous_send(data, dest, t),
-        SendMode::Ready => comm.ready_send(data, dest, t),
-        SendMode::Buffered => comm.buffered_send(data, dest, t),
     })
 }
 
@@ -184,8 +192,15 @@ unsafe fn isend(
                 (data.as_ptr(), len, None)
             }
             Data::Typed { ty, count, len } => {
-                // SAFETY: forwarded from our caller.
-                let mut s = unsafe { Staged::send(ty, buf, count, len, persistent) };
+                // SAFETY: forwarded from our caller (persistent and buffered sends pack at
+                // each start; the others may go as pieces).
+                let mut s = unsafe {
+                    if persistent || mode == SendMode::Buffered {
+                        Staged::send(ty, buf, count, len, persistent)
+                    } else {
+                        comm.stage_send(ty, buf, count, len)
+                    }
+                };
                 (s.bytes().as_ptr(), len, Some(s))
             }
         };
@@ -237,7 +252,11 @@ unsafe fn irecv(
                 (data.as_mut_ptr(), len, None)
             }
             Data::Typed { ty, count, len } => {
-                let mut s = Staged::recv(ty, buf, count, len, persistent);
+                let mut s = if persistent {
+                    Staged::recv(ty, buf, count, len, persistent)
+                } else {
+                    comm.stage_recv(ty, buf, count, len)
+                };
                 (s.bytes().as_mut_ptr(), len, Some(s))
             }
         };

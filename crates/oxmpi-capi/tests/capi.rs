@@ -115,6 +115,19 @@ fn corpus(name: &str, nps: &[usize]) {
 }
 
 #[test]
+fn derived_datatypes_in_large_point_to_point_messages() {
+    corpus("ddt_iov", &[2, 3, 4]);
+    // Single copy off: the same messages packed and unpacked.
+    let exe = program("ddt_iov");
+    let out = mpiexec(2, &exe, &[], &[("OXMPI_SINGLE_COPY", "0")]);
+    let (o, e) = text(&out);
+    assert!(
+        out.status.success(),
+        "ddt_iov without single copy:\n{o}\n{e}"
+    );
+}
+
+#[test]
 fn environment() {
     corpus("env", &[1, 2]);
 }

@@ -221,6 +221,38 @@ fn alloc_mem_buffers_are_read_straight_from_the_senders_arena() {
     assert!(so.contains("heap fallback OK"), "{so}");
 }
 
+fn stat_line(so: &str, name: &str) -> u64 {
+    so.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} line in {so:?}"))
+}
+
+#[test]
+fn large_derived_datatype_messages_move_as_iovec_lists_or_packed() {
+    for np in [2, 3, 4] {
+        let so = run_ok(np, env!("CARGO_BIN_EXE_ddt_iov"), &[], &[]);
+        assert_eq!(so.matches("iov OK").count(), np, "{so}");
+        assert!(
+            stat_line(&so, "iov_pulls") > 0,
+            "np {np}: no message went as pieces: {so}"
+        );
+        assert!(
+            stat_line(&so, "packed_pushes") > 0,
+            "np {np}: no message was packed as it went: {so}"
+        );
+    }
+    // Single copy off, or a crossover above every block: everything is packed, same bytes.
+    for env in [
+        ("OXMPI_SINGLE_COPY", "0"),
+        ("OXMPI_DDT_IOV_MIN_BLOCK", "1G"),
+    ] {
+        let so = run_ok(2, env!("CARGO_BIN_EXE_ddt_iov"), &[], &[env]);
+        assert_eq!(so.matches("iov OK").count(), 2, "{so}");
+        assert_eq!(stat_line(&so, "iov_pulls"), 0, "{env:?}: {so}");
+    }
+}
+
 #[test]
 fn sends_and_receives_through_datatype_views_and_derived_structs() {
     for np in [2, 3, 4] {

@@ -159,6 +159,36 @@ impl<L: ThreadLevel> Communicator<L> {
         Ok(Some(r))
     }
 
+    /// Stages a point-to-point send of `count` elements of `ty` at `user` (`len` packed
+    /// bytes) for the C layer: offered as pieces when large with large blocks (see
+    /// [`Staged::send_pieces`](crate::handle::typed::Staged::send_pieces)).
+    ///
+    /// # Safety
+    /// The elements' data bytes are readable until the send completes.
+    pub unsafe fn stage_send(
+        &self,
+        ty: crate::datatype::Type,
+        user: *const std::ffi::c_void,
+        count: u64,
+        len: usize,
+    ) -> crate::handle::typed::Staged {
+        // SAFETY: forwarded from our caller.
+        unsafe { crate::handle::typed::Staged::send_pieces(ty, user, count, len, &self.rt.engine) }
+    }
+
+    /// Stages a point-to-point receive into `count` elements of `ty` at `user`, offered as
+    /// pieces when large with large blocks (see
+    /// [`Staged::recv_pieces`](crate::handle::typed::Staged::recv_pieces)).
+    pub fn stage_recv(
+        &self,
+        ty: crate::datatype::Type,
+        user: *mut std::ffi::c_void,
+        count: u64,
+        len: usize,
+    ) -> crate::handle::typed::Staged {
+        crate::handle::typed::Staged::recv_pieces(ty, user, count, len, &self.rt.engine)
+    }
+
     /// Sends `buf` to rank `dest` with `tag` (`MPI_Send`; also serves `MPI_Rsend`).
     pub fn send<B: Buffer + ?Sized>(&self, buf: &B, dest: i32, tag: i32) -> Result<()> {
         if let Some(Some(id)) = self.start_send("send", SendMode::Standard, buf, dest, tag)? {
@@ -981,12 +1011,12 @@ impl<L: ThreadLevel> Communicator<L> {
         // SAFETY: the elements' data bytes lie in the borrowed buffer (checked, or the
         // `Datatyped` contract), readable for this call.
         let s = unsafe {
-            crate::handle::typed::Staged::send(
+            crate::handle::typed::Staged::send_pieces(
                 view.ty.clone(),
                 view.ptr.cast(),
                 view.count,
                 len,
-                false,
+                &self.rt.engine,
             )
         };
         self.send(s.buf_ref(), dest, tag)
@@ -1008,12 +1038,12 @@ impl<L: ThreadLevel> Communicator<L> {
             };
             return self.receive_into(bytes, source, tag);
         }
-        let mut s = crate::handle::typed::Staged::recv(
+        let mut s = crate::handle::typed::Staged::recv_pieces(
             view.ty.clone(),
             view.ptr.cast(),
             view.count,
             len,
-            false,
+            &self.rt.engine,
         );
         let st = self.receive_into(s.bytes(), source, tag)?;
         // SAFETY: the elements' data bytes lie in the exclusively borrowed buffer.
@@ -1111,12 +1141,12 @@ impl<L: ThreadLevel> Communicator<L> {
         }
         // SAFETY: the elements' data bytes lie in the borrowed buffer, readable now.
         let s = unsafe {
-            crate::handle::typed::Staged::send(
+            crate::handle::typed::Staged::send_pieces(
                 view.ty.clone(),
                 view.ptr.cast(),
                 view.count,
                 len,
-                false,
+                &self.rt.engine,
             )
         };
         // SAFETY: the packed bytes are heap memory the returned `ViewRequest` owns and never
@@ -1146,12 +1176,12 @@ impl<L: ThreadLevel> Communicator<L> {
         let (ptr, staged) = if view.ty.is_contiguous() {
             (view.ptr.wrapping_offset(view.ty.lb() as isize), None)
         } else {
-            let mut s = crate::handle::typed::Staged::recv(
+            let mut s = crate::handle::typed::Staged::recv_pieces(
                 view.ty.clone(),
                 view.ptr.cast(),
                 view.count,
                 len,
-                false,
+                &self.rt.engine,
             );
             (s.bytes().as_mut_ptr(), Some(s))
         };

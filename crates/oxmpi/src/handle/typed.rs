@@ -17,15 +17,21 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use super::request::RequestId;
 use crate::datatype::build::Type;
 use crate::datatype::pack;
 use crate::error::ErrorClass;
+use crate::p2p::iov::{Chunked, IovDesc, Seg};
+use crate::p2p::progress::EngineCell;
 use crate::p2p::request::Status;
 
 /// The staging buffer of one operation through a datatype.
 pub struct Staged {
+    /// The data as pieces, registered with the engine (declared before `buf`, so it is
+    /// released before the packed bytes' memory can be reused).
+    iov: Option<Arc<IovDesc>>,
     ty: Type,
     count: u64,
     user: *mut u8,
@@ -53,6 +59,7 @@ impl Staged {
         persistent: bool,
     ) -> Staged {
         let mut s = Staged {
+            iov: None,
             ty,
             count,
             user: user as *mut u8,
@@ -68,6 +75,7 @@ impl Staged {
     /// A receive into `count` elements of `ty` at `user` through `len` staged bytes.
     pub fn recv(ty: Type, user: *mut c_void, count: u64, len: usize, persistent: bool) -> Staged {
         Staged {
+            iov: None,
             ty,
             count,
             user: user.cast(),
@@ -75,6 +83,119 @@ impl Staged {
             recv: true,
             persistent,
         }
+    }
+
+    /// A point-to-point send of `count` elements of `ty` at `user` (`len` packed bytes).
+    /// When `engine` wants this message as pieces (large, with large contiguous blocks) it
+    /// is registered as an iovec list and packed only if a path needs the packed bytes;
+    /// otherwise it is packed now, as [`send`](Self::send).
+    ///
+    /// # Safety
+    /// As for [`send`](Self::send), and the data stays readable until the send completes.
+    pub unsafe fn send_pieces(
+        ty: Type,
+        user: *const c_void,
+        count: u64,
+        len: usize,
+        engine: &EngineCell,
+    ) -> Staged {
+        match Self::pieces(&ty, user.cast(), count, len, engine) {
+            Some(segs) => {
+                let buf = vec![0u8; len];
+                let d = match segs {
+                    Some(segs) => IovDesc::new(buf.as_ptr(), len, segs),
+                    None => IovDesc::chunked(
+                        buf.as_ptr(),
+                        len,
+                        Box::new(TypedChunks {
+                            ty: ty.clone(),
+                            user: user as *mut u8,
+                            count,
+                        }),
+                    ),
+                };
+                engine.with(|e| e.register_iov(d.clone()));
+                Staged {
+                    iov: Some(d),
+                    ty,
+                    count,
+                    user: user as *mut u8,
+                    buf,
+                    recv: false,
+                    persistent: false,
+                }
+            }
+            // SAFETY: forwarded from our caller.
+            None => unsafe { Staged::send(ty, user, count, len, false) },
+        }
+    }
+
+    /// A point-to-point receive into `count` elements of `ty` at `user`: registered with
+    /// `engine` as pieces when it wants them (a rendezvous then scatters straight into the
+    /// user's memory), as [`recv`](Self::recv) otherwise.
+    pub fn recv_pieces(
+        ty: Type,
+        user: *mut c_void,
+        count: u64,
+        len: usize,
+        engine: &EngineCell,
+    ) -> Staged {
+        let segs = Self::pieces(&ty, user.cast_const().cast(), count, len, engine);
+        let mut s = Staged::recv(ty.clone(), user, count, len, false);
+        if let Some(segs) = segs {
+            let d = match segs {
+                Some(segs) => IovDesc::new(s.buf.as_ptr(), len, segs),
+                None => IovDesc::chunked(
+                    s.buf.as_ptr(),
+                    len,
+                    Box::new(TypedChunks {
+                        ty,
+                        user: user.cast(),
+                        count,
+                    }),
+                ),
+            };
+            engine.with(|e| e.register_iov(d.clone()));
+            s.iov = Some(d);
+        }
+        s
+    }
+
+    /// How `engine` wants `count` elements of `ty` at `user` moved: `Some(Some(pieces))`
+    /// as pieces (absolute addresses, `MPI_BOTTOM` for a null `user`), `Some(None)` packed
+    /// chunk by chunk as pushed, `None` packed whole (small messages, other transports).
+    fn pieces(
+        ty: &Type,
+        user: *const u8,
+        count: u64,
+        len: usize,
+        engine: &EngineCell,
+    ) -> Option<Option<Vec<Seg>>> {
+        if ty.is_contiguous() {
+            return None;
+        }
+        let estimate = ty.layout().pieces().saturating_mul(count);
+        let (iov, chunks) = engine.with(|e| (e.wants_iov(len, estimate), e.wants_chunks(len)));
+        if !iov {
+            return chunks.then_some(None);
+        }
+        let (p, n) = pack::pieces(ty, count, 0, len as u64, usize::MAX);
+        if n != len as u64 {
+            return chunks.then_some(None);
+        }
+        let base = if user.is_null() {
+            0
+        } else {
+            user.expose_provenance() as i64
+        };
+        Some(Some(
+            p.into_iter()
+                .map(|(off, l)| Seg {
+                    addr: base.wrapping_add(off) as u64,
+                    len: l,
+                })
+                .collect(),
+        ))
     }
 
     /// The staged bytes, taken (a send that needs no unpacking).
@@ -107,9 +228,40 @@ impl Staged {
     /// The user's data bytes must be writable (the MPI contract while a receive is pending),
     /// none of them inside the staged buffer.
     pub unsafe fn unpack(&self, bytes: u64) {
+        if self.iov.as_ref().is_some_and(|d| d.direct()) {
+            // The data went straight into the user's memory.
+            return;
+        }
         let n = usize::try_from(bytes).map_or(self.buf.len(), |b| b.min(self.buf.len()));
         // SAFETY: forwarded; `buf` is ours, distinct from user memory.
         unsafe { pack::unpack_raw(&self.ty, self.user, self.count, 0, &self.buf[..n]) };
+    }
+}
+
+/// `count` elements of `ty` at `user`, packed and unpacked a chunk at a time.
+struct TypedChunks {
+    ty: Type,
+    user: *mut u8,
+    count: u64,
+}
+
+// SAFETY: `user` is the address of memory the MPI caller lent to one pending operation; the
+// engine calls the packer only while that operation is pending, from whichever thread
+// drives it (under the engine's lock at thread levels that share it), as with the plain
+// byte path's buffer pointers.
+unsafe impl Send for TypedChunks {}
+// SAFETY: as for `Send`: the calls read the type and the address only.
+unsafe impl Sync for TypedChunks {}
+
+impl Chunked for TypedChunks {
+    unsafe fn pack(&self, start: u64, out: &mut [u8]) {
+        // SAFETY: forwarded (the operation's data is readable); `out` is the engine's own.
+        unsafe { pack::pack_raw(&self.ty, self.user, self.count, start, out) };
+    }
+
+    unsafe fn unpack(&self, start: u64, data: &[u8]) {
+        // SAFETY: forwarded (the operation's data is writable); `data` is the engine's own.
+        unsafe { pack::unpack_raw(&self.ty, self.user, self.count, start, data) };
     }
 }
 

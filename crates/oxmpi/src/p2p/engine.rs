@@ -636,6 +636,33 @@ impl Engine {
         self.bsend.detach()
     }
 
+    /// Offers data in pieces (`iov`) for messages of at least `min_len` bytes whose pieces
+    /// average at least `min_block` bytes; `None` turns it off.
+    pub fn set_iov_policy(&mut self, p: Option<(usize, u64)>) {
+        self.proto.iov_policy = p;
+    }
+
+    /// Whether a `len`-byte message in `pieces` pieces should be offered as pieces.
+    pub fn wants_iov(&self, len: usize, pieces: u64) -> bool {
+        self.proto.iov_policy.is_some_and(|(min_len, min_block)| {
+            len >= min_len && pieces > 0 && (len as u64) / pieces >= min_block
+        })
+    }
+
+    /// Whether a `len`-byte message through a fine-grained datatype should be packed and
+    /// unpacked chunk by chunk as it is pushed (see `iov`).
+    pub fn wants_chunks(&self, len: usize) -> bool {
+        self.proto
+            .iov_policy
+            .is_some_and(|(min_len, _)| len >= min_len)
+    }
+
+    /// Registers the pieces of a pending operation (see `iov`): the protocol finds them by
+    /// the operation's packed bytes, for as long as the caller holds `d`.
+    pub fn register_iov(&mut self, d: std::sync::Arc<super::iov::IovDesc>) {
+        self.proto.register_iov(d);
+    }
+
     /// Protocol counters so far.
     pub fn stats(&self) -> Stats {
         Stats {

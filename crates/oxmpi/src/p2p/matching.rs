@@ -107,8 +107,10 @@ pub enum Body {
         addr: u64,
         /// Sender's process id.
         pid: u32,
-        /// `RTS` flags (data in the sender's arena).
+        /// `RTS` flags (data in the sender's arena), or the piece count of an `RTS_IOV`.
         flags: u32,
+        /// Which rendezvous request it came as (`RTS`, `RTS_IOV`, `RTS_PACKED`).
+        kind: u8,
     },
 }
 

@@ -9,6 +9,7 @@
 //! - [`engine`]: routes, transports, faults, schedules and the progress loop;
 //! - [`protocol`]: which protocol each message size takes, from the transport's limits;
 //! - [`recv_write`]: receiver-initiated writes into posted buffers;
+//! - [`iov`]: a derived datatype's data as pieces, moved in one copy on one host;
 //! - `conformance` (tests only): the property suite every transport must pass;
 //! - [`progress`]: the lock (only at thread levels that need one) and the waiting policy.
 
@@ -16,6 +17,7 @@ pub mod bsend;
 #[cfg(test)]
 mod conformance;
 pub mod engine;
+pub mod iov;
 pub mod matching;
 pub mod progress;
 pub mod proto;

@@ -19,6 +19,9 @@
 
 use std::collections::VecDeque;
 
+use std::sync::Arc;
+
+use super::iov::{self, IovDesc, Seg};
 use super::matching::{Body, Matcher, Stored, Unexpected};
 use super::protocol::Protocol;
 use super::recv_write::{Advert, SeqCounters};
@@ -49,6 +52,10 @@ pub struct Stats {
     pub arena_pulls: u64,
     /// Pushed rendezvous bytes a transport read straight into the receive buffer.
     pub placed_bytes: u64,
+    /// Rendezvous messages moved in one copy as pieces (a derived datatype on either side).
+    pub iov_pulls: u64,
+    /// Rendezvous receives unpacked chunk by chunk as the sender packed and pushed them.
+    pub packed_pushes: u64,
 }
 
 /// A fault that breaks communication with a peer (or with everyone, `peer: None`).
@@ -125,6 +132,16 @@ pub struct Proto {
     /// Faults found while handling fragments, for the engine.
     pub(super) faults: Vec<Fault>,
     pub(super) stats: Stats,
+    /// Operations whose data is in pieces (see `iov`), by their packed bytes' address; empty
+    /// unless a large derived-datatype operation is pending.
+    pub(super) iov: Vec<Arc<IovDesc>>,
+    /// Which derived-datatype operations the layer above offers as pieces: `(smallest
+    /// message, smallest average piece)`; `None` (the default): none.
+    pub(super) iov_policy: Option<(usize, u64)>,
+    /// Pushed sends packing, and pushed receives unpacking, chunk by chunk (see `iov`).
+    packed: Vec<(ReqId, Arc<IovDesc>)>,
+    /// One chunk's packed bytes, reused.
+    scratch: Vec<u8>,
 }
 
 /// Writes `n` bytes at `buf`.
@@ -207,7 +224,32 @@ impl Proto {
             assembling: Vec::new(),
             faults: Vec::new(),
             stats: Stats::default(),
+            iov: Vec::new(),
+            iov_policy: None,
+            packed: Vec::new(),
+            scratch: Vec::new(),
         }
+    }
+
+    /// Registers the pieces `d` of a pending operation; entries whose operation ended (only
+    /// this list still holds them) are dropped.
+    pub(super) fn register_iov(&mut self, d: Arc<IovDesc>) {
+        self.iov.retain(|e| Arc::strong_count(e) > 1);
+        self.iov.push(d);
+    }
+
+    /// The pieces standing in for the `len` bytes at `buf`, if a live operation registered
+    /// them.
+    fn find_iov(&mut self, buf: *const u8, len: usize) -> Option<Arc<IovDesc>> {
+        if self.iov.is_empty() {
+            return None;
+        }
+        self.iov.retain(|e| Arc::strong_count(e) > 1);
+        self.iov
+            .iter()
+            .rev()
+            .find(|d| d.stands_for(buf, len))
+            .cloned()
     }
 
     /// Takes a request slot for an operation with `peer` (world rank, or [`NO_PEER`]).
@@ -257,13 +299,42 @@ impl Proto {
         let limits = link.limits();
         let protocol = Protocol::choose(&limits, len);
         let seq = self.sent.bump(to, env.ctx);
-        let exposed = if protocol == Protocol::Rendezvous {
-            link.expose(buf, len)
-        } else {
-            Remote::default()
+        // Data in pieces travels as its list when the receiver can gather it in one copy;
+        // every other path sends the packed bytes, gathered now.
+        let mut pieces = None;
+        if !self.iov.is_empty() {
+            if let Some(d) = self.find_iov(buf, len) {
+                let list = link.expose(d.segs().as_ptr().cast(), std::mem::size_of_val(d.segs()));
+                if protocol == Protocol::Rendezvous && d.chunks().is_some() {
+                    // Packed chunk by chunk as it is pushed.
+                    self.adverts.retain(|a| a.from != to || a.ctx != env.ctx);
+                    pieces = Some((Remote::default(), 0));
+                } else if protocol == Protocol::Rendezvous
+                    && limits.iov_max > 0
+                    && list.flags == 0
+                    && u32::try_from(d.segs().len()).is_ok()
+                {
+                    // Adverts from `to` on this context go stale: this message is not written.
+                    self.adverts.retain(|a| a.from != to || a.ctx != env.ctx);
+                    pieces = Some((list, d.segs().len() as u32));
+                } else {
+                    // SAFETY: the send is pending, so the layer above keeps its data and its
+                    // packed bytes (`buf`) alive and distinct.
+                    unsafe { d.gather() };
+                }
+            }
+        }
+        let exposed = match (protocol, pieces) {
+            (Protocol::Rendezvous, Some((list, _))) => list,
+            (Protocol::Rendezvous, None) => link.expose(buf, len),
+            _ => Remote::default(),
         };
         // Memory the receiver reaches with a plain copy (flags set) beats any write.
-        if protocol == Protocol::Rendezvous && exposed.flags == 0 && !self.adverts.is_empty() {
+        if protocol == Protocol::Rendezvous
+            && pieces.is_none()
+            && exposed.flags == 0
+            && !self.adverts.is_empty()
+        {
             // SAFETY: forwarded from our caller.
             if unsafe { self.try_recv_write(link, buf, len, to, env, seq)? } {
                 return Ok(None);
@@ -281,7 +352,17 @@ impl Proto {
             pid: 0,
             flags: 0,
         };
-        let (kind, wait) = if protocol == Protocol::Rendezvous {
+        let (kind, wait) = if let Some((_, nseg)) = pieces {
+            (h.addr, h.pid, h.flags) = (exposed.addr, exposed.key, nseg);
+            (
+                if nseg == 0 {
+                    am::RTS_PACKED
+                } else {
+                    am::RTS_IOV
+                },
+                true,
+            )
+        } else if protocol == Protocol::Rendezvous {
             (h.addr, h.pid, h.flags) = (exposed.addr, exposed.key, exposed.flags);
             (am::RTS, true)
         } else if sync {
@@ -295,7 +376,7 @@ impl Proto {
         }
         let mut hdr = [0u8; HDR_MAX];
         let hdr_len = h.encode(kind, &mut hdr);
-        let payload: &[u8] = if kind == am::RTS {
+        let payload: &[u8] = if matches!(kind, am::RTS | am::RTS_IOV | am::RTS_PACKED) {
             &[]
         } else {
             // SAFETY: the caller guarantees `buf` is valid for `len` bytes.
@@ -583,10 +664,22 @@ impl Proto {
         let max = link.limits().max_frag;
         let mut n = 0;
         let mut fault = None;
+        let chunked = self.packed_of(id);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        if chunked.is_some() && scratch.len() < max.min(len) {
+            scratch.resize(max.min(len), 0);
+        }
         while offset < len {
             let k = (len - offset).min(max);
-            // SAFETY: the send is incomplete, so its buffer is still borrowed by the API.
-            let chunk = unsafe { user_data(buf.add(offset), k) };
+            let chunk = match chunked.as_ref().and_then(|d| d.chunks()) {
+                Some(c) => {
+                    // SAFETY: the send is pending: its data is readable.
+                    unsafe { c.pack(offset as u64, &mut scratch[..k]) };
+                    &scratch[..k]
+                }
+                // SAFETY: the send is incomplete, so its buffer is still borrowed by the API.
+                None => unsafe { user_data(buf.add(offset), k) },
+            };
             let c = CtrlHdr {
                 sreq: id.idx,
                 rreq,
@@ -604,6 +697,7 @@ impl Proto {
                 }
             }
         }
+        self.scratch = scratch;
         if let Some(e) = fault {
             self.faults.push(Fault {
                 peer: Some(to),
@@ -612,6 +706,9 @@ impl Proto {
             return (n, false);
         }
         if offset >= len {
+            if chunked.is_some() {
+                self.packed.retain(|(r, _)| *r != id);
+            }
             self.reqs.complete(
                 id.idx,
                 Status {
@@ -657,6 +754,11 @@ impl Proto {
             || cap <= limits.eager_limit
             || self.matcher.other_posted_from(ctx, src, id.idx)
         {
+            return;
+        }
+        if self.find_iov(buf, cap).is_some() {
+            // Pieces: the receiver gathers them itself in one copy (a write would land in
+            // the packed bytes and need unpacking).
             return;
         }
         let r = link.expose(buf, cap);
@@ -714,15 +816,8 @@ impl Proto {
                 addr,
                 pid,
                 flags,
-            } => (
-                am::RTS,
-                sreq,
-                Stored::Heap(Vec::new()),
-                len,
-                addr,
-                pid,
-                flags,
-            ),
+                kind,
+            } => (kind, sreq, Stored::Heap(Vec::new()), len, addr, pid, flags),
         };
         let h = MatchHdr {
             env: u.env,
@@ -754,7 +849,7 @@ impl Proto {
         data: &Payload<'_>,
     ) {
         match kind {
-            am::EAGER | am::EAGER_SYNC | am::RTS => {
+            am::EAGER | am::EAGER_SYNC | am::RTS | am::RTS_IOV | am::RTS_PACKED => {
                 let Some(h) = MatchHdr::decode(kind, hdr) else {
                     return self.fail(from, format!("short header from rank {from}"));
                 };
@@ -776,6 +871,7 @@ impl Proto {
                                 addr: h.addr,
                                 pid: h.pid,
                                 flags: h.flags,
+                                kind,
                             },
                         };
                         self.matcher.push_unexpected(Unexpected {
@@ -922,6 +1018,19 @@ impl Proto {
         let Some(c) = CtrlHdr::decode(hdr) else {
             return self.fail(from, format!("short CTS from rank {from}"));
         };
+        if let Some(&mut State::SendWait { buf, len }) = self.reqs.state_at(c.sreq) {
+            if let Some(d) = self.find_iov(buf, len) {
+                if d.chunks().is_some() {
+                    // Packed chunk by chunk as it is pushed.
+                    let id = self.reqs.id_at(c.sreq);
+                    self.packed.retain(|(_, e)| Arc::strong_count(e) > 1);
+                    self.packed.push((id, d));
+                } else {
+                    // SAFETY: the send is pending: its pieces and packed bytes are alive.
+                    unsafe { d.gather() };
+                }
+            }
+        }
         match self.reqs.state_at(c.sreq) {
             Some(st @ State::SendWait { .. }) => {
                 let State::SendWait { buf, len } = *st else {
@@ -952,6 +1061,15 @@ impl Proto {
         let Some(c) = CtrlHdr::decode(hdr) else {
             return self.fail(from, format!("short DATA from rank {from}"));
         };
+        let chunked = if self.packed.is_empty() {
+            None
+        } else {
+            let id = self.reqs.id_at(c.rreq);
+            self.packed_of(id)
+        };
+        if let Some(d) = &chunked {
+            return self.on_packed_data(from, c, data, d);
+        }
         match self.reqs.state_at(c.rreq) {
             Some(State::RecvChunks {
                 buf,
@@ -1045,6 +1163,68 @@ impl Proto {
         }
     }
 
+    /// A pushed chunk of a receive that unpacks as it goes (`d`): unpacked straight into the
+    /// receive's memory.
+    #[cold]
+    fn on_packed_data(&mut self, from: u32, c: CtrlHdr, data: &Payload<'_>, d: &Arc<IovDesc>) {
+        let Some(State::RecvChunks {
+            buf,
+            expect,
+            total,
+            got,
+        }) = self.reqs.state_at(c.rreq)
+        else {
+            return self.fail(
+                from,
+                format!("DATA for unknown receive {} from rank {from}", c.rreq),
+            );
+        };
+        let (buf, expect, total) = (*buf, *expect, *total);
+        let n = data.len() as u64;
+        *got += n;
+        let done = *got >= total;
+        if c.offset < expect {
+            let keep = (expect - c.offset).min(n) as usize;
+            let Some(u) = d.chunks() else { return };
+            if let Payload::Placed(_) = data {
+                // SAFETY: the transport wrote these `keep` bytes into the packed bytes at
+                // their offset (offset + keep ≤ expect ≤ capacity).
+                let bytes = unsafe { user_buf(buf.add(c.offset as usize), keep) };
+                // SAFETY: the receive is pending: its memory is writable.
+                unsafe { u.unpack(c.offset, bytes) };
+            } else {
+                let mut scratch = std::mem::take(&mut self.scratch);
+                if scratch.len() < keep {
+                    scratch.resize(keep, 0);
+                }
+                data.copy_to(&mut scratch[..keep]);
+                // SAFETY: the receive is pending: its memory is writable.
+                unsafe { u.unpack(c.offset, &scratch[..keep]) };
+                self.scratch = scratch;
+            }
+        }
+        if done {
+            d.set_direct();
+            self.stats.packed_pushes += 1;
+            let id = self.reqs.id_at(c.rreq);
+            self.packed.retain(|(r, _)| *r != id);
+            let st = Status {
+                bytes: expect,
+                error: (total > expect).then_some(ErrorClass::Truncate),
+                ..Status::default()
+            };
+            self.complete_recv_chunks(c.rreq, st);
+        }
+    }
+
+    /// The chunk packer of pushed operation `id`, if it packs or unpacks as it goes.
+    fn packed_of(&self, id: ReqId) -> Option<Arc<IovDesc>> {
+        self.packed
+            .iter()
+            .find(|(r, _)| *r == id)
+            .map(|(_, d)| d.clone())
+    }
+
     fn complete_recv_chunks(&mut self, idx: u32, mut st: Status) {
         self.pushed_recvs = self.pushed_recvs.saturating_sub(1);
         // Source and tag were recorded in the slot's status when the rendezvous started.
@@ -1093,8 +1273,8 @@ impl Proto {
         let Some(&mut State::Recv { buf, cap, .. }) = self.reqs.state_at(req) else {
             return self.fail(from, format!("posted receive {req} vanished"));
         };
-        if kind == am::RTS {
-            return self.start_rendezvous(link, req, from, h, buf, cap);
+        if kind == am::RTS || kind == am::RTS_IOV || kind == am::RTS_PACKED {
+            return self.start_rendezvous(link, req, from, kind, h, buf, cap);
         }
         let len = data.len();
         let n = len.min(cap);
@@ -1136,24 +1316,98 @@ impl Proto {
         }
     }
 
+    /// Moves the first `n` bytes of rendezvous `h` from `from` in one copy, as pieces on
+    /// either side: the sender's list (`RTS_IOV`) or its one range, into `local`'s pieces or
+    /// the `n` bytes at `buf`. An error: this path is unavailable (or the list is corrupt).
+    fn pull_pieces<L: Link>(
+        link: &mut L,
+        from: u32,
+        h: &MatchHdr,
+        sent_iov: bool,
+        local: Option<&IovDesc>,
+        buf: *mut u8,
+        n: u64,
+    ) -> Result<()> {
+        let remote = if sent_iov {
+            let mut list = vec![0u8; h.flags as usize * std::mem::size_of::<Seg>()];
+            let src = Remote {
+                addr: h.addr,
+                key: h.pid,
+                flags: 0,
+            };
+            link.get(from, src, &mut list)?;
+            let segs = iov::decode(&list);
+            if segs.iter().map(|s| s.len).sum::<u64>() != h.len {
+                return Err(Error::new(
+                    ErrorClass::Intern,
+                    format!("rank {from}'s piece list does not add up to its message"),
+                ));
+            }
+            iov::clip(&segs, n)
+        } else {
+            vec![Seg {
+                addr: h.addr,
+                len: n,
+            }]
+        };
+        let here = match local {
+            Some(d) => iov::clip(d.segs(), n),
+            None => vec![Seg {
+                addr: buf as u64,
+                len: n,
+            }],
+        };
+        // SAFETY: the receive is pending: its pieces (the datatype's map in the user's
+        // buffer) or its `n ≤ cap` bytes at `buf` are writable and untouched meanwhile.
+        unsafe { link.get_iov(from, &remote, &here) }
+    }
+
     /// A rendezvous message matched receive `req`: pull it, or ask for it to be pushed.
+    #[allow(clippy::too_many_arguments)]
     fn start_rendezvous<L: Link>(
         &mut self,
         link: &mut L,
         req: u32,
         from: u32,
+        kind: u8,
         h: &MatchHdr,
         buf: *mut u8,
         cap: usize,
     ) {
         let st = Self::rendezvous_status(h, cap);
         let limits = link.limits();
+        let (sent_iov, packed) = (kind == am::RTS_IOV, kind == am::RTS_PACKED);
+        // Pieces on either side: one gathering copy beats packing and unpacking (memory the
+        // sender exposed in its arena is read the plain way below).
+        let local = self.find_iov(buf, cap);
+        let chunked = local.as_ref().filter(|d| d.chunks().is_some()).cloned();
+        let local = local.filter(|d| d.chunks().is_none());
+        if !packed && limits.iov_max > 0 && (sent_iov || (local.is_some() && h.flags == 0)) {
+            let n = st.bytes;
+            if Self::pull_pieces(link, from, h, sent_iov, local.as_deref(), buf, n).is_ok() {
+                if let Some(d) = &local {
+                    d.set_direct();
+                }
+                self.stats.iov_pulls += 1;
+                self.reqs.complete(req, st);
+                return self.reply(
+                    link,
+                    from,
+                    am::FIN,
+                    CtrlHdr {
+                        sreq: h.sreq,
+                        rreq: 0,
+                        offset: 0,
+                    },
+                );
+            }
+        }
         // Memory the sender exposed for plain copies (flags set) is always pulled; otherwise a
         // lone message below the crossover is pushed (see `Limits::single_copy_min`). With
         // more receives waiting (a window, a halo) pulls spread the copying better.
         let lone = self.pushed_recvs == 0 && self.matcher.posted_on(h.env.ctx) == 0;
         let pull = h.flags != 0 || h.len as usize >= limits.single_copy_min || !lone;
-        if limits.get && pull {
+        if limits.get && pull && !sent_iov && !packed {
             let src = Remote {
                 addr: h.addr,
                 key: h.pid,
@@ -1178,6 +1432,12 @@ impl Proto {
         }
         // The sender pushes chunks from its own buffer.
         self.pushed_recvs += 1;
+        if let Some(d) = chunked {
+            // Each chunk is unpacked as it arrives.
+            let id = self.reqs.id_at(req);
+            self.packed.retain(|(_, e)| Arc::strong_count(e) > 1);
+            self.packed.push((id, d));
+        }
         let mut st = st;
         let n = st.bytes;
         st.bytes = 0;

@@ -7,6 +7,8 @@
 //! - `RTS`: rendezvous request: envelope, length and where the data lives in the sender; the
 //!   receiver pulls it with one copy and answers `FIN`, or answers `CTS` when it cannot
 //!   (single copy refused), and the sender then streams `DATA` chunks through its pool.
+//! - `RTS_IOV`: the same for data in pieces (see `iov`): the header names the piece list.
+//! - `RTS_PACKED`: the same for data packed as it is pushed: always answered by `CTS`.
 
 /// Active-message ids.
 pub mod am {
@@ -34,6 +36,13 @@ pub mod am {
     /// The sender wrote a message into an advertised buffer (36-byte header, `sreq` holds the
     /// receiver's request).
     pub const WRITTEN: u8 = 11;
+    /// Rendezvous request whose data is a list of pieces (a derived datatype's layout): the
+    /// 40-byte `RTS` header, `addr` naming the sender's piece list and `flags` its length;
+    /// the receiver reads the list, then gathers the pieces in one copy, or answers `CTS`.
+    pub const RTS_IOV: u8 = 12;
+    /// Rendezvous request whose data the sender packs as it pushes (a fine-grained derived
+    /// datatype): the receiver answers `CTS` (no single copy: nothing is packed yet).
+    pub const RTS_PACKED: u8 = 13;
 }
 
 /// The matching envelope: context, source rank in the communicator, tag.
@@ -181,13 +190,13 @@ mod tests {
         fn match_headers_round_trip(ctx: u32, src: u32, tag: i32, sreq: u32, len: u64, addr: u64, pid: u32, flags: u32) {
             let env = Envelope { ctx, src, tag };
             let h = MatchHdr { env, sreq, len, addr, pid, flags };
-            for kind in [am::EAGER, am::EAGER_SYNC, am::RTS] {
+            for kind in [am::EAGER, am::EAGER_SYNC, am::RTS, am::RTS_IOV, am::RTS_PACKED] {
                 let mut buf = [0u8; HDR_MAX];
                 let n = h.encode(kind, &mut buf);
                 let back = MatchHdr::decode(kind, &buf[..n]).unwrap();
                 prop_assert_eq!(back.env, env);
                 if kind != am::EAGER { prop_assert_eq!(back.sreq, sreq); }
-                if kind == am::RTS { prop_assert_eq!(back, h); }
+                if kind >= am::RTS_IOV || kind == am::RTS { prop_assert_eq!(back, h); }
                 prop_assert!(MatchHdr::decode(kind, &buf[..n - 1]).is_none());
             }
         }

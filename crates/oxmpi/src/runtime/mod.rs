@@ -221,7 +221,10 @@ impl Runtime {
             local.len(),
             cores,
         );
+        let iov_policy = (shm.is_some() && config.single_copy)
+            .then_some((config.eager_limit + 1, config.ddt_iov_min_block as u64));
         let mut engine = Engine::new(rank, size, shm, &shm_peers);
+        engine.set_iov_policy(iov_policy);
         let mut wakeup = None;
         if let Some(t) = tcp {
             wakeup = crate::transport::Transport::wakeup(&t);

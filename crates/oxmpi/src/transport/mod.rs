@@ -10,6 +10,8 @@
 //! - by reference: [`Link::expose`] names a buffer of ours so that a peer can [`Link::get`] it
 //!   in one copy (rendezvous pull); [`Link::put`] writes into a buffer a peer exposed
 //!   (receiver-initiated write). Whether a transport can do either is in its [`Limits`].
+//!   [`Link::get_iov`] does the same for lists of pieces on both sides ([`Seg`]), for data
+//!   laid out by a derived datatype ([`Limits::iov_max`] entries per call; 0: none).
 //! - [`Transport::poll`] hands arrived fragments to a [`Handler`], together with the
 //!   transport's [`Link`] so the handler can answer at once; [`Transport::has_arrival`] is the
 //!   one-load "anything arriving?" check a waiting rank spins on.
@@ -52,6 +54,20 @@ pub struct Limits {
     /// other pushed receive is in progress: a lone smaller one is pushed in fragment-size
     /// chunks, whose two copies run on two cores at once.
     pub single_copy_min: usize,
+    /// Most pieces per side that one system call of [`Link::get_iov`] moves (the transport
+    /// batches longer lists itself); 0: no iovec copies on this transport.
+    pub iov_max: usize,
+}
+
+/// One contiguous piece of a rank's memory (an address in that rank and a length), laid out
+/// as the kernel's `iovec` on 64-bit Linux so lists go to `process_vm_readv` as they are.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Seg {
+    /// Address in the owning process.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u64,
 }
 
 /// Why a send did not happen.
@@ -150,6 +166,22 @@ pub trait Link {
 
     /// Writes `src` into the buffer rank `to` exposed as `dst`. Errors as for `get`.
     fn put(&mut self, to: u32, dst: Remote, src: &[u8]) -> Result<(), Error>;
+
+    /// Copies the pieces `src` of rank `from`'s memory, in order, into our pieces `dst` (both
+    /// lists cover the same number of bytes): a gather and scatter in one copy, for data laid
+    /// out by a derived datatype. Only when [`Limits::iov_max`] is non-zero; an error means
+    /// the path is unavailable, as for [`get`](Self::get).
+    ///
+    /// # Safety
+    /// Every piece of `dst` is memory of ours valid for writes and not otherwise accessed
+    /// during the call.
+    unsafe fn get_iov(&mut self, from: u32, src: &[Seg], dst: &[Seg]) -> Result<(), Error> {
+        let _ = (from, src, dst);
+        Err(Error::new(
+            crate::error::ErrorClass::Other,
+            "this transport has no iovec copies",
+        ))
+    }
 }
 
 /// Receives arrived fragments: the protocol layer.

@@ -48,6 +48,7 @@ impl Link for SelfLoop {
             get: false,
             put: false,
             single_copy_min: usize::MAX,
+            iov_max: 0,
         }
     }
 

@@ -20,7 +20,7 @@ mod sync;
 use std::marker::PhantomData;
 use std::sync::atomic::AtomicU64;
 
-use super::{Frag, Handler, Limits, Link, Remote, SendError, Transport};
+use super::{Frag, Handler, Limits, Link, Remote, Seg, SendError, Transport};
 use crate::error::{Error, ErrorClass, Result};
 use fifo::{Consumer, FifoRef, Producer, CELL_BODY};
 use pool::{PoolOwner, PoolRef, PoolView};
@@ -165,6 +165,7 @@ impl ShmConfig {
             get: true,
             put: self.single_copy && self.recv_write,
             single_copy_min: self.single_copy_min,
+            iov_max: if self.single_copy { cma::IOV_MAX } else { 0 },
         }
     }
 }
@@ -728,9 +729,27 @@ impl Link for ShmLink {
             // protocol falls back to pushed chunks from now on.
             self.cma = false;
             self.limits.put = false;
+            self.limits.iov_max = 0;
             Error::new(
                 ErrorClass::Other,
                 format!("process_vm_readv from rank {from} refused: {e}"),
+            )
+        })
+    }
+
+    unsafe fn get_iov(&mut self, from: u32, src: &[Seg], dst: &[Seg]) -> Result<()> {
+        if !self.cma {
+            return Err(Error::new(ErrorClass::Other, "single copy is off"));
+        }
+        let pid = self.peer(from)?.pid;
+        // SAFETY: forwarded from our caller (every piece of `dst` writable and ours).
+        unsafe { cma::read_list(pid, dst, src) }.map_err(|e| {
+            self.cma = false;
+            self.limits.put = false;
+            self.limits.iov_max = 0;
+            Error::new(
+                ErrorClass::Other,
+                format!("process_vm_readv (iovec) from rank {from} refused: {e}"),
             )
         })
     }

@@ -144,6 +144,7 @@ impl TcpConfig {
             get: false,
             put: false,
             single_copy_min: usize::MAX,
+            iov_max: 0,
         }
     }
 
