@@ -1362,6 +1362,22 @@ impl Proto {
         unsafe { link.get_iov(from, &remote, &here) }
     }
 
+    /// Completes receive `req` whose data one pull brought in and tells the sender (`sreq`)
+    /// with `FIN` that its buffer is free.
+    fn pulled<L: Link>(&mut self, link: &mut L, from: u32, req: u32, st: Status, sreq: u32) {
+        self.reqs.complete(req, st);
+        self.reply(
+            link,
+            from,
+            am::FIN,
+            CtrlHdr {
+                sreq,
+                rreq: 0,
+                offset: 0,
+            },
+        );
+    }
+
     /// A rendezvous message matched receive `req`: pull it, or ask for it to be pushed.
     #[allow(clippy::too_many_arguments)]
     fn start_rendezvous<L: Link>(
@@ -1389,17 +1405,7 @@ impl Proto {
                     d.set_direct();
                 }
                 self.stats.iov_pulls += 1;
-                self.reqs.complete(req, st);
-                return self.reply(
-                    link,
-                    from,
-                    am::FIN,
-                    CtrlHdr {
-                        sreq: h.sreq,
-                        rreq: 0,
-                        offset: 0,
-                    },
-                );
+                return self.pulled(link, from, req, st, h.sreq);
             }
         }
         // Memory the sender exposed for plain copies (flags set) is always pulled; otherwise a
@@ -1417,17 +1423,7 @@ impl Proto {
             let dst = unsafe { user_buf(buf, st.bytes as usize) };
             if link.get(from, src, dst).is_ok() {
                 self.stats.single_copy_pulls += 1;
-                self.reqs.complete(req, st);
-                return self.reply(
-                    link,
-                    from,
-                    am::FIN,
-                    CtrlHdr {
-                        sreq: h.sreq,
-                        rreq: 0,
-                        offset: 0,
-                    },
-                );
+                return self.pulled(link, from, req, st, h.sreq);
             }
         }
         // The sender pushes chunks from its own buffer.

@@ -22,6 +22,26 @@ enum Dir {
     Write,
 }
 
+/// What one `process_vm_readv`/`writev` call returned: the bytes it moved, `None` when a
+/// signal interrupted it (call again), or the error; a call that moved nothing is an error
+/// (the peer's memory ended), so no copy loops forever.
+fn bytes_moved(ret: isize) -> io::Result<Option<usize>> {
+    if ret < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(None);
+        }
+        return Err(e);
+    }
+    if ret == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "cross-process copy moved nothing",
+        ));
+    }
+    Ok(Some(ret as usize))
+}
+
 /// Moves `len` bytes between `local` (ours) and `remote` (in `pid`), in bounded calls.
 ///
 /// # Safety
@@ -47,20 +67,10 @@ unsafe fn copy(dir: Dir, pid: i32, local: *mut u8, remote: u64, len: usize) -> i
                 Dir::Write => libc::process_vm_writev(pid, &l, 1, &r, 1, 0),
             }
         };
-        if moved < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if moved == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "cross-process copy moved nothing",
-            ));
-        }
-        done += moved as usize;
+        let Some(moved) = bytes_moved(moved)? else {
+            continue;
+        };
+        done += moved;
     }
     Ok(())
 }
@@ -167,19 +177,9 @@ pub unsafe fn read_list(pid: i32, local: &[Seg], remote: &[Seg]) -> io::Result<(
                 0,
             )
         };
-        if moved < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if moved == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "cross-process copy moved nothing",
-            ));
-        }
+        let Some(moved) = bytes_moved(moved)? else {
+            continue;
+        };
         l.advance(moved as u64);
         r.advance(moved as u64);
         done += moved as u64;
