@@ -480,12 +480,15 @@ mod tests {
     #[test]
     fn persistent_sends_repack_at_each_start_and_stay_until_freed() {
         let mut a = [1.0f64; 8];
+        // The program changes its data through the pointer it lent, as a C program does.
+        let p = a.as_mut_ptr();
         let mut ops = StagedOps::new();
         let id = RequestId::from_raw(1 << 43);
         // SAFETY: `a` holds the vector's span and outlives the staged operation's use.
-        let s = unsafe { Staged::send(vec4(), a.as_ptr().cast(), 1, 32, true) };
+        let s = unsafe { Staged::send(vec4(), p.cast_const().cast(), 1, 32, true) };
         ops.hold(id, s);
-        a.iter_mut().for_each(|x| *x = 5.0);
+        // SAFETY: `p` points at `a`'s 8 elements, which nothing else uses meanwhile.
+        (0..8).for_each(|i| unsafe { *p.add(i) = 5.0 });
         ops.starting(id);
         let packed = ops.live[&id.to_raw()].buf_ref().to_vec();
         assert!(packed
