@@ -148,8 +148,10 @@ unsafe fn send(
             }
             Data::Typed { ty, count, len } => {
                 // SAFETY: forwarded from our caller; the send completes before we return.
-                packed = unsafe { comm.stage_send(ty, buf, count, len) };
-                packed.buf_ref()
+                let mut s = unsafe { comm.stage_send(ty, buf, count, len) };
+                let sync = mode == SendMode::Synchronous;
+                // SAFETY: as above (a ready send takes the standard protocol).
+                return unsafe { comm.send_staged(&mut s, sync, dest, t) };
             }
         };
         match mode {
@@ -201,7 +203,7 @@ unsafe fn isend(
                         comm.stage_send(ty, buf, count, len)
                     }
                 };
-                (s.bytes().as_ptr(), len, Some(s))
+                (s.ptr().cast_const(), len, Some(s))
             }
         };
         let id = with_requests(name, |r| {
@@ -257,7 +259,7 @@ unsafe fn irecv(
                 } else {
                     comm.stage_recv(ty, buf, count, len)
                 };
-                (s.bytes().as_mut_ptr(), len, Some(s))
+                (s.ptr(), len, Some(s))
             }
         };
         let id = with_requests(name, |r| {
@@ -1217,13 +1219,9 @@ unsafe fn recv(
                 comm.receive_into(data, source(src), tag(t))
             }
             Data::Typed { ty, count, len } => {
-                let mut s = Staged::recv(ty, buf, count, len, false);
-                let st = comm.receive_into(s.bytes(), source(src), tag(t));
-                if let Ok(st) = &st {
-                    // SAFETY: `buf` holds the elements, writable by the caller's contract.
-                    unsafe { s.unpack(st.bytes()) };
-                }
-                st
+                let mut s = comm.stage_recv(ty, buf, count, len);
+                // SAFETY: `buf` holds the elements, writable by the caller's contract.
+                unsafe { comm.receive_staged(&mut s, source(src), tag(t)) }
             }
         };
         match st {

@@ -98,8 +98,8 @@ tunables! {
         "a large receive posted before its message tells the sender where to write it (seed 002)";
     single_copy_min: usize = 4194304 => "4194304", "OXMPI_SINGLE_COPY_MIN",
         "smallest rendezvous message pulled with one copy when it arrives alone; a lone smaller one is pushed through the pool, its two copies on two cores at once (oxmpi-info --calibrate measures the crossover)";
-    ddt_iov_min_block: usize = 1024 => "1024", "OXMPI_DDT_IOV_MIN_BLOCK",
-        "a rendezvous-size message through a derived datatype whose contiguous pieces average at least this many bytes moves as iovec lists in one process_vm_readv copy on one host; smaller pieces are packed and unpacked";
+    ddt_iov_min_block: usize = 4096 => "4096", "OXMPI_DDT_IOV_MIN_BLOCK",
+        "a rendezvous-size message through a derived datatype whose contiguous pieces average at least this many bytes moves as iovec lists in one process_vm_readv copy on one host; smaller pieces are packed and unpacked in pool blocks (OXBENCH_DDT_BLOCK=B OXMPI_DDT_IOV_MIN_BLOCK=1|1G oxmpi-bench ddt-vector64k --min 4M --max 4M, np 2: iovec/packed 0.5-0.6x at 1 KiB and 3 KiB blocks, 1.2-1.9x at 2, 4 and 16 KiB)";
     alloc_mem_bytes: usize = 1073741824 => "1073741824", "OXMPI_ALLOC_MEM_BYTES",
         "size of each rank's shared arena for alloc_mem (a sparse file: only used pages cost memory)";
     shm_coll_comms: bool = true => "true", "OXMPI_SHM_COLL_COMMS",

@@ -148,15 +148,94 @@ impl<L: ThreadLevel> Communicator<L> {
             return Ok(None);
         };
         let bytes = buf.bytes();
-        let r = self.rt.engine.with(|e| {
+        // SAFETY: `bytes` is borrowed for the whole operation: blocking sends wait before
+        // returning, nonblocking ones tie the borrow to their Request, which waits on drop,
+        // and the Request's Scope waits even for leaked requests.
+        let r = unsafe { self.isend_raw(call, mode, bytes.as_ptr(), bytes.len(), to, env) }?;
+        Ok(Some(r))
+    }
+
+    /// Starts sending `len` bytes at `ptr` (or, for a staged operation, its key) to world
+    /// rank `to`.
+    ///
+    /// # Safety
+    /// `ptr` is valid for reads of `len` bytes (or a live staged operation's key) until the
+    /// send completes.
+    unsafe fn isend_raw(
+        &self,
+        call: &'static str,
+        mode: SendMode,
+        ptr: *const u8,
+        len: usize,
+        to: u32,
+        env: Envelope,
+    ) -> Result<Option<ReqId>> {
+        self.rt.engine.with(|e| {
             // A fault while this call waits names it.
             e.enter(call);
-            // SAFETY: `bytes` is borrowed for the whole operation: blocking sends wait before
-            // returning, nonblocking ones tie the borrow to their Request, which waits on drop,
-            // and the Request's Scope waits even for leaked requests.
-            unsafe { e.isend(mode, bytes.as_ptr(), bytes.len(), to, env) }
-        })?;
-        Ok(Some(r))
+            // SAFETY: forwarded from our caller.
+            unsafe { e.isend(mode, ptr, len, to, env) }
+        })
+    }
+
+    /// Sends the operation `s` stages and waits (`MPI_Send`, or with `synchronous`
+    /// `MPI_Ssend`, through a derived datatype; see
+    /// [`Staged::send_pieces`](crate::handle::typed::Staged::send_pieces)).
+    ///
+    /// # Safety
+    /// The data bytes `s` was staged from are still readable.
+    pub unsafe fn send_staged(
+        &self,
+        s: &mut crate::handle::typed::Staged,
+        synchronous: bool,
+        dest: i32,
+        tag: i32,
+    ) -> Result<()> {
+        let call = if synchronous {
+            "synchronous_send"
+        } else {
+            "send"
+        };
+        let mode = if synchronous {
+            SendMode::Synchronous
+        } else {
+            SendMode::Standard
+        };
+        self.check_finalized(call)?;
+        let env = self.envelope(call, tag)?;
+        let Some(to) = self.dest(call, dest)? else {
+            return Ok(());
+        };
+        // SAFETY: `s` (its staged bytes or registered pieces) outlives this blocking send,
+        // and its data is readable by our caller's guarantee.
+        if let Some(id) = unsafe { self.isend_raw(call, mode, s.ptr(), s.len(), to, env) }? {
+            check(call, h::wait_id(&self.rt, id, call))?;
+        }
+        Ok(())
+    }
+
+    /// Receives into the operation `s` stages, waits, and unpacks into the user's memory
+    /// (`MPI_Recv` through a derived datatype; see
+    /// [`Staged::recv_pieces`](crate::handle::typed::Staged::recv_pieces)). The status
+    /// counts bytes; a longer message is [`ErrorClass::Truncate`].
+    ///
+    /// # Safety
+    /// The data bytes `s` was staged for are writable and not otherwise accessed.
+    pub unsafe fn receive_staged(
+        &self,
+        s: &mut crate::handle::typed::Staged,
+        source: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<Status> {
+        // SAFETY: `s` outlives this blocking receive; its pieces are writable by our
+        // caller's guarantee.
+        let start = unsafe {
+            self.start_receive_raw("receive", s.ptr(), s.len(), source.into(), tag.into())?
+        };
+        let st = finish(&self.rt, "receive", start, 1)?;
+        // SAFETY: as above; the receive has completed.
+        unsafe { s.unpack(st.bytes()) };
+        Ok(st)
     }
 
     /// Stages a point-to-point send of `count` elements of `ty` at `user` (`len` packed
@@ -235,11 +314,26 @@ impl<L: ThreadLevel> Communicator<L> {
         source: Source,
         tag: Tag,
     ) -> Result<RecvStart> {
+        // SAFETY: forwarded from our caller.
+        unsafe { self.start_receive_raw(call, bytes.as_mut_ptr(), bytes.len(), source, tag) }
+    }
+
+    /// Starts a receive into `cap` bytes at `ptr` (or a staged operation's key).
+    ///
+    /// # Safety
+    /// As for [`start_receive`](Self::start_receive), for the `cap` bytes at `ptr`.
+    unsafe fn start_receive_raw(
+        &self,
+        call: &'static str,
+        ptr: *mut u8,
+        cap: usize,
+        source: Source,
+        tag: Tag,
+    ) -> Result<RecvStart> {
         self.check_finalized(call)?;
         let (src, tag) = self.recv_args(call, source, tag)?;
         let ctx = self.state.context;
         let world_src = self.world_rank_of(src);
-        let (ptr, cap) = (bytes.as_mut_ptr(), bytes.len());
         self.rt.engine.with(|e| {
             e.enter(call);
             // SAFETY: forwarded from our caller.
@@ -423,11 +517,10 @@ impl<L: ThreadLevel> Communicator<L> {
         source: impl Into<Source>,
         tag: impl Into<Tag>,
     ) -> Result<Request<'a, 's>> {
-        // SAFETY: the caller vouches for `ptr`/`len` until completion.
-        let bytes = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
-        // SAFETY: forwarded from our caller.
-        let start =
-            unsafe { self.start_receive("immediate_receive", bytes, source.into(), tag.into())? };
+        // SAFETY: forwarded from our caller (who vouches for `ptr`/`len` until completion).
+        let start = unsafe {
+            self.start_receive_raw("immediate_receive", ptr, len, source.into(), tag.into())?
+        };
         Ok(Request::new(&self.rt, start, 1, scope))
     }
 
@@ -1010,16 +1103,16 @@ impl<L: ThreadLevel> Communicator<L> {
         }
         // SAFETY: the elements' data bytes lie in the borrowed buffer (checked, or the
         // `Datatyped` contract), readable for this call.
-        let s = unsafe {
-            crate::handle::typed::Staged::send_pieces(
+        unsafe {
+            let mut s = crate::handle::typed::Staged::send_pieces(
                 view.ty.clone(),
                 view.ptr.cast(),
                 view.count,
                 len,
                 &self.rt.engine,
-            )
-        };
-        self.send(s.buf_ref(), dest, tag)
+            );
+            self.send_staged(&mut s, false, dest, tag)
+        }
     }
 
     /// Receives into the elements `view` shows (`MPI_Recv` with a derived datatype); the
@@ -1045,10 +1138,8 @@ impl<L: ThreadLevel> Communicator<L> {
             len,
             &self.rt.engine,
         );
-        let st = self.receive_into(s.bytes(), source, tag)?;
         // SAFETY: the elements' data bytes lie in the exclusively borrowed buffer.
-        unsafe { s.unpack(st.bytes()) };
-        Ok(st)
+        unsafe { self.receive_staged(&mut s, source, tag) }
     }
 }
 
@@ -1139,8 +1230,9 @@ impl<L: ThreadLevel> Communicator<L> {
                 recv: false,
             });
         }
-        // SAFETY: the elements' data bytes lie in the borrowed buffer, readable now.
-        let s = unsafe {
+        // SAFETY: the elements' data bytes lie in the buffer borrowed for `'a`, readable
+        // until the request completes.
+        let mut s = unsafe {
             crate::handle::typed::Staged::send_pieces(
                 view.ty.clone(),
                 view.ptr.cast(),
@@ -1149,11 +1241,28 @@ impl<L: ThreadLevel> Communicator<L> {
                 &self.rt.engine,
             )
         };
-        // SAFETY: the packed bytes are heap memory the returned `ViewRequest` owns and never
-        // changes; it completes the request before dropping them, and a leaked one leaks
-        // them (its scope then completes the request).
-        let bytes: &'a [u8] = unsafe { std::slice::from_raw_parts(s.buf_ref().as_ptr(), len) };
-        let req = self.immediate_send(scope, bytes, dest, tag)?;
+        const CALL: &str = "immediate_send";
+        self.check_finalized(CALL)?;
+        let env = self.envelope(CALL, tag)?;
+        let start = match self.dest(CALL, dest)? {
+            // SAFETY: the staged bytes (or registered pieces) are owned by the returned
+            // `ViewRequest`, which completes the request before dropping them (a leaked one
+            // leaks them, its scope completing the request); the data is borrowed for `'a`.
+            Some(to) => {
+                match unsafe { self.isend_raw(CALL, SendMode::Standard, s.ptr(), len, to, env) }? {
+                    Some(id) => RecvStart::Pending(id),
+                    None => RecvStart::Done(Status {
+                        bytes: len as u64,
+                        ..Status::default()
+                    }),
+                }
+            }
+            None => RecvStart::Done(Status {
+                bytes: len as u64,
+                ..Status::default()
+            }),
+        };
+        let req = Request::new(&self.rt, start, 1, scope);
         Ok(ViewRequest {
             req: Some(req),
             staged: Some(s),
@@ -1183,7 +1292,7 @@ impl<L: ThreadLevel> Communicator<L> {
                 len,
                 &self.rt.engine,
             );
-            (s.bytes().as_mut_ptr(), Some(s))
+            (s.ptr(), Some(s))
         };
         // SAFETY: `ptr` is either the viewed data (`len` bytes from origin + lb inside the
         // buffer exclusively borrowed for `'a`, as `check_view` proved) or the staged heap

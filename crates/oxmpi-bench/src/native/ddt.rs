@@ -40,11 +40,13 @@ pub(crate) fn build(kind: Kind, size: usize) -> oxmpi::Result<DdtType> {
             runs: vec![(0, size)],
         },
         Kind::Vector | Kind::Vector64k => {
-            // 64 KiB blocks, or the largest block dividing n when SIZE is not a multiple.
+            // 64 KiB blocks (or `OXBENCH_DDT_BLOCK` bytes, for measuring the iovec crossover
+            // `OXMPI_DDT_IOV_MIN_BLOCK`), or the largest block dividing n when SIZE is not a
+            // multiple.
             let b = if kind == Kind::Vector {
                 1
             } else {
-                gcd(n, 8192)
+                gcd(n, block_doubles())
             };
             let blocks = n / b;
             DdtType {
@@ -84,6 +86,15 @@ pub(crate) fn build(kind: Kind, size: usize) -> oxmpi::Result<DdtType> {
             }
         }
     })
+}
+
+/// Doubles per block of `ddt-vector64k`: 8192 (64 KiB) unless `OXBENCH_DDT_BLOCK` names a
+/// block size in bytes (at least one double).
+fn block_doubles() -> usize {
+    std::env::var("OXBENCH_DDT_BLOCK")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .map_or(8192, |b| (b / 8).max(1))
 }
 
 fn gcd(a: usize, b: usize) -> usize {

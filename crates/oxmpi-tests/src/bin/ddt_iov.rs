@@ -6,6 +6,11 @@
 //! checked: data where the receive type puts it, gap bytes untouched. Rank 0 prints
 //! `iov_pulls=N` (messages moved as iovec lists here), `packed_pushes=N` (received as
 //! chunks packed and unpacked as they went) and every rank "iov OK".
+//!
+//! With the argument `refuse`, every rank first forbids itself `process_vm_readv` (a seccomp
+//! filter answering EPERM), so every one-copy pull (`get_iov`, `get`) is refused and each
+//! message must fall back to chunks the sender gathers and pushes; rank 0 then also prints
+//! `pushed=N`.
 
 use oxmpi::datatype::Type;
 use oxmpi::point_to_point::{View, ViewMut};
@@ -279,8 +284,66 @@ fn verify(c: &Case, idx: usize, from: i32, rbuf: &[u8], got: usize, partial: boo
     }
 }
 
+/// Makes `process_vm_readv` fail with EPERM in every thread of this process from now on.
+fn refuse_cross_memory_reads() {
+    use libc::{sock_filter, sock_fprog};
+    let op = |code: u32, k: u32, jt: u8, jf: u8| sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    };
+    let filter = [
+        // The architecture first: a syscall number means nothing on another one.
+        op(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 4, 0, 0),
+        op(
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            0xC000_003E,
+            1,
+            0,
+        ),
+        op(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_ALLOW, 0, 0),
+        op(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0, 0, 0),
+        op(
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            libc::SYS_process_vm_readv as u32,
+            0,
+            1,
+        ),
+        op(
+            libc::BPF_RET | libc::BPF_K,
+            libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+            0,
+            0,
+        ),
+        op(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_ALLOW, 0, 0),
+    ];
+    let prog = sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    // SAFETY: plain system calls; `prog` and `filter` outlive them (the kernel copies the
+    // program).
+    let r = unsafe {
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_TSYNC,
+            &prog as *const sock_fprog,
+        )
+    };
+    assert_eq!(r, 0, "seccomp: {}", std::io::Error::last_os_error());
+}
+
 fn main() {
+    let refuse = std::env::args().nth(1).as_deref() == Some("refuse");
     let universe = oxmpi::init().expect("init");
+    if refuse {
+        // The filter names x86_64's system call (elsewhere it refuses nothing; the test that
+        // runs this skips other architectures).
+        refuse_cross_memory_reads();
+    }
     let world = universe.world();
     let (me, np) = (world.rank(), world.size());
     let prev = (me + np - 1) % np;
@@ -342,6 +405,7 @@ fn main() {
         let s = universe.protocol_stats();
         println!("iov_pulls={}", s.iov_pulls);
         println!("packed_pushes={}", s.packed_pushes);
+        println!("pushed={}", s.pushed);
     }
     println!("iov OK");
 }

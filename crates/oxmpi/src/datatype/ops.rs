@@ -4,8 +4,11 @@
 //! and reductions on derived types built from one predefined type, applied element by
 //! element through the type map.
 //!
-//! `long double` types (and half precision, which §6.9.2 leaves out) have no kernel yet:
-//! their pairs are [`ErrorClass::Op`] errors saying so.
+//! Half precision (`MPI_REAL2`, the ABI's only one) is reduced in `f32` and rounded back to
+//! nearest even, so each result is the correctly rounded half of the exact one for SUM, PROD,
+//! MIN and MAX (an `f32` holds any product or sum of two halves exactly enough: §6.9.2 asks
+//! for no more). `long double` types have no kernel yet: their pairs are [`ErrorClass::Op`]
+//! errors saying so.
 //!
 //! # Standard sections
 //! MPI-5.0 §6.9.2 (predefined operations and type classes), §6.9.4 (MINLOC/MAXLOC), §6.9.7
@@ -60,6 +63,78 @@ fn complex64(op: &Op) -> Option<KernelFn> {
     }
 }
 
+/// IEEE binary16 bits to `f32` (exact).
+fn f16_to_f32(h: u16) -> f32 {
+    let sign = u32::from(h >> 15) << 31;
+    let exp = u32::from((h >> 10) & 0x1f);
+    let man = u32::from(h & 0x3ff);
+    let bits = match exp {
+        0 => {
+            // Zero or subnormal: man × 2^-24, exact in f32.
+            let v = man as f32 * (1.0 / 16_777_216.0);
+            return if sign != 0 { -v } else { v };
+        }
+        31 => sign | 0x7f80_0000 | (man << 13),
+        _ => sign | ((exp + 112) << 23) | (man << 13),
+    };
+    f32::from_bits(bits)
+}
+
+/// `f32` to IEEE binary16 bits, rounded to nearest even (overflow to infinity, NaN kept a
+/// quiet NaN).
+fn f32_to_f16(x: f32) -> u16 {
+    let b = x.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let exp = ((b >> 23) & 0xff) as i32;
+    let man = b & 0x7f_ffff;
+    if exp == 255 {
+        let nan = if man != 0 {
+            0x200 | (man >> 13) as u16
+        } else {
+            0
+        };
+        return sign | 0x7c00 | nan;
+    }
+    // Round `v`, whose low `shift` bits are dropped, to nearest even.
+    let round = |v: u32, shift: u32| {
+        let (kept, rem, mid) = (v >> shift, v & ((1 << shift) - 1), 1 << (shift - 1));
+        if rem > mid || (rem == mid && kept & 1 == 1) {
+            kept + 1
+        } else {
+            kept
+        }
+    };
+    let e = exp - 127 + 15;
+    if e >= 31 {
+        return sign | 0x7c00;
+    }
+    if e <= 0 {
+        if e < -10 {
+            return sign;
+        }
+        // Subnormal (or rounding up into the smallest normal, which the carry encodes).
+        return sign | round(man | 0x80_0000, (14 - e) as u32) as u16;
+    }
+    // A carry out of the mantissa bumps the exponent, up to infinity: both encoded right.
+    sign | round(((e as u32) << 23) | man, 13) as u16
+}
+
+/// `inout = g(in, inout)` on halves, computed in `f32`.
+fn via_f32(a: &[u8], b: &mut [u8], g: fn(f32, f32) -> f32) {
+    zip::<u16>(a, b, |x, y| f32_to_f16(g(f16_to_f32(x), f16_to_f32(y))));
+}
+
+/// SUM, PROD, MIN and MAX on half precision, computed in `f32`.
+fn half(op: &Op) -> Option<KernelFn> {
+    Some(match op {
+        Op::Sum => |a, b| via_f32(a, b, |x, y| x + y),
+        Op::Prod => |a, b| via_f32(a, b, |x, y| x * y),
+        Op::Min => |a, b| via_f32(a, b, f32::min),
+        Op::Max => |a, b| via_f32(a, b, f32::max),
+        _ => return None,
+    })
+}
+
 macro_rules! same_type_pair {
     ($name:ident, $t:ty) => {
         /// MINLOC/MAXLOC on Fortran pairs whose index has the value's type.
@@ -107,6 +182,7 @@ fn by_repr(op: &Op, r: Repr) -> Option<KernelFn> {
         Logical(16) => u128::kernel(op),
         F32 => f32::kernel(op),
         F64 => f64::kernel(op),
+        F16 => half(op),
         C32 => complex32(op),
         C64 => complex64(op),
         _ => None,
@@ -315,6 +391,70 @@ mod tests {
             }
         }
         assert!(defined > 400, "{defined} pairs");
+    }
+
+    /// 2^n, exact (`powi` need not be, and is not under Miri).
+    fn p2(n: i32) -> f32 {
+        f32::from_bits(((127 + n) as u32) << 23)
+    }
+
+    #[test]
+    fn half_precision_converts_exactly_and_rounds_to_nearest_even() {
+        // Every finite half survives the trip through f32; NaNs stay NaNs.
+        // Every one natively; a sample under the interpreter.
+        for h in (0..=u16::MAX).step_by(if cfg!(miri) { 97 } else { 1 }) {
+            let x = f16_to_f32(h);
+            if x.is_nan() {
+                assert!(f16_to_f32(f32_to_f16(x)).is_nan(), "{h:#06x}");
+            } else {
+                assert_eq!(f32_to_f16(x), h, "{h:#06x} = {x}");
+            }
+        }
+        assert_eq!(f16_to_f32(0x3c00), 1.0);
+        assert_eq!(f16_to_f32(0xc000), -2.0);
+        assert_eq!(f16_to_f32(0x7bff), 65504.0);
+        assert_eq!(f16_to_f32(0x0001), p2(-24));
+        // Halfway between 1 and the next half (1 + 2^-10): ties go to the even one.
+        assert_eq!(f32_to_f16(1.0 + p2(-11)), 0x3c00);
+        assert_eq!(f32_to_f16(1.0 + 3.0 * p2(-11)), 0x3c02);
+        assert_eq!(f32_to_f16(1.0 + p2(-11) + p2(-20)), 0x3c01);
+        // Overflow, the largest finite, subnormals and underflow.
+        assert_eq!(f32_to_f16(65520.0), 0x7c00);
+        assert_eq!(f32_to_f16(65519.0), 0x7bff);
+        assert_eq!(f32_to_f16(-1e9), 0xfc00);
+        assert_eq!(f32_to_f16(3.0 * p2(-25)), 0x0002);
+        assert_eq!(f32_to_f16(p2(-25)), 0x0000);
+        assert_eq!(f32_to_f16(-p2(-26)), 0x8000);
+        assert_eq!(f32_to_f16(p2(-14) - p2(-26)), 0x0400);
+    }
+
+    #[test]
+    fn half_precision_reduces_through_f32() {
+        let h = |v: f32| f32_to_f16(v).to_ne_bytes();
+        let cases = [
+            (Op::Sum, 1.5f32, 2.25f32, 3.75f32),
+            (Op::Prod, -1.5, 3.0, -4.5),
+            (Op::Min, -1.5, 3.0, -1.5),
+            (Op::Max, -1.5, 3.0, 3.0),
+            // 2048 + 1 is not a half: ties to even, 2048.
+            (Op::Sum, 2048.0, 1.0, 2048.0),
+            (Op::Prod, 300.0, 300.0, f32::INFINITY),
+        ];
+        for (op, a, b, want) in cases {
+            let mut inout = [h(a), h(a)].concat();
+            let input = [h(b), h(b)].concat();
+            red(op.clone(), Predefined::REAL2, &input, &mut inout).unwrap();
+            for c in inout.chunks_exact(2) {
+                let got = f16_to_f32(u16::from_ne_bytes([c[0], c[1]]));
+                assert_eq!(got, want, "{} {a} {b}", op.name());
+            }
+        }
+        for op in [Op::BitwiseAnd, Op::LogicalOr, Op::MinLoc] {
+            assert_eq!(
+                kernel(&op, Predefined::REAL2).unwrap_err().class(),
+                ErrorClass::Op
+            );
+        }
     }
 
     #[test]

@@ -163,6 +163,42 @@ unsafe fn strided_fixed<const N: usize>(
     }
 }
 
+/// Packs `k` pieces of `N` bytes that lie every other `N` bytes (a vector of stride 2, the
+/// shape of a matrix's every other column), two pieces per step at offsets known when
+/// compiled, so the two loads land in one vector store. The gaps are never read (another
+/// thread may own them). Unpacking writes each piece alone and is left to [`strided_fixed`].
+///
+/// # Safety
+/// The `k` memory pieces (`2N` bytes apart from `off`) are readable data bytes of the
+/// elements and `buf` holds `k * N` writable bytes.
+#[inline(always)]
+unsafe fn pack_every_other<const N: usize>(mem: *mut u8, off: i64, buf: *mut u8, k: usize) {
+    let m0 = at(mem, off);
+    let pairs = k / 2;
+    for i in 0..pairs {
+        // SAFETY: pieces 2i and 2i + 1 are data bytes the caller vouches for, and their
+        // slots in `buf` are inside its `k * N` bytes.
+        unsafe {
+            let src = m0.wrapping_add(i * 4 * N);
+            let a = ptr::read_unaligned(src as *const [u8; N]);
+            let b = ptr::read_unaligned(src.wrapping_add(2 * N) as *const [u8; N]);
+            let dst = buf.add(i * 2 * N);
+            ptr::write_unaligned(dst as *mut [u8; N], a);
+            ptr::write_unaligned(dst.add(N) as *mut [u8; N], b);
+        }
+    }
+    if k % 2 == 1 {
+        // SAFETY: the last piece and its slot in `buf`, as above.
+        unsafe {
+            let src = m0.wrapping_add((k - 1) * 2 * N);
+            ptr::write_unaligned(
+                buf.add((k - 1) * N) as *mut [u8; N],
+                ptr::read_unaligned(src as *const [u8; N]),
+            );
+        }
+    }
+}
+
 impl Visit for Copier {
     #[inline]
     fn run(&mut self, off: i64, len: u64) -> bool {
@@ -183,6 +219,9 @@ impl Visit for Copier {
         // left before `want`.
         unsafe {
             match len {
+                4 if self.pack && stride == 8 => pack_every_other::<4>(self.mem, off, buf, k),
+                8 if self.pack && stride == 16 => pack_every_other::<8>(self.mem, off, buf, k),
+                16 if self.pack && stride == 32 => pack_every_other::<16>(self.mem, off, buf, k),
                 4 => strided_fixed::<4>(self.mem, off, stride, buf, k, self.pack),
                 8 => strided_fixed::<8>(self.mem, off, stride, buf, k, self.pack),
                 16 => strided_fixed::<16>(self.mem, off, stride, buf, k, self.pack),
@@ -385,6 +424,43 @@ mod tests {
             pack_size(&t, u64::MAX).unwrap_err().class(),
             ErrorClass::Count
         );
+    }
+
+    #[test]
+    fn stride_two_vectors_pack_from_any_offset_and_unpack_leaving_gaps() {
+        for (elem, pre) in [
+            (4usize, Predefined::INT),
+            (8, Predefined::DOUBLE),
+            (16, Predefined::LONG_DOUBLE),
+        ] {
+            // Long runs natively; the interpreter checks the short ones.
+            let long = if cfg!(miri) { 7 } else { 64 };
+            for blocks in [1usize, 2, 7, long] {
+                let t = Type::vector(blocks as i64, 1, 2, &Type::predefined(pre)).unwrap();
+                let span = (2 * blocks - 1) * elem;
+                let src: Vec<u8> = (0..span).map(|i| (i % 251) as u8).collect();
+                let want: Vec<u8> = (0..span)
+                    .filter(|i| (i / elem) % 2 == 0)
+                    .map(|i| (i % 251) as u8)
+                    .collect();
+                let size = blocks * elem;
+                // Every start, including ones inside a piece, and short outputs.
+                for start in 0..size {
+                    for n in [1, elem, 3 * elem + 1, size] {
+                        let n = n.min(size - start);
+                        let mut out = vec![0xEEu8; n];
+                        assert_eq!(pack(&t, &src, 0, 1, start as u64, &mut out).unwrap(), n);
+                        assert_eq!(out, want[start..start + n], "{elem} {blocks} {start} {n}");
+                    }
+                }
+                let mut dst = vec![0xEEu8; span];
+                assert_eq!(unpack(&t, &mut dst, 0, 1, 0, &want).unwrap(), size);
+                for (i, b) in dst.iter().enumerate() {
+                    let data = (i / elem) % 2 == 0;
+                    assert_eq!(*b, if data { (i % 251) as u8 } else { 0xEE }, "byte {i}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub enum Repr {
     U32,
     /// 8-byte unsigned integer.
     U64,
-    /// IEEE half precision (Fortran `REAL2`; moved as bytes, no arithmetic).
+    /// IEEE half precision (Fortran `REAL2`; reduced through `f32` arithmetic).
     F16,
     /// IEEE single precision.
     F32,
@@ -232,7 +232,7 @@ predefined! {
     INTEGER1 = 0x2c1, "MPI_INTEGER1", I8, 1, 1, FortranInteger, 1;
     LOGICAL2 = 0x2c8, "MPI_LOGICAL2", Logical(2), 2, 2, Logical, 2;
     INTEGER2 = 0x2c9, "MPI_INTEGER2", I16, 2, 2, FortranInteger, 2;
-    REAL2 = 0x2ca, "MPI_REAL2", F16, 2, 2, Unreduced, 2;
+    REAL2 = 0x2ca, "MPI_REAL2", F16, 2, 2, Float, 2;
     LOGICAL4 = 0x2d0, "MPI_LOGICAL4", Logical(4), 4, 4, Logical, 4;
     INTEGER4 = 0x2d1, "MPI_INTEGER4", I32, 4, 4, FortranInteger, 4;
     REAL4 = 0x2d2, "MPI_REAL4", F32, 4, 4, Float, 4;

@@ -1,6 +1,9 @@
 //! An operation through a non-contiguous datatype: the data is packed into a buffer the
 //! operation owns before a send starts, and a receive lands in such a buffer and is unpacked
-//! into the user's memory when the request completes.
+//! into the user's memory when the request completes. Large point-to-point operations that
+//! the engine moves as pieces or packs chunk by chunk ([`Staged::send_pieces`],
+//! [`Staged::recv_pieces`]) own no buffer at all: they pass the engine a key
+//! ([`Staged::ptr`]) and the engine allocates packed bytes only on a path that needs them.
 //!
 //! [`Staged`] is one operation's buffer, holding its [`Type`] (so freeing the datatype's
 //! handle while the operation is pending is safe). [`StagedOps`] keeps the buffers of
@@ -29,8 +32,8 @@ use crate::p2p::request::Status;
 
 /// The staging buffer of one operation through a datatype.
 pub struct Staged {
-    /// The data as pieces, registered with the engine (declared before `buf`, so it is
-    /// released before the packed bytes' memory can be reused).
+    /// The data as pieces or a chunk packer, registered with the engine; such an operation
+    /// has no `buf` (the descriptor allocates packed bytes if a path needs them).
     iov: Option<Arc<IovDesc>>,
     ty: Type,
     count: u64,
@@ -86,9 +89,11 @@ impl Staged {
     }
 
     /// A point-to-point send of `count` elements of `ty` at `user` (`len` packed bytes).
-    /// When `engine` wants this message as pieces (large, with large contiguous blocks) it
-    /// is registered as an iovec list and packed only if a path needs the packed bytes;
-    /// otherwise it is packed now, as [`send`](Self::send).
+    /// When `engine` wants this message as pieces (large, with large contiguous blocks) or
+    /// packed chunk by chunk as it is pushed (large, fine-grained), it is registered with the
+    /// engine and nothing is packed or allocated now (a path that needs the packed bytes
+    /// gathers them itself); otherwise it is packed now, as [`send`](Self::send). Either way
+    /// the operation's bytes are [`ptr`](Self::ptr) and [`len`](Self::len).
     ///
     /// # Safety
     /// As for [`send`](Self::send), and the data stays readable until the send completes.
@@ -100,39 +105,16 @@ impl Staged {
         engine: &EngineCell,
     ) -> Staged {
         match Self::pieces(&ty, user.cast(), count, len, engine) {
-            Some(segs) => {
-                let buf = vec![0u8; len];
-                let d = match segs {
-                    Some(segs) => IovDesc::new(buf.as_ptr(), len, segs),
-                    None => IovDesc::chunked(
-                        buf.as_ptr(),
-                        len,
-                        Box::new(TypedChunks {
-                            ty: ty.clone(),
-                            user: user as *mut u8,
-                            count,
-                        }),
-                    ),
-                };
-                engine.with(|e| e.register_iov(d.clone()));
-                Staged {
-                    iov: Some(d),
-                    ty,
-                    count,
-                    user: user as *mut u8,
-                    buf,
-                    recv: false,
-                    persistent: false,
-                }
-            }
+            Some(segs) => Self::registered(ty, user.cast_mut(), count, len, segs, false, engine),
             // SAFETY: forwarded from our caller.
             None => unsafe { Staged::send(ty, user, count, len, false) },
         }
     }
 
     /// A point-to-point receive into `count` elements of `ty` at `user`: registered with
-    /// `engine` as pieces when it wants them (a rendezvous then scatters straight into the
-    /// user's memory), as [`recv`](Self::recv) otherwise.
+    /// `engine` as pieces or as a chunk unpacker when it wants them (a rendezvous then
+    /// scatters straight into the user's memory, and no staging buffer exists unless a
+    /// path needs one), as [`recv`](Self::recv) otherwise.
     pub fn recv_pieces(
         ty: Type,
         user: *mut c_void,
@@ -140,25 +122,44 @@ impl Staged {
         len: usize,
         engine: &EngineCell,
     ) -> Staged {
-        let segs = Self::pieces(&ty, user.cast_const().cast(), count, len, engine);
-        let mut s = Staged::recv(ty.clone(), user, count, len, false);
-        if let Some(segs) = segs {
-            let d = match segs {
-                Some(segs) => IovDesc::new(s.buf.as_ptr(), len, segs),
-                None => IovDesc::chunked(
-                    s.buf.as_ptr(),
-                    len,
-                    Box::new(TypedChunks {
-                        ty,
-                        user: user.cast(),
-                        count,
-                    }),
-                ),
-            };
-            engine.with(|e| e.register_iov(d.clone()));
-            s.iov = Some(d);
+        match Self::pieces(&ty, user.cast_const().cast(), count, len, engine) {
+            Some(segs) => Self::registered(ty, user, count, len, segs, true, engine),
+            None => Staged::recv(ty, user, count, len, false),
         }
-        s
+    }
+
+    /// An operation registered with `engine` as `segs` (pieces) or, for `None`, as a chunk
+    /// packer: it owns no bytes.
+    fn registered(
+        ty: Type,
+        user: *mut c_void,
+        count: u64,
+        len: usize,
+        segs: Option<Vec<Seg>>,
+        recv: bool,
+        engine: &EngineCell,
+    ) -> Staged {
+        let d = match segs {
+            Some(segs) => IovDesc::new(len, segs),
+            None => IovDesc::chunked(
+                len,
+                Box::new(TypedChunks {
+                    ty: ty.clone(),
+                    user: user.cast(),
+                    count,
+                }),
+            ),
+        };
+        engine.with(|e| e.register_iov(d.clone()));
+        Staged {
+            iov: Some(d),
+            ty,
+            count,
+            user: user.cast(),
+            buf: Vec::new(),
+            recv,
+            persistent: false,
+        }
     }
 
     /// How `engine` wants `count` elements of `ty` at `user` moved: `Some(Some(pieces))`
@@ -198,18 +199,50 @@ impl Staged {
         ))
     }
 
-    /// The staged bytes, taken (a send that needs no unpacking).
+    /// The address to pass for the operation's bytes: the staged bytes, or for an operation
+    /// registered with the engine its key, which only the engine resolves (never read or
+    /// write it, nor make a slice of it).
+    pub fn ptr(&mut self) -> *mut u8 {
+        match &self.iov {
+            Some(d) => d.key(),
+            None => self.buf.as_mut_ptr(),
+        }
+    }
+
+    /// The operation's packed length in bytes.
+    pub fn len(&self) -> usize {
+        match &self.iov {
+            Some(d) => d.len(),
+            None => self.buf.len(),
+        }
+    }
+
+    /// Whether the operation has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the operation is registered with the engine (it owns no staged bytes; see
+    /// [`ptr`](Self::ptr)).
+    pub fn is_registered(&self) -> bool {
+        self.iov.is_some()
+    }
+
+    /// The staged bytes, taken (a send that needs no unpacking; not a registered one).
     pub fn into_bytes(self) -> Vec<u8> {
+        debug_assert!(self.iov.is_none(), "a registered operation owns no bytes");
         self.buf
     }
 
-    /// The staged bytes, read-only.
+    /// The staged bytes, read-only (not a registered operation's).
     pub fn buf_ref(&self) -> &[u8] {
+        debug_assert!(self.iov.is_none(), "a registered operation owns no bytes");
         &self.buf
     }
 
-    /// The staged bytes, for the transport.
+    /// The staged bytes, for the transport (not a registered operation's).
     pub fn bytes(&mut self) -> &mut [u8] {
+        debug_assert!(self.iov.is_none(), "a registered operation owns no bytes");
         &mut self.buf
     }
 
@@ -228,13 +261,20 @@ impl Staged {
     /// The user's data bytes must be writable (the MPI contract while a receive is pending),
     /// none of them inside the staged buffer.
     pub unsafe fn unpack(&self, bytes: u64) {
-        if self.iov.as_ref().is_some_and(|d| d.direct()) {
+        let n = usize::try_from(bytes).unwrap_or(usize::MAX);
+        let data = match &self.iov {
             // The data went straight into the user's memory.
-            return;
-        }
-        let n = usize::try_from(bytes).map_or(self.buf.len(), |b| b.min(self.buf.len()));
-        // SAFETY: forwarded; `buf` is ours, distinct from user memory.
-        unsafe { pack::unpack_raw(&self.ty, self.user, self.count, 0, &self.buf[..n]) };
+            Some(d) if d.direct() => return,
+            // SAFETY: the receive completed: nothing writes its packed bytes any more. None
+            // allocated: no byte arrived.
+            Some(d) => match unsafe { d.packed(n) } {
+                Some(p) => p,
+                None => return,
+            },
+            None => &self.buf[..n.min(self.buf.len())],
+        };
+        // SAFETY: forwarded; the packed bytes are ours, distinct from user memory.
+        unsafe { pack::unpack_raw(&self.ty, self.user, self.count, 0, data) };
     }
 }
 
@@ -440,12 +480,15 @@ mod tests {
     #[test]
     fn persistent_sends_repack_at_each_start_and_stay_until_freed() {
         let mut a = [1.0f64; 8];
+        // The program changes its data through the pointer it lent, as a C program does.
+        let p = a.as_mut_ptr();
         let mut ops = StagedOps::new();
         let id = RequestId::from_raw(1 << 43);
         // SAFETY: `a` holds the vector's span and outlives the staged operation's use.
-        let s = unsafe { Staged::send(vec4(), a.as_ptr().cast(), 1, 32, true) };
+        let s = unsafe { Staged::send(vec4(), p.cast_const().cast(), 1, 32, true) };
         ops.hold(id, s);
-        a.iter_mut().for_each(|x| *x = 5.0);
+        // SAFETY: `p` points at `a`'s 8 elements, which nothing else uses meanwhile.
+        (0..8).for_each(|i| unsafe { *p.add(i) = 5.0 });
         ops.starting(id);
         let packed = ops.live[&id.to_raw()].buf_ref().to_vec();
         assert!(packed

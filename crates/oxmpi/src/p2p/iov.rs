@@ -2,13 +2,13 @@
 //! memory, so a transport with iovec copies ([`Limits::iov_max`]) moves it in one copy
 //! between ranks on one host instead of packing and unpacking it.
 //!
-//! The layer above (datatype staging) keeps the operation's packed bytes as usual and
-//! registers an [`IovDesc`] naming them ([`crate::p2p::engine::Engine::register_iov`]); the
-//! protocol finds it by the packed bytes' address when a rendezvous starts. A send then
-//! exposes the piece list (`RTS_IOV`: the receiver reads the list out of line from the
-//! sender's memory, never in the header) and a receive scatters straight into its pieces;
-//! every other path (eager sizes, TCP, self, a pushed fallback) gathers the pieces into the
-//! packed bytes first, or leaves the receive's packed bytes to be unpacked, as before.
+//! The layer above (datatype staging) registers an [`IovDesc`]
+//! ([`crate::p2p::engine::Engine::register_iov`]) and passes its [`IovDesc::key`] where a
+//! buffer goes; the protocol finds the descriptor by that key. A send then exposes the piece
+//! list (`RTS_IOV`: the receiver reads the list out of line from the sender's memory, never
+//! in the header) and a receive scatters straight into its pieces; every other path (eager
+//! sizes, TCP, self, a pushed fallback) swaps in packed bytes, allocated only then: a send
+//! gathers its pieces into them, a receive lands in them and is unpacked at completion.
 //!
 //! Fine-grained types (small blocks, where iovecs lose) register a [`Chunked`] packer
 //! instead: the sender sends `RTS_PACKED` and packs each pushed chunk as it goes, and the
@@ -18,7 +18,7 @@
 //! [`Limits::iov_max`]: crate::transport::Limits::iov_max
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub use crate::transport::Seg;
 
@@ -38,13 +38,66 @@ pub trait Chunked: Send + Sync {
     unsafe fn unpack(&self, start: u64, data: &[u8]);
 }
 
-/// One operation's data as pieces, standing in for its packed bytes at `base`.
+/// Packed bytes allocated the first time a path needs them (zeroed: every later read of
+/// them is of bytes a path wrote, but a zeroed block keeps that from mattering).
+struct Packed {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the block is plain bytes owned by this value; who writes or reads it when is the
+// protocol's business (the operation's request orders them), as for the user's buffers.
+unsafe impl Send for Packed {}
+// SAFETY: as for `Send`; `Packed` itself only hands out the address.
+unsafe impl Sync for Packed {}
+
+impl Packed {
+    fn new(len: usize) -> Packed {
+        if len == 0 {
+            return Packed {
+                ptr: std::ptr::NonNull::dangling(),
+                len,
+            };
+        }
+        let layout = std::alloc::Layout::array::<u8>(len).expect("a message's length fits");
+        // SAFETY: `layout` has a non-zero size.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr =
+            std::ptr::NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        Packed { ptr, len }
+    }
+}
+
+impl Drop for Packed {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: allocated in `new` with this very layout, freed once.
+            unsafe {
+                std::alloc::dealloc(
+                    self.ptr.as_ptr(),
+                    std::alloc::Layout::array::<u8>(self.len).expect("as allocated"),
+                )
+            };
+        }
+    }
+}
+
+/// One operation's data as pieces (or packed chunk by chunk), standing in for packed bytes
+/// that exist only if a path needs them.
+///
+/// The layer above hands the protocol [`key`](Self::key) and [`len`](Self::len) in place of
+/// a buffer: the key is this descriptor's own address, unique while the operation holds it,
+/// and never a readable buffer. Every path that needs packed bytes (eager sizes, TCP, self,
+/// a refused copy) asks for them ([`gather`](Self::gather) for a send,
+/// [`packed_ptr`](Self::packed_ptr) for a receive); the one-copy and chunked paths never
+/// allocate them.
 pub struct IovDesc {
-    base: usize,
     len: usize,
     segs: Box<[Seg]>,
     /// Packs and unpacks chunks, for data not moved as pieces (then `segs` is empty).
     chunks: Option<Box<dyn Chunked>>,
+    /// The packed bytes, once a path needed them.
+    packed: OnceLock<Packed>,
     /// A send's packed bytes hold the data (gathered for a path that needs them).
     gathered: AtomicBool,
     /// A receive's data went straight into the pieces: nothing to unpack.
@@ -52,31 +105,45 @@ pub struct IovDesc {
 }
 
 impl IovDesc {
-    /// Pieces `segs` (covering `len` bytes in order) standing in for the `len` packed bytes
-    /// at `base`.
-    pub fn new(base: *const u8, len: usize, segs: Vec<Seg>) -> Arc<IovDesc> {
+    /// Pieces `segs` (covering `len` bytes in order) standing in for `len` packed bytes.
+    pub fn new(len: usize, segs: Vec<Seg>) -> Arc<IovDesc> {
         debug_assert_eq!(segs.iter().map(|s| s.len).sum::<u64>(), len as u64);
         Arc::new(IovDesc {
-            base: base as usize,
             len,
             segs: segs.into_boxed_slice(),
             chunks: None,
+            packed: OnceLock::new(),
             gathered: AtomicBool::new(false),
             direct: AtomicBool::new(false),
         })
     }
 
-    /// Data packed and unpacked in chunks by `chunks`, standing in for the `len` packed bytes
-    /// at `base`.
-    pub fn chunked(base: *const u8, len: usize, chunks: Box<dyn Chunked>) -> Arc<IovDesc> {
+    /// Data packed and unpacked in chunks by `chunks`, standing in for `len` packed bytes.
+    pub fn chunked(len: usize, chunks: Box<dyn Chunked>) -> Arc<IovDesc> {
         Arc::new(IovDesc {
-            base: base as usize,
             len,
             segs: Box::new([]),
             chunks: Some(chunks),
+            packed: OnceLock::new(),
             gathered: AtomicBool::new(false),
             direct: AtomicBool::new(false),
         })
+    }
+
+    /// The address the operation passes for its packed bytes: never dereferenced as such
+    /// (the protocol swaps in [`packed_ptr`](Self::packed_ptr) where it needs bytes).
+    pub fn key(&self) -> *mut u8 {
+        (self as *const IovDesc).cast::<u8>().cast_mut()
+    }
+
+    /// Packed bytes of the operation.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the operation has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// The chunk packer, when the data is not moved as pieces.
@@ -89,9 +156,9 @@ impl IovDesc {
         &self.segs
     }
 
-    /// Whether these pieces stand in for the `len` bytes at `base`.
-    pub fn stands_for(&self, base: *const u8, len: usize) -> bool {
-        self.base == base as usize && self.len == len
+    /// Whether this stands for the `len` bytes at `buf` (`buf` is its [`key`](Self::key)).
+    pub fn stands_for(&self, buf: *const u8, len: usize) -> bool {
+        std::ptr::eq(buf, self.key()) && self.len == len
     }
 
     /// Whether a receive's data went straight into the pieces (its packed bytes are unused).
@@ -103,47 +170,64 @@ impl IovDesc {
         self.direct.store(true, Ordering::Release);
     }
 
-    /// Copies the pieces into the packed bytes, once.
+    /// The packed bytes' address, allocating them (zeroed) on the first call; valid for
+    /// [`len`](Self::len) bytes while this descriptor lives.
+    pub(crate) fn packed_ptr(&self) -> *mut u8 {
+        self.packed
+            .get_or_init(|| Packed::new(self.len))
+            .ptr
+            .as_ptr()
+    }
+
+    /// The first `n` packed bytes (at most [`len`](Self::len)), if a path allocated them.
     ///
     /// # Safety
-    /// The pieces are readable and the packed bytes writable (the operation is pending, so
-    /// the layer above keeps both), and they do not overlap.
-    pub(crate) unsafe fn gather(&self) {
+    /// Nothing writes the packed bytes meanwhile (the operation has completed).
+    pub unsafe fn packed(&self, n: usize) -> Option<&[u8]> {
+        let p = self.packed.get()?;
+        // SAFETY: the block holds `len` initialised (zeroed, then written) bytes, alive as
+        // long as `self`; no writer by the caller's contract.
+        Some(unsafe { std::slice::from_raw_parts(p.ptr.as_ptr(), n.min(self.len)) })
+    }
+
+    /// Copies the pieces into the packed bytes, once, and returns their address.
+    ///
+    /// # Safety
+    /// The pieces are readable (the send is pending, so the layer above keeps them).
+    pub(crate) unsafe fn gather(&self) -> *const u8 {
+        let base = self.packed_ptr();
         if self.gathered.swap(true, Ordering::AcqRel) {
-            return;
+            return base;
         }
+        // SAFETY: the packed bytes are ours, `len` long, and not read or written elsewhere
+        // until the send goes out.
+        let out = unsafe { std::slice::from_raw_parts_mut(base, self.len) };
         if let Some(c) = &self.chunks {
-            // SAFETY: the packed bytes are ours, `len` long, and writable (caller contract);
-            // the operation's data is readable.
-            unsafe {
-                c.pack(
-                    0,
-                    std::slice::from_raw_parts_mut(self.base as *mut u8, self.len),
-                )
-            };
-            return;
+            // SAFETY: the operation's data is readable (caller contract).
+            unsafe { c.pack(0, out) };
+            return base;
         }
         let mut at = 0usize;
         for s in self.segs.iter() {
             let n = s.len as usize;
-            // SAFETY: the caller vouches for both sides; `at + n ≤ len` as the pieces cover
-            // exactly `len` bytes.
+            // SAFETY: the caller vouches for the pieces; `at + n ≤ len` as the pieces cover
+            // exactly `len` bytes, and they never lie in our own block.
             unsafe {
                 crate::bytecopy::copy(
-                    (self.base as *mut u8).add(at),
+                    out.as_mut_ptr().add(at),
                     std::ptr::with_exposed_provenance(s.addr as usize),
                     n,
                 )
             };
             at += n;
         }
+        base
     }
 }
 
 impl std::fmt::Debug for IovDesc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IovDesc")
-            .field("base", &self.base)
             .field("len", &self.len)
             .field("pieces", &self.segs.len())
             .field("chunked", &self.chunks.is_some())
@@ -219,9 +303,8 @@ mod tests {
     }
 
     #[test]
-    fn gather_copies_the_pieces_in_order_once() {
+    fn gather_copies_the_pieces_in_order_once_into_lazy_bytes() {
         let src: Vec<u8> = (0..32).collect();
-        let mut packed = vec![0u8; 8];
         let segs = vec![
             Seg {
                 addr: src.as_ptr().expose_provenance() as u64 + 3,
@@ -232,17 +315,55 @@ mod tests {
                 len: 3,
             },
         ];
-        let d = IovDesc::new(packed.as_mut_ptr(), 8, segs);
-        assert!(d.stands_for(packed.as_ptr(), 8) && !d.stands_for(packed.as_ptr(), 7));
-        // SAFETY: `src` and `packed` live and are distinct.
-        unsafe { d.gather() };
-        assert_eq!(packed, [3, 4, 5, 6, 7, 20, 21, 22]);
-        packed[0] = 99;
+        let d = IovDesc::new(8, segs);
+        assert!(d.stands_for(d.key(), 8) && !d.stands_for(d.key(), 7));
+        assert!(!d.stands_for(src.as_ptr(), 8));
+        // SAFETY: nothing writes the packed bytes.
+        assert!(
+            unsafe { d.packed(8) }.is_none(),
+            "nothing allocated up front"
+        );
+        // SAFETY: `src` lives.
+        let p = unsafe { d.gather() };
+        assert_eq!(p, d.packed_ptr().cast_const());
+        // SAFETY: nothing writes the packed bytes now.
+        assert_eq!(unsafe { d.packed(8) }.unwrap(), [3, 4, 5, 6, 7, 20, 21, 22]);
+        // SAFETY: the block has 8 bytes and nobody else uses it.
+        unsafe { *d.packed_ptr() = 99 };
         // SAFETY: as above.
-        unsafe { d.gather() };
-        assert_eq!(packed[0], 99, "a second gather copies nothing");
+        assert_eq!(unsafe { d.gather() }, p);
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { d.packed(1) }.unwrap(),
+            [99],
+            "a second gather copies nothing"
+        );
         assert!(!d.direct());
         d.set_direct();
         assert!(d.direct());
+    }
+
+    #[test]
+    fn chunked_gather_packs_everything_and_empty_ones_allocate_nothing() {
+        struct Count;
+        impl Chunked for Count {
+            unsafe fn pack(&self, start: u64, out: &mut [u8]) {
+                for (i, b) in out.iter_mut().enumerate() {
+                    *b = (start as usize + i) as u8;
+                }
+            }
+            unsafe fn unpack(&self, _: u64, _: &[u8]) {}
+        }
+        let d = IovDesc::chunked(5, Box::new(Count));
+        // SAFETY: the packer reads nothing.
+        unsafe { d.gather() };
+        // SAFETY: nothing writes the packed bytes now.
+        assert_eq!(unsafe { d.packed(9) }.unwrap(), [0, 1, 2, 3, 4]);
+        let e = IovDesc::new(0, Vec::new());
+        assert!(e.is_empty());
+        // SAFETY: no pieces.
+        unsafe { e.gather() };
+        // SAFETY: as above.
+        assert_eq!(unsafe { e.packed(3) }.unwrap(), &[] as &[u8]);
     }
 }

@@ -192,6 +192,10 @@ impl Handler for Proto {
         if self.peer_of.get(c.rreq as usize) != Some(&from) {
             return None;
         }
+        if !self.packed.is_empty() && self.packed_of(self.reqs.id_at(c.rreq)).is_some() {
+            // Unpacked chunk by chunk: its `buf` is only a key.
+            return None;
+        }
         match self.reqs.state_at(c.rreq) {
             Some(&mut State::RecvChunks { buf, expect, .. })
                 if c.offset.checked_add(len as u64)? <= expect =>
@@ -252,6 +256,16 @@ impl Proto {
             .cloned()
     }
 
+    /// Where a receive posted with `buf` (`cap` bytes) lands when not through its pieces:
+    /// for an operation registered as pieces or chunks (`buf` is its key), its packed bytes,
+    /// allocated now; else `buf` itself.
+    fn flat_recv(&mut self, buf: *mut u8, cap: usize) -> *mut u8 {
+        if self.iov.is_empty() {
+            return buf;
+        }
+        self.find_iov(buf, cap).map_or(buf, |d| d.packed_ptr())
+    }
+
     /// Takes a request slot for an operation with `peer` (world rank, or [`NO_PEER`]).
     // On every receive's path: a call here measured 54 instructions more per message.
     #[inline(always)]
@@ -300,7 +314,8 @@ impl Proto {
         let protocol = Protocol::choose(&limits, len);
         let seq = self.sent.bump(to, env.ctx);
         // Data in pieces travels as its list when the receiver can gather it in one copy;
-        // every other path sends the packed bytes, gathered now.
+        // every other path sends the packed bytes, gathered now (`buf` is only a key then).
+        let mut buf = buf;
         let mut pieces = None;
         if !self.iov.is_empty() {
             if let Some(d) = self.find_iov(buf, len) {
@@ -318,9 +333,9 @@ impl Proto {
                     self.adverts.retain(|a| a.from != to || a.ctx != env.ctx);
                     pieces = Some((list, d.segs().len() as u32));
                 } else {
-                    // SAFETY: the send is pending, so the layer above keeps its data and its
-                    // packed bytes (`buf`) alive and distinct.
-                    unsafe { d.gather() };
+                    // SAFETY: the send is pending, so the layer above keeps its data (and
+                    // `d`, which owns the packed bytes, until the send completes).
+                    buf = unsafe { d.gather() };
                 }
             }
         }
@@ -671,21 +686,32 @@ impl Proto {
         }
         while offset < len {
             let k = (len - offset).min(max);
-            let chunk = match chunked.as_ref().and_then(|d| d.chunks()) {
-                Some(c) => {
-                    // SAFETY: the send is pending: its data is readable.
-                    unsafe { c.pack(offset as u64, &mut scratch[..k]) };
-                    &scratch[..k]
-                }
-                // SAFETY: the send is incomplete, so its buffer is still borrowed by the API.
-                None => unsafe { user_data(buf.add(offset), k) },
-            };
             let c = CtrlHdr {
                 sreq: id.idx,
                 rreq,
                 offset: offset as u64,
             };
-            match link.send(to, am::DATA, &c.encode(), chunk) {
+            let hdr = c.encode();
+            let sent = match chunked.as_ref().and_then(|d| d.chunks()) {
+                Some(p) => {
+                    let at = offset as u64;
+                    // Packed straight into the transport's block where it has one.
+                    // SAFETY: the send is pending: its data is readable.
+                    let mut fill = |out: &mut [u8]| unsafe { p.pack(at, out) };
+                    match link.send_fill(to, am::DATA, &hdr, k, &mut fill) {
+                        Ok(true) => Ok(()),
+                        Ok(false) => {
+                            // SAFETY: as above.
+                            unsafe { p.pack(at, &mut scratch[..k]) };
+                            link.send(to, am::DATA, &hdr, &scratch[..k])
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                // SAFETY: the send is incomplete, so its buffer is still borrowed by the API.
+                None => link.send(to, am::DATA, &hdr, unsafe { user_data(buf.add(offset), k) }),
+            };
+            match sent {
                 Ok(()) => {
                     offset += k;
                     n += 1;
@@ -912,6 +938,7 @@ impl Proto {
         let target = match self.matcher.match_arrival(&h.env) {
             Some(p) => match self.reqs.state_at(p.req) {
                 Some(&mut State::Recv { buf, cap, .. }) => {
+                    let buf = self.flat_recv(buf, cap);
                     // SAFETY: at most `cap` bytes, the posted receive's capacity.
                     data.copy_to(unsafe { user_buf(buf, n.min(cap)) });
                     if !self.advertised.is_empty() {
@@ -1026,8 +1053,12 @@ impl Proto {
                     self.packed.retain(|(_, e)| Arc::strong_count(e) > 1);
                     self.packed.push((id, d));
                 } else {
-                    // SAFETY: the send is pending: its pieces and packed bytes are alive.
-                    unsafe { d.gather() };
+                    // SAFETY: the send is pending: its pieces are readable, and the layer
+                    // above holds `d` (owning the packed bytes) until it completes.
+                    let packed = unsafe { d.gather() };
+                    if let Some(State::SendWait { buf, .. }) = self.reqs.state_at(c.sreq) {
+                        *buf = packed;
+                    }
                 }
             }
         }
@@ -1167,11 +1198,9 @@ impl Proto {
     /// receive's memory.
     #[cold]
     fn on_packed_data(&mut self, from: u32, c: CtrlHdr, data: &Payload<'_>, d: &Arc<IovDesc>) {
+        // Its `buf` is a key: `place` never names it, so no chunk arrives `Placed`.
         let Some(State::RecvChunks {
-            buf,
-            expect,
-            total,
-            got,
+            expect, total, got, ..
         }) = self.reqs.state_at(c.rreq)
         else {
             return self.fail(
@@ -1179,19 +1208,17 @@ impl Proto {
                 format!("DATA for unknown receive {} from rank {from}", c.rreq),
             );
         };
-        let (buf, expect, total) = (*buf, *expect, *total);
+        let (expect, total) = (*expect, *total);
         let n = data.len() as u64;
         *got += n;
         let done = *got >= total;
         if c.offset < expect {
             let keep = (expect - c.offset).min(n) as usize;
             let Some(u) = d.chunks() else { return };
-            if let Payload::Placed(_) = data {
-                // SAFETY: the transport wrote these `keep` bytes into the packed bytes at
-                // their offset (offset + keep ≤ expect ≤ capacity).
-                let bytes = unsafe { user_buf(buf.add(c.offset as usize), keep) };
+            if let Some(b) = data.contiguous() {
+                // Unpacked straight out of the transport's block.
                 // SAFETY: the receive is pending: its memory is writable.
-                unsafe { u.unpack(c.offset, bytes) };
+                unsafe { u.unpack(c.offset, &b[..keep]) };
             } else {
                 let mut scratch = std::mem::take(&mut self.scratch);
                 if scratch.len() < keep {
@@ -1276,6 +1303,7 @@ impl Proto {
         if kind == am::RTS || kind == am::RTS_IOV || kind == am::RTS_PACKED {
             return self.start_rendezvous(link, req, from, kind, h, buf, cap);
         }
+        let buf = self.flat_recv(buf, cap);
         let len = data.len();
         let n = len.min(cap);
         // SAFETY: n ≤ cap, the posted receive's buffer capacity.
@@ -1395,12 +1423,20 @@ impl Proto {
         let (sent_iov, packed) = (kind == am::RTS_IOV, kind == am::RTS_PACKED);
         // Pieces on either side: one gathering copy beats packing and unpacking (memory the
         // sender exposed in its arena is read the plain way below).
-        let local = self.find_iov(buf, cap);
-        let chunked = local.as_ref().filter(|d| d.chunks().is_some()).cloned();
-        let local = local.filter(|d| d.chunks().is_none());
+        let found = self.find_iov(buf, cap);
+        // A chunk unpacker unpacks only chunks its sender packs (`RTS_PACKED`); any other
+        // message lands in its packed bytes, unpacked at completion.
+        let chunked = found
+            .as_ref()
+            .filter(|d| packed && d.chunks().is_some())
+            .cloned();
+        let local = found.as_ref().filter(|d| d.chunks().is_none()).cloned();
+        // Where the bytes land when not through pieces or chunk by chunk (allocated on use).
+        let flat = |d: &Option<Arc<IovDesc>>| d.as_ref().map_or(buf, |d| d.packed_ptr());
         if !packed && limits.iov_max > 0 && (sent_iov || (local.is_some() && h.flags == 0)) {
             let n = st.bytes;
-            if Self::pull_pieces(link, from, h, sent_iov, local.as_deref(), buf, n).is_ok() {
+            let dst = if local.is_some() { buf } else { flat(&found) };
+            if Self::pull_pieces(link, from, h, sent_iov, local.as_deref(), dst, n).is_ok() {
                 if let Some(d) = &local {
                     d.set_direct();
                 }
@@ -1408,6 +1444,7 @@ impl Proto {
                 return self.pulled(link, from, req, st, h.sreq);
             }
         }
+        let buf = if chunked.is_some() { buf } else { flat(&found) };
         // Memory the sender exposed for plain copies (flags set) is always pulled; otherwise a
         // lone message below the crossover is pushed (see `Limits::single_copy_min`). With
         // more receives waiting (a window, a halo) pulls spread the copying better.

@@ -113,6 +113,17 @@ impl Payload<'_> {
         }
     }
 
+    /// The payload as one slice where it lies in one place already (bytes, or one pool
+    /// block), so a handler can read it in place; `None` for cells and placed bytes.
+    #[inline]
+    pub fn contiguous(&self) -> Option<&[u8]> {
+        match self {
+            Payload::Bytes(b) => Some(b),
+            Payload::Shm(p) => p.contiguous(),
+            Payload::Placed(_) => None,
+        }
+    }
+
     /// Copies the first `dst.len()` payload bytes (at most [`len`](Self::len)) into `dst`.
     /// Placed bytes are already at the place the handler named, which is the only `dst` a
     /// handler passes for them: nothing to copy.
@@ -155,6 +166,22 @@ pub trait Link {
     /// (at most [`Limits::max_frag`] bytes) are copied before this returns. `Busy`: nothing was
     /// sent; retry after progress.
     fn send(&mut self, to: u32, am: u8, hdr: &[u8], payload: &[u8]) -> Result<(), SendError>;
+
+    /// Sends one fragment whose `len`-byte payload `fill` writes straight into the
+    /// transport's own buffer (a pool block), sparing a staging copy of data packed on the
+    /// fly. `Ok(false)`: this transport or size cannot (nothing sent, `fill` not called; the
+    /// caller uses [`send`](Self::send)); otherwise as for `send`.
+    fn send_fill(
+        &mut self,
+        to: u32,
+        am: u8,
+        hdr: &[u8],
+        len: usize,
+        fill: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<bool, SendError> {
+        let _ = (to, am, hdr, len, fill);
+        Ok(false)
+    }
 
     /// Names `len` bytes at `buf` for a peer's [`get`](Self::get) (the caller keeps them
     /// unchanged until the peer says it is done).

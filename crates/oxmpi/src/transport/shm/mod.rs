@@ -248,6 +248,17 @@ impl Payload<'_> {
         self.len
     }
 
+    /// The payload in place when it is one pool block (`None` for cells).
+    #[inline]
+    pub fn contiguous(&self) -> Option<&[u8]> {
+        match self.kind {
+            // SAFETY: as in `copy_to`: `len` announced bytes in a block nobody writes until
+            // we release it, which happens after the handler call this payload lives for.
+            PayloadKind::Block(p) => Some(unsafe { std::slice::from_raw_parts(p, self.len) }),
+            PayloadKind::Cells { .. } => None,
+        }
+    }
+
     /// Copies the first `dst.len()` payload bytes (at most [`len`](Self::len)) into `dst`.
     #[inline]
     pub fn copy_to(&self, dst: &mut [u8]) {
@@ -593,6 +604,47 @@ impl ShmLink {
     }
 }
 
+impl ShmLink {
+    /// Sends a fragment of `len` (≤ `max_frag`) payload bytes that `fill` writes into a
+    /// fresh pool block (its address, `len` writable bytes), and `hdr` (≤ `MAX_HDR`).
+    #[inline]
+    fn send_block(
+        &mut self,
+        to: u32,
+        am: u8,
+        hdr: &[u8],
+        len: usize,
+        fill: impl FnOnce(*mut u8),
+    ) -> std::result::Result<(), SendError> {
+        let me = self.me;
+        let block = self.pool.alloc().ok_or(SendError::Busy)?;
+        // SAFETY: the block is ours and unannounced, `max_frag` ≥ `len` bytes long.
+        fill(unsafe { self.pool.block_mut(block) });
+        let peer = match self.peer(to) {
+            Ok(p) => p,
+            Err(e) => {
+                self.pool.unalloc(block);
+                return Err(SendError::Fatal(e));
+            }
+        };
+        let Some(claim) = peer.tx.claim(1) else {
+            self.pool.unalloc(block);
+            return Err(SendError::Busy);
+        };
+        // SAFETY: claimed, unpublished cell; header fits (hdr ≤ MAX_HDR).
+        unsafe {
+            let b = peer.tx.body(&claim, 0).cast::<u8>();
+            write_meta(b, am, FLAG_POOL, hdr.len() as u8, 1, me, len as u32);
+            b.add(INLINE_META)
+                .cast::<[u8; 4]>()
+                .write_unaligned(block.to_le_bytes());
+            std::ptr::copy_nonoverlapping(hdr.as_ptr(), b.add(POOL_META), hdr.len());
+        }
+        peer.tx.publish(claim);
+        Ok(())
+    }
+}
+
 impl Link for ShmLink {
     #[inline]
     fn limits(&self) -> Limits {
@@ -657,41 +709,31 @@ impl Link for ShmLink {
             peer.tx.publish(claim);
             return Ok(());
         }
-        let block = self.pool.alloc().ok_or(SendError::Busy)?;
-        // SAFETY: the block is ours and unannounced; the payload fits (checked above).
-        unsafe {
-            crate::bytecopy::copy(self.pool.block_mut(block), payload.as_ptr(), payload.len())
-        };
-        let peer = match self.peer(to) {
-            Ok(p) => p,
-            Err(e) => {
-                self.pool.unalloc(block);
-                return Err(SendError::Fatal(e));
-            }
-        };
-        let Some(claim) = peer.tx.claim(1) else {
-            self.pool.unalloc(block);
-            return Err(SendError::Busy);
-        };
-        // SAFETY: claimed, unpublished cell; header fits (hdr ≤ MAX_HDR).
-        unsafe {
-            let b = peer.tx.body(&claim, 0).cast::<u8>();
-            write_meta(
-                b,
-                am,
-                FLAG_POOL,
-                hdr.len() as u8,
-                1,
-                me,
-                payload.len() as u32,
-            );
-            b.add(INLINE_META)
-                .cast::<[u8; 4]>()
-                .write_unaligned(block.to_le_bytes());
-            std::ptr::copy_nonoverlapping(hdr.as_ptr(), b.add(POOL_META), hdr.len());
+        self.send_block(to, am, hdr, payload.len(), |b| {
+            // SAFETY: the block is ours and unannounced; the payload fits (checked above).
+            unsafe { crate::bytecopy::copy(b, payload.as_ptr(), payload.len()) }
+        })
+    }
+
+    /// A payload above `inline_max` packed straight into a pool block; smaller ones are left
+    /// to `send` (cells).
+    fn send_fill(
+        &mut self,
+        to: u32,
+        am: u8,
+        hdr: &[u8],
+        len: usize,
+        fill: &mut dyn FnMut(&mut [u8]),
+    ) -> std::result::Result<bool, SendError> {
+        if len <= self.limits.inline_max || len > self.limits.max_frag || hdr.len() > MAX_HDR {
+            return Ok(false);
         }
-        peer.tx.publish(claim);
-        Ok(())
+        self.send_block(to, am, hdr, len, |b| {
+            // SAFETY: `send_block` hands over `len` bytes of a block that is ours and
+            // unannounced, so nothing else reads or writes them during the call.
+            fill(unsafe { std::slice::from_raw_parts_mut(b, len) })
+        })?;
+        Ok(true)
     }
 
     /// Data in our arena is a plain copy for the receiver, better than any system call.
