@@ -12,7 +12,9 @@
 #
 # PRIO='chrt -f 10' runs every measured program (all of them alike) at a real-time priority,
 # so that other load on the machine does not decide the figures.
-# Prints one line per measurement and a table of medians.
+# Prints one line per measurement, a table of medians and the median of `oxmpi-bench floor`
+# taken each round (how near the two cores sit on the host at the time: runs compare only at
+# a similar floor).
 set -euo pipefail
 ROUNDS=${1:-3}; shift || true
 EXTRA=("$@")
@@ -81,11 +83,15 @@ mpich() { # benchmark size: MPICH over rail0 between h1 and h2
     -genv MPIR_CVAR_CH4_NETMOD ofi -genv FI_PROVIDER tcp -genv FI_TCP_IFACE rail0 \
     "$WORK/oxbench-mpich" "$1" --min "$2" --max "$2" | awk -v s="$2" '$1==s {print $2}'
 }
+floor() { # the median of 3 cache-line ping-pongs between cores 0 and 1
+  "${PRE[@]}" "$T/oxmpi-bench" floor --repeats 3 | awk '!/^#/' | sort -g | awk 'NR==2'
+}
 ONE=10.77.12.0/24 TWO=10.77.12.0/24,10.77.112.0/24
 RES=$(mktemp)
 for r in $(seq 1 "$ROUNDS"); do
-  for m in "raw-lat" "rawspin-lat" "mpi1-lat" "mpi2-lat" "mpich-lat" "raw-bw" "mpi1-bw" "mpi2-bw" "mpich-bw"; do
+  for m in "floor" "raw-lat" "rawspin-lat" "mpi1-lat" "mpi2-lat" "mpich-lat" "raw-bw" "mpi1-bw" "mpi2-bw" "mpich-bw"; do
     case $m in
+      floor) v=$(floor) ;;
       mpich-lat) v=$(mpich latency 1) ;; mpich-bw) v=$(mpich bw 4194304) ;;
       raw-lat) v=$(raw lat) ;; rawspin-lat) v=$(raw spin) ;; raw-bw) v=$(raw bw) ;;
       mpi1-lat) v=$(mpi $ONE latency 1) ;; mpi2-lat) v=$(mpi $TWO latency 1) ;;
@@ -100,4 +106,10 @@ echo "| measure (median of $ROUNDS, ${EXTRA[*]:-default env}${PRIO:+, $PRIO}) | 
 echo "|---|---|---|---|---|---|"
 echo "| 1 B latency (us) | $(med raw-lat) | $(med rawspin-lat) | $(med mpi1-lat) | $(med mpi2-lat) | $(med mpich-lat) |"
 echo "| 4 MiB bandwidth (MB/s) | $(med raw-bw) | - | $(med mpi1-bw) | $(med mpi2-bw) | $(med mpich-bw) |"
+echo
+echo "oxmpi-bench floor (cores 0 and 1, median of $ROUNDS rounds): $(med floor) us"
+# The goals: 1 B latency at most 1.2x raw TCP's, 4 MiB bandwidth at least 0.9x.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "-" }'; }
+echo "1 B latency / raw spinning: $(ratio "$(med mpi1-lat)" "$(med rawspin-lat)") (1 rail), $(ratio "$(med mpi2-lat)" "$(med rawspin-lat)") (2 rails)"
+echo "4 MiB bandwidth / raw stream: $(ratio "$(med mpi1-bw)" "$(med raw-bw)") (1 rail), $(ratio "$(med mpi2-bw)" "$(med raw-bw)") (2 rails)"
 rm -f "$RES"

@@ -24,9 +24,10 @@ pub fn tcp_protocols(config: &Config) -> crate::error::Result<Vec<String>> {
     let l = t.limits();
     Ok(vec![
         format!(
-            "{:>10} ..= {:<10} eager: one frame (16-byte frame header + header + data), one writev",
+            "{:>10} ..= {:<10} eager: one frame (16-byte frame header + header + data), one send up to {} B, else one writev",
             0,
-            l.eager_limit.min(l.max_frag)
+            l.eager_limit.min(l.max_frag),
+            crate::transport::tcp::conn::SMALL_FRAME
         ),
         format!(
             "{:>10} ..= {:<10} rendezvous: the sender pushes {}-byte chunks after clear-to-send, striped over {} rail(s) per peer",
@@ -38,6 +39,12 @@ pub fn tcp_protocols(config: &Config) -> crate::error::Result<Vec<String>> {
         format!(
             "limits: fragment {} B, eager limit {} B, send queue {} B per peer, no one-copy get/put",
             l.max_frag, l.eager_limit, t.send_queue
+        ),
+        format!(
+            "polling: a rank with only TCP peers reads up to {} connections directly (a recv each, epoll every {} polls), more through epoll; it blocks in epoll after OXMPI_TCP_SPIN_COUNT = {} polls",
+            crate::transport::tcp::DIRECT_MAX,
+            crate::transport::tcp::DIRECT_POLLS,
+            config.tcp_spin_count
         ),
     ])
 }
@@ -51,6 +58,10 @@ mod tests {
         let lines = tcp_protocols(&Config::default()).unwrap();
         assert!(
             lines[0].contains("eager") && lines[1].contains("rendezvous"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[3].contains("polling") && lines[3].contains("OXMPI_TCP_SPIN_COUNT = 1000"),
             "{lines:?}"
         );
         let bad = Config {

@@ -251,6 +251,8 @@ impl WaitPolicy {
         if self.wakeup_only {
             self.spin = self.spin.min(spin);
             self.yields = spin;
+            // The arrival word the inner spin watches never sees socket data: poll at once.
+            self.inner_spin = 1;
         }
         self
     }
@@ -370,10 +372,14 @@ mod tests {
         let fd = crate::transport::Wakeup::new(-1);
         let only = base.with_wakeup(Some(fd), true, 8);
         assert_eq!((only.spin, only.yields, only.wakeup_only), (8, 8, true));
+        assert_eq!(only.inner_spin, 1);
         let crowded = WaitPolicy::new(2000, 100, 50, 8, 2).with_wakeup(Some(fd), true, 1000);
         assert_eq!((crowded.spin, crowded.yields), (16, 1000));
         let mixed = base.with_wakeup(Some(fd), false, 8);
-        assert_eq!((mixed.spin, mixed.yields), (2000, 100));
+        assert_eq!(
+            (mixed.spin, mixed.yields, mixed.inner_spin),
+            (2000, 100, 64)
+        );
         assert!(!mixed.wakeup_only && mixed.wakeup.is_some());
     }
 
