@@ -138,12 +138,12 @@ pub fn predefined() -> &'static [Predef] {
 /// (null, a derived datatype, garbage).
 #[inline]
 pub fn lookup(call: &str, h: usize) -> Result<&'static Predef> {
-    predefined(h).ok_or_else(|| bad(call, h))
+    predef(h).ok_or_else(|| bad(call, h))
 }
 
 /// The predefined datatype with handle value `h`, if it is one.
 #[inline]
-pub fn predefined(h: usize) -> Option<&'static Predef> {
+pub fn predef(h: usize) -> Option<&'static Predef> {
     let t = table();
     // Predefined datatypes live in 0x200..0x300 (MPI-5.0 §21.5).
     match h.checked_sub(0x200).and_then(|i| t.index.get(i)) {
@@ -222,7 +222,7 @@ pub enum Data {
 #[inline]
 pub fn data(call: &str, n: i64, dt: usize, buf: *const std::ffi::c_void) -> Result<Data> {
     // The common case, a predefined type and a count that fits, without building errors.
-    if let Some(len) = predefined(dt).and_then(|p| usize::try_from(n).ok()?.checked_mul(p.size)) {
+    if let Some(len) = predef(dt).and_then(|p| usize::try_from(n).ok()?.checked_mul(p.size)) {
         return Ok(Data::Bytes { offset: 0, len });
     }
     data_general(call, n, dt, buf)

@@ -106,7 +106,7 @@ fn tag(t: c_int) -> Tag {
 /// valid; `None` sends the call the general way, which reports any error.
 #[inline]
 fn predefined_len(n: i64, dt: Handle) -> Option<usize> {
-    let p = crate::datatypes::predefined(dt as usize)?;
+    let p = crate::datatypes::predef(dt as usize)?;
     usize::try_from(n).ok()?.checked_mul(p.size)
 }
 

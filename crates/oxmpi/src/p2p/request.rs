@@ -346,6 +346,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pending_on_counts_only_the_contexts_sends_and_freed_receives() {
+        let mut s = Slab::default();
+        let on4 = |c: u32| c >> 1 == 2;
+        assert!(!s.pending_on(on4), "empty");
+        // A send on context 6 (another communicator) and an untagged one: not ours.
+        let other = s.alloc(State::SendQueued);
+        s.set_ctx(other.idx, 6);
+        s.alloc(State::SendQueued);
+        assert!(!s.pending_on(on4));
+        // A send in flight on context 5 (the collective half of pair 2) is.
+        let mine = s.alloc(State::SendWait {
+            buf: std::ptr::null(),
+            len: 0,
+        });
+        s.set_ctx(mine.idx, 5);
+        assert!(s.pending_on(on4));
+        s.complete(mine.idx, Status::default());
+        assert!(!s.pending_on(on4), "done, uncollected");
+        // A posted receive counts only once freed, by the context in its state.
+        let r = s.alloc(State::Recv {
+            buf: std::ptr::null_mut(),
+            cap: 0,
+            ctx: 4,
+        });
+        assert!(!s.pending_on(on4), "the caller still holds it");
+        assert!(s.detach(r));
+        assert!(s.pending_on(on4), "freed before it completed");
+        s.complete(r.idx, Status::default());
+        assert!(!s.pending_on(on4), "freed on completion");
+    }
+
+    #[test]
     fn slots_are_reused_and_stale_ids_rejected() {
         let mut s = Slab::default();
         let a = s.alloc(State::SendQueued);
