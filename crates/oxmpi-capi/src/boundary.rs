@@ -78,23 +78,36 @@ pub fn handle_of(i: i32) -> Handle {
 /// Runs `body`, the translation of MPI call `name`, and turns its outcome into the C return
 /// code: `MPI_SUCCESS`, or the error dispatched to the error handler of `on` (which may end
 /// the job). A panic becomes `MPI_ERR_INTERN`; none crosses the boundary.
+#[inline]
 pub fn run(name: &'static str, on: CommHandle, body: impl FnOnce() -> Result<()>) -> c_int {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => 0,
-        Ok(Err(e)) => fail(name, on, &e, e.class() as c_int),
-        Err(p) => {
-            let what = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            let e = Error::new(
-                ErrorClass::Intern,
-                format!("{name}: internal error: {what}"),
-            );
-            fail(name, on, &e, ErrorClass::Intern as c_int)
-        }
+        Ok(Err(e)) => fail_with(name, on, e),
+        Err(p) => panicked(name, on, p),
     }
+}
+
+/// [`run`]'s error path, out of line so that the success path stays short.
+#[cold]
+#[inline(never)]
+fn fail_with(name: &str, on: CommHandle, e: Error) -> c_int {
+    fail(name, on, &e, e.class() as c_int)
+}
+
+/// [`run`]'s panic path: `MPI_ERR_INTERN` naming the call.
+#[cold]
+#[inline(never)]
+fn panicked(name: &str, on: CommHandle, p: Box<dyn std::any::Any + Send>) -> c_int {
+    let what = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    let e = Error::new(
+        ErrorClass::Intern,
+        format!("{name}: internal error: {what}"),
+    );
+    fail(name, on, &e, ErrorClass::Intern as c_int)
 }
 
 /// Hands error `code` of call `name` to the error handler of `on`; returns the code if the

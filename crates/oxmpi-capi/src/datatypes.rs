@@ -138,11 +138,17 @@ pub fn predefined() -> &'static [Predef] {
 /// (null, a derived datatype, garbage).
 #[inline]
 pub fn lookup(call: &str, h: usize) -> Result<&'static Predef> {
+    predef(h).ok_or_else(|| bad(call, h))
+}
+
+/// The predefined datatype with handle value `h`, if it is one.
+#[inline]
+pub fn predef(h: usize) -> Option<&'static Predef> {
     let t = table();
     // Predefined datatypes live in 0x200..0x300 (MPI-5.0 §21.5).
     match h.checked_sub(0x200).and_then(|i| t.index.get(i)) {
-        Some(&k) if k > 0 => Ok(&t.types[k as usize - 1]),
-        _ => Err(bad(call, h)),
+        Some(&k) if k > 0 => t.types.get(k as usize - 1),
+        _ => None,
     }
 }
 
@@ -213,7 +219,18 @@ pub enum Data {
 /// freed or uncommitted datatype is [`ErrorClass::Type`], a negative count
 /// [`ErrorClass::Count`], a NULL buffer (`MPI_BOTTOM`) under data that is not at absolute
 /// addresses [`ErrorClass::Buffer`].
+#[inline]
 pub fn data(call: &str, n: i64, dt: usize, buf: *const std::ffi::c_void) -> Result<Data> {
+    // The common case, a predefined type and a count that fits, without building errors.
+    if let Some(len) = predef(dt).and_then(|p| usize::try_from(n).ok()?.checked_mul(p.size)) {
+        return Ok(Data::Bytes { offset: 0, len });
+    }
+    data_general(call, n, dt, buf)
+}
+
+/// [`data`] for derived datatypes, and every error.
+#[inline(never)]
+fn data_general(call: &str, n: i64, dt: usize, buf: *const std::ffi::c_void) -> Result<Data> {
     let count = crate::boundary::count(call, n)?;
     let overflow = || {
         Error::new(

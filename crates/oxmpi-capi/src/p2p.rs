@@ -102,6 +102,14 @@ fn tag(t: c_int) -> Tag {
     }
 }
 
+/// Bytes of `n` elements of predefined datatype `dt`, when `dt` is one and the count is
+/// valid; `None` sends the call the general way, which reports any error.
+#[inline]
+fn predefined_len(n: i64, dt: Handle) -> Option<usize> {
+    let p = crate::datatypes::predef(dt as usize)?;
+    usize::try_from(n).ok()?.checked_mul(p.size)
+}
+
 /// A receive's tag: non-negative or `MPI_ANY_TAG`.
 fn check_recv_tag(name: &str, t: c_int) -> Result<()> {
     if t < 0 && t != ANY_TAG {
@@ -123,7 +131,36 @@ fn check_send_tag(name: &str, t: c_int) -> Result<()> {
 /// # Safety
 /// `buf` valid for reads of `n` elements of `dt`.
 #[allow(clippy::too_many_arguments)] // the C call's arguments, plus the mode
+#[inline(always)]
 unsafe fn send(
+    name: &str,
+    mode: SendMode,
+    buf: *const c_void,
+    n: i64,
+    dt: Handle,
+    dest: c_int,
+    t: c_int,
+    c: Handle,
+) -> Result<()> {
+    // The common case, a standard send of a predefined type with a valid count and tag, in
+    // as few steps as the native path: the checks and errors are those of the general way.
+    if let (SendMode::Standard, Some(len), true) = (mode, predefined_len(n, dt), t >= 0) {
+        return with_typed(comm(c), |comm| {
+            // SAFETY: forwarded from our caller.
+            comm.send(unsafe { send_buf(name, buf, len)? }, dest, t)
+        });
+    }
+    // SAFETY: forwarded from our caller.
+    unsafe { send_general(name, mode, buf, n, dt, dest, t, c) }
+}
+
+/// [`send`] of anything else: derived datatypes, the other modes, and every argument error.
+///
+/// # Safety
+/// As [`send`].
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+unsafe fn send_general(
     name: &str,
     mode: SendMode,
     buf: *const c_void,
@@ -1199,7 +1236,61 @@ fn at_mut(p: *mut c_void, offset: isize) -> *mut c_void {
 /// # Safety
 /// Pointers as the standard's contract for `MPI_Recv`.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 unsafe fn recv(
+    name: &str,
+    buf: *mut c_void,
+    n: i64,
+    dt: Handle,
+    src: c_int,
+    t: c_int,
+    c: Handle,
+    status: *mut MpiStatus,
+) -> Result<()> {
+    // The common case, a predefined type with a valid count and tag, in as few steps as the
+    // native path: the checks and errors are those of the general way.
+    if let (Some(len), true) = (predefined_len(n, dt), t >= 0 || t == ANY_TAG) {
+        return with_typed(comm(c), |comm| {
+            // SAFETY: forwarded from our caller.
+            let data = unsafe { recv_buf(name, buf, len)? };
+            // SAFETY: forwarded from our caller.
+            unsafe { finish_recv(comm.receive_into(data, source(src), tag(t)), status) }
+        });
+    }
+    // SAFETY: forwarded from our caller.
+    unsafe { recv_general(name, buf, n, dt, src, t, c, status) }
+}
+
+/// Writes a blocking receive's outcome to `status`: all of it, or on an error its class (a
+/// truncated message still reports who sent it).
+///
+/// # Safety
+/// `status` must be null or valid for a write of one `MPI_Status`.
+#[inline]
+unsafe fn finish_recv(st: Result<Status>, status: *mut MpiStatus) -> Result<()> {
+    match st {
+        Ok(st) => {
+            // SAFETY: forwarded from our caller.
+            unsafe { put_status(status, &st) };
+            Ok(())
+        }
+        Err(e) => {
+            if !status.is_null() {
+                // SAFETY: non-null, valid by the caller's contract.
+                unsafe { (*status).error = e.class() as c_int };
+            }
+            Err(e)
+        }
+    }
+}
+
+/// [`recv`] of anything else: derived datatypes, and every argument error.
+///
+/// # Safety
+/// As [`recv`].
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+unsafe fn recv_general(
     name: &str,
     buf: *mut c_void,
     n: i64,
@@ -1224,21 +1315,8 @@ unsafe fn recv(
                 unsafe { comm.receive_staged(&mut s, source(src), tag(t)) }
             }
         };
-        match st {
-            Ok(st) => {
-                // SAFETY: forwarded from our caller.
-                unsafe { put_status(status, &st) };
-                Ok(())
-            }
-            Err(e) => {
-                // A truncated message still reports who sent it.
-                if !status.is_null() {
-                    // SAFETY: non-null, valid by the caller's contract.
-                    unsafe { (*status).error = e.class() as c_int };
-                }
-                Err(e)
-            }
-        }
+        // SAFETY: forwarded from our caller.
+        unsafe { finish_recv(st, status) }
     })
 }
 

@@ -269,6 +269,7 @@ impl<L: ThreadLevel> Communicator<L> {
     }
 
     /// Sends `buf` to rank `dest` with `tag` (`MPI_Send`; also serves `MPI_Rsend`).
+    #[inline]
     pub fn send<B: Buffer + ?Sized>(&self, buf: &B, dest: i32, tag: i32) -> Result<()> {
         if let Some(Some(id)) = self.start_send("send", SendMode::Standard, buf, dest, tag)? {
             check("send", h::wait_id(&self.rt, id, "send"))?;

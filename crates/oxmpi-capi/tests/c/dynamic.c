@@ -70,6 +70,45 @@ int main(int argc, char **argv) {
     CHECK(deleted == 1, "delete callback ran %d times", deleted);
     MUST(MPI_Comm_free_keyval(&key));
 
+    /* Disconnect waits for its own communicator's operations only. Rank 0 starts a
+     * synchronous send on b that rank 1 receives only after rank 0 has disconnected a and
+     * said so on go (waiting for b here would never end), and a large send on a that it
+     * frees and overwrites as soon as disconnect returns (not waiting for it would let
+     * rank 1 read the overwritten bytes). */
+    if (size >= 2) {
+        MPI_Comm a, b, go;
+        MPI_Request sync;
+        int x = 42, y = -1, flag = 1;
+        MUST(MPI_Comm_dup(MPI_COMM_WORLD, &a));
+        MUST(MPI_Comm_dup(MPI_COMM_WORLD, &b));
+        MUST(MPI_Comm_dup(MPI_COMM_WORLD, &go));
+        if (rank == 0) {
+            for (int i = 0; i < BIG; i++) out[i] = (char)(i * 5 + 3);
+            MUST(MPI_Issend(&x, 1, MPI_INT, 1, 5, b, &sync));
+            MUST(MPI_Isend(out, BIG, MPI_CHAR, 1, 6, a, &req[0]));
+            MUST(MPI_Request_free(&req[0]));
+            MUST(MPI_Comm_disconnect(&a));
+            memset(out, 0x5a, BIG);
+            MUST(MPI_Test(&sync, &flag, MPI_STATUS_IGNORE));
+            CHECK(!flag, "the synchronous send on b completed before rank 1 received it");
+            MUST(MPI_Send(&x, 1, MPI_INT, 1, 7, go));
+            MUST(MPI_Wait(&sync, MPI_STATUS_IGNORE));
+        } else if (rank == 1) {
+            MUST(MPI_Recv(in, BIG, MPI_CHAR, 0, 6, a, MPI_STATUS_IGNORE));
+            for (int i = 0; i < BIG; i++)
+                CHECK(in[i] == (char)(i * 5 + 3), "byte %d of the freed send on a", i);
+            MUST(MPI_Comm_disconnect(&a));
+            MUST(MPI_Recv(&y, 1, MPI_INT, 0, 7, go, MPI_STATUS_IGNORE));
+            MUST(MPI_Recv(&y, 1, MPI_INT, 0, 5, b, MPI_STATUS_IGNORE));
+            CHECK(y == 42, "the synchronous send on b carried %d", y);
+        } else {
+            MUST(MPI_Comm_disconnect(&a));
+        }
+        CHECK(a == MPI_COMM_NULL, "disconnect left a set");
+        MUST(MPI_Comm_free(&b));
+        MUST(MPI_Comm_free(&go));
+    }
+
     /* An intercommunicator between the even and odd ranks. */
     if (size >= 2) {
         MUST(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half));

@@ -9,6 +9,7 @@
 //! # Standard sections
 //! MPI-5.0 §7.4 (communicator management), §7.6 (intercommunicators), §7.7 (caching).
 
+use std::cell::Cell;
 use std::sync::{Arc, RwLock};
 
 use super::attr::{CopyHook, DeleteHook, KeyDef, Predefined, Value};
@@ -232,11 +233,14 @@ pub fn comm_free(c: &mut CommHandle) -> Result<()> {
     comm.free(id.0)
 }
 
-/// Disconnects `*c` (`MPI_Comm_disconnect`): waits until every fragment this process still
-/// owes its peers has left it (what MPI_Finalize also waits for), then frees `*c` as
-/// [`comm_free`] does. Requests the caller holds must be complete already, as the standard
-/// requires. Buffered sends are not waited for: one may be to a process that receives it
-/// only after disconnecting. The predefined communicators are [`ErrorClass::Comm`].
+/// Disconnects `*c` (`MPI_Comm_disconnect`): waits until the point-to-point operations this
+/// process started on `*c` have completed inside the library — sends until their peer has
+/// what it needs from us, receives freed with `MPI_Request_free` until their data is in —
+/// then frees `*c` as [`comm_free`] does. Operations on other communicators are not waited
+/// for. Requests the caller holds must be complete already, as the standard requires (a
+/// pending receive still held is not waited for). Buffered sends are not waited for: one may
+/// be to a process that receives it only after disconnecting. The predefined communicators
+/// are [`ErrorClass::Comm`].
 pub fn comm_disconnect(c: &mut CommHandle) -> Result<()> {
     let rt = runtime("comm_disconnect")?;
     if matches!(*c, CommHandle::WORLD | CommHandle::SELF) {
@@ -245,13 +249,15 @@ pub fn comm_disconnect(c: &mut CommHandle) -> Result<()> {
             "comm_disconnect: the predefined communicators cannot be disconnected",
         ));
     }
-    get("comm_disconnect", *c)?;
-    // Only outgoing fragments: receivers drain them whatever MPI call they are in, so this
-    // cannot wait on another communicator's matching.
+    let comm = get("comm_disconnect", *c)?;
+    // Context pairs (2k point-to-point, 2k + 1 collective): the communicator's own, and an
+    // intercommunicator's local one.
+    let pairs = [comm.state.context >> 1, comm.state.local_context >> 1];
     super::request::wait_engine_until(rt, |e| {
         e.enter("comm_disconnect");
-        (!e.has_outgoing()).then_some(())
+        (!e.pending_on(|ctx| pairs.contains(&(ctx >> 1)))).then_some(())
     });
+    drop(comm);
     comm_free(c)
 }
 
@@ -425,14 +431,18 @@ thread_local! {
     /// `MPI_COMM_WORLD` and `MPI_COMM_SELF` as this thread's typed communicators, made on the
     /// thread's first call after init: [`with_typed`] lends them without the table's lock and
     /// without counting references (six atomic read-modify-writes per call otherwise, each
-    /// draining the store buffer behind the message just written).
-    static TYPED: std::cell::OnceCell<[crate::Communicator<crate::Single>; 2]> =
-        const { std::cell::OnceCell::new() };
+    /// draining the store buffer behind the message just written). A plain reference without
+    /// a destructor, so that reaching it is one TLS lookup (a destructor adds a registration
+    /// state check to every access, measured 60 instructions per call in the shared library);
+    /// the pair itself lives as long as the process (two handles per thread that calls MPI).
+    static TYPED: Cell<Option<&'static [crate::Communicator<crate::Single>; 2]>> =
+        const { Cell::new(None) };
 }
 
 /// Runs `f` on the communicator behind `c` as a [`Single`](crate::Single) communicator, as
 /// [`comm_typed`] gives it (same checks, same errors), lending `MPI_COMM_WORLD` and
 /// `MPI_COMM_SELF` from a per-thread copy: the C ABI's point-to-point calls go through here.
+#[inline]
 pub fn with_typed<R>(
     c: CommHandle,
     f: impl FnOnce(&crate::Communicator<crate::Single>) -> Result<R>,
@@ -442,20 +452,32 @@ pub fn with_typed<R>(
         CommHandle::SELF => 1,
         _ => return f(&comm_typed::<crate::Single>(c)?),
     };
-    // Init, finalize and the calling thread are checked on every call, as `get` does.
+    // The copies exist on a thread only once `runtime` let it call, and neither the thread
+    // level nor the calling thread changes after that: finalize is the one check left.
+    match TYPED.with(Cell::get) {
+        Some(both) if !crate::runtime::is_finalized() => f(&both[i]),
+        _ => f(&typed_first(c)?[i]),
+    }
+}
+
+/// [`with_typed`] on a thread's first call (or after finalize): init, finalize and the
+/// calling thread are checked as `get` does, then the thread's pair is made.
+#[cold]
+#[inline(never)]
+fn typed_first(c: CommHandle) -> Result<&'static [crate::Communicator<crate::Single>; 2]> {
     runtime("comm_typed")?;
-    TYPED.with(|t| {
-        if let Some(both) = t.get() {
-            return f(&both[i]);
-        }
-        let both = PREDEFINED
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map(|b| b.clone().map(crate::Communicator::from_comm))
-            .ok_or_else(|| bad_comm("comm_typed", c))?;
-        f(&t.get_or_init(|| both)[i])
-    })
+    if let Some(both) = TYPED.with(Cell::get) {
+        return Ok(both);
+    }
+    let both = PREDEFINED
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map(|b| b.clone().map(crate::Communicator::from_comm))
+        .ok_or_else(|| bad_comm("comm_typed", c))?;
+    let both: &'static [crate::Communicator<crate::Single>; 2] = Box::leak(Box::new(both));
+    TYPED.with(|t| t.set(Some(both)));
+    Ok(both)
 }
 
 /// A typed handle to the communicator behind `c`, for the typed API's operations

@@ -310,6 +310,10 @@ impl Engine {
             AnyTransport::SelfLoop(_) => return unsafe { self.isend_self(mode, buf, len, env) },
         };
         self.after_start();
+        if let Ok(Some(id)) = &r {
+            // Only a send still in flight: an eager one done at once skips this.
+            self.proto.reqs.set_ctx(id.idx, env.ctx);
+        }
         r
     }
 
@@ -333,6 +337,9 @@ impl Engine {
         let r = unsafe { self.proto.isend(tr.link(), mode, buf, len, me, env) };
         self.drain_self();
         self.after_start();
+        if let Ok(Some(id)) = &r {
+            self.proto.reqs.set_ctx(id.idx, env.ctx);
+        }
         r
     }
 
@@ -394,7 +401,11 @@ impl Engine {
         }
         if let Some(u) = self.proto.matcher.take_unexpected(ctx, src, tag) {
             // SAFETY: forwarded from our caller.
-            return Ok(unsafe { self.recv_unexpected(u, buf, cap) });
+            let r = unsafe { self.recv_unexpected(u, buf, cap) };
+            if let RecvStart::Pending(id) = &r {
+                self.proto.reqs.set_ctx(id.idx, ctx);
+            }
+            return Ok(r);
         }
         let peer = match src_world {
             Some(w) => {
@@ -406,6 +417,7 @@ impl Engine {
             }
             None => u32::MAX,
         };
+        // A posted receive carries its context in its state: nothing to record here.
         let id = self.proto.alloc(State::Recv { buf, cap, ctx }, peer);
         self.proto.matcher.post(
             ctx,
@@ -605,6 +617,12 @@ impl Engine {
     /// advances them.
     pub fn resume_schedules(&mut self, parked: &mut Vec<(ReqId, Box<dyn Schedule>)>) {
         self.schedules.append(parked);
+    }
+
+    /// Whether a point-to-point operation on a context `on` accepts still has to complete
+    /// inside the library (see [`Slab::pending_on`](super::request::Slab::pending_on)).
+    pub fn pending_on(&self, on: impl Fn(u32) -> bool) -> bool {
+        self.proto.reqs.pending_on(on)
     }
 
     /// Whether fragments this rank owes its peers are still queued.

@@ -89,7 +89,9 @@ impl Drop for Leave<'_> {
 }
 
 /// A token unique to the calling thread among live threads (never 0 or 1).
-#[inline]
+// Out of line: inlined, the compiler computes the TLS address before the branch that needs
+// it, which in the C ABI's shared library is a `__tls_get_addr` call on every unlocked entry.
+#[inline(never)]
 fn thread_token() -> usize {
     thread_local!(static TOKEN: u16 = const { 0 });
     TOKEN.with(|t| t as *const u16 as usize)

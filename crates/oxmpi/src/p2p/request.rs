@@ -141,7 +141,12 @@ struct Slot {
     status: Status,
     /// Nobody will collect the status (`MPI_Request_free`): the slot is freed on completion.
     detached: bool,
+    /// Context id of the point-to-point operation, or [`NO_CTX`] (untagged).
+    ctx: u32,
 }
+
+/// [`Slot::ctx`] of an operation whose start did not record its context.
+pub const NO_CTX: u32 = u32::MAX;
 
 /// The request slab.
 #[derive(Debug, Default)]
@@ -162,6 +167,7 @@ impl Slab {
                     state: State::Free,
                     status: Status::default(),
                     detached: false,
+                    ctx: NO_CTX,
                 });
                 (self.slots.len() - 1) as u32
             }
@@ -171,7 +177,34 @@ impl Slab {
         s.state = state;
         s.status = Status::default();
         s.detached = false;
+        s.ctx = NO_CTX;
         ReqId { idx, gen: s.gen }
+    }
+
+    /// Records that the operation at slot `idx` runs on context `ctx` (for
+    /// [`pending_on`](Self::pending_on)).
+    #[inline]
+    pub fn set_ctx(&mut self, idx: u32, ctx: u32) {
+        if let Some(s) = self.slots.get_mut(idx as usize) {
+            s.ctx = ctx;
+        }
+    }
+
+    /// Whether an operation on a context `on` accepts still has to complete inside the
+    /// library: a send not yet finished (its peer may still need our data or answer), or a
+    /// receive nobody will wait for (`MPI_Request_free`). Receives the caller still holds are
+    /// the caller's to complete (`MPI_Comm_disconnect` requires it), so they do not count.
+    pub fn pending_on(&self, on: impl Fn(u32) -> bool) -> bool {
+        self.slots.iter().any(|s| match s.state {
+            State::SendWait { .. } | State::SendPush { .. } | State::SendQueued => {
+                s.ctx != NO_CTX && on(s.ctx)
+            }
+            // A posted receive keeps its context in its state (recording it in the slot
+            // would cost every receive a store).
+            State::Recv { ctx, .. } => s.detached && on(ctx),
+            State::RecvChunks { .. } => s.detached && s.ctx != NO_CTX && on(s.ctx),
+            State::Free | State::Done | State::Schedule => false,
+        })
     }
 
     /// Takes a slot for an operation that finished as it started, holding `status` until it
@@ -311,6 +344,38 @@ impl Slab {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pending_on_counts_only_the_contexts_sends_and_freed_receives() {
+        let mut s = Slab::default();
+        let on4 = |c: u32| c >> 1 == 2;
+        assert!(!s.pending_on(on4), "empty");
+        // A send on context 6 (another communicator) and an untagged one: not ours.
+        let other = s.alloc(State::SendQueued);
+        s.set_ctx(other.idx, 6);
+        s.alloc(State::SendQueued);
+        assert!(!s.pending_on(on4));
+        // A send in flight on context 5 (the collective half of pair 2) is.
+        let mine = s.alloc(State::SendWait {
+            buf: std::ptr::null(),
+            len: 0,
+        });
+        s.set_ctx(mine.idx, 5);
+        assert!(s.pending_on(on4));
+        s.complete(mine.idx, Status::default());
+        assert!(!s.pending_on(on4), "done, uncollected");
+        // A posted receive counts only once freed, by the context in its state.
+        let r = s.alloc(State::Recv {
+            buf: std::ptr::null_mut(),
+            cap: 0,
+            ctx: 4,
+        });
+        assert!(!s.pending_on(on4), "the caller still holds it");
+        assert!(s.detach(r));
+        assert!(s.pending_on(on4), "freed before it completed");
+        s.complete(r.idx, Status::default());
+        assert!(!s.pending_on(on4), "freed on completion");
+    }
 
     #[test]
     fn slots_are_reused_and_stale_ids_rejected() {

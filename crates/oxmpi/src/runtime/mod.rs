@@ -36,6 +36,8 @@ pub fn is_initialized() -> bool {
 }
 
 /// Whether MPI has been finalized in this process.
+// Inlined: the C ABI checks it on every call, from another crate.
+#[inline]
 pub fn is_finalized() -> bool {
     STATE.load(Ordering::Acquire) == FINALIZED
 }
