@@ -80,6 +80,8 @@ coll_tunables! {
         "alltoall (not in place) of at least this many bytes in total on a communicator within one host: every rank reads its block of every peer's buffer with one copy, instead of messages";
     hierarchical = 1, "OXMPI_COLL_HIERARCHICAL",
         "1: node-aware two-level barrier/bcast/reduce/allreduce when a communicator spans several hosts; 0: flat only";
+    hier_shm = 1, "OXMPI_COLL_HIER_SHM",
+        "1: the blocking node-aware collectives do their intra-host stages on a host sub-communicator (shared memory where it can); 0: by messages on the whole communicator";
 }
 
 /// The crossovers in force (read from the environment, then the tunables file, once per
@@ -221,6 +223,7 @@ pub fn algorithm_table() -> &'static [AlgorithmChoice] {
         "gather", "single-copy pulls (shared memory)", "total bytes >= OXMPI_COLL_SHM_GATHER_LONG, every rank on this host, single copy allowed: the root reads every rank's block into place";
         "alltoall", "single-copy pulls (shared memory)", "not in place, total bytes >= OXMPI_COLL_SHM_ALLTOALL_LONG, every rank on this host, single copy allowed: each rank reads its block of every peer's buffer into place";
         "any", "node-aware (hierarchical)", "barrier/bcast/reduce/allreduce when the communicator spans 2+ hosts and some host has 2+ of its ranks, OXMPI_COLL_HIERARCHICAL=1, commutative op: across host leaders, then within each host";
+        "any", "node-aware, intra-host stage on a host sub-communicator", "blocking node-aware barrier, reduce/allreduce, bcast of at least OXMPI_COLL_SHM_BCAST_LONG bytes, OXMPI_COLL_HIER_SHM=1: the stages within each host are that host's collectives (shared memory where they can), the stage across hosts messages among the leaders";
         "barrier", "dissemination", "always (flat); ceil(log2 p) rounds";
         "bcast", "scatter + ring allgather", "bytes >= OXMPI_COLL_BCAST_LONG and p >= 4";
         "bcast", "binomial tree", "otherwise";
