@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use super::algorithms::{allreduce, misc, tree, Grp, EMPTY};
 use super::schedule::{self, Program, Region, Span};
 use super::select::{self, Crossovers};
-use super::{bytes, bytes_mut, combine, Planned};
+use super::{combine, Planned};
 use crate::comm::{Comm, Communicator};
 use crate::error::Result;
 use crate::op::{Op, Reducible};
@@ -375,9 +375,9 @@ impl<L: ThreadLevel> Communicator<L> {
         });
         let c = combine::<T>(op)?;
         if me == root {
-            self.leaders_run("reduce", prog, Some(c), &[], bytes_mut(recv))
+            self.leaders_run("reduce", prog, Some(c), &[], super::bytes_mut(recv))
         } else {
-            self.leaders_run("reduce", prog, Some(c), bytes(&part), &mut [])
+            self.leaders_run("reduce", prog, Some(c), super::bytes(&part), &mut [])
         }
     }
 
@@ -418,7 +418,7 @@ impl<L: ThreadLevel> Communicator<L> {
             }
             pr
         });
-        self.leaders_run("allreduce", prog, Some(c), &[], bytes_mut(recv))?;
+        self.leaders_run("allreduce", prog, Some(c), &[], super::bytes_mut(recv))?;
         t.host.broadcast_raw::<T>(li as i32, recv)
     }
 }
