@@ -133,6 +133,9 @@ pub(crate) struct CommState {
     raw: OnceLock<crate::handle::comm::CommHandle>,
     /// The shared-memory collective channel, taken on first use and given back on drop.
     pub(crate) shm: crate::coll::shm::ShmChannel,
+    /// The host sub-communicator of the node-aware collectives' intra-host stages, created
+    /// collectively on first use and freed with this state.
+    pub(crate) host_stage: crate::coll::hier::HostStage,
 }
 
 impl std::ops::Deref for CommState {
@@ -183,6 +186,7 @@ impl CommState {
             topo: OnceLock::new(),
             raw: OnceLock::new(),
             shm: crate::coll::shm::ShmChannel::new(shm_eligible),
+            host_stage: Default::default(),
         }
     }
 

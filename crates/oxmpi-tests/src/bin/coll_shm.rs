@@ -35,12 +35,72 @@ fn check_channel(c: &Communicator, expect: bool, what: &str) {
     }
 }
 
+/// This process's world rank (set once in `main`).
+static WORLD_RANK: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+
+/// With hosts faked apart (`OXMPI_HOST_OVERRIDE`), a communicator spanning hosts with a
+/// host of 2+ of its ranks must have split off its host sub-communicator on its first
+/// barrier (the intra-host stage of the node-aware collectives), of this host's members,
+/// with a shared-memory channel; any other must have none.
+fn check_host_stage(c: &Communicator, what: &str) {
+    let Ok(hosts) = std::env::var("OXMPI_HOST_OVERRIDE") else {
+        return;
+    };
+    let hosts: Vec<&str> = hosts.split(',').collect();
+    let me_world = *WORLD_RANK.get().expect("set in main");
+    let mut members = vec![0i32; c.size() as usize];
+    must(
+        "allgather world ranks",
+        c.all_gather_into(&[me_world][..], &mut members[..]),
+    );
+    let host_of = |w: i32| hosts[w as usize];
+    let mut distinct: Vec<&str> = members.iter().map(|&w| host_of(w)).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let off = |k: &str| std::env::var(k).as_deref() == Ok("0");
+    let two_level = distinct.len() > 1
+        && distinct.len() < members.len()
+        && !off("OXMPI_COLL_HIERARCHICAL")
+        && !off("OXMPI_COLL_HIER_SHM");
+    let host = c.host_communicator();
+    if !two_level {
+        check!(
+            host.is_none(),
+            "{what}: a host communicator without two levels"
+        );
+        return;
+    }
+    let Some(host) = host else {
+        check!(
+            false,
+            "{what}: no host communicator on a communicator spanning hosts"
+        );
+        return;
+    };
+    let mine = members
+        .iter()
+        .filter(|&&w| host_of(w) == host_of(me_world))
+        .count();
+    check!(
+        host.size() as usize == mine,
+        "{what}: host communicator of {} ranks, {mine} on this host",
+        host.size()
+    );
+    if mine >= 2 && !off("OXMPI_SHM_COLL_COMMS") {
+        check!(
+            host.shared_memory_channel().is_some(),
+            "{what}: the host communicator took no shared-memory channel"
+        );
+    }
+}
+
 /// Every blocking collective with a shared-memory path on `c`, against serial references.
 fn exercise(c: &Communicator, expect: bool, what: &str) {
     let p = c.size();
     let me = c.rank();
     must("barrier", c.barrier());
     check_channel(c, expect, what);
+    check_host_stage(c, what);
     for &n in &COUNTS {
         let mine: Vec<i64> = (0..n).map(|j| val(me, j)).collect();
         let sum: Vec<i64> = (0..n).map(|j| (0..p).map(|r| val(r, j)).sum()).collect();
@@ -342,6 +402,7 @@ fn main() {
     let world = universe.world();
     let p = world.size();
     let me = world.rank();
+    let _ = WORLD_RANK.set(me);
 
     exercise(&world, false, "world");
     let dup = must("dup", world.duplicate());

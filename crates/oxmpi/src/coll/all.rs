@@ -729,6 +729,11 @@ impl<L: ThreadLevel> Communicator<L> {
                     return Ok(());
                 }
             }
+            if !recv.is_empty() && size_of::<T>() > 0 && op.is_commutative() {
+                if let Some(t) = self.two_level()? {
+                    return self.two_level_allreduce(t, send, recv, op);
+                }
+            }
         }
         self.coll_run(self.allreduce_plan("allreduce", send, recv, op)?)
     }

@@ -32,6 +32,9 @@ impl<L: ThreadLevel> Communicator<L> {
         if let Some(at) = self.shm_meet()? {
             return self.shm_barrier(at);
         }
+        if let Some(t) = self.two_level()? {
+            return self.two_level_barrier(t);
+        }
         self.coll_run(self.barrier_plan("barrier"))
     }
 

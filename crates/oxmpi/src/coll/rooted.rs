@@ -127,7 +127,7 @@ impl<L: ThreadLevel> Communicator<L> {
         })
     }
 
-    fn broadcast_raw<T: Equivalence>(&self, root: i32, buf: &mut [T]) -> Result<()> {
+    pub(super) fn broadcast_raw<T: Equivalence>(&self, root: i32, buf: &mut [T]) -> Result<()> {
         let elem = size_of::<T>();
         let bytes = bytes_mut(buf);
         if let Ok(r) = u32::try_from(root) {
@@ -139,6 +139,13 @@ impl<L: ThreadLevel> Communicator<L> {
                 if let Some(at) = self.shm_large(bytes.len(), min)? {
                     if self.shm_bcast_large(at, r, bytes)? {
                         return Ok(());
+                    }
+                }
+                // Below the single-copy crossover the host stage's slots lost to messages
+                // (the root waits for every host member's arrival).
+                if bytes.len() >= min {
+                    if let Some(t) = self.two_level()? {
+                        return self.two_level_bcast(t, r, bytes, elem);
                     }
                 }
             }
@@ -716,7 +723,7 @@ impl<L: ThreadLevel> Communicator<L> {
     }
 
     /// The blocking reduce: through shared memory when it fits, else the plan.
-    fn reduce_blocking<T: Reducible>(
+    pub(super) fn reduce_blocking<T: Reducible>(
         &self,
         root: i32,
         send: Option<&[T]>,
@@ -734,6 +741,11 @@ impl<L: ThreadLevel> Communicator<L> {
                 if let Some(at) = self.shm_large(n * size_of::<T>(), min)? {
                     if self.shm_reduce_large(at, Some(r), send, recv, op)? {
                         return Ok(());
+                    }
+                }
+                if n > 0 && size_of::<T>() > 0 && op.is_commutative() {
+                    if let Some(t) = self.two_level()? {
+                        return self.two_level_reduce(t, r, send, recv, op);
                     }
                 }
             }

@@ -72,6 +72,8 @@ coll_tunables! {
         "reduce of at least this many bytes on a communicator within one host: shared-memory reduce-scatter with single copies, each slice written to the root, instead of messages";
     shm_bcast_long = 65536, "OXMPI_COLL_SHM_BCAST_LONG",
         "bcast of at least this many bytes on a communicator within one host: every rank pulls the root's buffer with one copy, instead of messages";
+    shm_bcast_split = 2, "OXMPI_COLL_SHM_BCAST_SPLIT",
+        "single-copy bcast on at most this many ranks (count, not bytes): the root writes the last 1/p of every receiver's buffer while the receivers read the rest; on more ranks (or 0) the receivers read it all";
     shm_allgather_long = 65536, "OXMPI_COLL_SHM_ALLGATHER_LONG",
         "allgather(v) of at least this many bytes in total on a communicator within one host: every rank reads every peer's block with one copy, instead of messages";
     shm_gather_long = 65536, "OXMPI_COLL_SHM_GATHER_LONG",
@@ -80,6 +82,8 @@ coll_tunables! {
         "alltoall (not in place) of at least this many bytes in total on a communicator within one host: every rank reads its block of every peer's buffer with one copy, instead of messages";
     hierarchical = 1, "OXMPI_COLL_HIERARCHICAL",
         "1: node-aware two-level barrier/bcast/reduce/allreduce when a communicator spans several hosts; 0: flat only";
+    hier_shm = 1, "OXMPI_COLL_HIER_SHM",
+        "1: the blocking node-aware collectives do their intra-host stages on a host sub-communicator (shared memory where it can); 0: by messages on the whole communicator";
 }
 
 /// The crossovers in force (read from the environment, then the tunables file, once per
@@ -214,13 +218,14 @@ pub fn algorithm_table() -> &'static [AlgorithmChoice] {
         };
     }
     t! {
-        "bcast", "single-copy pulls (shared memory)", "bytes >= OXMPI_COLL_SHM_BCAST_LONG, every rank on this host, single copy allowed: each rank reads the root's buffer once";
+        "bcast", "single-copy pulls (shared memory)", "bytes >= OXMPI_COLL_SHM_BCAST_LONG, every rank on this host, single copy allowed: each rank reads the root's buffer once (on at most OXMPI_COLL_SHM_BCAST_SPLIT ranks the root writes the last 1/p of each receiver's buffer meanwhile)";
         "reduce/allreduce", "shared-memory reduce-scatter", "bytes >= OXMPI_COLL_SHM_REDUCE_LONG (reduce) or OXMPI_COLL_SHM_ALLREDUCE_LONG (allreduce), every rank on this host, single copy allowed: each rank combines its slice from every rank's buffer in rank order and writes it to the receivers";
         "allgather(v)", "shared-memory slots", "every block fits a slot (1 KiB), every rank on this host: each rank publishes its block and copies every other";
         "allgather(v)", "single-copy pulls (shared memory)", "total bytes >= OXMPI_COLL_SHM_ALLGATHER_LONG, every rank on this host, single copy allowed: each rank reads every peer's block into place";
         "gather", "single-copy pulls (shared memory)", "total bytes >= OXMPI_COLL_SHM_GATHER_LONG, every rank on this host, single copy allowed: the root reads every rank's block into place";
         "alltoall", "single-copy pulls (shared memory)", "not in place, total bytes >= OXMPI_COLL_SHM_ALLTOALL_LONG, every rank on this host, single copy allowed: each rank reads its block of every peer's buffer into place";
         "any", "node-aware (hierarchical)", "barrier/bcast/reduce/allreduce when the communicator spans 2+ hosts and some host has 2+ of its ranks, OXMPI_COLL_HIERARCHICAL=1, commutative op: across host leaders, then within each host";
+        "any", "node-aware, intra-host stage on a host sub-communicator", "blocking node-aware barrier, reduce/allreduce, bcast of at least OXMPI_COLL_SHM_BCAST_LONG bytes, OXMPI_COLL_HIER_SHM=1: the stages within each host are that host's collectives (shared memory where they can), the stage across hosts messages among the leaders";
         "barrier", "dissemination", "always (flat); ceil(log2 p) rounds";
         "bcast", "scatter + ring allgather", "bytes >= OXMPI_COLL_BCAST_LONG and p >= 4";
         "bcast", "binomial tree", "otherwise";

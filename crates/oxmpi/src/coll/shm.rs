@@ -197,6 +197,22 @@ fn reduce_slice<T: Reducible>(
     Ok(())
 }
 
+/// Where a single-copy broadcast from `root` splits each receiver's buffer: receivers pull
+/// the bytes below, the root writes the rest (1/p of the buffer, ending the head on a cache
+/// line), or nothing when some receiver exposed no buffer. Every member computes the same.
+fn bcast_cut(all: &[(Exposed, i32)], root: usize) -> usize {
+    let (len, p) = (all[root].0.len, all.len());
+    let every = all
+        .iter()
+        .enumerate()
+        .all(|(k, (x, _))| k == root || x.output != 0);
+    if every && p > 1 {
+        (len - len / p) & !63
+    } else {
+        len
+    }
+}
+
 /// The engine's intra-host collective helpers, which `shm_meet` found.
 fn node_of(e: &mut Engine) -> Result<&mut dyn Node> {
     e.node()
@@ -603,14 +619,23 @@ impl<L: ThreadLevel> Communicator<L> {
         Ok(())
     }
 
-    /// Large broadcast: every rank but `root` pulls the root's buffer with one copy.
+    /// Large broadcast by single copies: every rank but `root` pulls the head of the root's
+    /// buffer while the root writes the tail (1/p of it) into every receiver, so the root's
+    /// core shares the copying (each single copy also pins its pages, about as costly as the
+    /// copy itself), on at most `OXMPI_COLL_SHM_BCAST_SPLIT` ranks; on more the receivers
+    /// pull everything (the root would serve them one after another).
     /// `Ok(false)`: single copies are unavailable; every member falls back to messages.
     pub(super) fn shm_bcast_large(&self, at: Meet, root: u32, buf: &mut [u8]) -> Result<bool> {
+        let split = self.size() as usize <= super::select::crossovers().shm_bcast_split;
         let mine = Exposed {
             ok: self.shm_single_copy()?,
             len: buf.len(),
             input: buf.as_ptr() as u64,
-            output: 0,
+            output: if split && self.state.rank != root {
+                buf.as_ptr() as u64
+            } else {
+                0
+            },
         };
         let Some(all) = self.shm_expose(at, mine)? else {
             return Ok(false);
@@ -623,11 +648,24 @@ impl<L: ThreadLevel> Communicator<L> {
             self.shm_settle(at, false)?;
             return Err(e);
         }
+        let cut = bcast_cut(&all, r);
         let work = if self.state.rank == root {
+            let p = all.len();
+            // Each receiver in turn from the next rank up, as the receivers pull.
+            (1..p).map(|i| (r + i) % p).try_for_each(|q| {
+                let (x, pid) = all[q];
+                if cut == want {
+                    return Ok(());
+                }
+                cma::write_to(pid, x.output + cut as u64, &buf[cut..])
+                    .map_err(|e| copy_error("broadcast", "to", q, e))
+            })
+        } else if cut == 0 {
             Ok(())
         } else {
             let (x, pid) = all[r];
-            cma::read_from(pid, x.input, buf).map_err(|e| copy_error("broadcast", "from", r, e))
+            cma::read_from(pid, x.input, &mut buf[..cut])
+                .map_err(|e| copy_error("broadcast", "from", r, e))
         };
         self.shm_finish(at, "broadcast", work).map(|()| true)
     }
@@ -875,6 +913,33 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn bcast_cut_leaves_the_root_1_over_p_on_a_cache_line_or_nothing() {
+        let x = |len: usize, output: u64| {
+            (
+                Exposed {
+                    ok: true,
+                    len,
+                    input: 64,
+                    output,
+                },
+                1,
+            )
+        };
+        // Two ranks, root first or last: the receiver pulls the head half.
+        assert_eq!(bcast_cut(&[x(1 << 20, 0), x(1 << 20, 64)], 0), 1 << 19);
+        assert_eq!(bcast_cut(&[x(1 << 20, 64), x(1 << 20, 0)], 1), 1 << 19);
+        // Three ranks, an odd length: the head ends on a cache line at or below 2/3.
+        let all = [x(100_001, 64), x(100_001, 0), x(100_001, 64)];
+        let cut = bcast_cut(&all, 1);
+        assert_eq!(cut % 64, 0);
+        assert!(cut <= 100_001 - 100_001 / 3 && cut + 64 > 100_001 - 100_001 / 3);
+        // A receiver that exposed no buffer: it pulls everything, and so does every other.
+        assert_eq!(bcast_cut(&[x(5000, 0), x(5000, 0), x(5000, 64)], 0), 5000);
+        // One rank: nothing to split.
+        assert_eq!(bcast_cut(&[x(5000, 0)], 0), 5000);
     }
 
     #[test]
