@@ -99,15 +99,34 @@ fn a_message_over_2_gib_over_tcp() {
     );
 }
 
-/// A listening port for rank 0 unlikely to clash with another test run.
-fn base_port(offset: u16) -> u16 {
-    30000 + (std::process::id() % 8000) as u16 * 4 + offset
+/// Rank 0's listening port for `attempt`: below Linux's ephemeral range (32768 and up), so no
+/// outgoing connection of a concurrent test holds it, and spread by process id so parallel
+/// test runs rarely meet. Ranks listen on the port plus their rank; `offset` keeps the two
+/// stranger tests of one run apart.
+fn base_port(offset: u16, attempt: u16) -> u16 {
+    let slot = (std::process::id() as u16 % 1000 + attempt * 331) % 1000;
+    20000 + slot * 8 + offset
 }
 
 /// Runs random traffic while a stranger connects to rank 0's port and does `act`; the job
-/// must finish correctly, and rank 0 must log the stranger exactly once.
+/// must finish correctly, and rank 0 must log the stranger exactly once. A port some other
+/// program already holds is tried again with another.
 fn with_stranger(offset: u16, act: fn(&mut TcpStream)) {
-    let port = base_port(offset);
+    for attempt in 0..5 {
+        let (so, se, ok) = stranger_run(base_port(offset, attempt), act);
+        if !ok && se.contains("Address already in use") {
+            continue;
+        }
+        assert!(ok, "{so}\n{se}");
+        assert_eq!(verified(&so), 1500, "{so}");
+        assert_eq!(se.matches("refused a TCP connection").count(), 1, "{se}");
+        return;
+    }
+    panic!("no free listening port in 5 attempts");
+}
+
+/// One run of [`with_stranger`] on `port`: (stdout, stderr, success).
+fn stranger_run(port: u16, act: fn(&mut TcpStream)) -> (String, String, bool) {
     let port_s = port.to_string();
     let job = std::thread::spawn(move || {
         let env = tcp_env(&[
@@ -134,9 +153,7 @@ fn with_stranger(offset: u16, act: fn(&mut TcpStream)) {
     let out = job.join().expect("job thread");
     drop(held);
     let (so, se) = text(&out);
-    assert!(out.status.success(), "{so}\n{se}");
-    assert_eq!(verified(&so), 1500, "{so}");
-    assert_eq!(se.matches("refused a TCP connection").count(), 1, "{se}");
+    (so, se, out.status.success())
 }
 
 #[test]
