@@ -96,8 +96,8 @@ tunables! {
         "rendezvous pulls data with one process_vm_readv; 0 forces the pipelined two-copy path";
     recv_write: bool = true => "true", "OXMPI_RECV_WRITE",
         "a large receive posted before its message tells the sender where to write it (seed 002)";
-    single_copy_min: usize = 4194304 => "4194304", "OXMPI_SINGLE_COPY_MIN",
-        "smallest rendezvous message pulled with one copy when it arrives alone; a lone smaller one is pushed through the pool, its two copies on two cores at once (oxmpi-info --calibrate measures the crossover)";
+    single_copy_min: usize = 16777216 => "16777216", "OXMPI_SINGLE_COPY_MIN",
+        "smallest rendezvous message pulled with one copy when it arrives alone; a lone smaller one is pushed through the pool, its two copies on two cores at once (oxmpi-info --calibrate measures the crossover; np 2 latency, pushed against pulled: 4 MiB 260-312 against 574-673 us, 16 MiB 1884-1992 against 3642-3994)";
     ddt_iov_min_block: usize = 4096 => "4096", "OXMPI_DDT_IOV_MIN_BLOCK",
         "a rendezvous-size message through a derived datatype whose contiguous pieces average at least this many bytes moves as iovec lists in one process_vm_readv copy on one host; smaller pieces are packed and unpacked in pool blocks (OXBENCH_DDT_BLOCK=B OXMPI_DDT_IOV_MIN_BLOCK=1|1G oxmpi-bench ddt-vector64k --min 4M --max 4M, np 2: iovec/packed 0.5-0.6x at 1 KiB and 3 KiB blocks, 1.2-1.9x at 2, 4 and 16 KiB)";
     alloc_mem_bytes: usize = 1073741824 => "1073741824", "OXMPI_ALLOC_MEM_BYTES",
@@ -110,8 +110,8 @@ tunables! {
         "blocks in each rank's send pool";
     shm_block_size: u32 = 8192 => "8192", "OXMPI_SHM_BLOCK_SIZE",
         "bytes per pool block: the largest fragment and the two-copy chunk size";
-    shm_inline_max: usize = 1024 => "1024", "OXMPI_SHM_INLINE_MAX",
-        "largest payload carried inline in cells rather than in a pool block";
+    shm_inline_max: usize = 32 => "32", "OXMPI_SHM_INLINE_MAX",
+        "largest payload carried inline in cells rather than in a pool block; 32 fits the first 64-byte cell beside its header, and a payload spread over more cells was slower than one pool block (np 2 latency, 4 interleaved rounds: 64 B 0.22 -> 0.20 us, 256 B 0.25 -> 0.21, 1 KiB 0.33 -> 0.24)";
     transport: String = "auto".to_owned() => "auto", "OXMPI_TRANSPORT",
         "auto: shared memory within a host, TCP between hosts; tcp: TCP between every pair of ranks (tests, comparisons)";
     tcp_if: String = String::new() => "(unset)", "OXMPI_TCP_IF",

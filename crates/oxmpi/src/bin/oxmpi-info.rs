@@ -531,7 +531,7 @@ fn calibrate(args: &[String]) -> Result<(), String> {
         tunable: "OXMPI_SHM_INLINE_MAX",
         bench: "latency",
         np: 2,
-        sizes: sizes(&[256, 512, k, 2 * k, 4 * k], &[256, k, 4 * k]),
+        sizes: sizes(&[16, 32, 64, 128, 256, 512, k, 4 * k], &[32, 64, 256, k]),
         iters: if quick { 100 } else { 2000 },
         small: Candidate {
             label: "inline in cells",

@@ -108,6 +108,7 @@ mod tests {
     fn small_eager_limit_skips_eager_ranges() {
         let c = Config {
             eager_limit: 100,
+            shm_inline_max: 1024,
             single_copy: false,
             ..Config::default()
         };
