@@ -106,8 +106,7 @@ fn tag(t: c_int) -> Tag {
 /// valid; `None` sends the call the general way, which reports any error.
 #[inline]
 fn predefined_len(n: i64, dt: Handle) -> Option<usize> {
-    let p = crate::datatypes::predef(dt as usize)?;
-    usize::try_from(n).ok()?.checked_mul(p.size)
+    crate::datatypes::predefined_len(n, dt as usize)
 }
 
 /// A receive's tag: non-negative or `MPI_ANY_TAG`.
@@ -206,7 +205,52 @@ unsafe fn send_general(
 /// `buf` valid for reads of `n` elements of `dt` until the request completes (is freed, for
 /// persistent ones).
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 unsafe fn isend(
+    name: &str,
+    persistent: bool,
+    mode: SendMode,
+    buf: *const c_void,
+    n: i64,
+    dt: Handle,
+    dest: c_int,
+    t: c_int,
+    c: Handle,
+    out: *mut Handle,
+) -> Result<()> {
+    // The common case (msgrate's), a predefined type with a valid count and tag and a request
+    // to write: no datatype resolution, nothing staged. The checks, their order and their
+    // errors are those of the general way.
+    if let (Some(len), true, false) = (predefined_len(n, dt), t >= 0, out.is_null()) {
+        return with_typed(comm(c), |comm| {
+            // SAFETY: forwarded from our caller.
+            let ptr = unsafe { send_buf(name, buf, len)? }.as_ptr();
+            let id = with_requests(name, |r| {
+                // SAFETY: the caller keeps the buffer valid while the request is active.
+                unsafe {
+                    if persistent {
+                        r.send_init(comm, mode, ptr, len, dest, t)
+                    } else {
+                        r.isend(comm, mode, ptr, len, dest, t)
+                    }
+                }
+            })?;
+            // SAFETY: `out` is non-null and valid for a write by the caller's contract.
+            unsafe { out.write_unaligned(req_handle(id)) };
+            Ok(())
+        });
+    }
+    // SAFETY: forwarded from our caller.
+    unsafe { isend_general(name, persistent, mode, buf, n, dt, dest, t, c, out) }
+}
+
+/// [`isend`] of anything else: derived datatypes, and every argument error.
+///
+/// # Safety
+/// As [`isend`].
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+unsafe fn isend_general(
     name: &str,
     persistent: bool,
     mode: SendMode,
@@ -267,7 +311,52 @@ unsafe fn isend(
 /// # Safety
 /// `buf` valid for writes of `n` elements of `dt` until the request completes.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 unsafe fn irecv(
+    name: &str,
+    persistent: bool,
+    buf: *mut c_void,
+    n: i64,
+    dt: Handle,
+    src: c_int,
+    t: c_int,
+    c: Handle,
+    out: *mut Handle,
+) -> Result<()> {
+    // The common case, as in `isend`: the checks, their order and their errors are those of
+    // the general way.
+    let tag_ok = t >= 0 || t == ANY_TAG;
+    if let (Some(len), true, false) = (predefined_len(n, dt), tag_ok, out.is_null()) {
+        return with_typed(comm(c), |comm| {
+            // SAFETY: forwarded from our caller.
+            let ptr = unsafe { recv_buf(name, buf, len)? }.as_mut_ptr();
+            let id = with_requests(name, |r| {
+                // SAFETY: the caller keeps the buffer valid and unused while the request is
+                // active.
+                unsafe {
+                    if persistent {
+                        r.recv_init(comm, ptr, len, source(src), tag(t))
+                    } else {
+                        r.irecv(comm, ptr, len, source(src), tag(t))
+                    }
+                }
+            })?;
+            // SAFETY: `out` is non-null and valid for a write by the caller's contract.
+            unsafe { out.write_unaligned(req_handle(id)) };
+            Ok(())
+        });
+    }
+    // SAFETY: forwarded from our caller.
+    unsafe { irecv_general(name, persistent, buf, n, dt, src, t, c, out) }
+}
+
+/// [`irecv`] of anything else: derived datatypes, and every argument error.
+///
+/// # Safety
+/// As [`irecv`].
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+unsafe fn irecv_general(
     name: &str,
     persistent: bool,
     buf: *mut c_void,

@@ -447,17 +447,26 @@ pub fn with_typed<R>(
     c: CommHandle,
     f: impl FnOnce(&crate::Communicator<crate::Single>) -> Result<R>,
 ) -> Result<R> {
-    let i = match c {
-        CommHandle::WORLD => 0,
-        CommHandle::SELF => 1,
-        _ => return f(&comm_typed::<crate::Single>(c)?),
+    // One call of `f` on every path, so that the compiler inlines `f` into the caller (two
+    // calls kept it out of line, its captures spilled to the stack on the C ABI's hot path).
+    let owned;
+    let comm = match c {
+        CommHandle::WORLD | CommHandle::SELF => {
+            let i = usize::from(c == CommHandle::SELF);
+            // The copies exist on a thread only once `runtime` let it call, and neither the
+            // thread level nor the calling thread changes after that: finalize is the one
+            // check left.
+            match TYPED.with(Cell::get) {
+                Some(both) if !crate::runtime::is_finalized() => &both[i],
+                _ => &typed_first(c)?[i],
+            }
+        }
+        _ => {
+            owned = comm_typed::<crate::Single>(c)?;
+            &owned
+        }
     };
-    // The copies exist on a thread only once `runtime` let it call, and neither the thread
-    // level nor the calling thread changes after that: finalize is the one check left.
-    match TYPED.with(Cell::get) {
-        Some(both) if !crate::runtime::is_finalized() => f(&both[i]),
-        _ => f(&typed_first(c)?[i]),
-    }
+    f(comm)
 }
 
 /// [`with_typed`] on a thread's first call (or after finalize): init, finalize and the
