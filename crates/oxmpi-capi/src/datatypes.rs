@@ -165,6 +165,31 @@ fn bad(call: &str, h: usize) -> Error {
     )
 }
 
+/// Bytes per element of each predefined datatype by handle value `0x200 + i` (0: none),
+/// built at compile time: the short paths of `MPI_Send`/`MPI_Recv`/`MPI_Isend`/`MPI_Irecv`
+/// read one entry, with no first-use check of the run-time table.
+static SIZES: [u32; 256] = {
+    let mut t = [0u32; 256];
+    let mut k = 0;
+    while k < ALL.len() {
+        let i = ALL[k].handle as usize - 0x200;
+        t[i] = ALL[k].extent as u32;
+        k += 1;
+    }
+    t
+};
+
+/// Bytes of `n` elements of predefined datatype `h`, when `h` is one and `n` a count whose
+/// bytes fit; `None` for anything else (which the general way resolves or reports).
+#[inline]
+pub fn predefined_len(n: i64, h: usize) -> Option<usize> {
+    let size = *SIZES.get(h.wrapping_sub(0x200))?;
+    if size == 0 {
+        return None;
+    }
+    usize::try_from(n).ok()?.checked_mul(size as usize)
+}
+
 /// The core id of C datatype handle `h` (values beyond `u32` are no id: the core rejects them).
 pub fn id(h: usize) -> TypeHandle {
     TypeHandle::from_int(u32::try_from(h).unwrap_or(u32::MAX) as i32)
@@ -222,7 +247,7 @@ pub enum Data {
 #[inline]
 pub fn data(call: &str, n: i64, dt: usize, buf: *const std::ffi::c_void) -> Result<Data> {
     // The common case, a predefined type and a count that fits, without building errors.
-    if let Some(len) = predef(dt).and_then(|p| usize::try_from(n).ok()?.checked_mul(p.size)) {
+    if let Some(len) = predefined_len(n, dt) {
         return Ok(Data::Bytes { offset: 0, len });
     }
     data_general(call, n, dt, buf)
@@ -374,6 +399,19 @@ mod tests {
         assert_eq!(size(0x22a), std::mem::size_of::<LongInt>());
         assert_eq!(size(0x22b), std::mem::size_of::<TwoInt>());
         assert_eq!(size(0x22c), std::mem::size_of::<ShortInt>());
+    }
+
+    #[test]
+    fn the_compile_time_sizes_agree_with_the_table() {
+        // Every handle value around the predefined range, and counts at the edges.
+        for h in (0..0x400usize).chain([usize::MAX, usize::MAX - 0x1ff, 0x1000, 1 << 40]) {
+            for n in [0i64, 1, 3, -1, i64::MIN, i64::MAX] {
+                let want = predef(h).and_then(|p| usize::try_from(n).ok()?.checked_mul(p.size));
+                assert_eq!(predefined_len(n, h), want, "handle {h:#x}, count {n}");
+            }
+        }
+        assert_eq!(predefined_len(2, 0x201), Some(16)); // MPI_AINT
+        assert_eq!(predefined_len(2, NULL), None);
     }
 
     #[test]

@@ -58,18 +58,26 @@ pub(crate) fn with_requests<R>(
 }
 
 /// The request id a C handle holds.
+#[inline]
 pub(crate) fn req(h: Handle) -> Result<RequestId> {
     match h as usize {
         REQUEST_NULL => Ok(RequestId::NULL),
         // No request id is below 2^32 (they carry a slot index above the generation), so
         // small values are no request.
-        v if v < 0x1000 => Err(err(
-            ErrorClass::Request,
-            "request",
-            format!("{v:#x} is not a request"),
-        )),
+        v if v < 0x1000 => Err(not_a_request(v)),
         v => Ok(RequestId::from_raw(v as u64)),
     }
+}
+
+/// [`req`]'s error, out of line: the request calls check every handle.
+#[cold]
+#[inline(never)]
+fn not_a_request(v: usize) -> oxmpi::Error {
+    err(
+        ErrorClass::Request,
+        "request",
+        format!("{v:#x} is not a request"),
+    )
 }
 
 /// The C handle of a request id.
@@ -106,8 +114,7 @@ fn tag(t: c_int) -> Tag {
 /// valid; `None` sends the call the general way, which reports any error.
 #[inline]
 fn predefined_len(n: i64, dt: Handle) -> Option<usize> {
-    let p = crate::datatypes::predef(dt as usize)?;
-    usize::try_from(n).ok()?.checked_mul(p.size)
+    crate::datatypes::predefined_len(n, dt as usize)
 }
 
 /// A receive's tag: non-negative or `MPI_ANY_TAG`.
@@ -206,7 +213,52 @@ unsafe fn send_general(
 /// `buf` valid for reads of `n` elements of `dt` until the request completes (is freed, for
 /// persistent ones).
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 unsafe fn isend(
+    name: &str,
+    persistent: bool,
+    mode: SendMode,
+    buf: *const c_void,
+    n: i64,
+    dt: Handle,
+    dest: c_int,
+    t: c_int,
+    c: Handle,
+    out: *mut Handle,
+) -> Result<()> {
+    // The common case (msgrate's), a predefined type with a valid count and tag and a request
+    // to write: no datatype resolution, nothing staged. The checks, their order and their
+    // errors are those of the general way.
+    if let (Some(len), true, false) = (predefined_len(n, dt), t >= 0, out.is_null()) {
+        return with_typed(comm(c), |comm| {
+            // SAFETY: forwarded from our caller.
+            let ptr = unsafe { send_buf(name, buf, len)? }.as_ptr();
+            let id = with_requests(name, |r| {
+                // SAFETY: the caller keeps the buffer valid while the request is active.
+                unsafe {
+                    if persistent {
+                        r.send_init(comm, mode, ptr, len, dest, t)
+                    } else {
+                        r.isend(comm, mode, ptr, len, dest, t)
+                    }
+                }
+            })?;
+            // SAFETY: `out` is non-null and valid for a write by the caller's contract.
+            unsafe { out.write_unaligned(req_handle(id)) };
+            Ok(())
+        });
+    }
+    // SAFETY: forwarded from our caller.
+    unsafe { isend_general(name, persistent, mode, buf, n, dt, dest, t, c, out) }
+}
+
+/// [`isend`] of anything else: derived datatypes, and every argument error.
+///
+/// # Safety
+/// As [`isend`].
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+unsafe fn isend_general(
     name: &str,
     persistent: bool,
     mode: SendMode,
@@ -267,7 +319,52 @@ unsafe fn isend(
 /// # Safety
 /// `buf` valid for writes of `n` elements of `dt` until the request completes.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 unsafe fn irecv(
+    name: &str,
+    persistent: bool,
+    buf: *mut c_void,
+    n: i64,
+    dt: Handle,
+    src: c_int,
+    t: c_int,
+    c: Handle,
+    out: *mut Handle,
+) -> Result<()> {
+    // The common case, as in `isend`: the checks, their order and their errors are those of
+    // the general way.
+    let tag_ok = t >= 0 || t == ANY_TAG;
+    if let (Some(len), true, false) = (predefined_len(n, dt), tag_ok, out.is_null()) {
+        return with_typed(comm(c), |comm| {
+            // SAFETY: forwarded from our caller.
+            let ptr = unsafe { recv_buf(name, buf, len)? }.as_mut_ptr();
+            let id = with_requests(name, |r| {
+                // SAFETY: the caller keeps the buffer valid and unused while the request is
+                // active.
+                unsafe {
+                    if persistent {
+                        r.recv_init(comm, ptr, len, source(src), tag(t))
+                    } else {
+                        r.irecv(comm, ptr, len, source(src), tag(t))
+                    }
+                }
+            })?;
+            // SAFETY: `out` is non-null and valid for a write by the caller's contract.
+            unsafe { out.write_unaligned(req_handle(id)) };
+            Ok(())
+        });
+    }
+    // SAFETY: forwarded from our caller.
+    unsafe { irecv_general(name, persistent, buf, n, dt, src, t, c, out) }
+}
+
+/// [`irecv`] of anything else: derived datatypes, and every argument error.
+///
+/// # Safety
+/// As [`irecv`].
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+unsafe fn irecv_general(
     name: &str,
     persistent: bool,
     buf: *mut c_void,
@@ -477,7 +574,11 @@ unsafe fn requests<'a>(
 ) -> Result<(&'a mut [Handle], Vec<RequestId>)> {
     // SAFETY: forwarded from our caller.
     let hs = unsafe { slice_mut(name, p, count(name, n)?)? };
-    let ids = hs.iter().map(|&h| req(h)).collect::<Result<Vec<_>>>()?;
+    // A plain loop: collecting `Result`s costs more per handle (msgrate's `MPI_Waitall`).
+    let mut ids = Vec::with_capacity(hs.len());
+    for &h in hs.iter() {
+        ids.push(req(h)?);
+    }
     Ok((hs, ids))
 }
 

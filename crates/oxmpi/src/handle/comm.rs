@@ -442,21 +442,37 @@ thread_local! {
 /// Runs `f` on the communicator behind `c` as a [`Single`](crate::Single) communicator, as
 /// [`comm_typed`] gives it (same checks, same errors), lending `MPI_COMM_WORLD` and
 /// `MPI_COMM_SELF` from a per-thread copy: the C ABI's point-to-point calls go through here.
-#[inline]
+// Always inlined, the closure with it: the C ABI's short paths then run without spilling the
+// closure's captures to the stack (a few call sites only, all in that layer).
+#[inline(always)]
 pub fn with_typed<R>(
     c: CommHandle,
     f: impl FnOnce(&crate::Communicator<crate::Single>) -> Result<R>,
 ) -> Result<R> {
-    let i = match c {
-        CommHandle::WORLD => 0,
-        CommHandle::SELF => 1,
-        _ => return f(&comm_typed::<crate::Single>(c)?),
-    };
-    // The copies exist on a thread only once `runtime` let it call, and neither the thread
-    // level nor the calling thread changes after that: finalize is the one check left.
-    match TYPED.with(Cell::get) {
-        Some(both) if !crate::runtime::is_finalized() => f(&both[i]),
-        _ => f(&typed_first(c)?[i]),
+    if c == CommHandle::WORLD || c == CommHandle::SELF {
+        // The copies exist on a thread only once `runtime` let it call, and neither the
+        // thread level nor the calling thread changes after that: finalize is the one check
+        // left.
+        if let Some(both) = TYPED.with(Cell::get) {
+            if !crate::runtime::is_finalized() {
+                return f(&both[usize::from(c == CommHandle::SELF)]);
+            }
+        }
+    }
+    with_typed_slow(c, f)
+}
+
+/// [`with_typed`] on a thread's first call, after finalize, and for communicators other than
+/// the predefined two (out of line, so that the short path stays short).
+#[inline(never)]
+fn with_typed_slow<R>(
+    c: CommHandle,
+    f: impl FnOnce(&crate::Communicator<crate::Single>) -> Result<R>,
+) -> Result<R> {
+    match c {
+        CommHandle::WORLD => f(&typed_first(c)?[0]),
+        CommHandle::SELF => f(&typed_first(c)?[1]),
+        _ => f(&comm_typed::<crate::Single>(c)?),
     }
 }
 

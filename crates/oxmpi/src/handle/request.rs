@@ -612,14 +612,12 @@ impl<L: ThreadLevel> Requests<L> {
     /// `id` becomes NULL, a persistent one becomes inactive. A null or inactive request gives
     /// the empty status at once. `Err` only for an id naming no request.
     pub fn test(&mut self, id: &mut RequestId) -> Result<Option<Status>> {
-        let rt = self.rt.clone();
-        self.complete(id, "test", |r| test_id(&rt, r))
+        self.complete(id, "test", test_id)
     }
 
     /// Blocks until `id` completes (`MPI_Wait`); as [`test`](Self::test) otherwise.
     pub fn wait(&mut self, id: &mut RequestId) -> Result<Status> {
-        let rt = self.rt.clone();
-        self.complete(id, "wait", |r| Some(wait_id(&rt, r, "wait")))
+        self.complete(id, "wait", |rt, r| Some(wait_id(rt, r, "wait")))
             .map(|st| st.expect("wait completes"))
     }
 
@@ -875,12 +873,13 @@ impl<L: ThreadLevel> Requests<L> {
     }
 
     /// Completes `id` through `finish` (which frees the engine request and returns its status,
-    /// or `None` while it runs).
+    /// or `None` while it runs). `finish` borrows the table's runtime: no reference count
+    /// changes hands per completion (this is `MPI_Wait`'s and `MPI_Waitall`'s per-request path).
     fn complete(
         &mut self,
         id: &mut RequestId,
         call: &str,
-        finish: impl FnOnce(ReqId) -> Option<Status>,
+        finish: impl FnOnce(&Runtime, ReqId) -> Option<Status>,
     ) -> Result<Option<Status>> {
         let st = match self.engine_id(call, *id)? {
             Target::Empty => return Ok(Some(empty_status())),
@@ -889,7 +888,7 @@ impl<L: ThreadLevel> Requests<L> {
                 if !self.rt.engine.with(|e| e.is_live(r)) {
                     return Err(stale(call));
                 }
-                match finish(r) {
+                match finish(&self.rt, r) {
                     None => return Ok(None),
                     Some(st) => st,
                 }
