@@ -209,6 +209,10 @@ pub(crate) struct Core {
     targets: Vec<Target>,
     seg: Segment,
     layout: ctl::Layout,
+    /// Whether this process's entry count has one writer at a time (thread level SINGLE or
+    /// FUNNELED: one thread calls MPI, and no progress thread runs below SERIALIZED), so an
+    /// element-wise accumulate leaves by a plain store instead of a locked subtraction.
+    sole_entries: bool,
     epoch: Mutex<Epoch>,
     /// Mirrors of the epoch for the per-operation checks, read without the mutex (a lock
     /// and unlock per put and per flush doubled a small accumulate's cost): whether a fence
@@ -280,16 +284,18 @@ fn whole_elements(len: usize, elem: usize) -> Option<usize> {
 const ATOMIC_ELEMENTS: usize = 4;
 
 /// Holds a target's accumulate lock until dropped, on every path: an element-wise entry
-/// (this member's entry count) or the target's accumulate word, exclusively.
+/// (this member's entry count, and whether it has one writer at a time) or the target's
+/// accumulate word, exclusively.
 enum AccGuard<'a> {
-    Entered(&'a AtomicU64),
+    Entered(&'a AtomicU64, bool),
     Exclusive(&'a AtomicU64),
 }
 
 impl Drop for AccGuard<'_> {
     fn drop(&mut self) {
         match self {
-            AccGuard::Entered(e) => ctl::acc_leave(e),
+            AccGuard::Entered(e, true) => ctl::acc_leave_sole(e),
+            AccGuard::Entered(e, false) => ctl::acc_leave(e),
             AccGuard::Exclusive(w) => ctl::unlock_acc_exclusive(w),
         }
     }
@@ -475,6 +481,7 @@ impl WinCore {
             targets,
             seg,
             layout,
+            sole_entries: !comm.rt.level.needs_lock(),
             open: Open {
                 fence: AtomicBool::new(false),
                 lock_all: AtomicBool::new(false),
@@ -792,7 +799,7 @@ impl Core {
             } else if !ctl::try_acc_enter(word, mine) {
                 return None;
             }
-            return Some(AccGuard::Entered(mine));
+            return Some(AccGuard::Entered(mine, self.sole_entries));
         }
         // Only members on this host enter through this segment (others reach it through
         // this host's server, which counts as its own member).
