@@ -335,7 +335,7 @@ fn mixed_step(r: i32, k: usize, n: i32) -> (i32, usize, usize, bool) {
     let h = (r as usize * 31 + k * 17) % 97;
     let count = [1, 2, 3, 4, 5, 8, 33, 64][h % 8];
     let first = (h / 8) % (MIXED - count + 1).min(5);
-    ((r + k as i32) % n, first, count, h % 3 == 0)
+    ((r + k as i32) % n, first, count, h.is_multiple_of(3))
 }
 
 /// Elements per rank in [`mixed`]'s windows.
@@ -396,8 +396,8 @@ fn mixed(world: &Communicator, flavor: Flavor) {
         for k in 0..ROUNDS {
             let (t, first, count, _) = mixed_step(r, k, n);
             if t == me {
-                for i in first..first + count {
-                    want[i] = want[i].wrapping_add(add(r, k, i));
+                for (i, w) in want.iter_mut().enumerate().skip(first).take(count) {
+                    *w = w.wrapping_add(add(r, k, i));
                 }
             }
         }
