@@ -3,7 +3,8 @@
 //! complete/wait, exclusive and shared locks, lock_all), each operation checked against the
 //! memory it must leave: put, get, accumulate (8-byte integers on atomics, doubles and 2-byte
 //! integers through the other paths), get_accumulate, fetch_and_op and compare_and_swap from
-//! every rank to one location. Then contended counters (fetch_and_op and CAS loops), shared
+//! every rank to one location. Then contended counters (fetch_and_op and CAS loops),
+//! accumulates of mixed sizes from every rank onto overlapping elements (exact sums), shared
 //! windows through direct pointers, dynamic attach/detach, and each erroneous use's class.
 //!
 //! `rma_check` runs everything; `rma_check multihost` is for windows spanning hosts (real
@@ -325,6 +326,96 @@ fn counters(world: &Communicator, flavor: Flavor, k: u64) {
         );
     }
     must("free", win.free());
+}
+
+/// What rank `r` adds in round `k` of [`mixed`]: (target, first element, element count,
+/// through get_accumulate). Counts 1–4 take the element-wise atomics, larger ones the bulk
+/// path, and every range overlaps others' at element 0..4 of some target.
+fn mixed_step(r: i32, k: usize, n: i32) -> (i32, usize, usize, bool) {
+    let h = (r as usize * 31 + k * 17) % 97;
+    let count = [1, 2, 3, 4, 5, 8, 33, 64][h % 8];
+    let first = (h / 8) % (MIXED - count + 1).min(5);
+    ((r + k as i32) % n, first, count, h.is_multiple_of(3))
+}
+
+/// Elements per rank in [`mixed`]'s windows.
+const MIXED: usize = 64;
+
+/// Accumulates of mixed sizes (element-wise atomics beside bulk combines) and get_accumulates
+/// from every rank at once onto overlapping elements, 8- and 4-byte sums, in one lock_all
+/// epoch: the totals are exact, so no update was lost to a concurrent one of the other kind.
+fn mixed(world: &Communicator, flavor: Flavor) {
+    const ROUNDS: usize = 300;
+    let me = world.rank();
+    let n = world.size();
+    let alloc8 = |len| match flavor {
+        Flavor::Shared => world.window_allocate_shared::<u64>(len),
+        _ => world.window_allocate::<u64>(len),
+    };
+    let alloc4 = |len| match flavor {
+        Flavor::Shared => world.window_allocate_shared::<u32>(len),
+        _ => world.window_allocate::<u32>(len),
+    };
+    let w8 = must("allocate", alloc8(MIXED));
+    let w4 = must("allocate", alloc4(MIXED));
+    let add = |r: i32, k: usize, i: usize| (r as u64 + 1) * 1_000_003 + (k * 7 + i) as u64;
+    must("barrier", world.barrier());
+    must("lock_all", w8.lock_all(0));
+    must("lock_all", w4.lock_all(0));
+    for k in 0..ROUNDS {
+        let (t, first, count, fetch) = mixed_step(me, k, n);
+        let v8: Vec<u64> = (0..count).map(|i| add(me, k, first + i)).collect();
+        let v4: Vec<u32> = v8.iter().map(|&x| x as u32).collect();
+        if fetch {
+            let mut o8 = vec![0u64; count];
+            let mut o4 = vec![0u32; count];
+            must(
+                "get_accumulate",
+                w8.get_accumulate(&v8[..], &mut o8[..], t, first as i64, &Op::Sum),
+            );
+            must(
+                "get_accumulate",
+                w4.get_accumulate(&v4[..], &mut o4[..], t, first as i64, &Op::Sum),
+            );
+        } else {
+            must(
+                "accumulate",
+                w8.accumulate(&v8[..], t, first as i64, &Op::Sum),
+            );
+            must(
+                "accumulate",
+                w4.accumulate(&v4[..], t, first as i64, &Op::Sum),
+            );
+        }
+    }
+    must("unlock_all", w8.unlock_all());
+    must("unlock_all", w4.unlock_all());
+    must("barrier", world.barrier());
+    let mut want = vec![0u64; MIXED];
+    for r in 0..n {
+        for k in 0..ROUNDS {
+            let (t, first, count, _) = mixed_step(r, k, n);
+            if t == me {
+                for (i, w) in want.iter_mut().enumerate().skip(first).take(count) {
+                    *w = w.wrapping_add(add(r, k, i));
+                }
+            }
+        }
+    }
+    let got8 = must("local", w8.local::<u64>()).to_vec();
+    let got4 = must("local", w4.local::<u32>()).to_vec();
+    let bad8 = (0..MIXED).find(|&i| got8[i] != want[i]);
+    check!(
+        bad8.is_none(),
+        "{flavor:?} mixed 8-byte sums: element {bad8:?} differs"
+    );
+    let bad4 = (0..MIXED).find(|&i| got4[i] != want[i] as u32);
+    check!(
+        bad4.is_none(),
+        "{flavor:?} mixed 4-byte sums: element {bad4:?} differs"
+    );
+    must("free", w8.free());
+    must("free", w4.free());
 }
 
 /// Shared windows: contiguous memory, neighbours' memory stored to and loaded through the
@@ -732,6 +823,8 @@ fn main() {
         }
         counters(&world, flavor, 500);
     }
+    mixed(&world, Flavor::Allocate);
+    mixed(&world, Flavor::Shared);
     shared(&world);
     dynamic(&world);
     errors(&world);

@@ -543,7 +543,8 @@ fn apply(core: &Core, msg: &[u8], src: u32, out: &mut Vec<u8>) -> Result<bool> {
             } else {
                 None
             };
-            return core.acc_apply(call, loc, origin, result, me, base, &op, len, false);
+            let k = super::combine::kernel(&op, base)?;
+            return core.acc_apply(call, loc, origin, result, me, base, (&op, k), len, false);
         }
         Kind::Cas => {
             if data.len() != 2 * len {
