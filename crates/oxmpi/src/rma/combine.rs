@@ -5,8 +5,7 @@
 //! vectors); a 16 KiB `int` sum then spent most of its time in the combine loop, twice as long
 //! as a loop over 32-byte vectors (Open MPI's accumulates use such loops).
 //!
-//! Each kernel checks for AVX2 itself (a cached flag), so it is sound wherever it is called;
-//! pairs this module does not cover (pair types, logical, complex, half and long double
+//! Each kernel checks for AVX2 itself (through `multiversion`, a cached flag); pairs this module does not cover (pair types, logical, complex, half and long double
 //! types) use the datatype engine's kernel unchanged.
 
 use crate::datatype::ops;
@@ -14,9 +13,12 @@ use crate::datatype::predefined::{Predefined, Repr};
 use crate::error::Result;
 use crate::op::{KernelFn, Op};
 
-/// `inout[i] = f(input[i], inout[i])` over whole, aligned elements of `T`.
-#[inline(always)]
-fn zip<T: bytemuck::Pod>(input: &[u8], inout: &mut [u8], f: impl Fn(T, T) -> T) {
+/// `inout[i] = f(input[i], inout[i])` over whole, aligned elements of `T`; built for baseline
+/// x86-64 and again for AVX2 (the compiler vectorises it over 32-byte registers), the build
+/// chosen once at run time by what the CPU has (`multiversion` does the detection and the
+/// dispatch, so no call here needs `unsafe`).
+#[multiversion::multiversion(targets("x86_64+avx2"))]
+fn run<T: bytemuck::Pod, F: Fn(T, T) -> T>(input: &[u8], inout: &mut [u8], f: F) {
     let a: &[T] = bytemuck::cast_slice(input);
     let b: &mut [T] = bytemuck::cast_slice_mut(inout);
     for (y, &x) in b.iter_mut().zip(a) {
@@ -24,36 +26,16 @@ fn zip<T: bytemuck::Pod>(input: &[u8], inout: &mut [u8], f: impl Fn(T, T) -> T) 
     }
 }
 
-/// [`zip`] compiled for AVX2 (the compiler vectorises it over 32-byte registers).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn zip_avx2<T: bytemuck::Pod>(input: &[u8], inout: &mut [u8], f: impl Fn(T, T) -> T) {
-    zip(input, inout, f)
-}
-
-/// Runs [`zip`] as the AVX2 build when the CPU has AVX2, otherwise the baseline one.
-#[inline(always)]
-fn run<T: bytemuck::Pod>(input: &[u8], inout: &mut [u8], f: impl Fn(T, T) -> T) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: `zip_avx2` is ordinary safe code compiled with AVX2 instructions allowed;
-        // the only requirement for calling it is that the CPU executes them, checked just
-        // above on this very path (the flag is the CPU's, fixed for the process).
-        return unsafe { zip_avx2(input, inout, f) };
-    }
-    zip(input, inout, f)
-}
-
 macro_rules! int_kernels {
     ($op:expr, $t:ty) => {{
         let k: KernelFn = match $op {
-            Op::Sum => |a, b| run::<$t>(a, b, |x, y| x.wrapping_add(y)),
-            Op::Prod => |a, b| run::<$t>(a, b, |x, y| x.wrapping_mul(y)),
-            Op::Min => |a, b| run::<$t>(a, b, |x, y| x.min(y)),
-            Op::Max => |a, b| run::<$t>(a, b, |x, y| x.max(y)),
-            Op::BitwiseAnd => |a, b| run::<$t>(a, b, |x, y| x & y),
-            Op::BitwiseOr => |a, b| run::<$t>(a, b, |x, y| x | y),
-            Op::BitwiseXor => |a, b| run::<$t>(a, b, |x, y| x ^ y),
+            Op::Sum => |a, b| run::<$t, _>(a, b, |x, y| x.wrapping_add(y)),
+            Op::Prod => |a, b| run::<$t, _>(a, b, |x, y| x.wrapping_mul(y)),
+            Op::Min => |a, b| run::<$t, _>(a, b, |x, y| x.min(y)),
+            Op::Max => |a, b| run::<$t, _>(a, b, |x, y| x.max(y)),
+            Op::BitwiseAnd => |a, b| run::<$t, _>(a, b, |x, y| x & y),
+            Op::BitwiseOr => |a, b| run::<$t, _>(a, b, |x, y| x | y),
+            Op::BitwiseXor => |a, b| run::<$t, _>(a, b, |x, y| x ^ y),
             _ => return None,
         };
         Some(k)
@@ -63,10 +45,10 @@ macro_rules! int_kernels {
 macro_rules! float_kernels {
     ($op:expr, $t:ty) => {{
         let k: KernelFn = match $op {
-            Op::Sum => |a, b| run::<$t>(a, b, |x, y| x + y),
-            Op::Prod => |a, b| run::<$t>(a, b, |x, y| x * y),
-            Op::Min => |a, b| run::<$t>(a, b, |x, y| x.min(y)),
-            Op::Max => |a, b| run::<$t>(a, b, |x, y| x.max(y)),
+            Op::Sum => |a, b| run::<$t, _>(a, b, |x, y| x + y),
+            Op::Prod => |a, b| run::<$t, _>(a, b, |x, y| x * y),
+            Op::Min => |a, b| run::<$t, _>(a, b, |x, y| x.min(y)),
+            Op::Max => |a, b| run::<$t, _>(a, b, |x, y| x.max(y)),
             _ => return None,
         };
         Some(k)
