@@ -1,9 +1,12 @@
-//! The receive queue: a multi-producer, single-consumer ring of 64-byte cells (seed 000's
+//! The receive queue: a multi-producer, single-consumer ring of 32-byte cells (seed 000's
 //! postboxes) living in the receiver's segment.
 //!
-//! - A cell is one cache line. Its first word is a sequence number: the absolute position plus
-//!   one, stored last with release ordering. The receiver polls only the word of the next cell,
-//!   so an idle poll is one load, whatever the number of peers.
+//! - A cell is half a cache line, so two small messages share a line: the receiver takes one
+//!   line transfer per two of them, and a sender ahead of it finds the line already its own
+//!   every other message (issue 8: with one line per message the rate between distant cores was
+//!   one serialized line transfer per message). Its first word is a sequence number: the
+//!   absolute position plus one, stored last with release ordering. The receiver polls only the
+//!   word of the next cell, so an idle poll is one load, whatever the number of peers.
 //! - Senders claim consecutive cells with one CAS on `head`, checking space against a cached
 //!   copy of `tail`; they reread the real `tail` only when the ring looks full.
 //! - The receiver publishes `tail` after draining, not per cell, so senders rarely touch its line.
@@ -16,12 +19,12 @@
 use super::sync::{AtomicU32, AtomicU64, Ordering, RacyCell};
 
 /// Bytes in a cell.
-pub const CELL_SIZE: usize = 64;
+pub const CELL_SIZE: usize = 32;
 /// Bytes of a cell after its sequence word.
 pub const CELL_BODY: usize = CELL_SIZE - 4;
 
-/// One cache line of the ring.
-#[repr(C, align(64))]
+/// One cell of the ring: half a cache line.
+#[repr(C, align(32))]
 pub struct Cell {
     seq: AtomicU32,
     body: RacyCell<[u8; CELL_BODY]>,
@@ -36,10 +39,11 @@ pub struct FifoCtl {
     _pad1: [u8; 56],
 }
 
-// The layout is shared between processes: a cell is one cache line, the control block two.
+// The layout is shared between processes: a cell is half a cache line, the control block two
+// lines.
 #[cfg(not(oxmpi_loom))]
 const _: () = assert!(
-    std::mem::size_of::<Cell>() == CELL_SIZE && std::mem::size_of::<FifoCtl>() == 2 * CELL_SIZE
+    std::mem::size_of::<Cell>() == CELL_SIZE && std::mem::size_of::<FifoCtl>() == 128
 );
 
 /// Where a ring lives: its control block and `cap` cells (a power of two).
@@ -63,13 +67,14 @@ impl FifoRef {
     /// Views a ring whose control block is at `ctl` and cells at `cells`.
     ///
     /// # Safety
-    /// Both must point into a live shared mapping, aligned to 64 bytes, with room for one
+    /// Both must point into a live shared mapping, `ctl` aligned to 64 bytes and `cells` to
+    /// [`CELL_SIZE`] (64 in a segment, so that cells pair up on lines), with room for one
     /// `FifoCtl` and `cap` cells, zero-initialized when the ring was created, and outlive every
     /// use of the returned value. `cap` must be a power of two.
     pub unsafe fn new(ctl: *mut u8, cells: *mut u8, cap: usize) -> FifoRef {
         debug_assert!(cap.is_power_of_two());
         debug_assert_eq!(ctl as usize % 64, 0);
-        debug_assert_eq!(cells as usize % 64, 0);
+        debug_assert_eq!(cells as usize % CELL_SIZE, 0);
         FifoRef {
             ctl: ctl.cast(),
             cells: cells.cast(),
