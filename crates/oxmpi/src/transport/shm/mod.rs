@@ -260,6 +260,9 @@ pub struct ShmLink {
     arena_bytes: usize,
     /// Rendezvous reads served from a peer's arena.
     arena_reads: u64,
+    /// Fragments sent since the last poll that delivered one: from the second on, this rank is
+    /// streaming, and each send asks for a ring line ahead ([`Producer::prefetch_ahead`]).
+    sent_since_arrival: u32,
     seg: Segment,
 }
 
@@ -376,6 +379,7 @@ impl ShmTransport {
                 arena: None,
                 arena_bytes: config.arena_bytes,
                 arena_reads: 0,
+                sent_since_arrival: 0,
                 seg,
             },
         })
@@ -518,6 +522,9 @@ impl Transport for ShmTransport {
             self.rx.advance(ncells as u32);
             n += 1;
         }
+        if n > 0 {
+            self.link.sent_since_arrival = 0;
+        }
         self.rx.release();
         Ok(n)
     }
@@ -621,6 +628,14 @@ impl ShmLink {
 }
 
 impl ShmLink {
+    /// Counts a send and says whether another one went before it since the last arrival.
+    #[inline]
+    fn streaming(&mut self) -> bool {
+        let s = self.sent_since_arrival;
+        self.sent_since_arrival = s.saturating_add(1);
+        s > 0
+    }
+
     /// Sends a fragment of `len` (≤ `max_frag`) payload bytes that `fill` writes into a
     /// fresh pool block (its address, `len` writable bytes), and `hdr` (≤ `MAX_HDR`).
     #[inline]
@@ -633,6 +648,7 @@ impl ShmLink {
         fill: impl FnOnce(*mut u8),
     ) -> std::result::Result<(), SendError> {
         let me = self.me;
+        let streaming = self.streaming();
         let block = self.pool.alloc().ok_or(SendError::Busy)?;
         // SAFETY: the block is ours and unannounced, `max_frag` ≥ `len` bytes long.
         fill(unsafe { self.pool.block_mut(block) });
@@ -662,6 +678,9 @@ impl ShmLink {
             scatter(&peer.tx, &claim, POOL_META, hdr);
         }
         peer.tx.publish(claim);
+        if streaming {
+            peer.tx.prefetch_ahead();
+        }
         Ok(())
     }
 }
@@ -694,6 +713,7 @@ impl Link for ShmLink {
         let me = self.me;
         if payload.len() <= self.limits.inline_max {
             let ncells = record_cells(INLINE_META, hdr.len() + payload.len());
+            let streaming = self.streaming();
             let peer = self.peer(to).map_err(SendError::Fatal)?;
             let claim = peer.tx.claim(ncells as u32).ok_or(SendError::Busy)?;
             // SAFETY: the claimed, unpublished cells cover the record's stream (sized above);
@@ -705,6 +725,9 @@ impl Link for ShmLink {
                 scatter(&peer.tx, &claim, INLINE_META + hdr.len(), payload);
             }
             peer.tx.publish(claim);
+            if streaming {
+                peer.tx.prefetch_ahead();
+            }
             return Ok(());
         }
         self.send_block(to, am, hdr, payload.len(), |b| {
@@ -1035,6 +1058,23 @@ mod tests {
             got.extend(drain(&mut b));
         }
         assert!(got == sent, "records arrive intact and in order");
+    }
+
+    /// A send counts as streaming (and prefetches a ring line ahead) only after another send
+    /// with no arrival in between: a reply to a message just received (ping-pong) does not.
+    #[test]
+    fn inline_sends_stream_only_until_something_arrives() {
+        let (mut a, mut b) = pair("stream");
+        a.link().send(1, 0, &[0; 12], &[1; 8]).unwrap();
+        assert_eq!(a.link.sent_since_arrival, 1, "a first send is not streaming");
+        a.link().send(1, 0, &[0; 12], &[2; 2000]).unwrap();
+        a.link().send(1, 0, &[0; 12], &[3; 8]).unwrap();
+        assert_eq!(a.link.sent_since_arrival, 3);
+        assert_eq!(drain(&mut b).len(), 3, "prefetching changed no data");
+        b.link().send(0, 0, &[0; 12], &[4; 8]).unwrap();
+        assert!(drain(&mut a).len() == 1 && a.link.sent_since_arrival == 0);
+        assert!(!a.link.streaming(), "the reply after an arrival");
+        assert!(a.link.streaming(), "the send after that reply");
     }
 
     /// Metadata of a hand-written cell: am, kind, inline length, from.
