@@ -42,9 +42,8 @@ pub struct FifoCtl {
 // The layout is shared between processes: a cell is half a cache line, the control block two
 // lines.
 #[cfg(not(oxmpi_loom))]
-const _: () = assert!(
-    std::mem::size_of::<Cell>() == CELL_SIZE && std::mem::size_of::<FifoCtl>() == 128
-);
+const _: () =
+    assert!(std::mem::size_of::<Cell>() == CELL_SIZE && std::mem::size_of::<FifoCtl>() == 128);
 
 /// Where a ring lives: its control block and `cap` cells (a power of two).
 #[derive(Debug, Clone, Copy)]

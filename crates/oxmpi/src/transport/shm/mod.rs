@@ -291,7 +291,10 @@ pub struct Payload<'a> {
 
 enum PayloadKind {
     /// The payload starts at byte `off` of the stream of the record at the head of `rx`.
-    Cells { off: usize, rx: *const Consumer },
+    Cells {
+        off: usize,
+        rx: *const Consumer,
+    },
     Block(*const u8),
 }
 
@@ -1066,7 +1069,10 @@ mod tests {
     fn inline_sends_stream_only_until_something_arrives() {
         let (mut a, mut b) = pair("stream");
         a.link().send(1, 0, &[0; 12], &[1; 8]).unwrap();
-        assert_eq!(a.link.sent_since_arrival, 1, "a first send is not streaming");
+        assert_eq!(
+            a.link.sent_since_arrival, 1,
+            "a first send is not streaming"
+        );
         a.link().send(1, 0, &[0; 12], &[2; 2000]).unwrap();
         a.link().send(1, 0, &[0; 12], &[3; 8]).unwrap();
         assert_eq!(a.link.sent_since_arrival, 3);
@@ -1094,7 +1100,9 @@ mod tests {
             b.add(INLINE_META)
                 .cast::<[u8; 4]>()
                 .write_unaligned(block.to_le_bytes());
-            b.add(12).cast::<[u8; 4]>().write_unaligned(len.to_le_bytes());
+            b.add(12)
+                .cast::<[u8; 4]>()
+                .write_unaligned(len.to_le_bytes());
         }
         peer.tx.publish(c);
     }
@@ -1109,7 +1117,14 @@ mod tests {
         let pool = FLAG_POOL;
         let cases: [(&str, u32, Meta, u32, u32, &str); 9] = [
             ("fr", 1, (0, 0, 0, 2), 0, 0, "cell from rank 2"),
-            ("hl", 1, (0, MAX_HDR as u8 + 1, 0, 0), 0, 0, "cell from rank 0"),
+            (
+                "hl",
+                1,
+                (0, MAX_HDR as u8 + 1, 0, 0),
+                0,
+                0,
+                "cell from rank 0",
+            ),
             (
                 "il",
                 1,
