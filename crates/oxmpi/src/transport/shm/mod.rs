@@ -1152,7 +1152,7 @@ mod tests {
             (
                 "pu",
                 1,
-                (0, pool | (CELL_BODY - POOL_META) as u8 + 1, 0, 0),
+                (0, pool | ((CELL_BODY - POOL_META) as u8 + 1), 0, 0),
                 0,
                 8,
                 "fragment (unpublished cells) from rank 0",
