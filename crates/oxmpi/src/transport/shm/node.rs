@@ -453,6 +453,46 @@ mod tests {
         assert_eq!(agree(&mut a, &mut b), (Some(1), Some(1)));
     }
 
+    /// Taking a channel puts every member's counter at the agreed start (the first arrival
+    /// waits for the members to be there), and releasing it leaves the slots alone: a member
+    /// may still read the slot of the arrival before last.
+    #[test]
+    fn settling_announces_the_start_and_release_leaves_the_slots_alone() {
+        let (mut a, mut b) = super::super::tests::pair("early");
+        let m = [0u32, 1];
+        let at = Meet::Chan(0);
+        assert_eq!(agree(&mut a, &mut b), (Some(0), Some(0)));
+        for _ in 0..5 {
+            a.node().arrive(at, &[]);
+        }
+        a.node().chan_release(0, vec![0]);
+        b.node().chan_release(0, vec![1]);
+        assert_eq!(agree(&mut a, &mut b), (Some(0), Some(0)));
+        let start = b.node().next_arrival(at) - 1;
+        assert_eq!(start, a.node().next_arrival(at) - 1);
+        assert!(
+            a.node().arrived(at, &m, start).unwrap(),
+            "b is at the start"
+        );
+        assert!(
+            b.node().arrived(at, &m, start).unwrap(),
+            "a is at the start"
+        );
+        let n = a.node().arrive(at, &[1, 2, 3]);
+        assert_eq!(n, start + 1);
+        assert!(b.node().arrived_rank(at, 0, n).unwrap());
+        assert!(!a.node().arrived_rank(at, 1, n).unwrap());
+        assert_eq!(b.node().arrive(at, &[]), n);
+        // a leaves early from n + 1 and frees the communicator while b still reads slot n.
+        a.node().arrive(at, &[7]);
+        a.node().chan_release(0, m.to_vec());
+        assert!(b.node().arrived_rank(at, 0, n + 2).unwrap());
+        assert_eq!(b.node().slot_len(at, 0, n).unwrap(), 3);
+        let p = b.node().slot(at, 0, n).unwrap();
+        // SAFETY: a published 3 bytes with arrival n, which b saw; a arrives no more.
+        assert_eq!(unsafe { std::slice::from_raw_parts(p, 3) }, &[1, 2, 3]);
+    }
+
     #[test]
     fn numbering_starts_above_every_members_counter() {
         let (mut a, mut b) = super::super::tests::pair("num");
