@@ -29,6 +29,16 @@ fn shm_collectives_on_derived_communicators_np1_to_6() {
     }
 }
 
+/// The same with every rank waiting for all in small bcast/reduce (the early leavers of
+/// `OXMPI_COLL_SHM_ROOTED_EARLY` off), and with single copies off.
+#[test]
+fn shm_collectives_with_rooted_early_off_and_single_copy_off() {
+    for np in [2, 3, 5] {
+        run(np, "expect", &[("OXMPI_COLL_SHM_ROOTED_EARLY", "0")]);
+    }
+    run(4, "expect", &[("OXMPI_SINGLE_COPY", "0")]);
+}
+
 #[test]
 fn shm_collectives_with_hosts_faked_apart() {
     run(4, "any", &[("OXMPI_HOST_OVERRIDE", "0,0,1,1")]);

@@ -396,6 +396,87 @@ fn mismatched_large_counts(c: &Communicator) {
     );
 }
 
+/// Runs of small broadcasts and reductions, whose roots (bcast) and non-roots (reduce) may
+/// leave before the others have read their slots, with roots rotating and allgathers and
+/// allreduces between them that reuse the same slots; every value changes each round, so a
+/// slot overwritten too early shows. Then communicators freed right after such a
+/// collective, whose channels must come back clean.
+fn early_leavers(c: &Communicator, what: &str) {
+    let p = c.size();
+    let me = c.rank();
+    let v = |r: i32, i: i64, j: usize| r as i64 * 1000 + i * 7 + j as i64;
+    for i in 0..300i64 {
+        let root = (i % p as i64) as i32;
+        let n = 1 + (i as usize % 3) * 60;
+        let mut b: Vec<i64> = (0..n)
+            .map(|j| if me == root { v(root, i, j) } else { -1 })
+            .collect();
+        must("early bcast", c.broadcast_into(root, &mut b[..]));
+        let want: Vec<i64> = (0..n).map(|j| v(root, i, j)).collect();
+        check!(b == want, "{what}: early bcast round {i} root {root}");
+        let mine: Vec<i64> = (0..n).map(|j| v(me, i, j)).collect();
+        let mut out = vec![0i64; n];
+        must(
+            "early reduce",
+            c.reduce_into(root, &mine[..], &mut out[..], Op::Sum),
+        );
+        if me == root {
+            let sum: Vec<i64> = (0..n).map(|j| (0..p).map(|r| v(r, i, j)).sum()).collect();
+            check!(out == sum, "{what}: early reduce round {i} root {root}");
+        }
+        match i % 3 {
+            0 => {
+                let mut all = vec![0i64; p as usize];
+                must(
+                    "early allgather",
+                    c.all_gather_into(&[v(me, i, 0)][..], &mut all[..]),
+                );
+                let want: Vec<i64> = (0..p).map(|r| v(r, i, 0)).collect();
+                check!(
+                    all == want,
+                    "{what}: allgather after early leavers round {i}"
+                );
+            }
+            1 => {
+                let mut x = [v(me, i, 1)];
+                must(
+                    "early allreduce",
+                    c.all_reduce_in_place(&mut x[..], Op::Sum),
+                );
+                let want: i64 = (0..p).map(|r| v(r, i, 1)).sum();
+                check!(
+                    x[0] == want,
+                    "{what}: allreduce after early leavers round {i}"
+                );
+            }
+            _ => {}
+        }
+    }
+    for i in 0..50i64 {
+        let d = must("early dup", c.duplicate());
+        let root = (i % p as i64) as i32;
+        let mut b = [if d.rank() == root { i } else { -1 }];
+        must("early dup bcast", d.broadcast_into(root, &mut b[..]));
+        check!(
+            b[0] == i,
+            "{what}: bcast on a dup freed right after, round {i}"
+        );
+        let mut out = [0i64];
+        must(
+            "early dup reduce",
+            d.reduce_into(root, &[i + d.rank() as i64][..], &mut out[..], Op::Sum),
+        );
+        if d.rank() == root {
+            let want = i * p as i64 + (0..p as i64).sum::<i64>();
+            check!(
+                out[0] == want,
+                "{what}: reduce on a dup freed right after, round {i}"
+            );
+        }
+        d.free();
+    }
+}
+
 fn main() {
     let expect = std::env::args().nth(1).as_deref() == Some("expect");
     let universe = oxmpi::init().expect("init");
@@ -449,6 +530,9 @@ fn main() {
         must("barrier dup", dup.barrier());
     }
     drop(other);
+
+    early_leavers(&world, "world");
+    early_leavers(&dup, "dup");
 
     // Created and freed repeatedly: freed channels come back, so each new one gets one.
     for i in 0..200i32 {

@@ -80,6 +80,8 @@ coll_tunables! {
         "gather of at least this many bytes in total on a communicator within one host: the root reads every rank's block with one copy, instead of messages";
     shm_alltoall_long = 65536, "OXMPI_COLL_SHM_ALLTOALL_LONG",
         "alltoall (not in place) of at least this many bytes in total on a communicator within one host: every rank reads its block of every peer's buffer with one copy, instead of messages";
+    shm_rooted_early = 1, "OXMPI_COLL_SHM_ROOTED_EARLY",
+        "1: small shared-memory bcast/reduce (slots): ranks that need nothing from the others leave once they have arrived (the bcast root, the reduce non-roots); 0: every rank waits for all";
     hierarchical = 1, "OXMPI_COLL_HIERARCHICAL",
         "1: node-aware two-level barrier/bcast/reduce/allreduce when a communicator spans several hosts; 0: flat only";
     hier_shm = 1, "OXMPI_COLL_HIER_SHM",
@@ -220,6 +222,7 @@ pub fn algorithm_table() -> &'static [AlgorithmChoice] {
     t! {
         "bcast", "single-copy pulls (shared memory)", "bytes >= OXMPI_COLL_SHM_BCAST_LONG, every rank on this host, single copy allowed: each rank reads the root's buffer once (on at most OXMPI_COLL_SHM_BCAST_SPLIT ranks the root writes the last 1/p of each receiver's buffer meanwhile)";
         "reduce/allreduce", "shared-memory reduce-scatter", "bytes >= OXMPI_COLL_SHM_REDUCE_LONG (reduce) or OXMPI_COLL_SHM_ALLREDUCE_LONG (allreduce), every rank on this host, single copy allowed: each rank combines its slice from every rank's buffer in rank order and writes it to the receivers";
+        "bcast/reduce/allreduce", "shared-memory slots", "bytes fit a slot (1 KiB), every rank on this host: each rank publishes its data with its arrival; with OXMPI_COLL_SHM_ROOTED_EARLY=1 the bcast root and the reduce non-roots leave once they have arrived";
         "allgather(v)", "shared-memory slots", "every block fits a slot (1 KiB), every rank on this host: each rank publishes its block and copies every other";
         "allgather(v)", "single-copy pulls (shared memory)", "total bytes >= OXMPI_COLL_SHM_ALLGATHER_LONG, every rank on this host, single copy allowed: each rank reads every peer's block into place";
         "gather", "single-copy pulls (shared memory)", "total bytes >= OXMPI_COLL_SHM_GATHER_LONG, every rank on this host, single copy allowed: the root reads every rank's block into place";

@@ -347,28 +347,62 @@ impl<L: ThreadLevel> Communicator<L> {
         self.shm_meet()
     }
 
-    /// Enters collective `at` with `data`, returning the arrival number.
+    /// Enters collective `at` with `data`, returning the arrival number. Waits first, if
+    /// need be, until every member has entered the previous collective: only then have all
+    /// finished reading the slot this arrival reuses (a rank that left a collective early
+    /// may be one collective ahead of the others).
     fn shm_arrive(&self, at: Meet, data: &[u8]) -> Result<u64> {
-        self.rt
-            .engine
-            .with(|e| Ok::<_, Error>(node_released(e)?.arrive(at, data)))
+        let members = &self.state.members;
+        let ready = self.rt.engine.with(|e| {
+            let node = node_released(e)?;
+            let prev = node.next_arrival(at) - 1;
+            if prev == 0 || node.arrived(at, members, prev)? {
+                return Ok(Ok(node.arrive(at, data)));
+            }
+            Ok::<_, Error>(Err(prev))
+        })?;
+        match ready {
+            Ok(n) => Ok(n),
+            Err(prev) => {
+                self.shm_coll_wait(at, prev)?;
+                self.rt
+                    .engine
+                    .with(|e| Ok::<_, Error>(node_of(e)?.arrive(at, data)))
+            }
+        }
     }
 
     /// Waits until every member has arrived at shared-memory collective `n`.
     fn shm_coll_wait(&self, at: Meet, n: u64) -> Result<()> {
+        self.shm_wait_from(at, None, n)
+    }
+
+    /// Waits until world rank `from` (every member for `None`) has arrived at
+    /// shared-memory collective `n`.
+    fn shm_wait_from(&self, at: Meet, from: Option<u32>, n: u64) -> Result<()> {
         let members = &self.state.members;
+        let there = |node: &mut dyn Node| match from {
+            Some(r) => node.arrived_rank(at, r, n),
+            None => node.arrived(at, members, n),
+        };
         crate::request::block_on(&self.rt, || {
             self.rt.engine.with(|e| {
                 for _ in 0..self.rt.wait.inner_spin {
-                    if node_of(e)?.arrived(at, members, n)? {
+                    if there(node_of(e)?)? {
                         return Ok(Some(()));
                     }
                 }
                 // Peers may need our FINs or ACKs to reach the collective.
                 e.progress();
-                Ok(node_of(e)?.arrived(at, members, n)?.then_some(()))
+                Ok(there(node_of(e)?)?.then_some(()))
             })
         })
+    }
+
+    /// Whether ranks of a small rooted collective that need nothing from the others leave
+    /// as soon as they have arrived (`OXMPI_COLL_SHM_ROOTED_EARLY`).
+    fn shm_rooted_early() -> bool {
+        super::select::crossovers().shm_rooted_early != 0
     }
 
     /// The barrier through arrival counters.
@@ -377,16 +411,24 @@ impl<L: ThreadLevel> Communicator<L> {
         self.shm_coll_wait(at, n)
     }
 
-    /// Small broadcast: the root publishes `buf` with its arrival; after everyone has
-    /// arrived the others copy it from the root's slot.
+    /// Small broadcast: the root publishes `buf` with its arrival; once the root has
+    /// arrived the others copy it from its slot. The root leaves at once (unless
+    /// `OXMPI_COLL_SHM_ROOTED_EARLY` is 0: then every rank waits for all).
     pub(super) fn shm_bcast(&self, at: Meet, root: u32, buf: &mut [u8]) -> Result<()> {
         let is_root = self.state.rank == root;
-        let n = self.shm_arrive(at, if is_root { buf } else { &[] })?;
-        self.shm_coll_wait(at, n)?;
-        if is_root {
-            return Ok(());
-        }
         let owner = self.state.members[root as usize];
+        let n = self.shm_arrive(at, if is_root { buf } else { &[] })?;
+        if Self::shm_rooted_early() {
+            if is_root {
+                return Ok(());
+            }
+            self.shm_wait_from(at, Some(owner), n)?;
+        } else {
+            self.shm_coll_wait(at, n)?;
+            if is_root {
+                return Ok(());
+            }
+        }
         self.rt.engine.with(|e| -> Result<()> {
             let sent = node_of(e)?.slot_len(at, owner, n)?;
             if sent != buf.len() {
@@ -457,8 +499,13 @@ impl<L: ThreadLevel> Communicator<L> {
         let mine = send.unwrap_or(recv);
         let len = mine.len();
         let n = self.shm_arrive(at, bytes(mine))?;
+        let leaf = root.is_some_and(|r| r != self.state.rank);
+        if leaf && Self::shm_rooted_early() {
+            // Our slot stays until everyone has entered the next collective.
+            return Ok(());
+        }
         self.shm_coll_wait(at, n)?;
-        if root.is_some_and(|r| r != self.state.rank) {
+        if leaf {
             return Ok(());
         }
         let recv = &mut recv[..len];

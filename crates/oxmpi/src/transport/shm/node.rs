@@ -85,10 +85,18 @@ pub trait Node {
 
     /// Enters collective number `n` at `at` with `data` (at most
     /// [`COLL_SLOT_BYTES`](super::COLL_SLOT_BYTES)): publishes it in the slot of this
-    /// arrival, announces the arrival and returns `n`. Slots alternate, and arrival `n + 2`
-    /// cannot begin before every peer has seen arrival `n + 1`, by which time all have
-    /// finished reading slot `n`.
+    /// arrival, announces the arrival and returns `n`. Slots alternate: the caller must not
+    /// enter `n` before every member has entered `n - 1` (see
+    /// [`next_arrival`](Self::next_arrival)), by which time all have finished reading
+    /// slot `n - 2`.
     fn arrive(&mut self, at: Meet, data: &[u8]) -> u64;
+
+    /// The number the next [`arrive`](Self::arrive) at `at` will return.
+    fn next_arrival(&self, at: Meet) -> u64;
+
+    /// Whether world rank `rank` (this process or a mapped local peer) has entered
+    /// collective `n` at `at`.
+    fn arrived_rank(&mut self, at: Meet, rank: u32, n: u64) -> Result<bool>;
 
     /// Whether every one of `members` (world ranks; ignored for the world, which waits for
     /// every rank of this host) has entered collective `n` at `at`.
@@ -169,6 +177,15 @@ impl ShmLink {
         })
     }
 
+    /// Sets our arrival counter at `at` to `n`.
+    fn announce(&mut self, at: Meet, n: u64) {
+        let base = self.seg.base().as_ptr();
+        // SAFETY: the counter lies in our own segment, 8-byte aligned.
+        let own = unsafe { &*base.add(counter_offset(at)).cast::<AtomicU64>() };
+        // Release: everything we did before the arrival is visible to whoever sees it.
+        own.store(n, Ordering::Release);
+    }
+
     /// `rank`'s arrival counter at `at`.
     fn counter(&mut self, rank: u32, at: Meet) -> Result<u64> {
         let base = self.seg_base(rank)?;
@@ -221,11 +238,19 @@ impl Node for ShmLink {
                 .cast::<u64>()
                 .write(data.len() as u64);
         }
-        // SAFETY: the counter lies in our own segment, 8-byte aligned.
-        let own = unsafe { &*base.add(counter_offset(at)).cast::<AtomicU64>() };
-        // Release: everything we did before the arrival is visible to whoever sees it.
-        own.store(n, Ordering::Release);
+        self.announce(at, n);
         n
+    }
+
+    fn next_arrival(&self, at: Meet) -> u64 {
+        match at {
+            Meet::World => self.barrier_epoch + 1,
+            Meet::Chan(k) => self.chans.epoch[k] + 1,
+        }
+    }
+
+    fn arrived_rank(&mut self, at: Meet, rank: u32, n: u64) -> Result<bool> {
+        Ok(self.counter(rank, at)? >= n)
     }
 
     fn arrived(&mut self, at: Meet, members: &[u32], n: u64) -> Result<bool> {
@@ -287,6 +312,9 @@ impl Node for ShmLink {
                     chosen = Some(k);
                     self.chans.state[k] = ChanState::InUse;
                     self.chans.epoch[k] = max;
+                    // Our counter says we are at the agreed start too: the next arrival
+                    // waits for every member to be at the one before it.
+                    self.announce(Meet::Chan(k), max);
                 } else {
                     self.chans.state[k] = ChanState::Free;
                 }
@@ -299,7 +327,12 @@ impl Node for ShmLink {
         if !matches!(self.chans.state[k], ChanState::InUse) {
             return;
         }
-        let target = self.arrive(Meet::Chan(k), &[]);
+        // Only the counter: a member may still be reading our slot of the arrival before
+        // last (collectives whose ranks leave early do not wait for everyone), and nobody
+        // reads this arrival's slot.
+        self.chans.epoch[k] += 1;
+        let target = self.chans.epoch[k];
+        self.announce(Meet::Chan(k), target);
         self.chans.state[k] = ChanState::Draining { members, target };
     }
 
@@ -418,6 +451,46 @@ mod tests {
         assert_eq!(b.node().chan_settle(&by, &agreed_y), None);
         // The rest went back: the next agreement takes channel 1 on both.
         assert_eq!(agree(&mut a, &mut b), (Some(1), Some(1)));
+    }
+
+    /// Taking a channel puts every member's counter at the agreed start (the first arrival
+    /// waits for the members to be there), and releasing it leaves the slots alone: a member
+    /// may still read the slot of the arrival before last.
+    #[test]
+    fn settling_announces_the_start_and_release_leaves_the_slots_alone() {
+        let (mut a, mut b) = super::super::tests::pair("early");
+        let m = [0u32, 1];
+        let at = Meet::Chan(0);
+        assert_eq!(agree(&mut a, &mut b), (Some(0), Some(0)));
+        for _ in 0..5 {
+            a.node().arrive(at, &[]);
+        }
+        a.node().chan_release(0, vec![0]);
+        b.node().chan_release(0, vec![1]);
+        assert_eq!(agree(&mut a, &mut b), (Some(0), Some(0)));
+        let start = b.node().next_arrival(at) - 1;
+        assert_eq!(start, a.node().next_arrival(at) - 1);
+        assert!(
+            a.node().arrived(at, &m, start).unwrap(),
+            "b is at the start"
+        );
+        assert!(
+            b.node().arrived(at, &m, start).unwrap(),
+            "a is at the start"
+        );
+        let n = a.node().arrive(at, &[1, 2, 3]);
+        assert_eq!(n, start + 1);
+        assert!(b.node().arrived_rank(at, 0, n).unwrap());
+        assert!(!a.node().arrived_rank(at, 1, n).unwrap());
+        assert_eq!(b.node().arrive(at, &[]), n);
+        // a leaves early from n + 1 and frees the communicator while b still reads slot n.
+        a.node().arrive(at, &[7]);
+        a.node().chan_release(0, m.to_vec());
+        assert!(b.node().arrived_rank(at, 0, n + 2).unwrap());
+        assert_eq!(b.node().slot_len(at, 0, n).unwrap(), 3);
+        let p = b.node().slot(at, 0, n).unwrap();
+        // SAFETY: a published 3 bytes with arrival n, which b saw; a arrives no more.
+        assert_eq!(unsafe { std::slice::from_raw_parts(p, 3) }, &[1, 2, 3]);
     }
 
     #[test]
