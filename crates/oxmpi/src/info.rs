@@ -10,6 +10,9 @@ pub fn shm_protocols(config: &Config) -> Vec<String> {
     Protocol::describe(&ShmConfig::from_config(config).limits(), config.single_copy)
 }
 
+/// Bytes of one cell of a rank's shared-memory receive ring.
+pub const SHM_CELL_BYTES: usize = crate::transport::shm::fifo::CELL_SIZE;
+
 /// Bytes of shared memory each rank creates, with the parts: (bytes, ring cells, pool blocks,
 /// block size).
 pub fn shm_bytes_per_rank(config: &Config) -> (usize, usize, u32, u32) {
@@ -78,6 +81,6 @@ mod tests {
         assert!(lines.first().unwrap().contains("inline"), "{lines:?}");
         assert!(lines.iter().any(|l| l.contains("rendezvous")), "{lines:?}");
         let (bytes, cells, blocks, block) = shm_bytes_per_rank(&c);
-        assert!(bytes >= cells * 64 + blocks as usize * block as usize);
+        assert!(bytes >= cells * SHM_CELL_BYTES + blocks as usize * block as usize);
     }
 }

@@ -99,7 +99,8 @@ fn main() {
     let (bytes, cells, blocks, block) = oxmpi::info::shm_bytes_per_rank(&config);
     println!();
     println!(
-        "Shared memory per rank: {bytes} bytes ({cells} ring cells of 64 B + {blocks} pool blocks of {block} B), whatever the number of ranks"
+        "Shared memory per rank: {bytes} bytes ({cells} ring cells of {} B + {blocks} pool blocks of {block} B), whatever the number of ranks",
+        oxmpi::info::SHM_CELL_BYTES
     );
 }
 
