@@ -104,8 +104,8 @@ tunables! {
         "size of each rank's shared arena for alloc_mem (a sparse file: only used pages cost memory)";
     shm_coll_comms: bool = true => "true", "OXMPI_SHM_COLL_COMMS",
         "small collectives of any intra-host communicator (not only the world) meet in shared memory";
-    shm_fifo_cells: usize = 2048 => "2048", "OXMPI_SHM_FIFO_CELLS",
-        "32-byte cells in each rank's receive ring (power of two, at least 256)";
+    shm_fifo_cells: usize = 1024 => "1024", "OXMPI_SHM_FIFO_CELLS",
+        "64-byte cells in each rank's receive ring (power of two, at least 256)";
     shm_pool_blocks: u32 = 256 => "256", "OXMPI_SHM_POOL_BLOCKS",
         "blocks in each rank's send pool";
     shm_block_size: u32 = 8192 => "8192", "OXMPI_SHM_BLOCK_SIZE",

@@ -1,6 +1,6 @@
 //! Which protocol a message of a given size takes, from the limits of the transport that
 //! reaches its destination (seed 001: the crossovers differ by locality):
-//! - up to `inline_max` bytes: inline with its header (32-byte cells for `shm`);
+//! - up to `inline_max` bytes: inline with its header (64-byte cells for `shm`);
 //! - up to `max_frag`: eager, the payload in one fragment (one pool block for `shm`);
 //! - up to `eager_limit`: eager in fragment-size chunks, drained while later ones are filled;
 //! - above: rendezvous: the receiver pulls with one copy (or, if that is refused, the sender
@@ -45,7 +45,7 @@ impl Protocol {
             (
                 Protocol::Inline,
                 limits.inline_max,
-                "inline in 32-byte ring cells (one copy in, one out)",
+                "inline in 64-byte ring cells (one copy in, one out)",
             ),
             (
                 Protocol::PoolBlock,

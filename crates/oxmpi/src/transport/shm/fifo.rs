@@ -1,12 +1,9 @@
-//! The receive queue: a multi-producer, single-consumer ring of 32-byte cells (seed 000's
+//! The receive queue: a multi-producer, single-consumer ring of 64-byte cells (seed 000's
 //! postboxes) living in the receiver's segment.
 //!
-//! - A cell is half a cache line, so two small messages share a line: the receiver takes one
-//!   line transfer per two of them, and a sender ahead of it finds the line already its own
-//!   every other message (issue 8: with one line per message the rate between distant cores was
-//!   one serialized line transfer per message). Its first word is a sequence number: the
-//!   absolute position plus one, stored last with release ordering. The receiver polls only the
-//!   word of the next cell, so an idle poll is one load, whatever the number of peers.
+//! - A cell is one cache line. Its first word is a sequence number: the absolute position plus
+//!   one, stored last with release ordering. The receiver polls only the word of the next cell,
+//!   so an idle poll is one load, whatever the number of peers.
 //! - Senders claim consecutive cells with one CAS on `head`, checking space against a cached
 //!   copy of `tail`; they reread the real `tail` only when the ring looks full.
 //! - The receiver publishes `tail` after draining, not per cell, so senders rarely touch its line.
@@ -19,12 +16,12 @@
 use super::sync::{AtomicU32, AtomicU64, Ordering, RacyCell};
 
 /// Bytes in a cell.
-pub const CELL_SIZE: usize = 32;
+pub const CELL_SIZE: usize = 64;
 /// Bytes of a cell after its sequence word.
 pub const CELL_BODY: usize = CELL_SIZE - 4;
 
-/// One cell of the ring: half a cache line.
-#[repr(C, align(32))]
+/// One cache line of the ring.
+#[repr(C, align(64))]
 pub struct Cell {
     seq: AtomicU32,
     body: RacyCell<[u8; CELL_BODY]>,
@@ -39,11 +36,11 @@ pub struct FifoCtl {
     _pad1: [u8; 56],
 }
 
-// The layout is shared between processes: a cell is half a cache line, the control block two
-// lines.
+// The layout is shared between processes: a cell is one cache line, the control block two.
 #[cfg(not(oxmpi_loom))]
-const _: () =
-    assert!(std::mem::size_of::<Cell>() == CELL_SIZE && std::mem::size_of::<FifoCtl>() == 128);
+const _: () = assert!(
+    std::mem::size_of::<Cell>() == CELL_SIZE && std::mem::size_of::<FifoCtl>() == 2 * CELL_SIZE
+);
 
 /// Where a ring lives: its control block and `cap` cells (a power of two).
 #[derive(Debug, Clone, Copy)]
@@ -66,14 +63,13 @@ impl FifoRef {
     /// Views a ring whose control block is at `ctl` and cells at `cells`.
     ///
     /// # Safety
-    /// Both must point into a live shared mapping, `ctl` aligned to 64 bytes and `cells` to
-    /// [`CELL_SIZE`] (64 in a segment, so that cells pair up on lines), with room for one
+    /// Both must point into a live shared mapping, aligned to 64 bytes, with room for one
     /// `FifoCtl` and `cap` cells, zero-initialized when the ring was created, and outlive every
     /// use of the returned value. `cap` must be a power of two.
     pub unsafe fn new(ctl: *mut u8, cells: *mut u8, cap: usize) -> FifoRef {
         debug_assert!(cap.is_power_of_two());
         debug_assert_eq!(ctl as usize % 64, 0);
-        debug_assert_eq!(cells as usize % CELL_SIZE, 0);
+        debug_assert_eq!(cells as usize % 64, 0);
         FifoRef {
             ctl: ctl.cast(),
             cells: cells.cast(),
@@ -126,8 +122,6 @@ enum Attempt {
 pub struct Producer {
     fifo: FifoRef,
     cached_tail: u64,
-    /// Position after this producer's last claim.
-    end: u64,
 }
 
 /// Cells claimed by a producer, to be filled and then published.
@@ -143,7 +137,6 @@ impl Producer {
         Producer {
             fifo,
             cached_tail: 0,
-            end: 0,
         }
     }
 
@@ -188,10 +181,7 @@ impl Producer {
             .head
             .compare_exchange_weak(head, head + n64, Ordering::Relaxed, Ordering::Relaxed)
         {
-            Ok(_) => {
-                self.end = head + n64;
-                Attempt::Claimed(Claim { pos: head, n })
-            }
+            Ok(_) => Attempt::Claimed(Claim { pos: head, n }),
             Err(h) => Attempt::Moved(h),
         }
     }
@@ -229,38 +219,6 @@ impl Producer {
                 .store((claim.pos + 1) as u32, Ordering::Release)
         };
     }
-
-    /// Asks for the line [`PREFETCH_AHEAD`] cells past this producer's last claim in exclusive
-    /// state, so that a later message's stores find it owned: worth it when more messages follow
-    /// at once (a stream), not before waiting for an answer, when the extra line transfer only
-    /// delays the reply (ping-pong latency +10 ns measured when prefetching on every message).
-    #[inline]
-    pub fn prefetch_ahead(&self) {
-        prefetch_for_write(self.fifo.cell(self.end + PREFETCH_AHEAD));
-    }
-}
-
-/// Cells past a published message whose line a streaming producer asks for, in exclusive
-/// state, ahead of writing it ([`Producer::prefetch_ahead`]). The receiver last read that line a lap ago, so its copy must be invalidated
-/// before a store can complete; done at the store, that transfer stalls the sender the next
-/// time its store buffer drains (a locked claim, a failed store forward), once per line. Asked
-/// for four lines ahead, it overlaps the messages in between; the receiver is polling nearer
-/// lines, so it does not take the line back first (np 2, 8 B message rate between distant
-/// cores: +20% against no prefetch; 2 lines ahead gained less).
-const PREFETCH_AHEAD: u64 = 8;
-
-/// Asks for the line at `p` in exclusive state (`prefetchw`): a hint that never faults and
-/// changes no data, so it may name any address, even a cell another producer is writing.
-#[inline(always)]
-fn prefetch_for_write(p: *const Cell) {
-    #[cfg(all(target_arch = "x86_64", not(miri), not(oxmpi_loom)))]
-    // SAFETY: `prefetchw` reads no memory architecturally and cannot fault (an address not
-    // mapped is ignored); it touches neither registers nor flags nor the stack.
-    unsafe {
-        std::arch::asm!("prefetchw [{0}]", in(reg) p, options(nostack, preserves_flags, readonly));
-    }
-    #[cfg(not(all(target_arch = "x86_64", not(miri), not(oxmpi_loom))))]
-    let _ = p;
 }
 
 /// The receiver's handle on its own ring.

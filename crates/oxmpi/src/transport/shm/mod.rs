@@ -1,18 +1,13 @@
 //! The shared-memory transport: ranks on one host.
 //!
-//! Each rank creates one segment holding (1) its receive queue, a ring of 32-byte cells that
+//! Each rank creates one segment holding (1) its receive queue, a ring of 64-byte cells that
 //! every peer writes into ([`fifo`]), and (2) its send pool, blocks only it allocates from
 //! ([`pool`]). Peers map the segment on their first message to or from it. Small fragments
 //! travel inline in cells; larger ones in a pool block announced by a cell. Large messages are
 //! left to the protocol layer, which uses [`cma`] single copies or chunks through the pool.
 //!
-//! A fragment is a record of consecutive cells whose bodies (after each 4-byte sequence word)
-//! form one byte stream:
-//! `am u8 | kind u8 | len u16 | from u32 | (block u32 | len u32 if POOL) | hdr | inline payload...`
-//! where `kind` is the `POOL` bit (7) and the header length (bits 0-6), and `len` the inline
-//! payload's length (0 for a pool fragment, whose length follows the block). The header and the
-//! payload run on across cells; the record's cell count follows from the lengths, so it is not
-//! sent. An eager message of up to 8 bytes (12-byte header) fills one cell: two per cache line.
+//! Cell body layout (after the 4-byte sequence word):
+//! `am u8 | flags u8 | hdr_len u8 | ncells u8 | from u32 | len u32 | (block u32 if POOL) | hdr | inline payload...`
 
 pub mod arena;
 pub mod cma;
@@ -27,7 +22,7 @@ use std::sync::atomic::AtomicU64;
 
 use super::{Frag, Handler, Limits, Link, Remote, Seg, SendError, Transport};
 use crate::error::{Error, ErrorClass, Result};
-use fifo::{Claim, Consumer, FifoRef, Producer, CELL_BODY};
+use fifo::{Consumer, FifoRef, Producer, CELL_BODY};
 use pool::{PoolOwner, PoolRef, PoolView};
 use segment::Segment;
 
@@ -41,68 +36,18 @@ const BARRIER_OFFSET: usize = 512;
 const COLL_SLOT_OFFSET: usize = 1024;
 /// Bytes per data slot: the largest vector a shared-memory allreduce carries.
 pub const COLL_SLOT_BYTES: usize = 1024;
-/// `kind` bit of a fragment whose payload is in a pool block.
-const FLAG_POOL: u8 = 0x80;
-/// Stream bytes before the fragment header of an inline fragment.
-const INLINE_META: usize = 8;
-/// Stream bytes before the fragment header of a pool fragment.
+const FLAG_POOL: u8 = 1;
+/// Cell-body bytes before the fragment header of an inline fragment.
+const INLINE_META: usize = 12;
+/// Cell-body bytes before the fragment header of a pool fragment.
 const POOL_META: usize = 16;
-/// Largest fragment header (it runs on into the record's following cells when it must).
-pub const MAX_HDR: usize = 44;
-
-/// Cells of a record whose stream holds `meta` bytes of metadata and `rest` more.
-#[inline(always)]
-const fn record_cells(meta: usize, rest: usize) -> usize {
-    (meta + rest).div_ceil(CELL_BODY)
-}
-
-/// Copies `src` into a claimed record's stream at byte `off`.
-///
-/// # Safety
-/// The claim is unpublished and covers the cells of stream bytes `..off + src.len()`.
-#[inline(always)]
-unsafe fn scatter(tx: &Producer, claim: &Claim, off: usize, src: &[u8]) {
-    let mut done = 0;
-    while done < src.len() {
-        let at = off + done;
-        let within = at % CELL_BODY;
-        let n = (src.len() - done).min(CELL_BODY - within);
-        // SAFETY: cell `at / CELL_BODY` is claimed (caller contract) and `within + n` stays
-        // inside its body.
-        unsafe {
-            let body = tx.body(claim, (at / CELL_BODY) as u32).cast::<u8>();
-            std::ptr::copy_nonoverlapping(src.as_ptr().add(done), body.add(within), n);
-        }
-        done += n;
-    }
-}
-
-/// Copies stream bytes `off..off + dst.len()` of the record at the head of `rx` into `dst`.
-///
-/// # Safety
-/// The record at the head is published (its first cell's acquire seen) and its cells cover
-/// those bytes.
-#[inline(always)]
-unsafe fn gather(rx: &Consumer, off: usize, dst: &mut [u8]) {
-    let mut done = 0;
-    while done < dst.len() {
-        let at = off + done;
-        let within = at % CELL_BODY;
-        let n = (dst.len() - done).min(CELL_BODY - within);
-        // SAFETY: cell `at / CELL_BODY` belongs to the published record (caller contract) and
-        // `within + n` stays inside its body.
-        unsafe {
-            let body = rx.body((at / CELL_BODY) as u32).cast::<u8>();
-            std::ptr::copy_nonoverlapping(body.add(within), dst.as_mut_ptr().add(done), n);
-        }
-        done += n;
-    }
-}
+/// Largest fragment header a cell can carry.
+pub const MAX_HDR: usize = CELL_BODY - POOL_META;
 
 /// Sizes of a rank's segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShmLayout {
-    /// 32-byte cells in the receive ring (power of two, ≥ 256).
+    /// Cells in the receive ring (power of two, ≥ 256).
     pub fifo_cells: usize,
     /// Blocks in the send pool.
     pub pool_blocks: u32,
@@ -225,7 +170,7 @@ impl ShmConfig {
     }
 }
 
-/// Bounds an inline record (149 cells at most: less than any ring) and fits its u16 length.
+/// Keeps every inline fragment within the 255 cells a u8 count can name.
 const MAX_INLINE: usize = 4096;
 
 /// A rank's endpoint of the shared-memory transport: its receive ring, polled, and the
@@ -260,9 +205,6 @@ pub struct ShmLink {
     arena_bytes: usize,
     /// Rendezvous reads served from a peer's arena.
     arena_reads: u64,
-    /// Fragments sent since the last poll that delivered one: from the second on, this rank is
-    /// streaming, and each send asks for a ring line ahead ([`Producer::prefetch_ahead`]).
-    sent_since_arrival: u32,
     seg: Segment,
 }
 
@@ -290,9 +232,11 @@ pub struct Payload<'a> {
 }
 
 enum PayloadKind {
-    /// The payload starts at byte `off` of the stream of the record at the head of `rx`.
+    /// `first` points at the payload's start in the first cell (`first_len` bytes there); the
+    /// rest follows in continuation cells `1..`.
     Cells {
-        off: usize,
+        first: *const u8,
+        first_len: usize,
         rx: *const Consumer,
     },
     Block(*const u8),
@@ -323,10 +267,32 @@ impl Payload<'_> {
             // SAFETY: the block holds `len` announced bytes (checked against the pool bounds
             // when the fragment was decoded) and stays untouched until we release it.
             PayloadKind::Block(p) => unsafe { crate::bytecopy::copy(dst.as_mut_ptr(), p, want) },
-            // SAFETY: the consumer outlives this payload (it is borrowed by `poll` for the
-            // handler call) and has not advanced; `poll` checked that the record's published
-            // cells cover `off + len` stream bytes, and `want ≤ len`.
-            PayloadKind::Cells { off, rx } => unsafe { gather(&*rx, off, &mut dst[..want]) },
+            PayloadKind::Cells {
+                first,
+                first_len,
+                rx,
+            } => {
+                let n = want.min(first_len);
+                // SAFETY: `first` points at `first_len` payload bytes inside the first cell.
+                unsafe { std::ptr::copy_nonoverlapping(first, dst.as_mut_ptr(), n) };
+                let mut done = n;
+                let mut cell = 1;
+                while done < want {
+                    let n = (want - done).min(CELL_BODY);
+                    // SAFETY: the consumer outlives this payload (it is borrowed by `poll` for
+                    // the handler call); continuation cells belong to this published fragment.
+                    unsafe {
+                        let body = (*rx).body(cell);
+                        std::ptr::copy_nonoverlapping(
+                            body.cast::<u8>(),
+                            dst.as_mut_ptr().add(done),
+                            n,
+                        );
+                    }
+                    done += n;
+                    cell += 1;
+                }
+            }
         }
     }
 }
@@ -382,7 +348,6 @@ impl ShmTransport {
                 arena: None,
                 arena_bytes: config.arena_bytes,
                 arena_reads: 0,
-                sent_since_arrival: 0,
                 seg,
             },
         })
@@ -447,69 +412,81 @@ impl Transport for ShmTransport {
         while n < budget {
             let Some(first) = self.rx.peek() else { break };
             let first = first.cast::<u8>();
-            // SAFETY: a published cell: its body is readable and stable until advanced.
-            let (am, kind, len16, from) = unsafe { read_meta(first) };
+            // SAFETY: a published cell: its 60-byte body is readable and stable until advanced.
+            let (am, flags, hdr_len, ncells, from, len) = unsafe { read_meta(first) };
             // Every field below came through memory the sender can write: check each before
-            // it indexes anything (`from` a peer table, the lengths the ring, `block` and `len`
-            // the sender's pool).
-            let hdr_len = (kind & !FLAG_POOL) as usize;
-            if from as usize >= self.link.peers.len() || hdr_len > MAX_HDR {
+            // it indexes anything (`from` a peer table, `hdr_len` a cell, `ncells` the ring,
+            // `block` and `len` the sender's pool).
+            if from as usize >= self.link.peers.len()
+                || hdr_len as usize > MAX_HDR
+                || flags & !FLAG_POOL != 0
+                || ncells == 0
+            {
                 return Err(corrupt(from, "cell"));
             }
-            let pool = kind & FLAG_POOL != 0;
-            let (meta, len) = if pool {
-                if len16 != 0 {
-                    return Err(corrupt(from, "cell"));
-                }
-                // SAFETY: the pool metadata lies inside the first cell's body.
-                let len = unsafe { first.add(12).cast::<[u8; 4]>().read_unaligned() };
-                (POOL_META, u32::from_le_bytes(len) as usize)
-            } else {
-                if len16 as usize > MAX_INLINE {
-                    return Err(corrupt(from, "inline fragment (length)"));
-                }
-                (INLINE_META, len16 as usize)
-            };
-            let ncells = record_cells(meta, hdr_len + if pool { 0 } else { len });
-            // An honest sender publishes continuation cells before the first; a record that
-            // runs into cells nobody published would read another sender's unfinished data.
-            // (At most 149 cells: less than any ring.)
-            if ncells > 1 && !self.rx.continuation_published(ncells as u32) {
-                return Err(corrupt(from, "fragment (unpublished cells)"));
-            }
             let mut hdr_buf = [0u8; MAX_HDR];
-            // SAFETY: the record's cells are published and cover its header.
-            unsafe { gather(&self.rx, meta, &mut hdr_buf[..hdr_len]) };
-            if pool {
-                // SAFETY: the block index lies inside the first cell's body.
-                let block = u32::from_le_bytes(unsafe {
-                    first.add(INLINE_META).cast::<[u8; 4]>().read_unaligned()
-                });
+            if flags & FLAG_POOL != 0 {
+                if ncells != 1 {
+                    return Err(corrupt(from, "pool fragment (cell count)"));
+                }
+                // SAFETY: body bytes POOL_META.. hold the header (hdr_len ≤ MAX_HDR checked).
+                let block = unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        first.add(POOL_META),
+                        hdr_buf.as_mut_ptr(),
+                        hdr_len as usize,
+                    );
+                    u32::from_le_bytes(first.add(INLINE_META).cast::<[u8; 4]>().read_unaligned())
+                };
                 let view = self.link.peer(from)?.pool;
                 let data = view
-                    .block(block, len)
+                    .block(block, len as usize)
                     .ok_or_else(|| corrupt(from, "pool fragment (block or length)"))?;
                 h.frag(
                     &mut self.link,
                     Frag {
                         from,
                         am,
-                        hdr: &hdr_buf[..hdr_len],
+                        hdr: &hdr_buf[..hdr_len as usize],
                         payload: super::Payload::Shm(Payload {
                             kind: PayloadKind::Block(data),
-                            len,
+                            len: len as usize,
                             _life: PhantomData,
                         }),
                     },
                 );
                 view.release(block);
             } else {
+                let first_room = CELL_BODY - INLINE_META - hdr_len as usize;
+                let needed = if len as usize <= first_room {
+                    1
+                } else {
+                    1 + (len as usize - first_room).div_ceil(CELL_BODY)
+                };
+                if needed != ncells as usize {
+                    return Err(corrupt(from, "inline fragment (cell count)"));
+                }
+                // An honest sender publishes continuation cells before the first; a count that
+                // runs into cells nobody published would read another sender's unfinished data.
+                if !self.rx.continuation_published(ncells as u32) {
+                    return Err(corrupt(from, "inline fragment (unpublished cells)"));
+                }
+                // SAFETY: header bytes lie inside the first cell's body.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        first.add(INLINE_META),
+                        hdr_buf.as_mut_ptr(),
+                        hdr_len as usize,
+                    )
+                };
                 let payload = Payload {
                     kind: PayloadKind::Cells {
-                        off: INLINE_META + hdr_len,
+                        // SAFETY: still inside the first cell's body (hdr_len ≤ MAX_HDR).
+                        first: unsafe { first.add(INLINE_META + hdr_len as usize) },
+                        first_len: first_room.min(len as usize),
                         rx: &self.rx,
                     },
-                    len,
+                    len: len as usize,
                     _life: PhantomData,
                 };
                 h.frag(
@@ -517,16 +494,13 @@ impl Transport for ShmTransport {
                     Frag {
                         from,
                         am,
-                        hdr: &hdr_buf[..hdr_len],
+                        hdr: &hdr_buf[..hdr_len as usize],
                         payload: super::Payload::Shm(payload),
                     },
                 );
             }
             self.rx.advance(ncells as u32);
             n += 1;
-        }
-        if n > 0 {
-            self.link.sent_since_arrival = 0;
         }
         self.rx.release();
         Ok(n)
@@ -631,14 +605,6 @@ impl ShmLink {
 }
 
 impl ShmLink {
-    /// Counts a send and says whether another one went before it since the last arrival.
-    #[inline]
-    fn streaming(&mut self) -> bool {
-        let s = self.sent_since_arrival;
-        self.sent_since_arrival = s.saturating_add(1);
-        s > 0
-    }
-
     /// Sends a fragment of `len` (≤ `max_frag`) payload bytes that `fill` writes into a
     /// fresh pool block (its address, `len` writable bytes), and `hdr` (≤ `MAX_HDR`).
     #[inline]
@@ -651,7 +617,6 @@ impl ShmLink {
         fill: impl FnOnce(*mut u8),
     ) -> std::result::Result<(), SendError> {
         let me = self.me;
-        let streaming = self.streaming();
         let block = self.pool.alloc().ok_or(SendError::Busy)?;
         // SAFETY: the block is ours and unannounced, `max_frag` ≥ `len` bytes long.
         fill(unsafe { self.pool.block_mut(block) });
@@ -662,28 +627,20 @@ impl ShmLink {
                 return Err(SendError::Fatal(e));
             }
         };
-        let ncells = record_cells(POOL_META, hdr.len());
-        let Some(claim) = peer.tx.claim(ncells as u32) else {
+        let Some(claim) = peer.tx.claim(1) else {
             self.pool.unalloc(block);
             return Err(SendError::Busy);
         };
-        // SAFETY: claimed, unpublished cells covering the metadata and the header (hdr ≤
-        // MAX_HDR, checked by the callers).
+        // SAFETY: claimed, unpublished cell; header fits (hdr ≤ MAX_HDR).
         unsafe {
             let b = peer.tx.body(&claim, 0).cast::<u8>();
-            write_meta(b, am, FLAG_POOL | hdr.len() as u8, 0, me);
+            write_meta(b, am, FLAG_POOL, hdr.len() as u8, 1, me, len as u32);
             b.add(INLINE_META)
                 .cast::<[u8; 4]>()
                 .write_unaligned(block.to_le_bytes());
-            b.add(12)
-                .cast::<[u8; 4]>()
-                .write_unaligned((len as u32).to_le_bytes());
-            scatter(&peer.tx, &claim, POOL_META, hdr);
+            std::ptr::copy_nonoverlapping(hdr.as_ptr(), b.add(POOL_META), hdr.len());
         }
         peer.tx.publish(claim);
-        if streaming {
-            peer.tx.prefetch_ahead();
-        }
         Ok(())
     }
 }
@@ -715,22 +672,41 @@ impl Link for ShmLink {
         }
         let me = self.me;
         if payload.len() <= self.limits.inline_max {
-            let ncells = record_cells(INLINE_META, hdr.len() + payload.len());
-            let streaming = self.streaming();
+            let first_room = CELL_BODY - INLINE_META - hdr.len();
+            let ncells = if payload.len() <= first_room {
+                1
+            } else {
+                1 + (payload.len() - first_room).div_ceil(CELL_BODY)
+            };
             let peer = self.peer(to).map_err(SendError::Fatal)?;
             let claim = peer.tx.claim(ncells as u32).ok_or(SendError::Busy)?;
-            // SAFETY: the claimed, unpublished cells cover the record's stream (sized above);
-            // inline_max ≤ MAX_INLINE fits the u16 length.
+            // SAFETY: cell 0 and continuation cells are claimed and unpublished; all writes stay
+            // inside their 60-byte bodies (sizes computed above).
             unsafe {
                 let b = peer.tx.body(&claim, 0).cast::<u8>();
-                write_meta(b, am, hdr.len() as u8, payload.len() as u16, me);
-                scatter(&peer.tx, &claim, INLINE_META, hdr);
-                scatter(&peer.tx, &claim, INLINE_META + hdr.len(), payload);
+                write_meta(
+                    b,
+                    am,
+                    0,
+                    hdr.len() as u8,
+                    ncells as u8,
+                    me,
+                    payload.len() as u32,
+                );
+                std::ptr::copy_nonoverlapping(hdr.as_ptr(), b.add(INLINE_META), hdr.len());
+                let n = payload.len().min(first_room);
+                std::ptr::copy_nonoverlapping(payload.as_ptr(), b.add(INLINE_META + hdr.len()), n);
+                let mut done = n;
+                let mut i = 1;
+                while done < payload.len() {
+                    let n = (payload.len() - done).min(CELL_BODY);
+                    let c = peer.tx.body(&claim, i).cast::<u8>();
+                    std::ptr::copy_nonoverlapping(payload.as_ptr().add(done), c, n);
+                    done += n;
+                    i += 1;
+                }
             }
             peer.tx.publish(claim);
-            if streaming {
-                peer.tx.prefetch_ahead();
-            }
             return Ok(());
         }
         self.send_block(to, am, hdr, payload.len(), |b| {
@@ -835,26 +811,29 @@ impl Link for ShmLink {
 /// # Safety
 /// `b` points at a writable cell body.
 #[inline]
-unsafe fn write_meta(b: *mut u8, am: u8, kind: u8, len: u16, from: u32) {
-    // SAFETY: the first 8 bytes of the body are the metadata (caller contract).
+unsafe fn write_meta(b: *mut u8, am: u8, flags: u8, hdr_len: u8, ncells: u8, from: u32, len: u32) {
+    // SAFETY: the first 12 bytes of the body are the metadata (caller contract).
     unsafe {
-        let [l0, l1] = len.to_le_bytes();
-        b.cast::<[u8; 4]>().write([am, kind, l0, l1]);
+        b.cast::<[u8; 4]>().write([am, flags, hdr_len, ncells]);
         b.add(4)
             .cast::<[u8; 4]>()
             .write_unaligned(from.to_le_bytes());
+        b.add(8)
+            .cast::<[u8; 4]>()
+            .write_unaligned(len.to_le_bytes());
     }
 }
 
 /// # Safety
 /// `b` points at a readable, published cell body.
 #[inline]
-unsafe fn read_meta(b: *const u8) -> (u8, u8, u16, u32) {
-    // SAFETY: the first 8 bytes of the body are the metadata (caller contract).
+unsafe fn read_meta(b: *const u8) -> (u8, u8, u8, u8, u32, u32) {
+    // SAFETY: the first 12 bytes of the body are the metadata (caller contract).
     unsafe {
-        let [am, kind, l0, l1] = b.cast::<[u8; 4]>().read();
+        let [am, flags, hdr_len, ncells] = b.cast::<[u8; 4]>().read();
         let from = u32::from_le_bytes(b.add(4).cast::<[u8; 4]>().read_unaligned());
-        (am, kind, u16::from_le_bytes([l0, l1]), from)
+        let len = u32::from_le_bytes(b.add(8).cast::<[u8; 4]>().read_unaligned());
+        (am, flags, hdr_len, ncells, from, len)
     }
 }
 
@@ -862,8 +841,7 @@ unsafe fn read_meta(b: *const u8) -> (u8, u8, u16, u32) {
 /// `base` is a live mapping laid out as `layout` describes.
 unsafe fn views(base: *mut u8, layout: &ShmLayout) -> (FifoRef, PoolRef) {
     // SAFETY: offsets are inside the mapping and 64-byte aligned (HEADER_BYTES, CTL_OFFSET and
-    // the cell/flag sizes are multiples of 64: at least 256 cells of 32 bytes; the data offset
-    // is page aligned).
+    // the cell/flag sizes are multiples of 64; the data offset is page aligned).
     unsafe {
         let fifo = FifoRef::new(
             base.add(CTL_OFFSET),
@@ -932,8 +910,7 @@ mod tests {
     fn inline_and_pool_fragments_arrive_intact_and_in_order() {
         let (mut a, mut b) = pair("io");
         assert_eq!(a.connected_peers(), 0, "connections are deferred");
-        // With a 12-byte header the first cell holds 8 payload bytes, each further one 28.
-        let sizes = [0usize, 1, 7, 8, 9, 36, 37, 500, 1024, 1025, 4096];
+        let sizes = [0usize, 1, 35, 36, 37, 96, 97, 500, 1024, 1025, 4096];
         for (i, &n) in sizes.iter().enumerate() {
             let payload: Vec<u8> = (0..n).map(|k| (k * 31 + i) as u8).collect();
             a.link().send(1, i as u8, &[i as u8; 12], &payload).unwrap();
@@ -1022,162 +999,81 @@ mod tests {
         a.link().send(1, 0, &[0; 12], &[1; 2000]).unwrap();
     }
 
-    /// Every header length with payloads around the cell boundaries, inline and in a pool
-    /// block: headers and payloads run on across cells and arrive intact.
-    #[test]
-    fn inline_and_pool_records_of_every_header_length_arrive_intact() {
-        let (mut a, mut b) = pair("hdrs");
-        let step = if cfg!(miri) { 7 } else { 1 };
-        for h in (0..=MAX_HDR).step_by(step) {
-            for n in [0usize, 1, 19, 20, 21, 48, 49, 1024, 1025, 3000] {
-                let hdr: Vec<u8> = (0..h).map(|k| (k * 7 + n) as u8).collect();
-                let payload: Vec<u8> = (0..n).map(|k| (k * 13 + h) as u8).collect();
-                a.link().send(1, h as u8, &hdr, &payload).unwrap();
-                assert_eq!(
-                    drain(&mut b),
-                    vec![(0, h as u8, hdr, payload)],
-                    "header {h}, payload {n}"
-                );
-            }
-        }
-    }
-
-    /// Records of 2 to 6 cells over several laps of a 256-cell ring: many straddle its end
-    /// (their cells wrap to the ring's start) and arrive intact and in order.
-    #[test]
-    fn inline_records_straddling_the_rings_end_arrive_intact() {
-        let (mut a, mut b) = pair("wrap");
-        let mut sent = Vec::new();
-        let mut got = Vec::new();
-        let rounds = if cfg!(miri) { 4 } else { 40 };
-        for r in 0..rounds {
-            // 8 records of up to 6 cells: at most 48 of the ring's 256 cells between drains.
-            for k in 0..8usize {
-                let n = 9 + (r * 8 + k) * 17 % 140;
-                let payload: Vec<u8> = (0..n).map(|i| (i + r * 31 + k) as u8).collect();
-                a.link().send(1, k as u8, &[r as u8; 12], &payload).unwrap();
-                sent.push((0, k as u8, vec![r as u8; 12], payload));
-            }
-            got.extend(drain(&mut b));
-        }
-        assert!(got == sent, "records arrive intact and in order");
-    }
-
-    /// A send counts as streaming (and prefetches a ring line ahead) only after another send
-    /// with no arrival in between: a reply to a message just received (ping-pong) does not.
-    #[test]
-    fn inline_sends_stream_only_until_something_arrives() {
-        let (mut a, mut b) = pair("stream");
-        a.link().send(1, 0, &[0; 12], &[1; 8]).unwrap();
-        assert_eq!(
-            a.link.sent_since_arrival, 1,
-            "a first send is not streaming"
-        );
-        a.link().send(1, 0, &[0; 12], &[2; 2000]).unwrap();
-        a.link().send(1, 0, &[0; 12], &[3; 8]).unwrap();
-        assert_eq!(a.link.sent_since_arrival, 3);
-        assert_eq!(drain(&mut b).len(), 3, "prefetching changed no data");
-        b.link().send(0, 0, &[0; 12], &[4; 8]).unwrap();
-        assert!(drain(&mut a).len() == 1 && a.link.sent_since_arrival == 0);
-        assert!(!a.link.streaming(), "the reply after an arrival");
-        assert!(a.link.streaming(), "the send after that reply");
-    }
-
-    /// Metadata of a hand-written cell: am, kind, inline length, from.
-    type Meta = (u8, u8, u16, u32);
+    /// Metadata of a hand-written cell: am, flags, hdr_len, ncells, from, len.
+    type Meta = (u8, u8, u8, u8, u32, u32);
 
     /// Publishes, from `a` to rank 1, `claim` cells of which only the first is written, with
-    /// `meta` and the pool words `block` and `len`: what a buggy or hostile peer can put in the
-    /// ring.
-    fn forge(a: &mut ShmTransport, claim: u32, meta: Meta, block: u32, len: u32) {
+    /// `meta` and `block`: what a buggy or hostile peer can put in the ring.
+    fn forge(a: &mut ShmTransport, claim: u32, meta: Meta, block: u32) {
         let peer = a.link.peer(1).unwrap();
         let c = peer.tx.claim(claim).unwrap();
-        let (am, kind, len16, from) = meta;
-        // SAFETY: the first claimed cell, unpublished; metadata and pool words fit its body.
+        let (am, flags, hdr_len, ncells, from, len) = meta;
+        // SAFETY: the first claimed cell, unpublished; metadata and block index fit its body.
         unsafe {
             let b = peer.tx.body(&c, 0).cast::<u8>();
-            write_meta(b, am, kind, len16, from);
+            write_meta(b, am, flags, hdr_len, ncells, from, len);
             b.add(INLINE_META)
                 .cast::<[u8; 4]>()
                 .write_unaligned(block.to_le_bytes());
-            b.add(12)
-                .cast::<[u8; 4]>()
-                .write_unaligned(len.to_le_bytes());
         }
         peer.tx.publish(c);
     }
 
-    /// Issue 8 §3: every field a sender controls is checked before it indexes anything:
-    /// unknown senders, header and inline lengths, pool blocks and lengths, and records whose
-    /// lengths run into cells nobody published.
+    /// Issue 8 §3: a pool fragment's cell count was not checked (a count of 2 skipped the next
+    /// sender's cell), nor were unknown flags or continuation cells nobody published.
     #[test]
     fn corrupt_cells_are_refused_naming_the_sender() {
-        // Stream bytes after the metadata in one cell.
-        let room = (CELL_BODY - INLINE_META) as u16;
-        let pool = FLAG_POOL;
-        let cases: [(&str, u32, Meta, u32, u32, &str); 9] = [
-            ("fr", 1, (0, 0, 0, 2), 0, 0, "cell from rank 2"),
+        let first_room = (CELL_BODY - INLINE_META) as u32;
+        let cases: [(&str, u32, Meta, u32, &str); 9] = [
             (
-                "hl",
-                1,
-                (0, MAX_HDR as u8 + 1, 0, 0),
+                "pn",
+                2,
+                (0, FLAG_POOL, 0, 2, 0, 8),
                 0,
-                0,
-                "cell from rank 0",
+                "pool fragment (cell count) from rank 0",
             ),
-            (
-                "il",
-                1,
-                (0, 0, MAX_INLINE as u16 + 1, 0),
-                0,
-                0,
-                "inline fragment (length) from rank 0",
-            ),
-            (
-                "iu",
-                1,
-                (0, 0, room + 1, 0),
-                0,
-                0,
-                "fragment (unpublished cells) from rank 0",
-            ),
-            (
-                "hu",
-                1,
-                (0, room as u8 + 1, 0, 0),
-                0,
-                0,
-                "fragment (unpublished cells) from rank 0",
-            ),
-            (
-                "pu",
-                1,
-                (0, pool | ((CELL_BODY - POOL_META) as u8 + 1), 0, 0),
-                0,
-                8,
-                "fragment (unpublished cells) from rank 0",
-            ),
-            ("pi", 1, (0, pool, 1, 0), 0, 8, "cell from rank 0"),
+            ("p0", 1, (0, FLAG_POOL, 0, 0, 0, 8), 0, "cell from rank 0"),
             (
                 "pb",
                 1,
-                (0, pool, 0, 0),
+                (0, FLAG_POOL, 0, 1, 0, 8),
                 LAYOUT.pool_blocks,
-                8,
                 "pool fragment (block or length) from rank 0",
             ),
             (
                 "pl",
                 1,
-                (0, pool, 0, 0),
+                (0, FLAG_POOL, 0, 1, 0, LAYOUT.block_size + 1),
                 0,
-                LAYOUT.block_size + 1,
                 "pool fragment (block or length) from rank 0",
             ),
+            (
+                "hl",
+                1,
+                (0, 0, MAX_HDR as u8 + 1, 1, 0, 0),
+                0,
+                "cell from rank 0",
+            ),
+            ("fr", 1, (0, 0, 0, 1, 2, 0), 0, "cell from rank 2"),
+            ("fl", 1, (0, 0x80, 0, 1, 0, 0), 0, "cell from rank 0"),
+            (
+                "in",
+                2,
+                (0, 0, 0, 2, 0, 8),
+                0,
+                "inline fragment (cell count) from rank 0",
+            ),
+            (
+                "iu",
+                1,
+                (0, 0, 0, 2, 0, first_room + 1),
+                0,
+                "inline fragment (unpublished cells) from rank 0",
+            ),
         ];
-        for (tag, claim, meta, block, len, want) in cases {
+        for (tag, claim, meta, block, want) in cases {
             let (mut a, mut b) = pair(tag);
-            forge(&mut a, claim, meta, block, len);
+            forge(&mut a, claim, meta, block);
             let mut c = Collect(Vec::new());
             let err = b.poll(usize::MAX, &mut c).unwrap_err();
             assert!(c.0.is_empty(), "{tag}: nothing reaches the protocol layer");
@@ -1185,11 +1081,10 @@ mod tests {
         }
         // The same cells, well formed, are delivered.
         let (mut a, mut b) = pair("ok");
-        forge(&mut a, 1, (3, pool, 0, 0), 0, 8);
-        forge(&mut a, 2, (4, 0, room + 1, 0), 0, 0);
-        forge(&mut a, 2, (5, room as u8 + 1, 0, 0), 0, 0);
+        forge(&mut a, 1, (3, FLAG_POOL, 0, 1, 0, 8), 0);
+        forge(&mut a, 2, (4, 0, 0, 2, 0, first_room + 1), 0);
         let got: Vec<u8> = drain(&mut b).into_iter().map(|f| f.1).collect();
-        assert_eq!(got, [3, 4, 5]);
+        assert_eq!(got, [3, 4]);
     }
 
     #[test]
