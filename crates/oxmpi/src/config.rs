@@ -111,7 +111,7 @@ tunables! {
     shm_block_size: u32 = 8192 => "8192", "OXMPI_SHM_BLOCK_SIZE",
         "bytes per pool block: the largest fragment and the two-copy chunk size";
     shm_inline_max: usize = 32 => "32", "OXMPI_SHM_INLINE_MAX",
-        "largest payload carried inline in cells rather than in a pool block; 32 fits two 32-byte cells (one cache line) beside its header, and a payload spread over more cells was slower than one pool block (np 2 latency, 3 interleaved rounds: 64 B 0.27-0.32 -> 0.24-0.27 us, 256 B 0.39-0.43 -> 0.25-0.35, 1 KiB 0.79-0.88 -> 0.30-0.38)";
+        "largest payload carried inline in cells rather than in a pool block; 32 fits the first 64-byte cell beside its header, and a payload spread over more cells was slower than one pool block (np 2 latency, 4 interleaved rounds: 64 B 0.22 -> 0.20 us, 256 B 0.25 -> 0.21, 1 KiB 0.33 -> 0.24)";
     transport: String = "auto".to_owned() => "auto", "OXMPI_TRANSPORT",
         "auto: shared memory within a host, TCP between hosts; tcp: TCP between every pair of ranks (tests, comparisons)";
     tcp_if: String = String::new() => "(unset)", "OXMPI_TCP_IF",
