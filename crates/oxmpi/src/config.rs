@@ -110,8 +110,8 @@ tunables! {
         "blocks in each rank's send pool";
     shm_block_size: u32 = 8192 => "8192", "OXMPI_SHM_BLOCK_SIZE",
         "bytes per pool block: the largest fragment and the two-copy chunk size";
-    shm_inline_max: usize = 32 => "32", "OXMPI_SHM_INLINE_MAX",
-        "largest payload carried inline in cells rather than in a pool block; 32 fits the first 64-byte cell beside its header, and a payload spread over more cells was slower than one pool block (np 2 latency, 4 interleaved rounds: 64 B 0.22 -> 0.20 us, 256 B 0.25 -> 0.21, 1 KiB 0.33 -> 0.24)";
+    shm_inline_max: usize = 64 => "64", "OXMPI_SHM_INLINE_MAX",
+        "largest payload carried inline in cells rather than in a pool block; 64 keeps a message within two 64-byte cells, and a payload spread over more cells was slower than one pool block (np 2 latency, interleaved rounds: 256 B 0.25 -> 0.21 us, 1 KiB 0.33 -> 0.24; at 64 B the two paths were within noise)";
     transport: String = "auto".to_owned() => "auto", "OXMPI_TRANSPORT",
         "auto: shared memory within a host, TCP between hosts; tcp: TCP between every pair of ranks (tests, comparisons)";
     tcp_if: String = String::new() => "(unset)", "OXMPI_TCP_IF",
