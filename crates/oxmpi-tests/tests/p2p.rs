@@ -230,16 +230,24 @@ fn stat_line(so: &str, name: &str) -> u64 {
 
 #[test]
 fn large_derived_datatype_messages_move_as_iovec_lists_or_packed() {
-    for np in [2, 3, 4] {
-        let so = run_ok(np, env!("CARGO_BIN_EXE_ddt_iov"), &[], &[]);
+    // Below OXMPI_SINGLE_COPY_MIN a sender packs as it pushes, and a receiver with large
+    // blocks gathers a contiguous sender's data; from it on senders offer pieces too.
+    for (np, env) in [
+        (2, ("OXMPI_SINGLE_COPY_MIN", "16M")),
+        (3, ("OXMPI_SINGLE_COPY_MIN", "16M")),
+        (4, ("OXMPI_SINGLE_COPY_MIN", "16M")),
+        (2, ("OXMPI_SINGLE_COPY_MIN", "64K")),
+        (3, ("OXMPI_SINGLE_COPY_MIN", "64K")),
+    ] {
+        let so = run_ok(np, env!("CARGO_BIN_EXE_ddt_iov"), &[], &[env]);
         assert_eq!(so.matches("iov OK").count(), np, "{so}");
         assert!(
             stat_line(&so, "iov_pulls") > 0,
-            "np {np}: no message went as pieces: {so}"
+            "np {np} {env:?}: no message went as pieces: {so}"
         );
         assert!(
             stat_line(&so, "packed_pushes") > 0,
-            "np {np}: no message was packed as it went: {so}"
+            "np {np} {env:?}: no message was packed as it went: {so}"
         );
     }
     // Single copy off, or a crossover above every block: everything is packed, same bytes.

@@ -99,7 +99,7 @@ tunables! {
     single_copy_min: usize = 16777216 => "16777216", "OXMPI_SINGLE_COPY_MIN",
         "smallest rendezvous message pulled with one copy when it arrives alone; a lone smaller one is pushed through the pool, its two copies on two cores at once (oxmpi-info --calibrate measures the crossover; np 2 latency, pushed against pulled: 4 MiB 260-312 against 574-673 us, 16 MiB 1884-1992 against 3642-3994)";
     ddt_iov_min_block: usize = 4096 => "4096", "OXMPI_DDT_IOV_MIN_BLOCK",
-        "a rendezvous-size message through a derived datatype whose contiguous pieces average at least this many bytes moves as iovec lists in one process_vm_readv copy on one host; smaller pieces are packed and unpacked in pool blocks (OXBENCH_DDT_BLOCK=B OXMPI_DDT_IOV_MIN_BLOCK=1|1G oxmpi-bench ddt-vector64k --min 4M --max 4M, np 2: iovec/packed 0.5-0.6x at 1 KiB and 3 KiB blocks, 1.2-1.9x at 2, 4 and 16 KiB)";
+        "a derived-datatype message whose contiguous pieces average at least this many bytes moves as iovec lists in one process_vm_readv copy on one host: a receive from the rendezvous size on (a contiguous sender's data lands in one copy), a send from OXMPI_SINGLE_COPY_MIN on; below that a sender packs its chunks into pool blocks as it pushes them, like a lone contiguous message (interleaved, np 2, ddt-vector64k 256 KiB-2 MiB: packed 9-12 GB/s against iovec 5-6 in 5 of 8 rounds, iovec ahead 1.6x in 3 rounds with far cores), and smaller pieces are always packed";
     alloc_mem_bytes: usize = 1073741824 => "1073741824", "OXMPI_ALLOC_MEM_BYTES",
         "size of each rank's shared arena for alloc_mem (a sparse file: only used pages cost memory)";
     shm_coll_comms: bool = true => "true", "OXMPI_SHM_COLL_COMMS",

@@ -143,6 +143,16 @@ fn cases(rng: &mut Rng) -> Vec<Case> {
             recv: plain(mib),
         },
         Case {
+            name: "plain doubles -> 8 KiB blocks (the receiver gathers)",
+            send: plain(mib),
+            recv: random_runs(rng, mib, 8192, true),
+        },
+        Case {
+            name: "8 KiB blocks -> 16 KiB blocks (packed, unpacked as pushed)",
+            send: random_runs(rng, mib, 8192, false),
+            recv: random_runs(rng, mib, 16384, true),
+        },
+        Case {
             name: "plain doubles -> 1.5 KiB blocks",
             send: plain(mib),
             recv: random_runs(rng, mib, 1536, false),

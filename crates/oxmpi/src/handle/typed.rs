@@ -104,7 +104,7 @@ impl Staged {
         len: usize,
         engine: &EngineCell,
     ) -> Staged {
-        match Self::pieces(&ty, user.cast(), count, len, engine) {
+        match Self::pieces(&ty, user.cast(), count, len, true, engine) {
             Some(segs) => Self::registered(ty, user.cast_mut(), count, len, segs, false, engine),
             // SAFETY: forwarded from our caller.
             None => unsafe { Staged::send(ty, user, count, len, false) },
@@ -122,7 +122,7 @@ impl Staged {
         len: usize,
         engine: &EngineCell,
     ) -> Staged {
-        match Self::pieces(&ty, user.cast_const().cast(), count, len, engine) {
+        match Self::pieces(&ty, user.cast_const().cast(), count, len, false, engine) {
             Some(segs) => Self::registered(ty, user, count, len, segs, true, engine),
             None => Staged::recv(ty, user, count, len, false),
         }
@@ -139,16 +139,16 @@ impl Staged {
         recv: bool,
         engine: &EngineCell,
     ) -> Staged {
+        let chunks = Box::new(TypedChunks {
+            ty: ty.clone(),
+            user: user.cast(),
+            count,
+        });
         let d = match segs {
+            // A receive also unpacks a packing sender's chunks as they arrive.
+            Some(segs) if recv => IovDesc::pieces_and_chunks(len, segs, chunks),
             Some(segs) => IovDesc::new(len, segs),
-            None => IovDesc::chunked(
-                len,
-                Box::new(TypedChunks {
-                    ty: ty.clone(),
-                    user: user.cast(),
-                    count,
-                }),
-            ),
+            None => IovDesc::chunked(len, chunks),
         };
         engine.with(|e| e.register_iov(d.clone()));
         Staged {
@@ -170,13 +170,15 @@ impl Staged {
         user: *const u8,
         count: u64,
         len: usize,
+        send: bool,
         engine: &EngineCell,
     ) -> Option<Option<Vec<Seg>>> {
         if ty.is_contiguous() {
             return None;
         }
         let estimate = ty.layout().pieces().saturating_mul(count);
-        let (iov, chunks) = engine.with(|e| (e.wants_iov(len, estimate), e.wants_chunks(len)));
+        let (iov, chunks) =
+            engine.with(|e| (e.wants_iov(len, estimate, send), e.wants_chunks(len)));
         if !iov {
             return chunks.then_some(None);
         }

@@ -654,25 +654,27 @@ impl Engine {
         self.bsend.detach()
     }
 
-    /// Offers data in pieces (`iov`) for messages of at least `min_len` bytes whose pieces
-    /// average at least `min_block` bytes; `None` turns it off.
-    pub fn set_iov_policy(&mut self, p: Option<(usize, u64)>) {
+    /// Which derived-datatype operations are registered as pieces or chunks (see `iov`);
+    /// `None` turns it off.
+    pub fn set_iov_policy(&mut self, p: Option<super::iov::IovPolicy>) {
         self.proto.iov_policy = p;
     }
 
-    /// Whether a `len`-byte message in `pieces` pieces should be offered as pieces.
-    pub fn wants_iov(&self, len: usize, pieces: u64) -> bool {
-        self.proto.iov_policy.is_some_and(|(min_len, min_block)| {
-            len >= min_len && pieces > 0 && (len as u64) / pieces >= min_block
+    /// Whether a `len`-byte message in `pieces` pieces should be registered as pieces: a
+    /// receive (`send` false) from the policy's smallest message on, as the place a
+    /// contiguous or gathered sender's data lands in one copy; a send only from
+    /// `send_pieces_min` on.
+    pub fn wants_iov(&self, len: usize, pieces: u64, send: bool) -> bool {
+        self.proto.iov_policy.is_some_and(|p| {
+            let min = if send { p.send_pieces_min } else { p.min_len };
+            len >= min && pieces > 0 && (len as u64) / pieces >= p.min_block
         })
     }
 
     /// Whether a `len`-byte message through a fine-grained datatype should be packed and
     /// unpacked chunk by chunk as it is pushed (see `iov`).
     pub fn wants_chunks(&self, len: usize) -> bool {
-        self.proto
-            .iov_policy
-            .is_some_and(|(min_len, _)| len >= min_len)
+        self.proto.iov_policy.is_some_and(|p| len >= p.min_len)
     }
 
     /// Registers the pieces of a pending operation (see `iov`): the protocol finds them by

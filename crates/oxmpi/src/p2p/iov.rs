@@ -22,6 +22,18 @@ use std::sync::{Arc, OnceLock};
 
 pub use crate::transport::Seg;
 
+/// Which derived-datatype operations the layer above registers with the protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IovPolicy {
+    /// Smallest message registered at all (packed chunk by chunk, or as pieces).
+    pub min_len: usize,
+    /// Smallest send offered as pieces (one gathering copy by the receiver); a smaller one is
+    /// packed chunk by chunk as it is pushed, both cores copying.
+    pub send_pieces_min: usize,
+    /// Smallest average piece worth moving as pieces.
+    pub min_block: u64,
+}
+
 /// Packs and unpacks any byte range of one operation's packed stream (the datatype engine's
 /// resumable pack, which this layer cannot name).
 pub trait Chunked: Send + Sync {
@@ -94,7 +106,8 @@ impl Drop for Packed {
 pub struct IovDesc {
     len: usize,
     segs: Box<[Seg]>,
-    /// Packs and unpacks chunks, for data not moved as pieces (then `segs` is empty).
+    /// Packs and unpacks chunks, for data not moved as pieces (a send's `segs` is then
+    /// empty; a receive may have both).
     chunks: Option<Box<dyn Chunked>>,
     /// The packed bytes, once a path needed them.
     packed: OnceLock<Packed>,
@@ -120,9 +133,15 @@ impl IovDesc {
 
     /// Data packed and unpacked in chunks by `chunks`, standing in for `len` packed bytes.
     pub fn chunked(len: usize, chunks: Box<dyn Chunked>) -> Arc<IovDesc> {
+        Self::pieces_and_chunks(len, Vec::new(), chunks)
+    }
+
+    /// A receive both ways: pieces `segs` for a sender's data gathered in one copy, and
+    /// `chunks` to unpack a sender's packed chunks as they arrive.
+    pub fn pieces_and_chunks(len: usize, segs: Vec<Seg>, chunks: Box<dyn Chunked>) -> Arc<IovDesc> {
         Arc::new(IovDesc {
             len,
-            segs: Box::new([]),
+            segs: segs.into_boxed_slice(),
             chunks: Some(chunks),
             packed: OnceLock::new(),
             gathered: AtomicBool::new(false),
@@ -146,7 +165,7 @@ impl IovDesc {
         self.len == 0
     }
 
-    /// The chunk packer, when the data is not moved as pieces.
+    /// The chunk packer, when the data may move packed chunk by chunk.
     pub(crate) fn chunks(&self) -> Option<&dyn Chunked> {
         self.chunks.as_deref()
     }

@@ -135,9 +135,9 @@ pub struct Proto {
     /// Operations whose data is in pieces (see `iov`), by their packed bytes' address; empty
     /// unless a large derived-datatype operation is pending.
     pub(super) iov: Vec<Arc<IovDesc>>,
-    /// Which derived-datatype operations the layer above offers as pieces: `(smallest
-    /// message, smallest average piece)`; `None` (the default): none.
-    pub(super) iov_policy: Option<(usize, u64)>,
+    /// Which derived-datatype operations the layer above registers; `None` (the default):
+    /// none.
+    pub(super) iov_policy: Option<super::iov::IovPolicy>,
     /// Pushed sends packing, and pushed receives unpacking, chunk by chunk (see `iov`).
     packed: Vec<(ReqId, Arc<IovDesc>)>,
     /// One chunk's packed bytes, reused.
@@ -1430,7 +1430,7 @@ impl Proto {
             .as_ref()
             .filter(|d| packed && d.chunks().is_some())
             .cloned();
-        let local = found.as_ref().filter(|d| d.chunks().is_none()).cloned();
+        let local = found.as_ref().filter(|d| !d.segs().is_empty()).cloned();
         // Where the bytes land when not through pieces or chunk by chunk (allocated on use).
         let flat = |d: &Option<Arc<IovDesc>>| d.as_ref().map_or(buf, |d| d.packed_ptr());
         if !packed && limits.iov_max > 0 && (sent_iov || (local.is_some() && h.flags == 0)) {

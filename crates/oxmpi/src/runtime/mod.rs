@@ -223,8 +223,12 @@ impl Runtime {
             local.len(),
             cores,
         );
-        let iov_policy = (shm.is_some() && config.single_copy)
-            .then_some((config.eager_limit + 1, config.ddt_iov_min_block as u64));
+        let iov_policy =
+            (shm.is_some() && config.single_copy).then_some(crate::p2p::iov::IovPolicy {
+                min_len: config.eager_limit + 1,
+                send_pieces_min: config.single_copy_min.max(config.eager_limit + 1),
+                min_block: config.ddt_iov_min_block as u64,
+            });
         let mut engine = Engine::new(rank, size, shm, &shm_peers);
         engine.set_iov_policy(iov_policy);
         let mut wakeup = None;
