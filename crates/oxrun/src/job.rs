@@ -19,6 +19,7 @@
 //! host; its ranks count as killed.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
@@ -28,6 +29,7 @@ use crate::frame::Msg;
 use crate::pmi::{PmiEvent, PmiServer, RemoteOut};
 use crate::remote::{self, AgentEvent, Agents};
 use crate::signals::{self, SignalPipe};
+use crate::spawn::{spawn_rank, JobEnv, RankSpec};
 use crate::stdio::{RankStream, Sink, StdinForward, READ_CHUNK};
 use crate::{shm, sys};
 
@@ -103,6 +105,9 @@ pub struct RunningJob {
     buf: Vec<u8>,
     /// Other hosts' agents, if the job has any.
     agents: Option<Agents>,
+    /// What a spawned job's ranks share with the launch's (secret, job key, limits), and the
+    /// prefix of its KVS name; `None`: ranks cannot spawn.
+    spawner: Option<(JobEnv, String)>,
 }
 
 impl RunningJob {
@@ -130,7 +135,14 @@ impl RunningJob {
             all_reaped_at: None,
             buf: vec![0; READ_CHUNK],
             agents: None,
+            spawner: None,
         }
+    }
+
+    /// Lets ranks spawn jobs: their ranks get `env` (with their own size) and KVS names
+    /// starting with `kvs_prefix`.
+    pub fn allow_spawn(&mut self, env: JobEnv, kvs_prefix: String) {
+        self.spawner = Some((env, kvs_prefix));
     }
 
     /// Hands the job the agents of its other hosts (already started).
@@ -151,13 +163,95 @@ impl RunningJob {
         });
     }
 
-    /// "rank R (pid P)", with the host for a remote rank.
+    /// "rank R (pid P)", with the host for a remote rank and the job for a spawned one.
     fn who(&self, rank: u32) -> String {
         let r = &self.ranks[rank as usize];
+        let name = self.name(rank);
         match (r.host, &self.agents) {
-            (Some(h), Some(a)) => format!("rank {rank} (pid {} on {})", r.pid, a.links[h].host),
-            _ => format!("rank {rank} (pid {})", r.pid),
+            (Some(h), Some(a)) => format!("{name} (pid {} on {})", r.pid, a.links[h].host),
+            _ => format!("{name} (pid {})", r.pid),
         }
+    }
+
+    /// "rank R", or "rank R of spawned job J" for a spawned job's.
+    fn name(&self, rank: u32) -> String {
+        match self.pmi.job_of(rank) {
+            (0, _) => format!("rank {rank}"),
+            (j, local) => format!("rank {local} of spawned job {j}"),
+        }
+    }
+
+    /// Starts the job process `parent` asked for and answers it. A request that cannot run
+    /// (no such program, another host) is refused and nothing starts; a process that fails to
+    /// start stops everything, as at launch.
+    fn spawn_job(&mut self, parent: u32, request: oxmpi_pmi::SpawnRequest) {
+        let mut events = Vec::new();
+        let ready = match &self.spawner {
+            None => Err("this job's launcher cannot spawn processes".to_owned()),
+            Some(_) if self.ranks.len() as u32 != self.pmi.processes() => {
+                Err("not every process of the job has started".to_owned())
+            }
+            Some(s) => crate::dynamic::prepare(&request, crate::hosts::own_hostname().as_deref())
+                .map(|p| (p, s.clone())),
+        };
+        let (prepared, (env, prefix)) = match ready {
+            Ok(r) => r,
+            Err(msg) => {
+                self.pmi.spawn_result(parent, Err(msg), &mut events);
+                self.on_pmi_events(events);
+                return;
+            }
+        };
+        let size = request.total();
+        let mut appnum = Vec::with_capacity(size as usize);
+        for (i, p) in prepared.iter().enumerate() {
+            appnum.extend(std::iter::repeat(i as u32).take(p.count as usize));
+        }
+        let j = self.pmi.jobs();
+        let info = oxmpi_pmi::JobInfo {
+            kvsname: format!("{prefix}_spawn{j}"),
+            size,
+            appnum,
+            node_of: vec![0; size as usize],
+            secret: Some(env.secret.clone()),
+        };
+        let (j, base) = self.pmi.add_job(info, &request.preput);
+        let env = JobEnv { size, ..env };
+        let extra = [(OsString::from("PMI_SPAWNED"), OsString::from("1"))];
+        let mut rank = 0u32;
+        for p in &prepared {
+            for _ in 0..p.count {
+                let spec = RankSpec {
+                    rank,
+                    program: &p.program,
+                    argv0: &p.argv0,
+                    args: &p.args,
+                    env: &extra,
+                    cpus: None,
+                    stdin: false,
+                    die_with_parent: false,
+                    cwd: p.cwd.as_deref(),
+                };
+                debug_assert_eq!(self.ranks.len() as u32, base + rank);
+                match spawn_rank(&spec, &env) {
+                    Ok(s) => self.add_rank(s),
+                    Err(e) => {
+                        let what = format!(
+                            "cannot start rank {rank} of spawned job {j} ({}): {e}",
+                            p.argv0.to_string_lossy()
+                        );
+                        self.say(&format!("oxrun: {what}; stopping the job"));
+                        self.pmi.spawn_result(parent, Err(what), &mut events);
+                        self.stop(crate::launch::spawn_exit_status(&e));
+                        self.on_pmi_events(events);
+                        return;
+                    }
+                }
+                rank += 1;
+            }
+        }
+        self.pmi.spawn_result(parent, Ok(()), &mut events);
+        self.on_pmi_events(events);
     }
 
     /// Adds the next rank, just started.
@@ -620,11 +714,13 @@ impl RunningJob {
                     self.stop(abort_exit_status(code));
                 }
                 PmiEvent::ProtocolError { rank, reason } => {
+                    let who = self.name(rank);
                     self.say(&format!(
-                        "oxrun: rank {rank} broke the PMI protocol: {reason}; aborting the job"
+                        "oxrun: {who} broke the PMI protocol: {reason}; aborting the job"
                     ));
                     self.stop(EXIT_FAILURE);
                 }
+                PmiEvent::Spawn { rank, request } => self.spawn_job(rank, request),
             }
         }
     }

@@ -1,0 +1,160 @@
+//! PMI `spawn` as ranks see it: a running job starts another (one command or several), whose
+//! ranks get their own key-value space, the spawner's preput keys, their arguments and
+//! working directory; refusals; a failing spawned rank ends the run with its status.
+
+mod common;
+
+use common::{probe, run, run_with, values_of};
+
+/// The spawned ranks' lines.
+fn children(stdout: &str) -> Vec<&str> {
+    let mut l: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("probe child "))
+        .collect();
+    l.sort_unstable();
+    l
+}
+
+fn spawn_ok(np: usize, counts: &[u32]) {
+    let n = np.to_string();
+    let list: Vec<String> = counts.iter().map(u32::to_string).collect();
+    let list = list.join(",");
+    let r = run(&[
+        "--timeout",
+        "25",
+        "-n",
+        &n,
+        probe(),
+        "spawn",
+        &list,
+        "child",
+        "two words",
+    ]);
+    assert_eq!(r.code, Some(0), "np {np} {list}: {r:?}");
+    assert!(r.stderr.is_empty(), "{r:?}");
+    let total: u32 = counts.iter().sum();
+    let kids = children(&r.stdout);
+    assert_eq!(kids.len(), total as usize, "{r:?}");
+    let mut ranks: Vec<i32> = kids.iter().map(|l| values_of(l, "rank=")[0]).collect();
+    ranks.sort_unstable();
+    assert_eq!(ranks, (0..total as i32).collect::<Vec<_>>(), "{r:?}");
+    // Appnum: index of the command, ranks in command order.
+    let mut expect_app = Vec::new();
+    for (i, &c) in counts.iter().enumerate() {
+        expect_app.extend(std::iter::repeat(i as i32).take(c as usize));
+    }
+    for l in &kids {
+        let rank = values_of(l, "rank=")[0] as usize;
+        assert_eq!(values_of(l, "appnum=")[0], expect_app[rank], "{l}");
+        assert!(l.contains(&format!("size={total} ")), "{l}");
+        assert!(l.ends_with("arg=[two words]"), "{l}");
+        let kvs = l
+            .split_whitespace()
+            .find(|w| w.starts_with("kvsname="))
+            .unwrap();
+        let parent = l
+            .split_whitespace()
+            .find(|w| w.starts_with("parent="))
+            .unwrap();
+        assert_ne!(kvs["kvsname=".len()..], parent["parent=".len()..], "{l}");
+    }
+    let parents = r
+        .out_lines()
+        .iter()
+        .filter(|l| l.ends_with("parent=ok"))
+        .count();
+    assert_eq!(parents, np, "{r:?}");
+    assert!(r.stdout.contains("probe rank=0 spawned=ok"), "{r:?}");
+}
+
+#[test]
+fn one_parent_spawns_one() {
+    spawn_ok(1, &[1]);
+}
+
+#[test]
+fn two_parents_spawn_three() {
+    spawn_ok(2, &[3]);
+}
+
+#[test]
+fn spawn_multiple_has_appnums_per_command() {
+    spawn_ok(2, &[2, 1]);
+}
+
+#[test]
+fn wdir_and_host_info_are_honoured() {
+    let r = run_with(
+        &["--timeout", "25", "-n", "1", probe(), "spawn", "2"],
+        None,
+        &[("PROBE_WDIR", "/usr"), ("PROBE_HOST", "localhost")],
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let kids = children(&r.stdout);
+    assert_eq!(kids.len(), 2, "{r:?}");
+    assert!(kids.iter().all(|l| l.contains(" cwd=/usr ")), "{r:?}");
+}
+
+#[test]
+fn a_missing_program_is_refused_and_the_job_goes_on() {
+    let r = run_with(
+        &["--timeout", "25", "-n", "2", probe(), "spawn", "1"],
+        None,
+        &[("PROBE_EXEC", "/nonexistent/program")],
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(children(&r.stdout).is_empty(), "{r:?}");
+    assert!(
+        r.stdout
+            .contains("refused=PMI server refused spawn: cannot execute /nonexistent/program"),
+        "{r:?}"
+    );
+    assert_eq!(
+        r.out_lines()
+            .iter()
+            .filter(|l| l.ends_with("parent=ok"))
+            .count(),
+        2,
+        "{r:?}"
+    );
+}
+
+#[test]
+fn another_host_and_a_bad_wdir_are_refused() {
+    for (var, val, needle) in [
+        ("PROBE_HOST", "no-such-host.invalid", "is not this host"),
+        ("PROBE_WDIR", "/nonexistent/dir", "is not a directory"),
+    ] {
+        let r = run_with(
+            &["--timeout", "25", "-n", "1", probe(), "spawn", "1"],
+            None,
+            &[(var, val)],
+        );
+        assert_eq!(r.code, Some(0), "{r:?}");
+        assert!(children(&r.stdout).is_empty(), "{r:?}");
+        assert!(r.stdout.contains(needle), "{needle}: {r:?}");
+    }
+}
+
+#[test]
+fn a_failing_spawned_rank_ends_the_run_with_its_status() {
+    let r = run(&[
+        "--timeout",
+        "25",
+        "-n",
+        "2",
+        probe(),
+        "spawn",
+        "2",
+        "exit",
+        "3",
+    ]);
+    assert_eq!(r.code, Some(3), "{r:?}");
+    let ours = r.oxrun_lines();
+    assert!(
+        ours.iter()
+            .any(|l| l.contains("of spawned job 1") && l.contains("exited with status 3")),
+        "{r:?}"
+    );
+}
