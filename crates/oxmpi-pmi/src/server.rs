@@ -696,7 +696,10 @@ mod tests {
         init(&mut j, 1);
         let req = two_commands();
         let first = crate::spawn::encode_block(&req, 0).unwrap();
-        assert!(send_block(&mut j, 1, &first).is_empty(), "no reply before the last");
+        assert!(
+            send_block(&mut j, 1, &first).is_empty(),
+            "no reply before the last"
+        );
         let second = crate::spawn::encode_block(&req, 1).unwrap();
         let out = send_block(&mut j, 1, &second);
         assert_eq!(
@@ -727,7 +730,10 @@ mod tests {
         let mut j = job(1);
         // Before init.
         let out = send_block(&mut j, 0, "mcmd=spawn\nnprocs=1\nexecname=x\nendcmd\n");
-        assert!(matches!(&out[..], [Action::ProtocolError { .. }]), "{out:?}");
+        assert!(
+            matches!(&out[..], [Action::ProtocolError { .. }]),
+            "{out:?}"
+        );
         let mut j = job(1);
         init(&mut j, 0);
         // A malformed block is answered with rc=-1; the rank may go on.
@@ -742,12 +748,18 @@ mod tests {
             0,
             "mcmd=spawn\nnprocs=1\nexecname=x\ntotspawns=2\nspawnssofar=2\nendcmd\n",
         );
-        assert!(matches!(&out[..], [Action::ProtocolError { .. }]), "{out:?}");
+        assert!(
+            matches!(&out[..], [Action::ProtocolError { .. }]),
+            "{out:?}"
+        );
         // Another multi-line command is unknown.
         let mut j = job(1);
         init(&mut j, 0);
         let out = j.handle(0, "mcmd=publish");
-        assert!(matches!(&out[..], [Action::ProtocolError { .. }]), "{out:?}");
+        assert!(
+            matches!(&out[..], [Action::ProtocolError { .. }]),
+            "{out:?}"
+        );
         // A block without end is bounded.
         let mut j = job(1);
         init(&mut j, 0);
@@ -756,7 +768,10 @@ mod tests {
         for _ in 0..=crate::spawn::MAX_BLOCK_LINES {
             last = j.handle(0, "arg1=x");
         }
-        assert!(matches!(&last[..], [Action::ProtocolError { .. }]), "{last:?}");
+        assert!(
+            matches!(&last[..], [Action::ProtocolError { .. }]),
+            "{last:?}"
+        );
     }
 
     #[test]

@@ -170,7 +170,9 @@ pub fn parse_block(lines: &[String]) -> Result<Block, String> {
     }
     let bounded = |n: usize, what: &str| {
         if n > lines.len() {
-            Err(format!("spawn {what}={n} names more entries than were sent"))
+            Err(format!(
+                "spawn {what}={n} names more entries than were sent"
+            ))
         } else {
             Ok(n)
         }
