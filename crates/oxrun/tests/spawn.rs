@@ -158,3 +158,59 @@ fn a_failing_spawned_rank_ends_the_run_with_its_status() {
         "{r:?}"
     );
 }
+
+#[test]
+fn a_spawned_job_can_spawn_again() {
+    let r = run(&[
+        "--timeout",
+        "25",
+        "-n",
+        "2",
+        probe(),
+        "spawn",
+        "1",
+        "spawn",
+        "2",
+    ]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    // The spawned job (one rank) spawned two more, whose parent is the spawned job's KVS.
+    let kids = children(&r.stdout);
+    assert_eq!(kids.len(), 2, "{r:?}");
+    assert!(
+        kids.iter()
+            .all(|l| l.contains("_spawn2 ") && l.contains("parent=kvs_") && l.contains("_spawn1 ")),
+        "{r:?}"
+    );
+    assert_eq!(
+        r.out_lines()
+            .iter()
+            .filter(|l| l.contains("spawned=ok"))
+            .count(),
+        2,
+        "{r:?}"
+    );
+}
+
+#[test]
+fn an_abort_in_a_spawned_job_ends_the_run_with_its_code() {
+    let r = run(&[
+        "--timeout",
+        "25",
+        "-n",
+        "2",
+        probe(),
+        "spawn",
+        "2",
+        "abort",
+        "1",
+        "9",
+        "bye",
+    ]);
+    assert_eq!(r.code, Some(9), "{r:?}");
+    let ours = r.oxrun_lines();
+    assert_eq!(ours.len(), 1, "{r:?}");
+    assert!(
+        ours[0].contains("rank 1 of spawned job 1") && ours[0].contains("abort with code 9: bye"),
+        "{r:?}"
+    );
+}
