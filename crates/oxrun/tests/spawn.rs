@@ -4,7 +4,10 @@
 
 mod common;
 
-use common::{probe, run, run_with, values_of};
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::{probe, run, run_command, run_with, values_of, Run};
 
 /// The spawned ranks' lines.
 fn children(stdout: &str) -> Vec<&str> {
@@ -18,8 +21,7 @@ fn children(stdout: &str) -> Vec<&str> {
 
 fn spawn_ok(np: usize, counts: &[u32]) {
     let n = np.to_string();
-    let list: Vec<String> = counts.iter().map(u32::to_string).collect();
-    let list = list.join(",");
+    let list = count_list(counts);
     let r = run(&[
         "--timeout",
         "25",
@@ -31,8 +33,18 @@ fn spawn_ok(np: usize, counts: &[u32]) {
         "child",
         "two words",
     ]);
-    assert_eq!(r.code, Some(0), "np {np} {list}: {r:?}");
     assert!(r.stderr.is_empty(), "{r:?}");
+    check_spawn(&r, np, counts);
+}
+
+fn count_list(counts: &[u32]) -> String {
+    let list: Vec<String> = counts.iter().map(u32::to_string).collect();
+    list.join(",")
+}
+
+/// Checks a run of `np` probes in `spawn` mode whose rank 0 spawned `counts`.
+fn check_spawn(r: &Run, np: usize, counts: &[u32]) {
+    assert_eq!(r.code, Some(0), "np {np} {counts:?}: {r:?}");
     let total: u32 = counts.iter().sum();
     let kids = children(&r.stdout);
     assert_eq!(kids.len(), total as usize, "{r:?}");
@@ -66,6 +78,40 @@ fn spawn_ok(np: usize, counts: &[u32]) {
         .count();
     assert_eq!(parents, np, "{r:?}");
     assert!(r.stdout.contains("probe rank=0 spawned=ok"), "{r:?}");
+}
+
+/// MPICH's Hydra `mpiexec`, installed from PyPI by the project's script when absent.
+fn hydra() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = std::env::var("OXMPI_PEERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/root".into()))
+                .join(".cache/oxmpi/peers")
+        });
+    let mpiexec = dir.join("mpich/bin/mpiexec");
+    if !mpiexec.exists() {
+        let st = Command::new("bash")
+            .arg(root.join("scripts/install-peers.sh"))
+            .arg(&dir)
+            .status()
+            .expect("run scripts/install-peers.sh");
+        assert!(st.success(), "installing MPICH from PyPI failed");
+    }
+    mpiexec
+}
+
+/// The client's spawn is what MPICH's own PMI server expects: Hydra starts the same jobs.
+#[test]
+fn the_client_spawns_under_mpich_hydra() {
+    let mpiexec = hydra();
+    for (np, counts) in [(1, &[2][..]), (2, &[2, 1][..])] {
+        let mut cmd = Command::new(&mpiexec);
+        cmd.args(["-n", &np.to_string(), probe(), "spawn", &count_list(counts)])
+            .args(["child", "two words"]);
+        let r = run_command(cmd, "mpiexec spawn");
+        check_spawn(&r, np, counts);
+    }
 }
 
 #[test]
