@@ -1,7 +1,8 @@
 //! Jobs started by a running rank (PMI `spawn`, behind `MPI_Comm_spawn`): checking a request
 //! before anything starts.
 //!
-//! A spawned job runs on this host (the head's), unbound, with its stdin from `/dev/null`,
+//! A spawned job runs on this host (the head's), bound like the launch's ranks would be after
+//! them (`job::SpawnBinding`), with its stdin from `/dev/null`,
 //! its output forwarded like every rank's, and its own key-value space; its ranks see
 //! `PMI_SPAWNED=1`. Of the info keys, `host` (which must name this host) and `wdir` (the
 //! working directory, also where a relative program is looked for) are honoured and the

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use oxmpi_pmi::JobInfo;
 
+use crate::binding::format_cpu_list;
 use crate::frame::Msg;
 use crate::pmi::{PmiEvent, PmiServer, RemoteOut};
 use crate::remote::{self, AgentEvent, Agents};
@@ -108,6 +109,42 @@ pub struct RunningJob {
     /// What a spawned job's ranks share with the launch's (secret, job key, limits), and the
     /// prefix of its KVS name; `None`: ranks cannot spawn.
     spawner: Option<(JobEnv, String)>,
+    /// How spawned processes are bound, if they are.
+    spawn_binding: Option<SpawnBinding>,
+}
+
+/// The launch's binding policy, continued for spawned processes.
+#[derive(Debug)]
+pub struct SpawnBinding {
+    /// `--bind-to`.
+    pub policy: Option<crate::binding::BindTo>,
+    /// `--map-by`.
+    pub within: crate::binding::Within,
+    /// This host's cores.
+    pub cores: Vec<crate::binding::Core>,
+    /// Processes of this host planned so far (the launch's, then every spawned one).
+    pub planned: usize,
+    /// Whether to print each spawned process's binding (`--report-bindings`).
+    pub report: bool,
+}
+
+impl SpawnBinding {
+    /// CPUs for the next `n` processes: the policy's plan for all processes so far and these,
+    /// when it keeps the earlier ones where they are (else, as when cores run out with the
+    /// default policy, the new ones stay unbound rather than move onto taken cores).
+    pub fn next(&mut self, n: usize) -> Vec<Option<Vec<usize>>> {
+        use crate::binding::plan;
+        let before = plan(self.planned, self.policy, self.within, &self.cores);
+        let mut all = plan(self.planned + n, self.policy, self.within, &self.cores);
+        let keeps = all[..self.planned] == before[..];
+        let new = all.split_off(self.planned);
+        self.planned += n;
+        if keeps {
+            new
+        } else {
+            vec![None; n]
+        }
+    }
 }
 
 impl RunningJob {
@@ -136,7 +173,14 @@ impl RunningJob {
             buf: vec![0; READ_CHUNK],
             agents: None,
             spawner: None,
+            spawn_binding: None,
         }
+    }
+
+    /// Binds spawned processes by `b` (only when the launch bound its ranks by policy alone:
+    /// no rank file, no other hosts sharing the machine).
+    pub fn bind_spawned(&mut self, b: SpawnBinding) {
+        self.spawn_binding = Some(b);
     }
 
     /// Lets ranks spawn jobs: their ranks get `env` (with their own size) and KVS names
@@ -218,6 +262,10 @@ impl RunningJob {
         let (j, base) = self.pmi.add_job(info, &request.preput);
         let env = JobEnv { size, ..env };
         let extra = [(OsString::from("PMI_SPAWNED"), OsString::from("1"))];
+        let (cpus, report) = match self.spawn_binding.as_mut() {
+            Some(b) => (b.next(size as usize), b.report),
+            None => (vec![None; size as usize], false),
+        };
         let mut rank = 0u32;
         for p in &prepared {
             for _ in 0..p.count {
@@ -227,14 +275,30 @@ impl RunningJob {
                     argv0: &p.argv0,
                     args: &p.args,
                     env: &extra,
-                    cpus: None,
+                    cpus: cpus[rank as usize].as_deref(),
                     stdin: false,
                     die_with_parent: false,
                     cwd: p.cwd.as_deref(),
                 };
                 debug_assert_eq!(self.ranks.len() as u32, base + rank);
                 match spawn_rank(&spec, &env) {
-                    Ok(s) => self.add_rank(s),
+                    Ok(s) => {
+                        if report {
+                            let how = match &cpus[rank as usize] {
+                                Some(c) => format!(
+                                    "bound to cpu{} {}",
+                                    if c.len() > 1 { "s" } else { "" },
+                                    format_cpu_list(c)
+                                ),
+                                None => "not bound".to_owned(),
+                            };
+                            let pid = s.pid;
+                            self.say(&format!(
+                                "oxrun: rank {rank} of spawned job {j} (pid {pid}) {how}"
+                            ));
+                        }
+                        self.add_rank(s)
+                    }
                     Err(e) => {
                         let what = format!(
                             "cannot start rank {rank} of spawned job {j} ({}): {e}",
@@ -942,6 +1006,38 @@ mod tests {
             describe_failure(11 | 0x80),
             Some(("was killed by signal 11 (SIGSEGV, core dumped)".into(), 139))
         );
+    }
+
+    #[test]
+    fn spawned_processes_continue_the_launch_binding() {
+        use crate::binding::{BindTo, Core, Within};
+        let cores: Vec<Core> = (0..4)
+            .map(|i| Core {
+                cpus: vec![i],
+                package: 0,
+                numa: 0,
+            })
+            .collect();
+        let mut b = SpawnBinding {
+            policy: None,
+            within: Within::default(),
+            cores: cores.clone(),
+            planned: 2,
+            report: false,
+        };
+        assert_eq!(b.next(1), vec![Some(vec![2])]);
+        // Cores run out: the default policy would unbind everyone, so the new ones stay
+        // unbound and nobody moves.
+        assert_eq!(b.next(2), vec![None, None]);
+        assert_eq!(b.planned, 5);
+        let mut b = SpawnBinding {
+            policy: Some(BindTo::Core),
+            within: Within::default(),
+            cores,
+            planned: 3,
+            report: false,
+        };
+        assert_eq!(b.next(2), vec![Some(vec![3]), Some(vec![0])]);
     }
 
     #[test]

@@ -173,6 +173,15 @@ pub fn run(plan: &Plan) -> i32 {
         nofile,
     };
     job.allow_spawn(env.clone(), kvsname);
+    if remote_hosts == 0 && plan.rankfile.is_none() {
+        job.bind_spawned(crate::job::SpawnBinding {
+            policy: plan.bind_to,
+            within: plan.within,
+            cores: cores.clone(),
+            planned: local_count,
+            report: plan.report_bindings,
+        });
+    }
     let forward_stdin = !sys::stdin_is_background_tty();
 
     let mut rank = 0u32;

@@ -260,3 +260,34 @@ fn an_abort_in_a_spawned_job_ends_the_run_with_its_code() {
         "{r:?}"
     );
 }
+
+#[test]
+fn spawned_processes_are_bound_after_the_launch_ranks() {
+    let r = run(&[
+        "--timeout",
+        "25",
+        "--report-bindings",
+        "-n",
+        "1",
+        probe(),
+        "spawn",
+        "1",
+    ]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let ours = r.oxrun_lines();
+    let parent = ours.iter().find(|l| l.starts_with("oxrun: rank 0 (pid"));
+    let child = ours
+        .iter()
+        .find(|l| l.contains("rank 0 of spawned job 1 (pid"));
+    let (Some(parent), Some(child)) = (parent, child) else {
+        panic!("no binding report for the launch's or the spawned rank: {r:?}");
+    };
+    // A machine with one core leaves the spawned rank unbound; otherwise it gets a core of
+    // its own, not the launch rank's.
+    let cpus = |l: &str| l.split(" bound to ").nth(1).map(str::to_owned);
+    match (cpus(parent), cpus(child)) {
+        (Some(p), Some(c)) => assert_ne!(p, c, "{r:?}"),
+        (_, None) => assert!(child.ends_with("not bound"), "{r:?}"),
+        (None, Some(_)) => panic!("unbound launch rank, bound spawned rank: {r:?}"),
+    }
+}
