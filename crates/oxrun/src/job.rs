@@ -17,6 +17,10 @@
 //! feeds what they relay into the same PMI state and output streams, and sends the agent the
 //! PMI replies and signals. An agent that goes away ends the job with a message naming its
 //! host; its ranks count as killed.
+//!
+//! A rank's PMI `spawn` starts a new job on this host (`RunningJob::spawn_job`): its
+//! processes join this loop as ranks numbered after every earlier one, so their output, exit
+//! statuses and aborts count like the launch's ranks', and the run ends when all are done.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
