@@ -1,6 +1,6 @@
 //! Process creation (`MPI_Comm_spawn`, `MPI_Comm_spawn_multiple`): declared because programs
-//! and bindings (rsmpi) call them unconditionally, and refused, because oxrun cannot start
-//! processes into a running job. Both are collective over `comm` as the standard has them:
+//! and bindings (rsmpi) call them unconditionally, and refused, because the engine cannot reach
+//! processes of another job (oxrun could start them: it serves PMI `spawn`). Both are collective over `comm` as the standard has them:
 //! the root's process counts are broadcast, every process fills its `array_of_errcodes`
 //! with `MPI_ERR_SPAWN`, gets `MPI_COMM_NULL` and raises `MPI_ERR_SPAWN` through `comm`'s
 //! error handler.
@@ -52,8 +52,8 @@ unsafe fn refuse(
         ErrorClass::Spawn,
         name,
         format!(
-            "cannot start {procs} process(es): oxmpi has no dynamic process management \
-             (oxrun starts every process of a job at launch)"
+            "cannot start {procs} process(es): oxmpi cannot yet connect to processes of \
+             another job, so it does not spawn any"
         ),
     ))
 }

@@ -476,6 +476,29 @@ impl Client {
         )
     }
 
+    /// Asks the launcher to start `req` as a new job (`MPI_Comm_spawn`), one block per
+    /// command, and waits for its answer. A launcher that cannot spawn answers with a
+    /// non-zero `rc`: [`PmiError::Refused`].
+    pub fn spawn(&mut self, req: &crate::spawn::SpawnRequest) -> Result<(), PmiError> {
+        if req.commands.is_empty() {
+            return Err(PmiError::Protocol("spawn of no command".into()));
+        }
+        // Encode every block before sending any, so a bad one leaves the server untouched.
+        let blocks = (0..req.commands.len())
+            .map(|i| crate::spawn::encode_block(req, i))
+            .collect::<Result<Vec<_>, _>>()?;
+        for b in &blocks {
+            self.stream.write_all(b.as_bytes())?;
+        }
+        let r = self.recv()?;
+        self.check_reply(r, "spawn", "spawn_result").map(drop)
+    }
+
+    /// Whether the launcher started this process with `spawn` (`PMI_SPAWNED=1`).
+    pub fn spawned() -> bool {
+        std::env::var("PMI_SPAWNED").is_ok_and(|v| v.trim() == "1")
+    }
+
     /// Tells the launcher this rank is done with PMI. Idempotent.
     pub fn finalize(&mut self) -> Result<(), PmiError> {
         if self.finalized {

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use crate::spawn::{parse_block, SpawnRequest, MAX_BLOCK_LINES, MAX_SPAWN_PROCS};
 use crate::wire::{Command, WireError, MAX_KEY, MAX_VALUE};
 
 /// The job attribute ranks read to learn which peers share their host.
@@ -45,6 +46,14 @@ pub enum Action {
         /// Its message, possibly empty.
         message: String,
     },
+    /// The rank asked for a new job (`spawn`); the launcher starts it and answers with
+    /// [`Job::spawn_result`].
+    Spawn {
+        /// Rank that asked.
+        rank: u32,
+        /// What to start.
+        request: SpawnRequest,
+    },
     /// The rank broke the protocol; the job must end.
     ProtocolError {
         /// Offending rank.
@@ -73,6 +82,10 @@ pub struct Job {
     committed: HashMap<String, String>,
     pending: HashMap<String, String>,
     in_fence: u32,
+    /// Per rank: the lines of a multi-line command being received.
+    mcmd: Vec<Option<Vec<String>>>,
+    /// Per rank: the blocks of a spawn received so far, and its preput keys.
+    spawning: Vec<SpawnRequest>,
 }
 
 fn reply(rank: u32, cmd: Command) -> Action {
@@ -98,6 +111,33 @@ impl Job {
             committed: HashMap::new(),
             pending: HashMap::new(),
             in_fence: 0,
+            mcmd: vec![None; n],
+            spawning: vec![SpawnRequest::default(); n],
+        }
+    }
+
+    /// Puts `kv` into the key-value space before any rank starts (a spawned job's `preput`
+    /// keys), readable without a fence.
+    pub fn preput(&mut self, kv: &[(String, String)]) {
+        for (k, v) in kv {
+            self.committed.insert(k.clone(), v.clone());
+        }
+    }
+
+    /// The reply to rank `rank`'s spawn: started, or refused with `msg`.
+    pub fn spawn_result(&self, rank: u32, result: Result<(), String>) -> Action {
+        match result {
+            Ok(()) => reply(rank, Command::new("spawn_result").arg("rc", 0)),
+            Err(msg) => {
+                let mut msg: String = msg.chars().filter(|c| *c != '\n' && *c != '\0').collect();
+                while msg.len() > MAX_VALUE {
+                    msg.pop();
+                }
+                reply(
+                    rank,
+                    Command::new("spawn_result").arg("rc", -1).arg("msg", msg),
+                )
+            }
         }
     }
 
@@ -114,6 +154,32 @@ impl Job {
 
     /// Handles one line from `rank` and returns what the launcher must do.
     pub fn handle(&mut self, rank: u32, line: &str) -> Vec<Action> {
+        let r = rank as usize;
+        if let Some(block) = self.mcmd[r].as_mut() {
+            if line.trim_end() != "endcmd" {
+                if block.len() >= MAX_BLOCK_LINES {
+                    self.mcmd[r] = None;
+                    return vec![Action::ProtocolError {
+                        rank,
+                        reason: format!("multi-line command longer than {MAX_BLOCK_LINES} lines"),
+                    }];
+                }
+                block.push(line.to_owned());
+                return Vec::new();
+            }
+            let block = self.mcmd[r].take().unwrap_or_default();
+            return self.spawn_block(rank, &block);
+        }
+        if let Some(name) = line.strip_prefix("mcmd=") {
+            if name.trim_end() != "spawn" {
+                return vec![Action::ProtocolError {
+                    rank,
+                    reason: format!("unknown multi-line command {:?}", truncate(name)),
+                }];
+            }
+            self.mcmd[r] = Some(Vec::new());
+            return Vec::new();
+        }
         match Command::parse(line) {
             Ok(cmd) => self.handle_command(rank, &cmd),
             Err(e) => vec![Action::ProtocolError {
@@ -205,6 +271,51 @@ impl Job {
             }
             (other, _) => protocol_error(format!("unknown PMI command {other:?}")),
         }
+    }
+
+    /// One block of a spawn; the whole request once its last block is in.
+    fn spawn_block(&mut self, rank: u32, lines: &[String]) -> Vec<Action> {
+        let r = rank as usize;
+        let phase = self.phase[r];
+        if phase != Phase::Ready {
+            return vec![Action::ProtocolError {
+                rank,
+                reason: format!("spawn while {phase:?}"),
+            }];
+        }
+        let block = match parse_block(lines) {
+            Ok(b) => b,
+            Err(msg) => {
+                self.spawning[r] = SpawnRequest::default();
+                return vec![self.spawn_result(rank, Err(msg))];
+            }
+        };
+        let req = &mut self.spawning[r];
+        if block.index != req.commands.len() + 1 {
+            let got = req.commands.len();
+            self.spawning[r] = SpawnRequest::default();
+            return vec![Action::ProtocolError {
+                rank,
+                reason: format!(
+                    "spawn block {} of {} after {got} block(s)",
+                    block.index, block.total
+                ),
+            }];
+        }
+        req.commands.push(block.command);
+        req.preput = block.preput;
+        if req.total() > MAX_SPAWN_PROCS {
+            self.spawning[r] = SpawnRequest::default();
+            return vec![self.spawn_result(
+                rank,
+                Err(format!("spawn of more than {MAX_SPAWN_PROCS} processes")),
+            )];
+        }
+        if block.index < block.total {
+            return Vec::new();
+        }
+        let request = std::mem::take(&mut self.spawning[r]);
+        vec![Action::Spawn { rank, request }]
     }
 
     fn check_kvsname(&self, cmd: &Command) -> Result<(), String> {
@@ -548,6 +659,128 @@ mod tests {
             "cmd=init pmi_version=1 pmi_subversion=1 oxmpi_secret=s3cret",
         );
         assert!(matches!(&out[0], Action::ProtocolError { .. }));
+    }
+
+    fn send_block(j: &mut Job, r: u32, block: &str) -> Vec<Action> {
+        let mut out = Vec::new();
+        for l in block.lines() {
+            out.extend(j.handle(r, l));
+        }
+        out
+    }
+
+    fn two_commands() -> SpawnRequest {
+        use crate::spawn::SpawnCommand;
+        SpawnRequest {
+            commands: vec![
+                SpawnCommand {
+                    execname: "a".into(),
+                    nprocs: 2,
+                    args: vec!["x y".into()],
+                    info: vec![],
+                },
+                SpawnCommand {
+                    execname: "b".into(),
+                    nprocs: 1,
+                    args: vec![],
+                    info: vec![("host".into(), "localhost".into())],
+                },
+            ],
+            preput: vec![("parent".into(), "kvs_test".into())],
+        }
+    }
+
+    #[test]
+    fn spawn_blocks_make_one_request_after_the_last() {
+        let mut j = job(2);
+        init(&mut j, 1);
+        let req = two_commands();
+        let first = crate::spawn::encode_block(&req, 0).unwrap();
+        assert!(
+            send_block(&mut j, 1, &first).is_empty(),
+            "no reply before the last"
+        );
+        let second = crate::spawn::encode_block(&req, 1).unwrap();
+        let out = send_block(&mut j, 1, &second);
+        assert_eq!(
+            out,
+            vec![Action::Spawn {
+                rank: 1,
+                request: req.clone()
+            }]
+        );
+        assert_eq!(
+            lines(&[j.spawn_result(1, Ok(()))]),
+            vec![(1, "cmd=spawn_result rc=0\n".into())]
+        );
+        let refused = lines(&[j.spawn_result(1, Err("no such\nprogram".into()))]);
+        assert_eq!(
+            refused,
+            vec![(1, "cmd=spawn_result rc=-1 msg=no\\ suchprogram\n".into())]
+        );
+        // The rank can go on with ordinary commands, and spawn again.
+        let out = j.handle(1, "cmd=get_appnum");
+        assert_eq!(lines(&out).len(), 1);
+        let out = send_block(&mut j, 1, &crate::spawn::encode_block(&req, 0).unwrap());
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn bad_spawns_are_refused_or_protocol_errors() {
+        let mut j = job(1);
+        // Before init.
+        let out = send_block(&mut j, 0, "mcmd=spawn\nnprocs=1\nexecname=x\nendcmd\n");
+        assert!(
+            matches!(&out[..], [Action::ProtocolError { .. }]),
+            "{out:?}"
+        );
+        let mut j = job(1);
+        init(&mut j, 0);
+        // A malformed block is answered with rc=-1; the rank may go on.
+        let out = send_block(&mut j, 0, "mcmd=spawn\nnprocs=0\nexecname=x\nendcmd\n");
+        assert!(
+            matches!(&out[..], [Action::Reply { line, .. }] if line.starts_with("cmd=spawn_result rc=-1")),
+            "{out:?}"
+        );
+        // A block out of order breaks the protocol.
+        let out = send_block(
+            &mut j,
+            0,
+            "mcmd=spawn\nnprocs=1\nexecname=x\ntotspawns=2\nspawnssofar=2\nendcmd\n",
+        );
+        assert!(
+            matches!(&out[..], [Action::ProtocolError { .. }]),
+            "{out:?}"
+        );
+        // Another multi-line command is unknown.
+        let mut j = job(1);
+        init(&mut j, 0);
+        let out = j.handle(0, "mcmd=publish");
+        assert!(
+            matches!(&out[..], [Action::ProtocolError { .. }]),
+            "{out:?}"
+        );
+        // A block without end is bounded.
+        let mut j = job(1);
+        init(&mut j, 0);
+        assert!(j.handle(0, "mcmd=spawn").is_empty());
+        let mut last = Vec::new();
+        for _ in 0..=crate::spawn::MAX_BLOCK_LINES {
+            last = j.handle(0, "arg1=x");
+        }
+        assert!(
+            matches!(&last[..], [Action::ProtocolError { .. }]),
+            "{last:?}"
+        );
+    }
+
+    #[test]
+    fn preput_keys_are_readable_at_once() {
+        let mut j = job(1);
+        j.preput(&[("parent".into(), "p 1".into())]);
+        init(&mut j, 0);
+        let out = lines(&j.handle(0, "cmd=get key=parent"));
+        assert_eq!(out[0].1, "cmd=get_result rc=0 msg=success value=p\\ 1\n");
     }
 
     #[test]

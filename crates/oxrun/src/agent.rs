@@ -341,6 +341,7 @@ impl Agent {
                 cpus: bindings[i].as_deref(),
                 stdin: false,
                 die_with_parent: true,
+                cwd: None,
             };
             match spawn_rank(&spec, &env) {
                 Ok(s) => {

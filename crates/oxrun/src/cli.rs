@@ -30,6 +30,8 @@ Ranks are numbered in the order of the contexts; each context has its own appnum
 
 Ranks inherit oxrun's environment, plus the -x variables of their context and PMI_FD,
 PMI_RANK, PMI_SIZE, OXMPI_SECRET and OXMPI_JOBKEY. Standard input goes to rank 0 only.
+Processes a rank starts with PMI spawn (MPI_Comm_spawn) run on this host as a new job of
+the run, with PMI_SPAWNED=1; the run ends when every job's processes have ended.
 
 Several hosts: `--host a:2,b:2` or `--hostfile FILE` (lines `NAME [slots=N]`, `#` comments).
 Hosts other than `localhost` and this machine's name each get one agent (this oxrun binary,

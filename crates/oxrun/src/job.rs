@@ -17,17 +17,24 @@
 //! feeds what they relay into the same PMI state and output streams, and sends the agent the
 //! PMI replies and signals. An agent that goes away ends the job with a message naming its
 //! host; its ranks count as killed.
+//!
+//! A rank's PMI `spawn` starts a new job on this host (`RunningJob::spawn_job`): its
+//! processes join this loop as ranks numbered after every earlier one, so their output, exit
+//! statuses and aborts count like the launch's ranks', and the run ends when all are done.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
 use oxmpi_pmi::JobInfo;
 
+use crate::binding::format_cpu_list;
 use crate::frame::Msg;
 use crate::pmi::{PmiEvent, PmiServer, RemoteOut};
 use crate::remote::{self, AgentEvent, Agents};
 use crate::signals::{self, SignalPipe};
+use crate::spawn::{spawn_rank, JobEnv, RankSpec};
 use crate::stdio::{RankStream, Sink, StdinForward, READ_CHUNK};
 use crate::{shm, sys};
 
@@ -103,6 +110,45 @@ pub struct RunningJob {
     buf: Vec<u8>,
     /// Other hosts' agents, if the job has any.
     agents: Option<Agents>,
+    /// What a spawned job's ranks share with the launch's (secret, job key, limits), and the
+    /// prefix of its KVS name; `None`: ranks cannot spawn.
+    spawner: Option<(JobEnv, String)>,
+    /// How spawned processes are bound, if they are.
+    spawn_binding: Option<SpawnBinding>,
+}
+
+/// The launch's binding policy, continued for spawned processes.
+#[derive(Debug)]
+pub struct SpawnBinding {
+    /// `--bind-to`.
+    pub policy: Option<crate::binding::BindTo>,
+    /// `--map-by`.
+    pub within: crate::binding::Within,
+    /// This host's cores.
+    pub cores: Vec<crate::binding::Core>,
+    /// Processes of this host planned so far (the launch's, then every spawned one).
+    pub planned: usize,
+    /// Whether to print each spawned process's binding (`--report-bindings`).
+    pub report: bool,
+}
+
+impl SpawnBinding {
+    /// CPUs for the next `n` processes: the policy's plan for all processes so far and these,
+    /// when it keeps the earlier ones where they are (else, as when cores run out with the
+    /// default policy, the new ones stay unbound rather than move onto taken cores).
+    pub fn next(&mut self, n: usize) -> Vec<Option<Vec<usize>>> {
+        use crate::binding::plan;
+        let before = plan(self.planned, self.policy, self.within, &self.cores);
+        let mut all = plan(self.planned + n, self.policy, self.within, &self.cores);
+        let keeps = all[..self.planned] == before[..];
+        let new = all.split_off(self.planned);
+        self.planned += n;
+        if keeps {
+            new
+        } else {
+            vec![None; n]
+        }
+    }
 }
 
 impl RunningJob {
@@ -130,7 +176,21 @@ impl RunningJob {
             all_reaped_at: None,
             buf: vec![0; READ_CHUNK],
             agents: None,
+            spawner: None,
+            spawn_binding: None,
         }
+    }
+
+    /// Binds spawned processes by `b` (only when the launch bound its ranks by policy alone:
+    /// no rank file, no other hosts sharing the machine).
+    pub fn bind_spawned(&mut self, b: SpawnBinding) {
+        self.spawn_binding = Some(b);
+    }
+
+    /// Lets ranks spawn jobs: their ranks get `env` (with their own size) and KVS names
+    /// starting with `kvs_prefix`.
+    pub fn allow_spawn(&mut self, env: JobEnv, kvs_prefix: String) {
+        self.spawner = Some((env, kvs_prefix));
     }
 
     /// Hands the job the agents of its other hosts (already started).
@@ -151,13 +211,115 @@ impl RunningJob {
         });
     }
 
-    /// "rank R (pid P)", with the host for a remote rank.
+    /// "rank R (pid P)", with the host for a remote rank and the job for a spawned one.
     fn who(&self, rank: u32) -> String {
         let r = &self.ranks[rank as usize];
+        let name = self.name(rank);
         match (r.host, &self.agents) {
-            (Some(h), Some(a)) => format!("rank {rank} (pid {} on {})", r.pid, a.links[h].host),
-            _ => format!("rank {rank} (pid {})", r.pid),
+            (Some(h), Some(a)) => format!("{name} (pid {} on {})", r.pid, a.links[h].host),
+            _ => format!("{name} (pid {})", r.pid),
         }
+    }
+
+    /// "rank R", or "rank R of spawned job J" for a spawned job's.
+    fn name(&self, rank: u32) -> String {
+        match self.pmi.job_of(rank) {
+            (0, _) => format!("rank {rank}"),
+            (j, local) => format!("rank {local} of spawned job {j}"),
+        }
+    }
+
+    /// Starts the job process `parent` asked for and answers it. A request that cannot run
+    /// (no such program, another host) is refused and nothing starts; a process that fails to
+    /// start stops everything, as at launch.
+    fn spawn_job(&mut self, parent: u32, request: oxmpi_pmi::SpawnRequest) {
+        let mut events = Vec::new();
+        let ready = match &self.spawner {
+            None => Err("this job's launcher cannot spawn processes".to_owned()),
+            Some(_) if self.ranks.len() as u32 != self.pmi.processes() => {
+                Err("not every process of the job has started".to_owned())
+            }
+            Some(s) => crate::dynamic::prepare(&request, crate::hosts::own_hostname().as_deref())
+                .map(|p| (p, s.clone())),
+        };
+        let (prepared, (env, prefix)) = match ready {
+            Ok(r) => r,
+            Err(msg) => {
+                self.pmi.spawn_result(parent, Err(msg), &mut events);
+                self.on_pmi_events(events);
+                return;
+            }
+        };
+        let size = request.total();
+        let mut appnum = Vec::with_capacity(size as usize);
+        for (i, p) in prepared.iter().enumerate() {
+            appnum.extend(std::iter::repeat(i as u32).take(p.count as usize));
+        }
+        let j = self.pmi.jobs();
+        let info = oxmpi_pmi::JobInfo {
+            kvsname: format!("{prefix}_spawn{j}"),
+            size,
+            appnum,
+            node_of: vec![0; size as usize],
+            secret: Some(env.secret.clone()),
+        };
+        let (j, base) = self.pmi.add_job(info, &request.preput);
+        let env = JobEnv { size, ..env };
+        let extra = [(OsString::from("PMI_SPAWNED"), OsString::from("1"))];
+        let (cpus, report) = match self.spawn_binding.as_mut() {
+            Some(b) => (b.next(size as usize), b.report),
+            None => (vec![None; size as usize], false),
+        };
+        let mut rank = 0u32;
+        for p in &prepared {
+            for _ in 0..p.count {
+                let spec = RankSpec {
+                    rank,
+                    program: &p.program,
+                    argv0: &p.argv0,
+                    args: &p.args,
+                    env: &extra,
+                    cpus: cpus[rank as usize].as_deref(),
+                    stdin: false,
+                    die_with_parent: false,
+                    cwd: p.cwd.as_deref(),
+                };
+                debug_assert_eq!(self.ranks.len() as u32, base + rank);
+                match spawn_rank(&spec, &env) {
+                    Ok(s) => {
+                        if report {
+                            let how = match &cpus[rank as usize] {
+                                Some(c) => format!(
+                                    "bound to cpu{} {}",
+                                    if c.len() > 1 { "s" } else { "" },
+                                    format_cpu_list(c)
+                                ),
+                                None => "not bound".to_owned(),
+                            };
+                            let pid = s.pid;
+                            self.say(&format!(
+                                "oxrun: rank {rank} of spawned job {j} (pid {pid}) {how}"
+                            ));
+                        }
+                        self.add_rank(s)
+                    }
+                    Err(e) => {
+                        let what = format!(
+                            "cannot start rank {rank} of spawned job {j} ({}): {e}",
+                            p.argv0.to_string_lossy()
+                        );
+                        self.say(&format!("oxrun: {what}; stopping the job"));
+                        self.pmi.spawn_result(parent, Err(what), &mut events);
+                        self.stop(crate::launch::spawn_exit_status(&e));
+                        self.on_pmi_events(events);
+                        return;
+                    }
+                }
+                rank += 1;
+            }
+        }
+        self.pmi.spawn_result(parent, Ok(()), &mut events);
+        self.on_pmi_events(events);
     }
 
     /// Adds the next rank, just started.
@@ -620,11 +782,13 @@ impl RunningJob {
                     self.stop(abort_exit_status(code));
                 }
                 PmiEvent::ProtocolError { rank, reason } => {
+                    let who = self.name(rank);
                     self.say(&format!(
-                        "oxrun: rank {rank} broke the PMI protocol: {reason}; aborting the job"
+                        "oxrun: {who} broke the PMI protocol: {reason}; aborting the job"
                     ));
                     self.stop(EXIT_FAILURE);
                 }
+                PmiEvent::Spawn { rank, request } => self.spawn_job(rank, request),
             }
         }
     }
@@ -846,6 +1010,38 @@ mod tests {
             describe_failure(11 | 0x80),
             Some(("was killed by signal 11 (SIGSEGV, core dumped)".into(), 139))
         );
+    }
+
+    #[test]
+    fn spawned_processes_continue_the_launch_binding() {
+        use crate::binding::{BindTo, Core, Within};
+        let cores: Vec<Core> = (0..4)
+            .map(|i| Core {
+                cpus: vec![i],
+                package: 0,
+                numa: 0,
+            })
+            .collect();
+        let mut b = SpawnBinding {
+            policy: None,
+            within: Within::default(),
+            cores: cores.clone(),
+            planned: 2,
+            report: false,
+        };
+        assert_eq!(b.next(1), vec![Some(vec![2])]);
+        // Cores run out: the default policy would unbind everyone, so the new ones stay
+        // unbound and nobody moves.
+        assert_eq!(b.next(2), vec![None, None]);
+        assert_eq!(b.planned, 5);
+        let mut b = SpawnBinding {
+            policy: Some(BindTo::Core),
+            within: Within::default(),
+            cores,
+            planned: 3,
+            report: false,
+        };
+        assert_eq!(b.next(2), vec![Some(vec![3]), Some(vec![0])]);
     }
 
     #[test]

@@ -40,7 +40,7 @@ fn random_hex(len: usize) -> io::Result<String> {
 }
 
 /// oxrun's exit status when a rank cannot be started, shell style.
-fn spawn_exit_status(e: &io::Error) -> i32 {
+pub(crate) fn spawn_exit_status(e: &io::Error) -> i32 {
     match e.raw_os_error() {
         Some(libc::ENOENT) | Some(libc::ENOTDIR) => 127,
         Some(libc::EACCES) | Some(libc::ENOEXEC) | Some(libc::EISDIR) | Some(libc::EPERM) => 126,
@@ -142,8 +142,9 @@ pub fn run(plan: &Plan) -> i32 {
     for (r, b) in (0..size).filter(|&r| is_local(r)).zip(local_bindings) {
         bindings[r as usize] = b;
     }
+    let kvsname = format!("kvs_{}_{}", std::process::id(), &jobkey[..8]);
     let info = JobInfo {
-        kvsname: format!("kvs_{}_{}", std::process::id(), &jobkey[..8]),
+        kvsname: kvsname.clone(),
         size,
         appnum: appnums.clone(),
         node_of: nodes.clone(),
@@ -171,6 +172,16 @@ pub fn run(plan: &Plan) -> i32 {
         jobkey,
         nofile,
     };
+    job.allow_spawn(env.clone(), kvsname);
+    if remote_hosts == 0 && plan.rankfile.is_none() {
+        job.bind_spawned(crate::job::SpawnBinding {
+            policy: plan.bind_to,
+            within: plan.within,
+            cores: cores.clone(),
+            planned: local_count,
+            report: plan.report_bindings,
+        });
+    }
     let forward_stdin = !sys::stdin_is_background_tty();
 
     let mut rank = 0u32;
@@ -190,6 +201,7 @@ pub fn run(plan: &Plan) -> i32 {
                 cpus: bindings[rank as usize].as_deref(),
                 stdin: rank == 0 && forward_stdin,
                 die_with_parent: false,
+                cwd: None,
             };
             match spawn_rank(&spec, &env) {
                 Ok(s) => job.add_rank(s),

@@ -3,8 +3,9 @@
 //!
 //! Modules, one concept each: [`cli`] (command line and MPMD contexts), [`program`] (finding
 //! the executable), [`binding`] (CPU binding plan), [`launch`] (preparing and starting a job),
-//! [`spawn`] (starting one rank), [`job`] (the event loop and ending the job), [`stdio`]
-//! (output forwarding and stdin), [`pmi`] (PMI connections), [`signals`] (signals as events),
+//! [`spawn`] (starting one rank), [`dynamic`] (jobs a rank spawns), [`job`] (the event loop
+//! and ending the job), [`stdio`] (output forwarding and stdin), [`pmi`] (PMI connections),
+//! [`signals`] (signals as events),
 //! [`shm`] (removing the job's shared-memory files), [`sys`] (syscall wrappers), and for
 //! several hosts: [`hosts`] (host lists and rank placement), [`frame`] (the head–agent wire),
 //! [`remote`] (the head's side of the agents), [`agent`] (the agent itself) and [`slurm`]
@@ -13,6 +14,7 @@
 mod agent;
 mod binding;
 mod cli;
+mod dynamic;
 mod frame;
 mod hosts;
 mod job;

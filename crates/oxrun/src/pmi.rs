@@ -10,13 +10,18 @@
 //! A rank on another host has no socket here: its agent relays the bytes. Such a connection
 //! is fed with [`PmiServer::feed`], and its replies and closing are collected with
 //! [`PmiServer::take_remote`] for the agent.
+//!
+//! Jobs started by a rank's `spawn` are served here too, each with its own key-value space
+//! ([`PmiServer::add_job`]). Connections are numbered across jobs: the launch's ranks first,
+//! then each spawned job's ranks after all that came before (`process` below), which is how
+//! the event loop numbers them too.
 
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 
 use oxmpi_pmi::wire::{LineBuffer, MAX_SERVER_LINE};
-use oxmpi_pmi::{Action, Job, JobInfo};
+use oxmpi_pmi::{Action, Job, JobInfo, SpawnRequest};
 
 /// Most reply bytes queued for one rank before it counts as not following the protocol.
 pub const MAX_OUTBOX: usize = 1 << 20;
@@ -47,6 +52,13 @@ pub enum PmiEvent {
         /// What it did wrong.
         reason: String,
     },
+    /// A rank asked for a new job; answer with [`PmiServer::spawn_result`].
+    Spawn {
+        /// Who.
+        rank: u32,
+        /// What to start.
+        request: SpawnRequest,
+    },
 }
 
 /// What must be relayed to a remote rank's agent.
@@ -68,10 +80,14 @@ struct Conn {
     write_failed: bool,
 }
 
-/// All ranks' PMI connections and the job's key-value state.
+/// All processes' PMI connections and each job's key-value state.
 #[derive(Debug)]
 pub struct PmiServer {
-    job: Job,
+    jobs: Vec<Job>,
+    /// First process number of each job.
+    base: Vec<u32>,
+    /// Job and rank in it of each process number.
+    owner: Vec<(u32, u32)>,
     conns: Vec<Option<Conn>>,
     remote_out: Vec<RemoteOut>,
 }
@@ -80,11 +96,54 @@ impl PmiServer {
     /// A server for the job described by `info`; connections are added with
     /// [`attach`](Self::attach) as ranks start.
     pub fn new(info: JobInfo) -> PmiServer {
-        let n = info.size as usize;
-        PmiServer {
-            job: Job::new(info),
-            conns: (0..n).map(|_| None).collect(),
+        let mut s = PmiServer {
+            jobs: Vec::new(),
+            base: Vec::new(),
+            owner: Vec::new(),
+            conns: Vec::new(),
             remote_out: Vec::new(),
+        };
+        s.add_job(info, &[]);
+        s
+    }
+
+    /// Adds a spawned job, its key-value space holding `preput`; returns its number and the
+    /// process number of its rank 0 (its ranks follow).
+    pub fn add_job(&mut self, info: JobInfo, preput: &[(String, String)]) -> (u32, u32) {
+        let j = self.jobs.len() as u32;
+        let base = self.conns.len() as u32;
+        let n = info.size;
+        let mut job = Job::new(info);
+        job.preput(preput);
+        self.jobs.push(job);
+        self.base.push(base);
+        for r in 0..n {
+            self.owner.push((j, r));
+            self.conns.push(None);
+        }
+        (j, base)
+    }
+
+    /// Jobs so far (the launch's and every spawned one).
+    pub fn jobs(&self) -> u32 {
+        self.jobs.len() as u32
+    }
+
+    /// Processes of every job so far.
+    pub fn processes(&self) -> u32 {
+        self.conns.len() as u32
+    }
+
+    /// The job of process `p` and its rank there.
+    pub fn job_of(&self, p: u32) -> (u32, u32) {
+        self.owner[p as usize]
+    }
+
+    /// Answers process `p`'s spawn: started, or refused with a message.
+    pub fn spawn_result(&mut self, p: u32, result: Result<(), String>, events: &mut Vec<PmiEvent>) {
+        let (j, r) = self.job_of(p);
+        if let Action::Reply { line, .. } = self.jobs[j as usize].spawn_result(r, result) {
+            self.send(p, line.as_bytes(), events);
         }
     }
 
@@ -114,7 +173,8 @@ impl PmiServer {
 
     /// Whether `rank` initialized PMI and has not finalized it.
     pub fn in_session(&self, rank: u32) -> bool {
-        self.job.in_session(rank)
+        let (j, r) = self.job_of(rank);
+        self.jobs[j as usize].in_session(r)
     }
 
     /// Adds rank `rank`'s socket (already non-blocking).
@@ -201,26 +261,39 @@ impl PmiServer {
             let Some(conn) = self.conns[rank as usize].as_mut() else {
                 return;
             };
+            let (j, local) = self.owner[rank as usize];
+            let job = &mut self.jobs[j as usize];
             let actions = match conn.inbox.next_line() {
-                Ok(Some(line)) => self.job.handle(rank, &line),
+                Ok(Some(line)) => job.handle(local, &line),
                 Ok(None) => return,
-                Err(e) => vec![self.job.framing_error(rank, &e)],
+                Err(e) => vec![job.framing_error(local, &e)],
             };
+            // The job numbers its own ranks; connections are numbered across jobs.
+            let base = self.base[j as usize];
             for action in actions {
                 match action {
-                    Action::Reply { rank: to, line } => self.send(to, line.as_bytes(), events),
+                    Action::Reply { rank: to, line } => {
+                        self.send(base + to, line.as_bytes(), events)
+                    }
                     Action::Abort {
                         rank,
                         code,
                         message,
                     } => events.push(PmiEvent::Abort {
-                        rank,
+                        rank: base + rank,
                         code,
                         message,
                     }),
+                    Action::Spawn { rank, request } => events.push(PmiEvent::Spawn {
+                        rank: base + rank,
+                        request,
+                    }),
                     Action::ProtocolError { rank: bad, reason } => {
-                        self.close(bad);
-                        events.push(PmiEvent::ProtocolError { rank: bad, reason });
+                        self.close(base + bad);
+                        events.push(PmiEvent::ProtocolError {
+                            rank: base + bad,
+                            reason,
+                        });
                     }
                 }
             }
@@ -412,6 +485,60 @@ mod tests {
             server.take_remote(),
             vec![RemoteOut::Close(0), RemoteOut::Close(1)]
         );
+    }
+
+    #[test]
+    fn spawned_jobs_are_numbered_after_the_launch_and_kept_apart() {
+        let mut server = PmiServer::new(info(2));
+        let mut child = info(3);
+        child.kvsname = "kvs_child".into();
+        assert_eq!(
+            server.add_job(child, &[("parent".into(), "kvs_t".into())]),
+            (1, 2)
+        );
+        assert_eq!((server.jobs(), server.processes()), (2, 5));
+        assert_eq!(server.job_of(1), (0, 1));
+        assert_eq!(server.job_of(4), (1, 2));
+        for p in 0..5 {
+            server.attach_remote(p);
+        }
+        let mut events = Vec::new();
+        let init = b"cmd=init pmi_version=1 pmi_subversion=1 oxmpi_secret=sec\n";
+        server.feed(4, init, &mut events);
+        server.feed(4, b"cmd=get_my_kvsname\ncmd=get key=parent\n", &mut events);
+        let out = server.take_remote();
+        assert_eq!(out.len(), 3, "{out:?}");
+        assert!(
+            out.iter().all(|o| matches!(o, RemoteOut::Data(4, _))),
+            "{out:?}"
+        );
+        assert!(matches!(&out[1], RemoteOut::Data(_, d) if d.ends_with(b"kvsname=kvs_child\n")));
+        assert!(matches!(&out[2], RemoteOut::Data(_, d) if d.ends_with(b"value=kvs_t\n")));
+        // A spawn from the child job names the child's process number.
+        server.feed(
+            4,
+            b"mcmd=spawn\nnprocs=1\nexecname=x\nendcmd\n",
+            &mut events,
+        );
+        assert!(
+            matches!(&events[..], [PmiEvent::Spawn { rank: 4, .. }]),
+            "{events:?}"
+        );
+        server.spawn_result(4, Err("no".into()), &mut events);
+        assert!(
+            matches!(&server.take_remote()[..], [RemoteOut::Data(4, d)] if d.starts_with(b"cmd=spawn_result rc=-1"))
+        );
+        // A fence of the launch's job does not wait for the child job.
+        server.feed(0, init, &mut events);
+        server.feed(1, init, &mut events);
+        server.feed(0, b"cmd=barrier_in\n", &mut events);
+        server.feed(1, b"cmd=barrier_in\n", &mut events);
+        let out = server.take_remote();
+        let released = out
+            .iter()
+            .filter(|o| matches!(o, RemoteOut::Data(_, d) if d.starts_with(b"cmd=barrier_out")))
+            .count();
+        assert_eq!(released, 2, "{out:?}");
     }
 
     #[test]

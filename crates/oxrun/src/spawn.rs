@@ -52,6 +52,8 @@ pub struct RankSpec<'a> {
     /// Whether the kernel kills it when its parent dies (ranks of an agent, so that a killed
     /// agent leaves no rank behind).
     pub die_with_parent: bool,
+    /// Working directory, if not oxrun's (a spawned job's `wdir`).
+    pub cwd: Option<&'a Path>,
 }
 
 /// A started rank and oxrun's ends of its pipes and PMI socket.
@@ -91,6 +93,9 @@ pub fn spawn_rank(spec: &RankSpec<'_>, job: &JobEnv) -> io::Result<Spawned> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    if let Some(d) = spec.cwd {
+        cmd.current_dir(d);
+    }
 
     let mask: Option<CpuMask> = spec.cpus.map(sys::cpus_to_mask);
     let nofile = job.nofile;

@@ -17,6 +17,14 @@
 //! - `sleep SECONDS`: init, print `probe rank=R sleeping pid=P`, sleep, finalize.
 //! - `badline RANK`, `hugeline RANK`, `badsecret RANK`: rank RANK writes a malformed line, an
 //!   over-long line, or inits with a wrong secret; the others wait in a fence.
+//! - `spawn COUNTS [ARGS...]`: card exchange, then rank 0 spawns one command per entry of
+//!   the comma-separated COUNTS (this probe with ARGS, default `child`; info `wdir` from
+//!   `PROBE_WDIR` if set, `host` from `PROBE_HOST`), with preput key `parent-kvs`; prints
+//!   `probe rank=0 spawned=ok` or `probe rank=0 refused=<why>`; then all fence and finalize
+//!   and print `probe rank=R parent=ok`.
+//! - `child [ARG]`: a spawned rank: checks `PMI_SPAWNED` and the preput key, exchanges cards
+//!   with its job, prints `probe child rank=R size=N appnum=A kvsname=K parent=P cwd=D
+//!   arg=[ARG]`.
 //! - `spew LINES LEN`: no PMI; write LINES lines of about LEN bytes, even ones to stdout and
 //!   odd ones to stderr, each line in three separate writes: `r<rank> i<i> <payload> end`.
 
@@ -163,6 +171,91 @@ fn bigcards(len: usize) {
     println!("probe rank={rank} bigcards=ok");
 }
 
+fn spawn(counts: &str, child_args: &[String]) {
+    let mut c = connect();
+    let (rank, size) = (c.rank(), c.size());
+    c.put(&format!("card-{rank}"), &card(rank, 0))
+        .unwrap_or_else(|e| fail(e));
+    c.fence().unwrap_or_else(|e| fail(e));
+    if rank == 0 {
+        let exe = std::env::current_exe().unwrap_or_else(|e| fail(e));
+        let args = if child_args.is_empty() {
+            vec!["child".to_owned()]
+        } else {
+            child_args.to_vec()
+        };
+        let mut info = Vec::new();
+        for (var, key) in [("PROBE_WDIR", "wdir"), ("PROBE_HOST", "host")] {
+            if let Ok(v) = std::env::var(var) {
+                info.push((key.to_owned(), v));
+            }
+        }
+        let commands = counts
+            .split(',')
+            .map(|n| oxmpi_pmi::SpawnCommand {
+                execname: std::env::var("PROBE_EXEC")
+                    .unwrap_or_else(|_| exe.to_string_lossy().into_owned()),
+                nprocs: n
+                    .parse()
+                    .unwrap_or_else(|_| fail(format!("bad count {n:?}"))),
+                args: args.clone(),
+                info: info.clone(),
+            })
+            .collect();
+        let req = oxmpi_pmi::SpawnRequest {
+            commands,
+            preput: vec![("parent-kvs".into(), c.kvsname().to_owned())],
+        };
+        match c.spawn(&req) {
+            Ok(()) => println!("probe rank=0 spawned=ok"),
+            Err(e) => println!("probe rank=0 refused={e}"),
+        }
+    }
+    c.fence().unwrap_or_else(|e| fail(e));
+    c.finalize().unwrap_or_else(|e| fail(e));
+    println!("probe rank={rank} size={size} parent=ok");
+}
+
+fn child(arg: Option<&String>) {
+    if !Client::spawned() {
+        fail("child mode without PMI_SPAWNED=1");
+    }
+    let mut c = connect();
+    let (rank, size) = (c.rank(), c.size());
+    let parent = c
+        .get("parent-kvs")
+        .unwrap_or_else(|e| fail(e))
+        .unwrap_or_else(|| fail(format!("child {rank}: no preput key parent-kvs")));
+    if parent == c.kvsname() {
+        fail(format!("child {rank}: the parent's KVS name is its own"));
+    }
+    let appnum = c.appnum();
+    c.put(&format!("card-{rank}"), &card(rank, appnum))
+        .unwrap_or_else(|e| fail(e));
+    c.put(&format!("app-{rank}"), &appnum.to_string())
+        .unwrap_or_else(|e| fail(e));
+    c.fence().unwrap_or_else(|e| fail(e));
+    for p in 0..size {
+        let app: i32 = c
+            .get(&format!("app-{p}"))
+            .unwrap_or_else(|e| fail(e))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| fail(format!("child {rank}: no appnum from rank {p}")));
+        let got = c.get(&format!("card-{p}")).unwrap_or_else(|e| fail(e));
+        if got.as_deref() != Some(card(p, app).as_str()) {
+            fail(format!("child {rank}: card of rank {p} is {got:?}"));
+        }
+    }
+    let kvsname = c.kvsname().to_owned();
+    c.finalize().unwrap_or_else(|e| fail(e));
+    let cwd = std::env::current_dir().unwrap_or_default();
+    println!(
+        "probe child rank={rank} size={size} appnum={appnum} kvsname={kvsname} parent={parent} cwd={} arg=[{}]",
+        cwd.display(),
+        arg.map(String::as_str).unwrap_or("")
+    );
+}
+
 fn spew(lines: usize, len: usize) {
     let rank = env_rank();
     let payload: String = (0..len).map(|i| (b'a' + (i % 26) as u8) as char).collect();
@@ -242,6 +335,11 @@ fn main() {
                 }
             }
         }
+        "spawn" => spawn(
+            args.get(1).map(String::as_str).unwrap_or("1"),
+            args.get(2..).unwrap_or(&[]),
+        ),
+        "child" => child(args.get(1)),
         "spew" => spew(arg(&args, 1, "LINES"), arg(&args, 2, "LEN")),
         other => fail(format!("unknown mode {other:?}")),
     }
