@@ -298,6 +298,35 @@ impl Engine {
         to: u32,
         env: Envelope,
     ) -> Result<Option<ReqId>> {
+        // The common small send: one register back, no request, no `Result` through memory.
+        if mode == SendMode::Standard {
+            if let Some(&t) = self.route.get(to as usize).filter(|&&t| t < BROKEN) {
+                if let Some(AnyTransport::Shm(tr)) = self.transports.get_mut(t as usize) {
+                    // SAFETY: forwarded from our caller.
+                    if unsafe { self.proto.try_isend_inline(tr.link(), buf, len, to, env) } {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+        // SAFETY: forwarded from our caller.
+        unsafe { self.isend_general(mode, buf, len, to, env) }
+    }
+
+    /// [`isend`](Self::isend) of everything but the common small send: every protocol, every
+    /// transport, every error.
+    ///
+    /// # Safety
+    /// As for [`isend`](Self::isend).
+    #[inline(never)]
+    unsafe fn isend_general(
+        &mut self,
+        mode: SendMode,
+        buf: *const u8,
+        len: usize,
+        to: u32,
+        env: Envelope,
+    ) -> Result<Option<ReqId>> {
         let t = self.route_to(to)?;
         let proto = &mut self.proto;
         // One transport's protocol code inlined here; messages to oneself take a call.
