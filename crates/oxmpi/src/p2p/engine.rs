@@ -719,7 +719,7 @@ impl Engine {
     }
 
     /// Requests not yet collected.
-    #[cfg(test)]
+    #[inline]
     pub fn live_requests(&self) -> usize {
         self.proto.reqs.live()
     }

@@ -339,7 +339,7 @@ impl Slab {
     }
 
     /// Requests not yet freed.
-    #[cfg(test)]
+    #[inline]
     pub fn live(&self) -> usize {
         self.slots.len() - self.free.len()
     }
