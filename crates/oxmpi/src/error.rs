@@ -95,35 +95,52 @@ pub enum ErrorClass {
 }
 
 /// An MPI error: its class and a message naming the call and cause.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
+///
+/// Boxed, so that a `Result<T>` of a small `T` (a send's `Option<ReqId>`) is two registers:
+/// a wider one goes through memory on the hot path, where reloading it with wide loads after
+/// narrow stores stalls on store forwarding, and so on the ring stores still draining.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Error(Box<Inner>);
+
+#[derive(Clone, PartialEq, Eq)]
+struct Inner {
     class: ErrorClass,
     message: String,
 }
 
 impl Error {
     /// An error of `class` with a human-readable `message`.
+    #[cold]
     pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
-        Error {
+        Error(Box::new(Inner {
             class,
             message: message.into(),
-        }
+        }))
     }
 
     /// The MPI error class.
     pub fn class(&self) -> ErrorClass {
-        self.class
+        self.0.class
     }
 
     /// The message, without the class.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Error")
+            .field("class", &self.0.class)
+            .field("message", &self.0.message)
+            .finish()
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({:?})", self.message, self.class)
+        write!(f, "{} ({:?})", self.0.message, self.0.class)
     }
 }
 

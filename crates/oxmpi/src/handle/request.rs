@@ -254,20 +254,27 @@ pub fn empty_status() -> Status {
 
 /// Turns a completed operation's status into a result: its own error class stays, with a
 /// message naming `call`.
+#[inline]
 pub(crate) fn check(call: &str, st: Status) -> Result<Status> {
     match st.error {
         None => Ok(st),
-        Some(ErrorClass::Truncate) => Err(Error::new(
+        Some(c) => Err(status_error(call, c, &st)),
+    }
+}
+
+/// The error [`check`] returns for a failed status (out of line: waits inline the success).
+#[cold]
+#[inline(never)]
+fn status_error(call: &str, class: ErrorClass, st: &Status) -> Error {
+    match class {
+        ErrorClass::Truncate => Error::new(
             ErrorClass::Truncate,
             format!(
                 "{call}: message from rank {} (tag {}) is longer than the receive buffer ({} bytes kept)",
                 st.source, st.tag, st.bytes
             ),
-        )),
-        Some(c) => Err(Error::new(
-            c,
-            format!("{call}: the operation failed with class {c:?}"),
-        )),
+        ),
+        c => Error::new(c, format!("{call}: the operation failed with class {c:?}")),
     }
 }
 

@@ -298,6 +298,35 @@ impl Engine {
         to: u32,
         env: Envelope,
     ) -> Result<Option<ReqId>> {
+        // The common small send: one register back, no request, no `Result` through memory.
+        if mode == SendMode::Standard {
+            if let Some(&t) = self.route.get(to as usize).filter(|&&t| t < BROKEN) {
+                if let Some(AnyTransport::Shm(tr)) = self.transports.get_mut(t as usize) {
+                    // SAFETY: forwarded from our caller.
+                    if unsafe { self.proto.try_isend_inline(tr.link(), buf, len, to, env) } {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+        // SAFETY: forwarded from our caller.
+        unsafe { self.isend_general(mode, buf, len, to, env) }
+    }
+
+    /// [`isend`](Self::isend) of everything but the common small send: every protocol, every
+    /// transport, every error.
+    ///
+    /// # Safety
+    /// As for [`isend`](Self::isend).
+    #[inline(never)]
+    unsafe fn isend_general(
+        &mut self,
+        mode: SendMode,
+        buf: *const u8,
+        len: usize,
+        to: u32,
+        env: Envelope,
+    ) -> Result<Option<ReqId>> {
         let t = self.route_to(to)?;
         let proto = &mut self.proto;
         // One transport's protocol code inlined here; messages to oneself take a call.
@@ -692,7 +721,7 @@ impl Engine {
     }
 
     /// Requests not yet collected.
-    #[cfg(test)]
+    #[inline]
     pub fn live_requests(&self) -> usize {
         self.proto.reqs.live()
     }
@@ -911,6 +940,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::p2p::matching::ANY_TAG;
     use crate::transport::shm::{Resolver, ShmConfig, ShmLayout};
     use crate::transport::Link;
 
@@ -1006,6 +1036,80 @@ mod tests {
             e
         };
         (make(0), make(1))
+    }
+
+    /// The small-send fast path must not overtake sends queued behind a full ring, and is
+    /// taken again once the queue has drained.
+    #[test]
+    fn small_sends_stay_behind_queued_ones_and_go_inline_again_after() {
+        let (mut a, mut b) = shm_pair("order");
+        let data: Vec<u8> = (0..=255u8).collect();
+        let mut queued = Vec::new();
+        let mut sent = 0i32;
+        // Fill the 256-cell ring (nobody polls it) until sends queue.
+        while queued.len() < 3 {
+            // SAFETY: `data` outlives the request, completed below.
+            let r = unsafe {
+                a.isend(
+                    SendMode::Standard,
+                    &data[sent as usize % 256],
+                    1,
+                    1,
+                    envelope(sent),
+                )
+            };
+            queued.extend(r.unwrap());
+            sent += 1;
+        }
+        // The receiver drains the ring: room again, but the queue must go first.
+        assert!(b.progress() > 0);
+        // SAFETY: `data` outlives the request, completed below.
+        let r = unsafe {
+            a.isend(
+                SendMode::Standard,
+                &data[sent as usize % 256],
+                1,
+                1,
+                envelope(sent),
+            )
+        };
+        queued.extend(r.unwrap());
+        assert_eq!(queued.len(), 4, "a send behind queued ones is queued too");
+        sent += 1;
+        while queued.iter().any(|&id| !a.is_done(id)) {
+            a.progress();
+            b.progress();
+        }
+        for id in queued {
+            assert_eq!(a.test(id).map(|st| st.error), Some(None));
+        }
+        // SAFETY: `data` outlives the request, completed below.
+        let r = unsafe {
+            a.isend(
+                SendMode::Standard,
+                &data[sent as usize % 256],
+                1,
+                1,
+                envelope(sent),
+            )
+        };
+        assert!(r.unwrap().is_none(), "inline again once the queue is empty");
+        sent += 1;
+        for tag in 0..sent {
+            let mut got = [0u8; 1];
+            // SAFETY: `got` outlives the request, waited for here.
+            let st = match unsafe { b.irecv(got.as_mut_ptr(), 1, 0, 0, ANY_TAG).unwrap() } {
+                RecvStart::Done(st) => st,
+                RecvStart::Pending(id) => wait(&mut b, id),
+            };
+            assert_eq!(
+                (st.tag, got[0]),
+                (tag, data[tag as usize % 256]),
+                "in order"
+            );
+        }
+        assert_eq!(a.live_requests(), 0);
+        assert_eq!(b.live_requests(), 0);
     }
 
     #[test]

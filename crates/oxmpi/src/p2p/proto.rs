@@ -294,6 +294,50 @@ impl Proto {
 
     // ---- sending -------------------------------------------------------------------------
 
+    /// Sends a standard-mode message small enough for the transport's inline cells at once,
+    /// if nothing is queued to `to` and no derived-datatype key can be involved; returns
+    /// whether it did. On `false` nothing happened, and [`isend`](Self::isend) does the send
+    /// (and reports any error). The answer is one register: the general start's `Result`,
+    /// reloaded through memory, waited for the ring stores of the message just written.
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads of `len` bytes during the call.
+    #[inline]
+    pub unsafe fn try_isend_inline<L: Link>(
+        &mut self,
+        link: &mut L,
+        buf: *const u8,
+        len: usize,
+        to: u32,
+        env: Envelope,
+    ) -> bool {
+        if Protocol::choose(&link.limits(), len) != Protocol::Inline
+            || !self.iov.is_empty()
+            || self.pending_to.get(to as usize) != Some(&0)
+        {
+            return false;
+        }
+        let h = MatchHdr {
+            env,
+            sreq: 0,
+            len: len as u64,
+            addr: 0,
+            pid: 0,
+            flags: 0,
+        };
+        let mut hdr = [0u8; HDR_MAX];
+        let hdr_len = h.encode(am::EAGER, &mut hdr);
+        // SAFETY: the caller guarantees `buf` is valid for `len` bytes.
+        let payload = unsafe { user_data(buf, len) };
+        // A refusal (full ring) or an error changes nothing: `isend` then tries again.
+        if link.send(to, am::EAGER, &hdr[..hdr_len], payload).is_err() {
+            return false;
+        }
+        // As `isend` counts every message to (`to`, context), for advertised receives.
+        self.sent.bump(to, env.ctx);
+        true
+    }
+
     /// Starts sending `len` bytes at `buf` to world rank `to` over `link`. `Ok(None)`: already
     /// complete; `Ok(Some(id))`: wait on `id`.
     ///
