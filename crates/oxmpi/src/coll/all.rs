@@ -703,8 +703,10 @@ impl<L: ThreadLevel> Communicator<L> {
             return Ok(Planned::nothing(call));
         }
         let prog = plan_allreduce(x, n * e, e, c.commutative, send.is_none());
-        Ok(Planned::new(call, prog, Some(c), input(send), bytes_mut(recv))
-            .on_shm(ShmKind::Reduce { root: None }))
+        Ok(
+            Planned::new(call, prog, Some(c), input(send), bytes_mut(recv))
+                .on_shm(ShmKind::Reduce { root: None }),
+        )
     }
 
     /// The blocking allreduce: through shared memory when it fits, else the plan.

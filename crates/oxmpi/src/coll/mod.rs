@@ -254,7 +254,11 @@ impl<'b> Planned<'b> {
     /// The kept form: the shared-memory run on `claim`'s channel, else the program.
     /// Its callers keep the buffers valid whenever the result is active, as for
     /// [`exec`](Self::exec).
-    fn keep(self, state: &Arc<CommState>, claim: Option<shm::ChanClaim>) -> Result<persistent::Kept> {
+    fn keep(
+        self,
+        state: &Arc<CommState>,
+        claim: Option<shm::ChanClaim>,
+    ) -> Result<persistent::Kept> {
         if let (Some(claim), Some(kind)) = (claim, self.shm_kind()) {
             if crate::runtime::is_finalized() {
                 return Err(Error::new(
@@ -267,9 +271,8 @@ impl<'b> Planned<'b> {
             // borrow for `'b` (or are empty), never alias, and the run is only advanced while
             // its request is active, which the callers bound by `'b` (`persist`) or by the
             // contract of `persist_unbound`.
-            let run = unsafe {
-                shm_kept::ShmRun::new(kind, state, claim, self.send, self.recv, kernel)
-            };
+            let run =
+                unsafe { shm_kept::ShmRun::new(kind, state, claim, self.send, self.recv, kernel) };
             return Ok(persistent::Kept::shm(run, state.clone()));
         }
         Ok(persistent::Kept::new(self.exec(state, 0)?, state.clone()))

@@ -3,8 +3,8 @@
 
 use super::algorithms::tree;
 use super::schedule::{Program, Region, Span};
-use super::Planned;
 use super::shm_kept::ShmKind;
+use super::Planned;
 use super::{bytes, bytes_mut, check_len, check_root, combine, hier, select, v_spans, Ctx};
 use crate::comm::Communicator;
 use crate::datatype::elements::{check_op, with_raw_mut};

@@ -369,8 +369,8 @@ impl<L: ThreadLevel> Communicator<L> {
     /// The world may take one too: its blocking collectives meet in its own counter.
     pub(crate) fn shm_persist_claim(&self, p: &super::Planned<'_>) -> Result<Option<ChanClaim>> {
         let st = &self.state;
-        let world = st.context == crate::comm::WORLD_CONTEXT
-            && st.members.len() == self.rt.size as usize;
+        let world =
+            st.context == crate::comm::WORLD_CONTEXT && st.members.len() == self.rt.size as usize;
         if p.shm_kind().is_none() || !self.shm_chan_possible(st.shm.eligible || world) {
             return Ok(None);
         }

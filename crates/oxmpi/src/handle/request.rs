@@ -816,9 +816,9 @@ impl<L: ThreadLevel> Requests<L> {
     /// of its own; for tests and diagnostics.
     #[doc(hidden)]
     pub fn runs_on_shared_memory(&self, id: RequestId) -> bool {
-        self.pslot("runs_on_shared_memory", id).is_ok_and(|i| {
-            matches!(&self.persistent[i].op, Some(PersistentOp::Coll(k)) if k.on_shm())
-        })
+        self.pslot("runs_on_shared_memory", id).is_ok_and(
+            |i| matches!(&self.persistent[i].op, Some(PersistentOp::Coll(k)) if k.on_shm()),
+        )
     }
 
     fn id_of(&mut self, start: RecvStart) -> RequestId {
