@@ -507,6 +507,32 @@ mod tests {
         assert_eq!(unsafe { std::slice::from_raw_parts(p, 3) }, &[1, 2, 3]);
     }
 
+    /// A taker that leaves `spare` channels (a persistent collective) gets one only while
+    /// more than `spare` are free in every member, and gives its offers back otherwise.
+    #[test]
+    fn a_spare_count_leaves_channels_for_others() {
+        let (mut a, mut b) = super::super::tests::pair("spare");
+        let take = |a: &mut ShmTransport, b: &mut ShmTransport, spare| {
+            let (oa, ob) = (a.node().chan_offer(), b.node().chan_offer());
+            let agreed: [u64; CHANNELS] = std::array::from_fn(|k| oa.offer[k].max(ob.offer[k]));
+            (
+                a.node().chan_settle(&oa, &agreed, spare),
+                b.node().chan_settle(&ob, &agreed, spare),
+            )
+        };
+        // Nothing taken yet: all CHANNELS free, so a spare of CHANNELS takes none.
+        assert_eq!(take(&mut a, &mut b, CHANNELS), (None, None));
+        for k in 0..CHANNELS - 4 {
+            assert_eq!(take(&mut a, &mut b, 4), (Some(k), Some(k)), "channel {k}");
+        }
+        // Four free now: a spare of 4 takes none, and the offers went back for others.
+        assert_eq!(take(&mut a, &mut b, 4), (None, None));
+        assert_eq!(
+            take(&mut a, &mut b, 0),
+            (Some(CHANNELS - 4), Some(CHANNELS - 4))
+        );
+    }
+
     #[test]
     fn numbering_starts_above_every_members_counter() {
         let (mut a, mut b) = super::super::tests::pair("num");
