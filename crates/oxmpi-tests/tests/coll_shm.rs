@@ -102,3 +102,27 @@ fn large_shm_paths_forced_at_every_size_and_switched_off() {
     run(5, "expect", &[&low[..], &split[..]].concat());
     run(3, "expect", &[("OXMPI_SINGLE_COPY", "0")]);
 }
+
+const PERSIST: &str = env!("CARGO_BIN_EXE_coll_persist_shm");
+
+fn run_persist(np: usize, mode: &str, env: &[(&str, &str)]) {
+    let out = oxrun_job(np, Path::new(PERSIST), &[mode, "12"], env);
+    let (so, se) = text(&out);
+    assert!(
+        out.status.success(),
+        "coll_persist_shm np {np} {mode} env {env:?} failed:\n{so}\n{se}"
+    );
+    let passed = so.lines().filter(|l| l.contains(" passed")).count();
+    assert_eq!(passed, np, "np {np}: {passed} ranks passed:\n{so}\n{se}");
+}
+
+/// Persistent collectives on channels of their own (see the program's doc): np 1–6, with
+/// early leavers off, and with hosts faked apart (message programs across hosts).
+#[test]
+fn persistent_collectives_on_shm_channels_np1_to_6() {
+    for np in 1..=6 {
+        run_persist(np, "expect", &[]);
+    }
+    run_persist(3, "expect", &[("OXMPI_COLL_SHM_ROOTED_EARLY", "0")]);
+    run_persist(4, "any", &[("OXMPI_HOST_OVERRIDE", "0,0,1,1")]);
+}

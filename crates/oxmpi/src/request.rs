@@ -808,6 +808,13 @@ impl<'a, 's> Persistent<'a, 's> {
         self.active.is_some()
     }
 
+    /// Whether this persistent collective runs through shared memory on a channel of its
+    /// own; for tests and diagnostics.
+    #[doc(hidden)]
+    pub fn runs_on_shared_memory(&self) -> bool {
+        matches!(&self.op, PersistentOp::Coll(k) if k.on_shm())
+    }
+
     /// A future that completes the started operation, as [`wait`](Self::wait) does; the
     /// request is inactive afterwards. Dropped early, it leaves the operation active (the
     /// request's own drop or the scope completes it).

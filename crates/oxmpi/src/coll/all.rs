@@ -5,6 +5,7 @@
 
 use super::algorithms::{allgather, allreduce, alltoall, misc};
 use super::schedule::{Program, Region, Span};
+use super::shm_kept::ShmKind;
 use super::{bytes, bytes_mut, check_len, combine, hier, select, v_spans, Ctx, Planned};
 use crate::comm::Communicator;
 use crate::datatype::elements::{check_op, with_raw_mut};
@@ -702,13 +703,10 @@ impl<L: ThreadLevel> Communicator<L> {
             return Ok(Planned::nothing(call));
         }
         let prog = plan_allreduce(x, n * e, e, c.commutative, send.is_none());
-        Ok(Planned::new(
-            call,
-            prog,
-            Some(c),
-            input(send),
-            bytes_mut(recv),
-        ))
+        Ok(
+            Planned::new(call, prog, Some(c), input(send), bytes_mut(recv))
+                .on_shm(ShmKind::Reduce { root: None }),
+        )
     }
 
     /// The blocking allreduce: through shared memory when it fits, else the plan.

@@ -21,6 +21,7 @@ fn plan_barrier(x: Ctx<'_>) -> Program {
 impl<L: ThreadLevel> Communicator<L> {
     pub(crate) fn barrier_plan(&self, call: &'static str) -> Planned<'static> {
         Planned::new(call, plan_barrier(self.ctx()), None, &[], &mut [])
+            .on_shm(super::shm_kept::ShmKind::Barrier)
     }
 
     /// Blocks until every rank has called it (`MPI_Barrier`).

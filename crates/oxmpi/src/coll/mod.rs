@@ -42,6 +42,7 @@ mod scan;
 pub(crate) mod schedule;
 pub mod select;
 pub(crate) mod shm;
+mod shm_kept;
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -101,6 +102,8 @@ pub(crate) struct Planned<'b> {
     combine: Option<Combine>,
     send: Raw<In>,
     recv: Raw<Out>,
+    /// The shared-memory form a persistent start can take instead of the program.
+    shm: Option<shm_kept::ShmKind>,
     _buffers: PhantomData<(&'b [u8], &'b mut [u8])>,
 }
 
@@ -119,8 +122,25 @@ impl<'b> Planned<'b> {
             combine,
             send: Raw::read(send),
             recv: Raw::write(recv),
+            shm: None,
             _buffers: PhantomData,
         }
+    }
+
+    /// The same plan, marked as one a persistent request may run through shared memory on a
+    /// channel of its own (see `shm_kept`), if it fits there.
+    pub(crate) fn on_shm(mut self, kind: shm_kept::ShmKind) -> Planned<'b> {
+        self.shm = Some(kind);
+        self
+    }
+
+    /// The shared-memory form of this plan if a persistent request can use one: every
+    /// member of a correct program computes the same answer (same counts, same operation).
+    pub(crate) fn shm_kind(&self) -> Option<shm_kept::ShmKind> {
+        self.prog.as_ref()?;
+        let kind = self.shm?;
+        kind.fits(self.send.len, self.recv.len, self.combine.as_ref())
+            .then_some(kind)
     }
 
     /// A call with nothing to do: it completes at once in every form.
@@ -131,6 +151,7 @@ impl<'b> Planned<'b> {
             combine: None,
             send: Raw::EMPTY,
             recv: Raw::EMPTY,
+            shm: None,
             _buffers: PhantomData,
         }
     }
@@ -199,14 +220,16 @@ impl<'b> Planned<'b> {
         Ok(Request::new(rt, start, 1, scope))
     }
 
-    /// Keeps the call for restarts, inactive until started (persistent forms).
+    /// Keeps the call for restarts, inactive until started (persistent forms); through
+    /// shared memory when the members agreed on a channel for it (`claim`).
     pub fn persist<'s>(
         self,
         rt: &Arc<Runtime>,
         state: &Arc<CommState>,
         scope: &'s Scope<'b>,
+        claim: Option<shm::ChanClaim>,
     ) -> Result<Persistent<'b, 's>> {
-        let kept = persistent::Kept::new(self.exec(state, 0)?, state.clone());
+        let kept = self.keep(state, claim)?;
         Ok(Persistent::new(
             rt.clone(),
             PersistentOp::Coll(kept),
@@ -220,7 +243,38 @@ impl<'b> Planned<'b> {
     /// # Safety
     /// The buffers must stay valid (and the receive buffer not otherwise accessed) whenever
     /// the returned collective is active, until it is dropped; `'b` does not enforce it.
-    pub unsafe fn persist_unbound(self, state: &Arc<CommState>) -> Result<persistent::Kept> {
+    pub unsafe fn persist_unbound(
+        self,
+        state: &Arc<CommState>,
+        claim: Option<shm::ChanClaim>,
+    ) -> Result<persistent::Kept> {
+        self.keep(state, claim)
+    }
+
+    /// The kept form: the shared-memory run on `claim`'s channel, else the program.
+    /// Its callers keep the buffers valid whenever the result is active, as for
+    /// [`exec`](Self::exec).
+    fn keep(
+        self,
+        state: &Arc<CommState>,
+        claim: Option<shm::ChanClaim>,
+    ) -> Result<persistent::Kept> {
+        if let (Some(claim), Some(kind)) = (claim, self.shm_kind()) {
+            if crate::runtime::is_finalized() {
+                return Err(Error::new(
+                    ErrorClass::Other,
+                    format!("{}: MPI is finalized", self.name),
+                ));
+            }
+            let kernel = self.combine.map(|c| c.kernel);
+            // SAFETY: as in `exec`: `send` and `recv` come from a shared and an exclusive
+            // borrow for `'b` (or are empty), never alias, and the run is only advanced while
+            // its request is active, which the callers bound by `'b` (`persist`) or by the
+            // contract of `persist_unbound`.
+            let run =
+                unsafe { shm_kept::ShmRun::new(kind, state, claim, self.send, self.recv, kernel) };
+            return Ok(persistent::Kept::shm(run, state.clone()));
+        }
         Ok(persistent::Kept::new(self.exec(state, 0)?, state.clone()))
     }
 
@@ -360,12 +414,14 @@ impl<L: ThreadLevel> Communicator<L> {
         p.start(&self.rt, &self.state, scope)
     }
 
-    /// The persistent form of a planned call.
+    /// The persistent form of a planned call: on a shared-memory channel of its own when
+    /// it fits one and the members agree on one (collectively, here at init).
     fn coll_keep<'a, 's>(
         &self,
         scope: &'s Scope<'a>,
         p: Planned<'a>,
     ) -> Result<Persistent<'a, 's>> {
-        p.persist(&self.rt, &self.state, scope)
+        let claim = self.shm_persist_claim(&p)?;
+        p.persist(&self.rt, &self.state, scope, claim)
     }
 }

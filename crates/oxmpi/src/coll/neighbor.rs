@@ -63,7 +63,7 @@ impl NeighborPlan {
         send: &'a [u8],
         recv: &'a mut [u8],
     ) -> Result<Persistent<'a, 's>> {
-        Planned::new(self.name, self.prog, None, send, recv).persist(rt, state, scope)
+        Planned::new(self.name, self.prog, None, send, recv).persist(rt, state, scope, None)
     }
 }
 

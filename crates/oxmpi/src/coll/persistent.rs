@@ -8,12 +8,17 @@
 //! reuses every buffer the plan made; the only allocation is the engine's box for the
 //! schedule handle (one pointer), which `Engine::start_schedule` takes by value.
 //!
+//! A small barrier, broadcast, reduce or allreduce whose members share a host runs instead
+//! through shared memory on a channel agreed for it at init (`shm_kept`): a start publishes
+//! and arrives, progress completes it; no tag, no message.
+//!
 //! # Standard sections
 //! MPI-5.0 §6.13 (persistent collective operations).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::schedule::Exec;
+use super::shm_kept::ShmRun;
 use crate::comm::CommState;
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::engine::{Advance, Engine, RecvStart, Schedule};
@@ -27,24 +32,48 @@ use crate::runtime::Runtime;
 /// The mutex orders the request's restarts after the engine's last step of a run.
 type Shared = Arc<Mutex<Exec>>;
 
-fn lock(x: &Mutex<Exec>) -> MutexGuard<'_, Exec> {
+fn lock<T>(x: &Mutex<T>) -> MutexGuard<'_, T> {
     // A user step that panicked was caught inside `Exec` (recorded as its error), so a
     // poisoned lock still guards a consistent executor.
     x.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A shared-memory run shared between a persistent request and the engine, as [`Shared`].
+type SharedShm = Arc<Mutex<ShmRun>>;
+
+/// What a start runs.
+#[derive(Debug, Clone)]
+enum Run {
+    /// The message program.
+    Msg(Shared),
+    /// The shared-memory run on the collective's own channel.
+    Shm(SharedShm),
+}
+
 /// A planned collective kept for restarts (`None`: a call with nothing to do).
 #[derive(Debug, Clone)]
 pub(crate) struct Kept {
-    exec: Option<Shared>,
+    run: Option<Run>,
     state: Arc<CommState>,
 }
 
 impl Kept {
     pub(crate) fn new(exec: Option<Exec>, state: Arc<CommState>) -> Kept {
         #[allow(clippy::arc_with_non_send_sync)] // see `Shared`
-        let exec = exec.map(|x| Arc::new(Mutex::new(x)));
-        Kept { exec, state }
+        let run = exec.map(|x| Run::Msg(Arc::new(Mutex::new(x))));
+        Kept { run, state }
+    }
+
+    /// A collective kept as a shared-memory run.
+    pub(crate) fn shm(run: ShmRun, state: Arc<CommState>) -> Kept {
+        #[allow(clippy::arc_with_non_send_sync)] // holds raw buffer pointers, as `Shared`
+        let run = Some(Run::Shm(Arc::new(Mutex::new(run))));
+        Kept { run, state }
+    }
+
+    /// Whether the collective runs through shared memory; for tests and diagnostics.
+    pub(crate) fn on_shm(&self) -> bool {
+        matches!(self.run, Some(Run::Shm(_)))
     }
 
     /// Starts one run. The caller must not start it again before the run completed (the
@@ -56,14 +85,35 @@ impl Kept {
                 "start: MPI is finalized (persistent collective)",
             ));
         }
-        let Some(exec) = &self.exec else {
-            return Ok(RecvStart::Done(Status::default()));
+        let run: Box<dyn Schedule> = match &self.run {
+            None => return Ok(RecvStart::Done(Status::default())),
+            Some(Run::Msg(exec)) => {
+                lock(exec).restart(self.state.next_tag())?;
+                Box::new(Lent(exec.clone()))
+            }
+            Some(Run::Shm(run)) => {
+                lock(run).restart();
+                Box::new(LentShm(run.clone()))
+            }
         };
-        lock(exec).restart(self.state.next_tag())?;
-        let run = Box::new(Lent(exec.clone()));
         Ok(RecvStart::Pending(
             rt.engine.with(|e| e.start_schedule(run))?,
         ))
+    }
+}
+
+/// The engine's handle on a run of a kept shared-memory collective.
+#[derive(Debug)]
+struct LentShm(SharedShm);
+
+impl Schedule for LentShm {
+    fn advance(&mut self, e: &mut Engine) -> Result<Advance> {
+        lock(&self.0).step(e)
+    }
+
+    /// Never reached: a shared-memory run never stops for user code.
+    fn run_unlocked(&mut self) -> std::thread::Result<()> {
+        Ok(())
     }
 }
 

@@ -3,6 +3,7 @@
 
 use super::algorithms::tree;
 use super::schedule::{Program, Region, Span};
+use super::shm_kept::ShmKind;
 use super::Planned;
 use super::{bytes, bytes_mut, check_len, check_root, combine, hier, select, v_spans, Ctx};
 use crate::comm::Communicator;
@@ -112,7 +113,7 @@ impl<L: ThreadLevel> Communicator<L> {
             return Ok(Planned::nothing(call));
         }
         let prog = plan_bcast(x, root, buf.len(), elem);
-        Ok(Planned::new(call, prog, None, &[], buf))
+        Ok(Planned::new(call, prog, None, &[], buf).on_shm(ShmKind::Bcast { root }))
     }
 
     /// Broadcasts `buf` (one value, an array, a slice or a vector; `bool` and `char` are
@@ -698,13 +699,10 @@ impl<L: ThreadLevel> Communicator<L> {
         }
         let prog = plan_reduce(x, root, n * size_of::<T>(), c.commutative, send.is_none());
         let send = send.map_or(&[][..], bytes);
-        Ok(Planned::new(
-            call,
-            prog,
-            Some(c),
-            send,
-            at_root(is_root, recv),
-        ))
+        Ok(
+            Planned::new(call, prog, Some(c), send, at_root(is_root, recv))
+                .on_shm(ShmKind::Reduce { root: Some(root) }),
+        )
     }
 
     /// Combines every rank's `send` with `op` into `recv` at `root` (`MPI_Reduce`); `recv`

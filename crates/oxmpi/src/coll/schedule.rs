@@ -229,6 +229,16 @@ impl<M> Raw<M> {
     fn get(self) -> *const u8 {
         self.ptr.as_ptr()
     }
+
+    /// The region's bytes.
+    ///
+    /// # Safety
+    /// The region must be readable for its length and not written while the slice lives.
+    pub(super) unsafe fn bytes<'x>(self) -> &'x [u8] {
+        // SAFETY: forwarded from our caller; `ptr` is non-null and, for an empty region,
+        // dangling but aligned, which a zero-length slice allows.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
 }
 
 impl Raw<In> {
@@ -250,8 +260,17 @@ impl Raw<Out> {
         }
     }
     /// The base, for writes (the pointer came from a `&mut`).
-    fn get_mut(self) -> *mut u8 {
+    pub(super) fn get_mut(self) -> *mut u8 {
         self.ptr.as_ptr()
+    }
+
+    /// The same region, for reads only.
+    pub(super) fn as_read(self) -> Raw<In> {
+        Raw {
+            ptr: self.ptr,
+            len: self.len,
+            _mode: PhantomData,
+        }
     }
 }
 

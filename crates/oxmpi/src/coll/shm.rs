@@ -74,12 +74,36 @@ impl ShmChannel {
 impl Drop for ShmChannel {
     fn drop(&mut self) {
         if let Some(Some(claim)) = self.chan.take() {
-            RELEASED
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(claim);
-            PENDING.store(true, Ordering::Release);
+            give_back(claim);
         }
+    }
+}
+
+/// Queues channel `claim.0` of members `claim.1` for release at the next shared-memory
+/// collective or channel agreement, which hold the engine.
+fn give_back(claim: (usize, Vec<u32>)) {
+    RELEASED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(claim);
+    PENDING.store(true, Ordering::Release);
+}
+
+/// Channels a persistent collective leaves free for communicators: it may hold its channel
+/// for the whole run of a program.
+const PERSIST_SPARE: usize = 4;
+
+/// A channel agreed for one persistent collective: its number and the members' world
+/// ranks; given back when dropped (with the last handle on the collective).
+#[derive(Debug)]
+pub(crate) struct ChanClaim {
+    pub(super) chan: usize,
+    pub(super) members: Vec<u32>,
+}
+
+impl Drop for ChanClaim {
+    fn drop(&mut self) {
+        give_back((self.chan, std::mem::take(&mut self.members)));
     }
 }
 
@@ -214,13 +238,13 @@ fn bcast_cut(all: &[(Exposed, i32)], root: usize) -> usize {
 }
 
 /// The engine's intra-host collective helpers, which `shm_meet` found.
-fn node_of(e: &mut Engine) -> Result<&mut dyn Node> {
+pub(super) fn node_of(e: &mut Engine) -> Result<&mut dyn Node> {
     e.node()
         .ok_or_else(|| Error::new(ErrorClass::Intern, "no shared-memory transport"))
 }
 
 /// The node with every channel given back since the last call released.
-fn node_released(e: &mut Engine) -> Result<&mut dyn Node> {
+pub(super) fn node_released(e: &mut Engine) -> Result<&mut dyn Node> {
     let n = node_of(e)?;
     // A plain load first: no read-modify-write of a shared line on every collective.
     if PENDING.load(Ordering::Relaxed) && PENDING.swap(false, Ordering::Acquire) {
@@ -234,7 +258,7 @@ fn node_released(e: &mut Engine) -> Result<&mut dyn Node> {
 
 /// The error of a shared-memory collective whose ranks passed different counts, with the
 /// classes the message algorithms report (more data than expected truncates).
-fn count_mismatch(call: &str, rank: u32, sent: usize, expect: usize) -> Error {
+pub(super) fn count_mismatch(call: &str, rank: u32, sent: usize, expect: usize) -> Error {
     if sent > expect {
         Error::new(
             ErrorClass::Truncate,
@@ -277,8 +301,8 @@ impl<L: ThreadLevel> Communicator<L> {
         if let Some(c) = st.shm.chan.get() {
             return Ok(c.as_ref().map(|(k, _)| Meet::Chan(*k)));
         }
-        let chan = if self.shm_chan_possible() {
-            self.shm_chan_agree()?
+        let chan = if self.shm_chan_possible(st.shm.eligible) {
+            self.shm_chan_agree(0)?
         } else {
             None
         };
@@ -294,13 +318,13 @@ impl<L: ThreadLevel> Communicator<L> {
         Ok(meet)
     }
 
-    /// Whether this communicator may take a channel: eligible, 2 to [`SHM_MAX_RANKS`]
+    /// Whether this communicator may take a channel: `eligible`, 2 to [`SHM_MAX_RANKS`]
     /// members, all on one host by the collective placement and reachable through the
     /// shared-memory transport. Every member computes the same answer.
-    fn shm_chan_possible(&self) -> bool {
+    fn shm_chan_possible(&self, eligible: bool) -> bool {
         let st = &self.state;
         let m = &st.members;
-        st.shm.eligible
+        eligible
             && st.remote.is_none()
             && channels_enabled()
             && (2..=SHM_MAX_RANKS).contains(&m.len())
@@ -314,8 +338,8 @@ impl<L: ThreadLevel> Communicator<L> {
 
     /// Agrees with the other members on a channel: each offers the channels it can take,
     /// an allreduce (maximum; busy is the largest value) finds those free in all, and each
-    /// takes the lowest of them.
-    fn shm_chan_agree(&self) -> Result<Option<usize>> {
+    /// takes the lowest of them, unless no more than `spare` are.
+    fn shm_chan_agree(&self, spare: usize) -> Result<Option<usize>> {
         let offer = self
             .rt
             .engine
@@ -335,8 +359,25 @@ impl<L: ThreadLevel> Communicator<L> {
         let k = self
             .rt
             .engine
-            .with(|e| Ok::<_, Error>(node_of(e)?.chan_settle(&offer, &agreed)))?;
+            .with(|e| Ok::<_, Error>(node_of(e)?.chan_settle(&offer, &agreed, spare)))?;
         r.map(|()| k)
+    }
+
+    /// A channel of its own for persistent collective `p`, agreed now with the other members
+    /// (a collective step of the `*_init` call), if `p` has a shared-memory form, every
+    /// member shares this host and a channel is free beyond those left for communicators.
+    /// The world may take one too: its blocking collectives meet in its own counter.
+    pub(crate) fn shm_persist_claim(&self, p: &super::Planned<'_>) -> Result<Option<ChanClaim>> {
+        let st = &self.state;
+        let world =
+            st.context == crate::comm::WORLD_CONTEXT && st.members.len() == self.rt.size as usize;
+        if p.shm_kind().is_none() || !self.shm_chan_possible(st.shm.eligible || world) {
+            return Ok(None);
+        }
+        Ok(self.shm_chan_agree(PERSIST_SPARE)?.map(|chan| ChanClaim {
+            chan,
+            members: st.members.clone(),
+        }))
     }
 
     /// Where an exchange of `len` bytes per rank can meet, if it fits the slots.

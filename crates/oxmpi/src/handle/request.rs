@@ -819,6 +819,15 @@ impl<L: ThreadLevel> Requests<L> {
         matches!(id.kind(), Kind::Persistent { .. })
     }
 
+    /// Whether `id` is a persistent collective that runs through shared memory on a channel
+    /// of its own; for tests and diagnostics.
+    #[doc(hidden)]
+    pub fn runs_on_shared_memory(&self, id: RequestId) -> bool {
+        self.pslot("runs_on_shared_memory", id).is_ok_and(
+            |i| matches!(&self.persistent[i].op, Some(PersistentOp::Coll(k)) if k.on_shm()),
+        )
+    }
+
     fn id_of(&mut self, start: RecvStart) -> RequestId {
         match start {
             RecvStart::Pending(r) => RequestId::engine(r),
@@ -994,8 +1003,10 @@ impl<L: ThreadLevel> Requests<L> {
             let start = unsafe { p.start_unbound(&self.rt, &comm.state) }?;
             return Ok(self.id_of(start));
         }
+        // A channel of its own when the plan fits one: agreed collectively, here at init.
+        let claim = comm.shm_persist_claim(&p)?;
         // SAFETY: the caller of the `*_init` function vouched for the buffers while active.
-        let kept = unsafe { p.persist_unbound(&comm.state) }?;
+        let kept = unsafe { p.persist_unbound(&comm.state, claim) }?;
         Ok(self.add_persistent(PersistentOp::Coll(kept)))
     }
 

@@ -118,9 +118,16 @@ pub trait Node {
     /// Takes the lowest channel that every member offered in this agreement (`agreed` is the
     /// elementwise maximum of the members' offers), numbering its arrivals from the agreed
     /// value, and returns this agreement's other reservations. `None` when no channel is free
-    /// in every member. Every member settles on the same channel whatever other agreements
-    /// run meanwhile: a channel not busy in `agreed` was offered by every member to this one.
-    fn chan_settle(&mut self, offer: &ChanOffer, agreed: &[u64; CHANNELS]) -> Option<usize>;
+    /// in every member, or when no more than `spare` are: a taker that may hold its channel
+    /// for long (a persistent collective) leaves that many for communicators. Every member
+    /// settles on the same channel whatever other agreements run meanwhile: a channel not
+    /// busy in `agreed` was offered by every member to this one.
+    fn chan_settle(
+        &mut self,
+        offer: &ChanOffer,
+        agreed: &[u64; CHANNELS],
+        spare: usize,
+    ) -> Option<usize>;
 
     /// Gives back channel `k`, held by a communicator of `members`: arrives on it a last
     /// time and reuses it once every member has done the same.
@@ -304,11 +311,18 @@ impl Node for ShmLink {
         ChanOffer { id, offer: out }
     }
 
-    fn chan_settle(&mut self, offer: &ChanOffer, agreed: &[u64; CHANNELS]) -> Option<usize> {
+    fn chan_settle(
+        &mut self,
+        offer: &ChanOffer,
+        agreed: &[u64; CHANNELS],
+        spare: usize,
+    ) -> Option<usize> {
+        // Every member sees the same `agreed`, so all make the same choice.
+        let free = agreed.iter().filter(|&&m| m != CHAN_BUSY).count();
         let mut chosen = None;
         for (k, &max) in agreed.iter().enumerate() {
             if matches!(self.chans.state[k], ChanState::Offered(id) if id == offer.id) {
-                if chosen.is_none() && max != CHAN_BUSY {
+                if chosen.is_none() && max != CHAN_BUSY && free > spare {
                     chosen = Some(k);
                     self.chans.state[k] = ChanState::InUse;
                     self.chans.epoch[k] = max;
@@ -389,8 +403,8 @@ mod tests {
         let (oa, ob) = (a.node().chan_offer(), b.node().chan_offer());
         let agreed: [u64; CHANNELS] = std::array::from_fn(|k| oa.offer[k].max(ob.offer[k]));
         (
-            a.node().chan_settle(&oa, &agreed),
-            b.node().chan_settle(&ob, &agreed),
+            a.node().chan_settle(&oa, &agreed, 0),
+            b.node().chan_settle(&ob, &agreed, 0),
         )
     }
 
@@ -421,7 +435,7 @@ mod tests {
         a.node().chan_release(0, m.to_vec());
         let o = a.node().chan_offer();
         assert_eq!(o.offer[0], CHAN_BUSY, "draining until every member left");
-        assert_eq!(a.node().chan_settle(&o, &[CHAN_BUSY; CHANNELS]), None);
+        assert_eq!(a.node().chan_settle(&o, &[CHAN_BUSY; CHANNELS], 0), None);
         b.node().chan_release(0, m.to_vec());
         // Both at arrival 2 on channel 0 now: it is reused, numbered from there.
         assert_eq!(agree(&mut a, &mut b), (Some(0), Some(0)));
@@ -445,10 +459,10 @@ mod tests {
         };
         let (agreed_x, agreed_y) = (max(&ax, &bx), max(&ay, &by));
         // a settles y first, b settles x first.
-        assert_eq!(a.node().chan_settle(&ay, &agreed_y), None);
-        assert_eq!(b.node().chan_settle(&bx, &agreed_x), Some(0));
-        assert_eq!(a.node().chan_settle(&ax, &agreed_x), Some(0));
-        assert_eq!(b.node().chan_settle(&by, &agreed_y), None);
+        assert_eq!(a.node().chan_settle(&ay, &agreed_y, 0), None);
+        assert_eq!(b.node().chan_settle(&bx, &agreed_x, 0), Some(0));
+        assert_eq!(a.node().chan_settle(&ax, &agreed_x, 0), Some(0));
+        assert_eq!(b.node().chan_settle(&by, &agreed_y, 0), None);
         // The rest went back: the next agreement takes channel 1 on both.
         assert_eq!(agree(&mut a, &mut b), (Some(1), Some(1)));
     }
@@ -491,6 +505,32 @@ mod tests {
         let p = b.node().slot(at, 0, n).unwrap();
         // SAFETY: a published 3 bytes with arrival n, which b saw; a arrives no more.
         assert_eq!(unsafe { std::slice::from_raw_parts(p, 3) }, &[1, 2, 3]);
+    }
+
+    /// A taker that leaves `spare` channels (a persistent collective) gets one only while
+    /// more than `spare` are free in every member, and gives its offers back otherwise.
+    #[test]
+    fn a_spare_count_leaves_channels_for_others() {
+        let (mut a, mut b) = super::super::tests::pair("spare");
+        let take = |a: &mut ShmTransport, b: &mut ShmTransport, spare| {
+            let (oa, ob) = (a.node().chan_offer(), b.node().chan_offer());
+            let agreed: [u64; CHANNELS] = std::array::from_fn(|k| oa.offer[k].max(ob.offer[k]));
+            (
+                a.node().chan_settle(&oa, &agreed, spare),
+                b.node().chan_settle(&ob, &agreed, spare),
+            )
+        };
+        // Nothing taken yet: all CHANNELS free, so a spare of CHANNELS takes none.
+        assert_eq!(take(&mut a, &mut b, CHANNELS), (None, None));
+        for k in 0..CHANNELS - 4 {
+            assert_eq!(take(&mut a, &mut b, 4), (Some(k), Some(k)), "channel {k}");
+        }
+        // Four free now: a spare of 4 takes none, and the offers went back for others.
+        assert_eq!(take(&mut a, &mut b, 4), (None, None));
+        assert_eq!(
+            take(&mut a, &mut b, 0),
+            (Some(CHANNELS - 4), Some(CHANNELS - 4))
+        );
     }
 
     #[test]

@@ -1,0 +1,246 @@
+//! Persistent collectives through shared memory: a small barrier, broadcast, reduce or
+//! allreduce kept on a channel of its own.
+//!
+//! The slot protocol of `shm` assumes one shared-memory collective in flight per channel,
+//! which overlapping nonblocking collectives would break; a persistent collective is
+//! initialised collectively, so at init the members agree on a channel for it alone
+//! (`Communicator::shm_persist_claim`), and its runs cannot meet any other collective's
+//! arrivals. A request is active at most once at a time, so its runs on the channel come
+//! one after another on every member, as the blocking collectives' do on theirs.
+//!
+//! A start publishes this rank's data and announces its arrival, unless some member has not
+//! yet entered the previous run (a rank that left a rooted run early may be one ahead):
+//! then the first progress pass that finds them there does. Progress passes (the request's
+//! wait or test, or any other progress) then complete the run once the arrivals it needs
+//! are in. Nothing here blocks, and the only user code a run could call (a user operation)
+//! never comes here: such plans keep their message program.
+//!
+//! # Standard sections
+//! MPI-5.0 §6.13 (persistent collective operations).
+
+use std::sync::Arc;
+
+use super::schedule::{Combine, In, Out, Raw};
+use super::shm::{count_mismatch, node_of, ChanClaim};
+use crate::comm::CommState;
+use crate::error::Result;
+use crate::op::Kernel;
+use crate::p2p::engine::{Advance, Engine};
+use crate::transport::shm::node::Meet;
+use crate::transport::shm::COLL_SLOT_BYTES;
+
+/// The collectives a persistent request can run through a channel's slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ShmKind {
+    /// Every member arrives and waits for all.
+    Barrier,
+    /// The root publishes its buffer; the others copy it.
+    Bcast { root: u32 },
+    /// Every member publishes its input; `root` (every member for `None`) combines them.
+    Reduce { root: Option<u32> },
+}
+
+impl ShmKind {
+    /// Whether a plan over `send` and `recv` bytes with `combine` fits the slots: data of
+    /// 1 byte to a slot, and no user operation (which may call MPI and so cannot run
+    /// inside the engine, where runs complete).
+    pub(crate) fn fits(self, send: usize, recv: usize, combine: Option<&Combine>) -> bool {
+        let slot = |n: usize| (1..=COLL_SLOT_BYTES).contains(&n);
+        match self {
+            ShmKind::Barrier => true,
+            ShmKind::Bcast { .. } => slot(recv),
+            ShmKind::Reduce { .. } => {
+                combine.is_some_and(|c| !c.kernel.is_user())
+                    && slot(if send > 0 { send } else { recv })
+            }
+        }
+    }
+}
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Not arrived yet: waiting for every member to have entered the previous run.
+    Enter,
+    /// Arrived with number `n`; waiting for the arrivals this rank needs.
+    Wait(u64),
+}
+
+/// One persistent shared-memory collective of this rank: its channel, its buffers and the
+/// state of the current run.
+pub(crate) struct ShmRun {
+    kind: ShmKind,
+    at: Meet,
+    /// The channel, given back when the last handle on the collective goes.
+    claim: ChanClaim,
+    /// This rank's number in the communicator.
+    me: u32,
+    /// Whether the ranks of a rooted run that need nothing leave once arrived.
+    early: bool,
+    /// Input (empty in place: then `recv` holds it).
+    send: Raw<In>,
+    recv: Raw<Out>,
+    kernel: Option<Kernel>,
+    phase: Phase,
+}
+
+impl std::fmt::Debug for ShmRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShmRun")
+            .field("kind", &self.kind)
+            .field("at", &self.at)
+            .field("phase", &self.phase)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ShmRun {
+    /// The run of `kind` over `send` and `recv` on `claim`'s channel.
+    ///
+    /// # Safety
+    /// `send` must stay readable, and `recv` readable, writable and not otherwise accessed,
+    /// whenever a run is in progress (from [`restart`](Self::restart) until
+    /// [`step`](Self::step) returns `Done` or an error), and they must not overlap.
+    pub(crate) unsafe fn new(
+        kind: ShmKind,
+        state: &Arc<CommState>,
+        claim: ChanClaim,
+        send: Raw<In>,
+        recv: Raw<Out>,
+        kernel: Option<Kernel>,
+    ) -> ShmRun {
+        ShmRun {
+            kind,
+            at: Meet::Chan(claim.chan),
+            claim,
+            me: state.rank,
+            early: super::select::crossovers().shm_rooted_early != 0,
+            send,
+            recv,
+            kernel,
+            phase: Phase::Enter,
+        }
+    }
+
+    /// Prepares a new run (the request checks that the previous one completed).
+    pub(crate) fn restart(&mut self) {
+        self.phase = Phase::Enter;
+    }
+
+    /// The bytes this rank publishes with its arrival.
+    fn published(&self) -> &[u8] {
+        let data = match self.kind {
+            ShmKind::Barrier => return &[],
+            ShmKind::Bcast { root } if root != self.me => return &[],
+            ShmKind::Bcast { .. } => self.recv.as_read(),
+            ShmKind::Reduce { .. } if self.send.len > 0 => self.send,
+            ShmKind::Reduce { .. } => self.recv.as_read(),
+        };
+        // SAFETY: a run is in progress (the only time `step` calls this), so the region is
+        // readable for its length (contract of `new`); the slice lives only for the arrival,
+        // which copies it, and nothing writes `recv` meanwhile.
+        unsafe { data.bytes() }
+    }
+
+    /// Advances the run as far as it can without waiting.
+    pub(crate) fn step(&mut self, e: &mut Engine) -> Result<Advance> {
+        let members = &self.claim.members;
+        let node = node_of(e)?;
+        let n = match self.phase {
+            Phase::Wait(n) => n,
+            Phase::Enter => {
+                // Every member must have entered the previous run (so finished reading the
+                // slot this arrival reuses); the channel starts with every member there.
+                let prev = node.next_arrival(self.at) - 1;
+                if !node.arrived(self.at, members, prev)? {
+                    return Ok(Advance::Running);
+                }
+                let n = node.arrive(self.at, self.published());
+                self.phase = Phase::Wait(n);
+                n
+            }
+        };
+        match self.kind {
+            ShmKind::Barrier => Ok(if node.arrived(self.at, members, n)? {
+                Advance::Done
+            } else {
+                Advance::Running
+            }),
+            ShmKind::Bcast { root } => {
+                let owner = members[root as usize];
+                if root == self.me {
+                    if self.early || node.arrived(self.at, members, n)? {
+                        return Ok(Advance::Done);
+                    }
+                    return Ok(Advance::Running);
+                }
+                let there = if self.early {
+                    node.arrived_rank(self.at, owner, n)?
+                } else {
+                    node.arrived(self.at, members, n)?
+                };
+                if !there {
+                    return Ok(Advance::Running);
+                }
+                let len = self.recv.len;
+                let sent = node.slot_len(self.at, owner, n)?;
+                if sent != len {
+                    return Err(count_mismatch("broadcast", root, sent, len));
+                }
+                let slot = node.slot(self.at, owner, n)?;
+                // SAFETY: the root's slot holds the `len` bytes it published before arrival
+                // `n` (checked just above) in a live mapping, and it does not rewrite it
+                // before we have entered the next run. `recv` is ours to write while the run
+                // is in progress (contract of `new`) and lies in our own memory, not in the
+                // slot.
+                unsafe { std::ptr::copy_nonoverlapping(slot, self.recv.get_mut(), len) };
+                Ok(Advance::Done)
+            }
+            ShmKind::Reduce { root } => {
+                let leaf = root.is_some_and(|r| r != self.me);
+                if leaf && self.early {
+                    // Our slot stays until everyone has entered the next run.
+                    return Ok(Advance::Done);
+                }
+                if !node.arrived(self.at, members, n)? {
+                    return Ok(Advance::Running);
+                }
+                if leaf {
+                    return Ok(Advance::Done);
+                }
+                let len = if self.send.len > 0 {
+                    self.send.len
+                } else {
+                    self.recv.len
+                };
+                for (r, &w) in members.iter().enumerate() {
+                    let sent = node.slot_len(self.at, w, n)?;
+                    if sent != len {
+                        return Err(count_mismatch("reduce", r as u32, sent, len));
+                    }
+                }
+                let kernel = self.kernel.as_ref().expect("a reduction has an operation");
+                // SAFETY: `recv` holds `len` bytes (the plan checked the receive buffer
+                // against the count) that are ours to write while the run is in progress
+                // (contract of `new`); our own input was copied into our slot when we
+                // arrived, so in place it may be overwritten now.
+                let out = unsafe { std::slice::from_raw_parts_mut(self.recv.get_mut(), len) };
+                // x_{p-1} first, then x_k ⊕ acc downwards: rank order, and the same bits on
+                // every receiver.
+                for (k, &w) in members.iter().enumerate().rev() {
+                    let slot = node.slot(self.at, w, n)?;
+                    // SAFETY: `w`'s slot holds the `len` bytes it published before arrival
+                    // `n` (checked above) in a live mapping, not rewritten before we have
+                    // entered the next run; it does not overlap `out`, which is ours.
+                    let theirs = unsafe { std::slice::from_raw_parts(slot, len) };
+                    if k == members.len() - 1 {
+                        out.copy_from_slice(theirs);
+                    } else {
+                        kernel.call(theirs, out);
+                    }
+                }
+                Ok(Advance::Done)
+            }
+        }
+    }
+}
