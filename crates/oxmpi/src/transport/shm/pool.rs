@@ -5,6 +5,7 @@
 //! `FREE` into its flag (the "small acknowledgement") once it has copied the data out. One pool
 //! per rank serves every destination, so shared memory grows linearly with ranks per host.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 const FREE: u32 = 0;
@@ -69,32 +70,85 @@ impl PoolRef {
 }
 
 /// The owner's allocator over its pool.
+///
+/// Hands out the most recently returned block first, so a run keeps its working set to the
+/// few blocks in flight: handing blocks out in turn made a short run touch every block (2 MiB
+/// at the defaults) cold, once each. The owner's private bookkeeping knows which blocks it
+/// handed out; the shared flags only say which of those came back.
 #[derive(Debug)]
 pub struct PoolOwner {
     pool: PoolRef,
-    cursor: u32,
+    /// Blocks known to be free; the last is handed out next.
+    free: Vec<u32>,
+    /// Blocks handed out and not seen back yet, oldest first.
+    inflight: VecDeque<u32>,
 }
 
 impl PoolOwner {
-    /// The allocator of `pool`; exactly one per pool.
+    /// The allocator of `pool`; exactly one per pool. All blocks must be free.
     pub fn new(pool: PoolRef) -> PoolOwner {
-        PoolOwner { pool, cursor: 0 }
+        let n = pool.blocks;
+        PoolOwner {
+            pool,
+            // Block 0 on top, so blocks are first taken in index order.
+            free: (0..n).rev().collect(),
+            inflight: VecDeque::with_capacity(n as usize),
+        }
     }
 
-    /// Takes a free block, scanning from where the last allocation ended.
+    /// Whether the receiver has handed `block` back.
+    #[inline]
+    fn returned(&self, block: u32) -> bool {
+        // Acquire: the receiver finished reading the block before it stored FREE.
+        self.pool.flag(block).load(Ordering::Acquire) == FREE
+    }
+
+    /// Takes a free block, the most recently returned one first; `None` when every block is
+    /// in flight (back-pressure: the caller retries after progress).
     #[inline]
     pub fn alloc(&mut self) -> Option<u32> {
-        let n = self.pool.blocks;
-        for k in 0..n {
-            let i = (self.cursor + k) % n;
-            // Acquire: the receiver finished reading the block before it stored FREE.
-            if self.pool.flag(i).load(Ordering::Acquire) == FREE {
-                self.pool.flag(i).store(BUSY, Ordering::Relaxed);
-                self.cursor = (i + 1) % n;
-                return Some(i);
+        // Receivers return blocks in the order they were sent, so the returned blocks are at the
+        // ends of `inflight`: the newest (a ping-pong's single block comes back before the reply
+        // that lets us send again) and the oldest (a stream's window). Each block is taken off
+        // once, so this costs at most two flag loads beyond the blocks it finds.
+        while let Some(&b) = self.inflight.back() {
+            if !self.returned(b) {
+                break;
             }
+            self.inflight.pop_back();
+            self.free.push(b);
         }
-        None
+        while let Some(&b) = self.inflight.front() {
+            if !self.returned(b) {
+                break;
+            }
+            self.inflight.pop_front();
+            self.free.push(b);
+        }
+        if self.free.is_empty() {
+            self.reclaim_all();
+        }
+        let b = self.free.pop()?;
+        self.pool.flag(b).store(BUSY, Ordering::Relaxed);
+        // Within capacity: every block is in exactly one of `free` and `inflight`.
+        self.inflight.push_back(b);
+        Some(b)
+    }
+
+    /// Finds blocks returned out of order (several receivers, each returning in its own order),
+    /// only when no block is known free.
+    #[cold]
+    fn reclaim_all(&mut self) {
+        let pool = self.pool;
+        let free = &mut self.free;
+        self.inflight.retain(|&b| {
+            // Acquire: as in `returned`.
+            let back = pool.flag(b).load(Ordering::Acquire) == FREE;
+            if back {
+                free.push(b);
+            }
+            !back
+        });
     }
 
     /// The bytes of an allocated block, for filling before it is announced in a cell.
@@ -109,6 +163,11 @@ impl PoolOwner {
     /// Returns a block that was allocated but never announced.
     pub fn unalloc(&mut self, block: u32) {
         self.pool.flag(block).store(FREE, Ordering::Relaxed);
+        // The newest allocation goes straight back on top; any other is found by `alloc`.
+        if self.inflight.back() == Some(&block) {
+            self.inflight.pop_back();
+            self.free.push(block);
+        }
     }
 }
 
@@ -183,6 +242,104 @@ mod tests {
         assert_eq!(o.alloc(), Some(b));
         o.unalloc(a);
         assert_eq!(o.alloc(), Some(a));
+    }
+
+    #[test]
+    fn a_returned_block_is_handed_out_again_first() {
+        let (_f, _d, p) = pool(8, 64);
+        let mut o = PoolOwner::new(p);
+        let v = PoolView::new(p);
+        // A ping-pong: one block in flight, returned before the next send.
+        for _ in 0..20 {
+            let b = o.alloc().unwrap();
+            assert_eq!(b, 0, "the working set stays one block");
+            v.release(b);
+        }
+        // Two in flight, returned newest first and oldest first: both stay in {0, 1}.
+        for k in 0..20 {
+            let a = o.alloc().unwrap();
+            let b = o.alloc().unwrap();
+            assert_eq!([a.min(b), a.max(b)], [0, 1]);
+            if k % 2 == 0 {
+                v.release(b);
+                v.release(a);
+            } else {
+                v.release(a);
+                v.release(b);
+            }
+        }
+    }
+
+    #[test]
+    fn a_stream_reuses_its_window_and_wraps() {
+        let (_f, _d, p) = pool(16, 64);
+        let mut o = PoolOwner::new(p);
+        let v = PoolView::new(p);
+        // A window of 4 in flight; the receiver returns the oldest as each new one goes out.
+        let mut window = VecDeque::new();
+        let mut seen = [false; 16];
+        for _ in 0..200 {
+            if window.len() == 4 {
+                v.release(window.pop_front().unwrap());
+            }
+            let b = o.alloc().unwrap();
+            assert!(!window.contains(&b), "block {b} handed out twice");
+            seen[b as usize] = true;
+            window.push_back(b);
+        }
+        let used = seen.iter().filter(|&&s| s).count();
+        assert!(used <= 5, "a window of 4 touched {used} blocks");
+        // Everything back: all 16 can be taken at once, then the pool is exhausted.
+        for b in window.drain(..) {
+            v.release(b);
+        }
+        let mut all: Vec<u32> = (0..16).map(|_| o.alloc().unwrap()).collect();
+        assert_eq!(o.alloc(), None, "exhausted");
+        all.sort_unstable();
+        assert_eq!(all, (0..16).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn blocks_returned_out_of_order_are_found() {
+        let (_f, _d, p) = pool(6, 64);
+        let mut o = PoolOwner::new(p);
+        let v = PoolView::new(p);
+        let taken: Vec<u32> = (0..6).map(|_| o.alloc().unwrap()).collect();
+        assert_eq!(o.alloc(), None, "exhausted");
+        // Two receivers: one returns its blocks from the middle, the other holds its blocks.
+        v.release(taken[2]);
+        v.release(taken[3]);
+        let mut again = [o.alloc().unwrap(), o.alloc().unwrap()];
+        again.sort_unstable();
+        assert_eq!(again, [taken[2], taken[3]]);
+        assert_eq!(o.alloc(), None, "the held blocks stay out");
+        v.release(taken[0]);
+        assert_eq!(o.alloc(), Some(taken[0]));
+        // Returned after a block allocated later.
+        v.release(taken[5]);
+        v.release(again[1]);
+        let mut last = [o.alloc().unwrap(), o.alloc().unwrap()];
+        last.sort_unstable();
+        let mut want = [taken[5], again[1]];
+        want.sort_unstable();
+        assert_eq!(last, want);
+        assert_eq!(o.alloc(), None);
+    }
+
+    #[test]
+    fn an_unannounced_block_goes_back_on_top() {
+        let (_f, _d, p) = pool(4, 64);
+        let mut o = PoolOwner::new(p);
+        let a = o.alloc().unwrap();
+        let b = o.alloc().unwrap();
+        o.unalloc(b);
+        assert_eq!(o.alloc(), Some(b));
+        // Not the newest: found on a later allocation all the same.
+        o.unalloc(a);
+        let c = o.alloc().unwrap();
+        assert_eq!(c, a);
+        let rest: Vec<u32> = std::iter::from_fn(|| o.alloc()).collect();
+        assert_eq!(rest.len(), 2, "a block was lost or handed out twice: {rest:?}");
     }
 
     /// The owner fills blocks and announces them through a ring; the receiver reads them and
