@@ -617,7 +617,7 @@ impl ShmLink {
         fill: impl FnOnce(*mut u8),
     ) -> std::result::Result<(), SendError> {
         let me = self.me;
-        let block = self.pool.alloc().ok_or(SendError::Busy)?;
+        let block = self.pool.alloc(len).ok_or(SendError::Busy)?;
         // SAFETY: the block is ours and unannounced, `max_frag` ≥ `len` bytes long.
         fill(unsafe { self.pool.block_mut(block) });
         let peer = match self.peer(to) {
