@@ -78,11 +78,11 @@ pub const HOT_MAX: usize = 2048;
 /// there a returned block is reused before one not used yet, so a run's small messages keep to
 /// the few blocks they have had in flight at once. Handing every block out in turn made a short
 /// run touch all of them (2 MiB at the defaults) cold, once each: 128 B latency over 200
-/// iterations 0.56-0.76 us against 0.21-0.40 with reuse (np 2, interleaved). Larger fragments
-/// take the other blocks in turn, as before: there reuse was slower (8 KiB-1 MiB latency up to
-/// 1.5x), the sender rewriting lines the receiver still caches. Each set lends to the other
-/// when it runs out. The owner's private bookkeeping knows which hot blocks it handed out; the
-/// shared flags say which came back.
+/// iterations 0.45-0.72 us against 0.21-0.27 with reuse (np 2, interleaved). Larger fragments
+/// take the other blocks in turn, as before: there reuse was slower in long runs (4 KiB 0.92
+/// against 0.65 us, 1 MiB up to 1.5x), the sender rewriting lines the receiver still caches.
+/// Each set lends to the other when it runs out. The owner's private bookkeeping knows which
+/// hot blocks it handed out; the shared flags say which came back.
 #[derive(Debug)]
 pub struct PoolOwner {
     pool: PoolRef,
