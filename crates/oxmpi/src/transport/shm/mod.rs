@@ -197,6 +197,9 @@ pub struct ShmLink {
     size: u32,
     /// World barriers this rank has entered.
     barrier_epoch: u64,
+    /// World arrival every other local rank was last seen at or past (counters only grow), so
+    /// the next world collective's check of the previous arrival loads no peer's line.
+    barrier_seen: u64,
     /// This rank's per-communicator collective channels (see [`node`]).
     chans: node::Channels,
     /// This rank's arena for `alloc_mem`, created on first use.
@@ -344,6 +347,7 @@ impl ShmTransport {
                 local,
                 size,
                 barrier_epoch: 0,
+                barrier_seen: 0,
                 chans: node::Channels::default(),
                 arena: None,
                 arena_bytes: config.arena_bytes,
@@ -617,7 +621,7 @@ impl ShmLink {
         fill: impl FnOnce(*mut u8),
     ) -> std::result::Result<(), SendError> {
         let me = self.me;
-        let block = self.pool.alloc().ok_or(SendError::Busy)?;
+        let block = self.pool.alloc(len).ok_or(SendError::Busy)?;
         // SAFETY: the block is ours and unannounced, `max_frag` ≥ `len` bytes long.
         fill(unsafe { self.pool.block_mut(block) });
         let peer = match self.peer(to) {

@@ -263,6 +263,9 @@ impl Node for ShmLink {
     fn arrived(&mut self, at: Meet, members: &[u32], n: u64) -> Result<bool> {
         match at {
             Meet::World => {
+                if n <= self.barrier_seen {
+                    return Ok(true);
+                }
                 for i in 0..self.local.len() {
                     let peer = self.peer(self.local[i])?;
                     // SAFETY: `barrier` points into the peer's mapping, which the peer entry
@@ -271,6 +274,7 @@ impl Node for ShmLink {
                         return Ok(false);
                     }
                 }
+                self.barrier_seen = self.barrier_seen.max(n);
                 Ok(true)
             }
             Meet::Chan(k) => self.chan_arrived(k, members, n),
@@ -442,6 +446,29 @@ mod tests {
         assert_eq!(a.node().arrive(Meet::Chan(0), &[]), 3);
         assert_eq!(b.node().arrive(Meet::Chan(0), &[]), 3);
         assert!(a.node().arrived(Meet::Chan(0), &m, 3).unwrap());
+    }
+
+    #[test]
+    fn world_arrivals_seen_once_stay_seen_and_later_ones_are_awaited() {
+        let (mut a, mut b) = super::super::tests::pair("world");
+        let m = [0u32, 1];
+        assert_eq!(a.node().arrive(Meet::World, &[]), 1);
+        assert!(
+            !a.node().arrived(Meet::World, &m, 1).unwrap(),
+            "b not there"
+        );
+        assert_eq!(b.node().arrive(Meet::World, &[]), 1);
+        assert!(b.node().arrived(Meet::World, &m, 1).unwrap());
+        assert_eq!(b.node().arrive(Meet::World, &[]), 2);
+        // b is at 2: a's checks of 1 and 2 pass, and stay passed; 3 is awaited, as is a at 2.
+        assert!(a.node().arrived(Meet::World, &m, 1).unwrap());
+        assert!(a.node().arrived(Meet::World, &m, 2).unwrap());
+        assert!(a.node().arrived(Meet::World, &m, 1).unwrap());
+        assert!(!a.node().arrived(Meet::World, &m, 3).unwrap(), "b not at 3");
+        assert!(!b.node().arrived(Meet::World, &m, 2).unwrap(), "a not at 2");
+        assert_eq!(a.node().arrive(Meet::World, &[]), 2);
+        assert!(b.node().arrived(Meet::World, &m, 2).unwrap());
+        assert!(b.node().arrived(Meet::World, &m, 1).unwrap());
     }
 
     /// Two threads agree channels for two communicators at once (MULTIPLE), settling in

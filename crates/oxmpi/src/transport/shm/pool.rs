@@ -5,6 +5,7 @@
 //! `FREE` into its flag (the "small acknowledgement") once it has copied the data out. One pool
 //! per rank serves every destination, so shared memory grows linearly with ranks per host.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 const FREE: u32 = 0;
@@ -68,29 +69,127 @@ impl PoolRef {
     }
 }
 
+/// Largest fragment that takes a block of the hot set (see [`PoolOwner`]).
+pub const HOT_MAX: usize = 2048;
+
 /// The owner's allocator over its pool.
+///
+/// The first eighth of the blocks is a hot set for small fragments (up to [`HOT_MAX`] bytes):
+/// there a returned block is reused before one not used yet, so a run's small messages keep to
+/// the few blocks they have had in flight at once. Handing every block out in turn made a short
+/// run touch all of them (2 MiB at the defaults) cold, once each: 128 B latency over 200
+/// iterations 0.45-0.72 us against 0.21-0.27 with reuse (np 2, interleaved). Larger fragments
+/// take the other blocks in turn, as before: there reuse was slower in long runs (4 KiB 0.92
+/// against 0.65 us, 1 MiB up to 1.5x), the sender rewriting lines the receiver still caches.
+/// Each set lends to the other when it runs out. The owner's private bookkeeping knows which
+/// hot blocks it handed out; the shared flags say which came back.
 #[derive(Debug)]
 pub struct PoolOwner {
     pool: PoolRef,
+    /// Blocks `0..hot` form the hot set.
+    hot: u32,
+    /// Hot blocks seen back from their receiver, in the order seen.
+    returned: VecDeque<u32>,
+    /// Hot blocks never handed out; the last goes next.
+    fresh: Vec<u32>,
+    /// Hot blocks handed out and not seen back yet, oldest first.
+    inflight: VecDeque<u32>,
+    /// Where the next scan of the other blocks starts.
     cursor: u32,
 }
 
 impl PoolOwner {
-    /// The allocator of `pool`; exactly one per pool.
+    /// The allocator of `pool`; exactly one per pool. All blocks must be free.
     pub fn new(pool: PoolRef) -> PoolOwner {
-        PoolOwner { pool, cursor: 0 }
+        let hot = pool.blocks / 8;
+        PoolOwner {
+            pool,
+            hot,
+            returned: VecDeque::with_capacity(hot as usize),
+            // Block 0 last, so blocks are first taken in index order.
+            fresh: (0..hot).rev().collect(),
+            inflight: VecDeque::with_capacity(hot as usize),
+            cursor: hot,
+        }
     }
 
-    /// Takes a free block, scanning from where the last allocation ended.
+    /// Takes a free block for a fragment of `len` bytes; `None` when every block is in flight
+    /// (back-pressure: the caller retries after progress).
     #[inline]
-    pub fn alloc(&mut self) -> Option<u32> {
-        let n = self.pool.blocks;
+    pub fn alloc(&mut self, len: usize) -> Option<u32> {
+        if len <= HOT_MAX {
+            self.alloc_hot().or_else(|| self.alloc_cold())
+        } else {
+            self.alloc_cold().or_else(|| self.alloc_hot())
+        }
+    }
+
+    /// Whether the receiver has handed `block` back.
+    #[inline]
+    fn is_back(&self, block: u32) -> bool {
+        // Acquire: the receiver finished reading the block before it stored FREE.
+        self.pool.flag(block).load(Ordering::Acquire) == FREE
+    }
+
+    /// A hot block: a returned one if any, else one not used yet.
+    #[inline]
+    fn alloc_hot(&mut self) -> Option<u32> {
+        // Receivers return blocks in the order they were sent, so returned blocks sit at the
+        // ends of `inflight`: the oldest (a stream's window) and the newest (a ping-pong's single
+        // block comes back before the reply that lets us send again). Each block is taken off
+        // once, so this costs at most two flag loads beyond the blocks it finds.
+        while let Some(&b) = self.inflight.front() {
+            if !self.is_back(b) {
+                break;
+            }
+            self.inflight.pop_front();
+            self.returned.push_back(b);
+        }
+        while let Some(&b) = self.inflight.back() {
+            if !self.is_back(b) {
+                break;
+            }
+            self.inflight.pop_back();
+            self.returned.push_back(b);
+        }
+        let b = match self.returned.pop_front().or_else(|| self.fresh.pop()) {
+            Some(b) => b,
+            None => {
+                self.reclaim_hot();
+                self.returned.pop_front()?
+            }
+        };
+        self.pool.flag(b).store(BUSY, Ordering::Relaxed);
+        // Within capacity: every hot block is in exactly one of the three lists.
+        self.inflight.push_back(b);
+        Some(b)
+    }
+
+    /// Finds hot blocks returned out of order (several receivers, each returning in its own
+    /// order), only when no hot block is known free.
+    #[cold]
+    fn reclaim_hot(&mut self) {
+        let pool = self.pool;
+        let returned = &mut self.returned;
+        self.inflight.retain(|&b| {
+            // Acquire: as in `is_back`.
+            let back = pool.flag(b).load(Ordering::Acquire) == FREE;
+            if back {
+                returned.push_back(b);
+            }
+            !back
+        });
+    }
+
+    /// One of the other blocks, scanning from where the last such allocation ended.
+    #[inline]
+    fn alloc_cold(&mut self) -> Option<u32> {
+        let n = self.pool.blocks - self.hot;
         for k in 0..n {
-            let i = (self.cursor + k) % n;
-            // Acquire: the receiver finished reading the block before it stored FREE.
-            if self.pool.flag(i).load(Ordering::Acquire) == FREE {
+            let i = self.hot + (self.cursor - self.hot + k) % n;
+            if self.is_back(i) {
                 self.pool.flag(i).store(BUSY, Ordering::Relaxed);
-                self.cursor = (i + 1) % n;
+                self.cursor = self.hot + (i - self.hot + 1) % n;
                 return Some(i);
             }
         }
@@ -109,6 +208,12 @@ impl PoolOwner {
     /// Returns a block that was allocated but never announced.
     pub fn unalloc(&mut self, block: u32) {
         self.pool.flag(block).store(FREE, Ordering::Relaxed);
+        // The newest hot allocation goes straight back to the head of the line; any other is
+        // found by a later allocation.
+        if block < self.hot && self.inflight.back() == Some(&block) {
+            self.inflight.pop_back();
+            self.returned.push_front(block);
+        }
     }
 }
 
@@ -165,24 +270,161 @@ mod tests {
         (flags, data, p)
     }
 
+    /// A small fragment (takes the hot set) and a large one (the other blocks).
+    const SMALL: usize = 64;
+    const LARGE: usize = HOT_MAX + 1;
+
     #[test]
     fn owner_allocates_receiver_releases() {
+        // Three blocks: no hot set, every block handed out in turn.
         let (_f, _d, p) = pool(3, 128);
         let mut o = PoolOwner::new(p);
         let v = PoolView::new(p);
-        let a = o.alloc().unwrap();
-        let b = o.alloc().unwrap();
-        let c = o.alloc().unwrap();
-        assert_eq!(o.alloc(), None, "exhausted");
+        let a = o.alloc(SMALL).unwrap();
+        let b = o.alloc(LARGE).unwrap();
+        let c = o.alloc(SMALL).unwrap();
+        assert_eq!(o.alloc(SMALL), None, "exhausted");
         assert_eq!([a, b, c], [0, 1, 2]);
         // SAFETY: `b` is allocated and not announced.
         unsafe { o.block_mut(b).write(9) };
         // SAFETY: the view's pointer is inside the pool.
         assert_eq!(unsafe { v.block(b, 128).unwrap().read() }, 9);
         v.release(b);
-        assert_eq!(o.alloc(), Some(b));
+        assert_eq!(o.alloc(LARGE), Some(b));
         o.unalloc(a);
-        assert_eq!(o.alloc(), Some(a));
+        assert_eq!(o.alloc(LARGE), Some(a));
+    }
+
+    #[test]
+    fn small_fragments_reuse_returned_hot_blocks() {
+        let (_f, _d, p) = pool(64, 64);
+        let mut o = PoolOwner::new(p);
+        let v = PoolView::new(p);
+        // A ping-pong: one block in flight, returned before the next send.
+        for _ in 0..20 {
+            let b = o.alloc(SMALL).unwrap();
+            assert_eq!(b, 0, "the working set stays one block");
+            v.release(b);
+        }
+        // Two in flight, returned newest first and oldest first: both stay in {0, 1}.
+        for k in 0..20 {
+            let a = o.alloc(SMALL).unwrap();
+            let b = o.alloc(SMALL).unwrap();
+            assert_eq!([a.min(b), a.max(b)], [0, 1]);
+            if k % 2 == 0 {
+                v.release(b);
+                v.release(a);
+            } else {
+                v.release(a);
+                v.release(b);
+            }
+        }
+    }
+
+    #[test]
+    fn large_fragments_take_the_other_blocks_in_turn_and_wrap() {
+        let (_f, _d, p) = pool(16, 64);
+        let mut o = PoolOwner::new(p);
+        let v = PoolView::new(p);
+        // Two hot blocks (0, 1); large fragments go round 2..16 even when each comes back.
+        for k in 0..40u32 {
+            let b = o.alloc(LARGE).unwrap();
+            assert_eq!(b, 2 + k % 14);
+            v.release(b);
+        }
+    }
+
+    #[test]
+    fn a_stream_reuses_its_window_and_each_set_lends_to_the_other() {
+        let (_f, _d, p) = pool(64, 64);
+        let mut o = PoolOwner::new(p);
+        let v = PoolView::new(p);
+        // A window of 4 in flight; the receiver returns the oldest as each new one goes out.
+        let mut window = VecDeque::new();
+        let mut seen = [false; 64];
+        for _ in 0..200 {
+            if window.len() == 4 {
+                v.release(window.pop_front().unwrap());
+            }
+            let b = o.alloc(SMALL).unwrap();
+            assert!(!window.contains(&b), "block {b} handed out twice");
+            seen[b as usize] = true;
+            window.push_back(b);
+        }
+        let used = seen.iter().filter(|&&s| s).count();
+        assert_eq!(used, 4, "a window of 4 touched {used} blocks");
+        for b in window.drain(..) {
+            v.release(b);
+        }
+        // Everything back: all 64 can be taken at once by either size, then the pool is
+        // exhausted for both.
+        let mut all: Vec<u32> = (0..64)
+            .map(|k| o.alloc(if k % 3 == 0 { LARGE } else { SMALL }).unwrap())
+            .collect();
+        assert_eq!(o.alloc(SMALL), None, "exhausted");
+        assert_eq!(o.alloc(LARGE), None, "exhausted");
+        all.sort_unstable();
+        assert_eq!(all, (0..64).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn hot_blocks_returned_out_of_order_are_found() {
+        // 48 blocks: hot set 0..6. The other blocks all in flight, so only hot ones are left.
+        let (_f, _d, p) = pool(48, 64);
+        let mut o = PoolOwner::new(p);
+        let v = PoolView::new(p);
+        let cold: Vec<u32> = (0..42).map(|_| o.alloc(LARGE).unwrap()).collect();
+        assert!(cold.iter().all(|&b| b >= 6));
+        let taken: Vec<u32> = (0..6).map(|_| o.alloc(SMALL).unwrap()).collect();
+        assert_eq!(taken, [0, 1, 2, 3, 4, 5]);
+        assert_eq!(o.alloc(SMALL), None, "exhausted");
+        // Two receivers: one returns its blocks from the middle, the other holds its blocks.
+        v.release(taken[2]);
+        v.release(taken[3]);
+        let mut again = [o.alloc(SMALL).unwrap(), o.alloc(SMALL).unwrap()];
+        again.sort_unstable();
+        assert_eq!(again, [taken[2], taken[3]]);
+        assert_eq!(o.alloc(SMALL), None, "the held blocks stay out");
+        v.release(taken[0]);
+        assert_eq!(
+            o.alloc(LARGE),
+            Some(taken[0]),
+            "large ones borrow a hot block"
+        );
+        // Returned after a block allocated later.
+        v.release(taken[5]);
+        v.release(again[1]);
+        let mut last = [o.alloc(SMALL).unwrap(), o.alloc(SMALL).unwrap()];
+        last.sort_unstable();
+        let mut want = [taken[5], again[1]];
+        want.sort_unstable();
+        assert_eq!(last, want);
+        assert_eq!(o.alloc(SMALL), None);
+        // A cold block returned serves a small fragment when the hot set is out.
+        v.release(cold[7]);
+        assert_eq!(o.alloc(SMALL), Some(cold[7]));
+    }
+
+    #[test]
+    fn an_unannounced_block_is_handed_out_next() {
+        let (_f, _d, p) = pool(32, 64);
+        let mut o = PoolOwner::new(p);
+        let a = o.alloc(SMALL).unwrap();
+        let b = o.alloc(SMALL).unwrap();
+        o.unalloc(b);
+        assert_eq!(o.alloc(SMALL), Some(b));
+        // Not the newest: found on a later allocation all the same.
+        o.unalloc(a);
+        assert_eq!(o.alloc(SMALL), Some(a));
+        let c = o.alloc(LARGE).unwrap();
+        o.unalloc(c);
+        assert_eq!(o.alloc(LARGE), Some(c + 1), "the other blocks keep turning");
+        let rest: Vec<u32> = std::iter::from_fn(|| o.alloc(SMALL)).collect();
+        assert_eq!(
+            rest.len(),
+            29,
+            "a block was lost or handed out twice: {rest:?}"
+        );
     }
 
     /// The owner fills blocks and announces them through a ring; the receiver reads them and
@@ -191,7 +433,8 @@ mod tests {
     #[test]
     fn blocks_cycle_between_owner_and_receiver_threads() {
         use super::super::fifo::{Consumer, HeapRing, Producer};
-        let (_f, _d, p) = pool(2, 64);
+        // One hot block and seven others; small and large fragments alternate.
+        let (_f, _d, p) = pool(8, 64);
         let ring = std::sync::Arc::new(HeapRing::new(4));
         let fifo = ring.fifo();
         let msgs: u32 = if cfg!(miri) { 40 } else { 2000 };
@@ -202,7 +445,7 @@ mod tests {
             let mut tx = Producer::new(fifo);
             for k in 0..msgs {
                 let block = loop {
-                    match o.alloc() {
+                    match o.alloc(if k % 2 == 0 { SMALL } else { LARGE }) {
                         Some(b) => break b,
                         None => std::thread::yield_now(),
                     }
