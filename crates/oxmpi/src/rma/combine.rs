@@ -130,8 +130,8 @@ fn build() -> Box<[Option<KernelFn>]> {
     for (r, op) in rows().iter().enumerate() {
         for info in ALL {
             let slot = usize::from(info.handle - Predefined::NULL_HANDLE);
-            t[r * SLOTS + slot] = Predefined::from_handle(u32::from(info.handle))
-                .and_then(|p| lookup(op, p).ok());
+            t[r * SLOTS + slot] =
+                Predefined::from_handle(u32::from(info.handle)).and_then(|p| lookup(op, p).ok());
         }
     }
     t.into_boxed_slice()
