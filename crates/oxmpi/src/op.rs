@@ -178,6 +178,48 @@ impl UserOp {
 }
 
 impl Op {
+    /// The predefined operations in MPI's order (`MPI_SUM` first, `MPI_NO_OP` last): tables
+    /// indexed by [`predefined_index`](Self::predefined_index) follow it.
+    pub const PREDEFINED: [Op; 14] = [
+        Op::Sum,
+        Op::Prod,
+        Op::Min,
+        Op::Max,
+        Op::LogicalAnd,
+        Op::LogicalOr,
+        Op::LogicalXor,
+        Op::BitwiseAnd,
+        Op::BitwiseOr,
+        Op::BitwiseXor,
+        Op::MinLoc,
+        Op::MaxLoc,
+        Op::Replace,
+        Op::NoOp,
+    ];
+
+    /// This operation's position in [`PREDEFINED`](Self::PREDEFINED); `None` for a user
+    /// operation.
+    #[inline]
+    pub fn predefined_index(&self) -> Option<usize> {
+        Some(match self {
+            Op::Sum => 0,
+            Op::Prod => 1,
+            Op::Min => 2,
+            Op::Max => 3,
+            Op::LogicalAnd => 4,
+            Op::LogicalOr => 5,
+            Op::LogicalXor => 6,
+            Op::BitwiseAnd => 7,
+            Op::BitwiseOr => 8,
+            Op::BitwiseXor => 9,
+            Op::MinLoc => 10,
+            Op::MaxLoc => 11,
+            Op::Replace => 12,
+            Op::NoOp => 13,
+            Op::User(_) => return None,
+        })
+    }
+
     /// A user operation on `T` (see [`UserOp::new`]).
     pub fn user<T: Equivalence>(
         commutative: bool,

@@ -341,22 +341,7 @@ mod tests {
     use super::*;
     use crate::datatype::predefined::ALL;
 
-    const OPS: [Op; 14] = [
-        Op::Sum,
-        Op::Prod,
-        Op::Min,
-        Op::Max,
-        Op::LogicalAnd,
-        Op::LogicalOr,
-        Op::LogicalXor,
-        Op::BitwiseAnd,
-        Op::BitwiseOr,
-        Op::BitwiseXor,
-        Op::MinLoc,
-        Op::MaxLoc,
-        Op::Replace,
-        Op::NoOp,
-    ];
+    const OPS: [Op; 14] = Op::PREDEFINED;
 
     fn red(op: Op, p: Predefined, a: &[u8], b: &mut [u8]) -> Result<()> {
         let n = (a.len() / p.info().extent) as u64;

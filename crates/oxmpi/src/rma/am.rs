@@ -140,42 +140,12 @@ const CLASSES: [ErrorClass; 8] = [
 
 /// Predefined operations by wire index (user operations are refused before sending).
 fn op_index(op: &Op) -> u8 {
-    match op {
-        Op::Sum => 0,
-        Op::Prod => 1,
-        Op::Min => 2,
-        Op::Max => 3,
-        Op::LogicalAnd => 4,
-        Op::LogicalOr => 5,
-        Op::LogicalXor => 6,
-        Op::BitwiseAnd => 7,
-        Op::BitwiseOr => 8,
-        Op::BitwiseXor => 9,
-        Op::MinLoc => 10,
-        Op::MaxLoc => 11,
-        Op::Replace => 12,
-        Op::NoOp | Op::User(_) => 13,
-    }
+    // User operations never travel (refused before); they would decode as MPI_NO_OP.
+    op.predefined_index().map_or(13, |i| i as u8)
 }
 
 fn op_from(i: u8) -> Option<Op> {
-    Some(match i {
-        0 => Op::Sum,
-        1 => Op::Prod,
-        2 => Op::Min,
-        3 => Op::Max,
-        4 => Op::LogicalAnd,
-        5 => Op::LogicalOr,
-        6 => Op::LogicalXor,
-        7 => Op::BitwiseAnd,
-        8 => Op::BitwiseOr,
-        9 => Op::BitwiseXor,
-        10 => Op::MinLoc,
-        11 => Op::MaxLoc,
-        12 => Op::Replace,
-        13 => Op::NoOp,
-        _ => return None,
-    })
+    Op::PREDEFINED.get(usize::from(i)).cloned()
 }
 
 /// A decoded request header.
@@ -929,28 +899,12 @@ mod tests {
 
     #[test]
     fn every_predefined_op_has_its_own_index() {
-        let ops = [
-            Op::Sum,
-            Op::Prod,
-            Op::Min,
-            Op::Max,
-            Op::LogicalAnd,
-            Op::LogicalOr,
-            Op::LogicalXor,
-            Op::BitwiseAnd,
-            Op::BitwiseOr,
-            Op::BitwiseXor,
-            Op::MinLoc,
-            Op::MaxLoc,
-            Op::Replace,
-            Op::NoOp,
-        ];
-        for (i, op) in ops.iter().enumerate() {
+        for (i, op) in Op::PREDEFINED.iter().enumerate() {
             assert_eq!(op_index(op) as usize, i);
             let back = op_from(i as u8).expect("index decodes");
             assert_eq!(back.name(), op.name());
         }
-        assert!(op_from(ops.len() as u8).is_none());
+        assert!(op_from(Op::PREDEFINED.len() as u8).is_none());
     }
 
     #[test]

@@ -75,48 +75,6 @@ fn fast(op: &Op, repr: Repr) -> Option<KernelFn> {
     }
 }
 
-/// The predefined operations, in the order of [`TABLE`]'s rows.
-fn rows() -> [Op; 14] {
-    [
-        Op::Sum,
-        Op::Prod,
-        Op::Min,
-        Op::Max,
-        Op::LogicalAnd,
-        Op::LogicalOr,
-        Op::LogicalXor,
-        Op::BitwiseAnd,
-        Op::BitwiseOr,
-        Op::BitwiseXor,
-        Op::MinLoc,
-        Op::MaxLoc,
-        Op::Replace,
-        Op::NoOp,
-    ]
-}
-
-/// `op`'s row in [`TABLE`]; `None` for user operations.
-#[inline]
-fn row(op: &Op) -> Option<usize> {
-    Some(match op {
-        Op::Sum => 0,
-        Op::Prod => 1,
-        Op::Min => 2,
-        Op::Max => 3,
-        Op::LogicalAnd => 4,
-        Op::LogicalOr => 5,
-        Op::LogicalXor => 6,
-        Op::BitwiseAnd => 7,
-        Op::BitwiseOr => 8,
-        Op::BitwiseXor => 9,
-        Op::MinLoc => 10,
-        Op::MaxLoc => 11,
-        Op::Replace => 12,
-        Op::NoOp => 13,
-        Op::User(_) => return None,
-    })
-}
-
 /// Datatype handles per row: the predefined ones lie in 256 values from the null handle.
 const SLOTS: usize = 256;
 
@@ -126,8 +84,8 @@ const SLOTS: usize = 256;
 static TABLE: OnceLock<Box<[Option<KernelFn>]>> = OnceLock::new();
 
 fn build() -> Box<[Option<KernelFn>]> {
-    let mut t = vec![None; rows().len() * SLOTS];
-    for (r, op) in rows().iter().enumerate() {
+    let mut t = vec![None; Op::PREDEFINED.len() * SLOTS];
+    for (r, op) in Op::PREDEFINED.iter().enumerate() {
         for info in ALL {
             let slot = usize::from(info.handle - Predefined::NULL_HANDLE);
             t[r * SLOTS + slot] =
@@ -142,7 +100,7 @@ fn build() -> Box<[Option<KernelFn>]> {
 /// as [`ops::kernel`] does on pairs MPI does not define.
 #[inline]
 pub(crate) fn kernel(op: &Op, base: Predefined) -> Result<KernelFn> {
-    if let Some(r) = row(op) {
+    if let Some(r) = op.predefined_index() {
         let slot = usize::from(base.handle().wrapping_sub(Predefined::NULL_HANDLE));
         if let Some(&Some(k)) = TABLE.get_or_init(build).get(r * SLOTS + slot) {
             return Ok(k);
@@ -266,7 +224,7 @@ mod tests {
     #[test]
     fn table_agrees_with_the_lookup_everywhere() {
         let mut hits = 0;
-        for op in rows() {
+        for op in Op::PREDEFINED {
             for info in ALL {
                 let p = Predefined::from_handle(u32::from(info.handle)).expect("predefined");
                 match (kernel(&op, p), lookup(&op, p)) {
@@ -285,7 +243,10 @@ mod tests {
                 }
             }
         }
-        assert!(hits > rows().len(), "only {hits} pairs have a kernel");
+        assert!(
+            hits > Op::PREDEFINED.len(),
+            "only {hits} pairs have a kernel"
+        );
     }
 
     #[test]
