@@ -448,6 +448,20 @@ impl<L: ThreadLevel> Communicator<L> {
 
     /// The barrier through arrival counters.
     pub(super) fn shm_barrier(&self, at: Meet) -> Result<()> {
+        if at == Meet::World {
+            // Arrive and look for the others in one engine visit: the time between seeing
+            // the last arrival and announcing the next is on every barrier's critical path.
+            let spins = self.rt.wait.inner_spin;
+            match self
+                .rt
+                .engine
+                .with(|e| node_released(e)?.world_barrier(spins))?
+            {
+                Some(Ok(())) => return Ok(()),
+                Some(Err(n)) => return self.shm_coll_wait(at, n),
+                None => {}
+            }
+        }
         let n = self.shm_arrive(at, &[])?;
         self.shm_coll_wait(at, n)
     }

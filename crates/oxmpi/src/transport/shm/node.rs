@@ -94,6 +94,12 @@ pub trait Node {
     /// The number the next [`arrive`](Self::arrive) at `at` will return.
     fn next_arrival(&self, at: Meet) -> u64;
 
+    /// A world barrier in one visit: if every local rank has entered the previous world
+    /// collective, enters the next one with no data and looks for everyone's arrival up to
+    /// `spins` times. `None`: not entered (the caller takes the general way); `Some(Ok(()))`:
+    /// everyone has arrived; `Some(Err(n))`: entered as `n`, the caller waits for the others.
+    fn world_barrier(&mut self, spins: u32) -> Result<Option<std::result::Result<(), u64>>>;
+
     /// Whether world rank `rank` (this process or a mapped local peer) has entered
     /// collective `n` at `at`.
     fn arrived_rank(&mut self, at: Meet, rank: u32, n: u64) -> Result<bool>;
@@ -247,6 +253,28 @@ impl Node for ShmLink {
         }
         self.announce(at, n);
         n
+    }
+
+    fn world_barrier(&mut self, spins: u32) -> Result<Option<std::result::Result<(), u64>>> {
+        let prev = self.barrier_epoch;
+        if prev != 0 && !self.arrived(Meet::World, &[], prev)? {
+            return Ok(None);
+        }
+        // As `arrive` with no data, without its copy: a barrier publishes nothing, and the
+        // length word keeps a reader of this slot (there is none) from seeing stale data.
+        self.barrier_epoch += 1;
+        let n = self.barrier_epoch;
+        let base = self.seg.base().as_ptr();
+        // SAFETY: the length word lies 8-byte aligned in our own segment's counter line; peers
+        // read it only after the release store of arrival `n` below.
+        unsafe { base.add(len_offset(Meet::World, n)).cast::<u64>().write(0) };
+        self.announce(Meet::World, n);
+        for _ in 0..spins.max(1) {
+            if self.arrived(Meet::World, &[], n)? {
+                return Ok(Some(Ok(())));
+            }
+        }
+        Ok(Some(Err(n)))
     }
 
     fn next_arrival(&self, at: Meet) -> u64 {
@@ -410,6 +438,31 @@ mod tests {
             a.node().chan_settle(&oa, &agreed, 0),
             b.node().chan_settle(&ob, &agreed, 0),
         )
+    }
+
+    #[test]
+    fn world_barrier_enters_only_after_the_previous_world_collective_and_sees_every_arrival() {
+        let (mut a, mut b) = super::super::tests::pair("wbar");
+        let m = [0u32, 1];
+        // a enters barrier 1 alone: entered, not complete.
+        assert_eq!(a.node().world_barrier(3).unwrap(), Some(Err(1)));
+        // Until b has entered 1, a may not enter 2: nothing happens.
+        assert_eq!(a.node().world_barrier(3).unwrap(), None);
+        assert_eq!(a.node().next_arrival(Meet::World), 2);
+        // b enters 1 and finds a there; a now sees b.
+        assert_eq!(b.node().world_barrier(1).unwrap(), Some(Ok(())));
+        assert!(a.node().arrived(Meet::World, &m, 1).unwrap());
+        // A data collective after the barrier still numbers on and reads its slot.
+        let n = a.node().arrive(Meet::World, &[7, 8]);
+        assert_eq!(n, 2);
+        assert_eq!(b.node().world_barrier(1).unwrap(), Some(Ok(())));
+        assert_eq!(b.node().slot_len(Meet::World, 0, 2).unwrap(), 2);
+        // b's second barrier was its arrival 2; both enter 3.
+        assert_eq!(b.node().next_arrival(Meet::World), 3);
+        assert_eq!(a.node().world_barrier(2).unwrap(), Some(Err(3)));
+        assert_eq!(b.node().world_barrier(2).unwrap(), Some(Ok(())));
+        // The length word of a barrier's arrival is zero.
+        assert_eq!(a.node().slot_len(Meet::World, 1, 3).unwrap(), 0);
     }
 
     #[test]
