@@ -477,24 +477,26 @@ fn calibrate(args: &[String]) -> Result<(), String> {
         tunable: "OXMPI_SINGLE_COPY_MIN",
         bench: "latency",
         np: 2,
+        // From a few KiB up: where a pull beats the pushed pipeline differs by hosts, from
+        // 4 KiB on some to beyond 8 MiB on others (the kernel's cost per process_vm_readv).
         sizes: sizes(
-            &[256 * k, 512 * k, k * k, 2 * k * k, 4 * k * k, 8 * k * k],
-            &[256 * k, k * k, 4 * k * k],
+            &[4 * k, 16 * k, 64 * k, 256 * k, k * k, 4 * k * k, 8 * k * k],
+            &[16 * k, 256 * k, 4 * k * k],
         ),
-        iters: if quick { 4 } else { 20 },
+        iters: if quick { 20 } else { 200 },
         // Eager below every size timed, so each message is a lone rendezvous.
         small: Candidate {
             label: "pushed (two copies)",
             env: vec![
                 ("OXMPI_SINGLE_COPY_MIN", big(1 << 40)),
-                ("OXMPI_EAGER_LIMIT", big(64 * k)),
+                ("OXMPI_EAGER_LIMIT", big(2 * k)),
             ],
         },
         large: Candidate {
             label: "single copy",
             env: vec![
                 ("OXMPI_SINGLE_COPY_MIN", big(0)),
-                ("OXMPI_EAGER_LIMIT", big(64 * k)),
+                ("OXMPI_EAGER_LIMIT", big(2 * k)),
             ],
         },
         names_large: true,
@@ -507,8 +509,17 @@ fn calibrate(args: &[String]) -> Result<(), String> {
         bench: "latency",
         np: 2,
         sizes: sizes(
-            &[16 * k, 32 * k, 64 * k, 128 * k, 256 * k, 512 * k],
-            &[16 * k, 64 * k, 256 * k],
+            &[
+                4 * k,
+                8 * k,
+                16 * k,
+                32 * k,
+                64 * k,
+                128 * k,
+                256 * k,
+                512 * k,
+            ],
+            &[8 * k, 64 * k, 256 * k],
         ),
         iters: if quick { 10 } else { 100 },
         small: Candidate {
@@ -521,7 +532,7 @@ fn calibrate(args: &[String]) -> Result<(), String> {
         large: Candidate {
             label: "rendezvous",
             env: vec![
-                ("OXMPI_EAGER_LIMIT", big(8 * k)),
+                ("OXMPI_EAGER_LIMIT", big(2 * k)),
                 ("OXMPI_SINGLE_COPY_MIN", big(single_copy_min)),
             ],
         },
