@@ -19,8 +19,16 @@ if [ -f "$target/.built" ]; then
     exit 0
 fi
 mkdir -p "$cache"
-if ! ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 &&
-    ! ls /usr/lib/*/libclang*.so* >/dev/null 2>&1; then
+# bindgen loads libclang.so or libclang-N.so; libclang-cpp (another library, which other
+# packages pull in) does not count.
+have_libclang() {
+    for f in /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* \
+        /usr/lib/*/libclang.so* /usr/lib/*/libclang-[0-9]*.so*; do
+        [ -e "$f" ] && return 0
+    done
+    return 1
+}
+if ! have_libclang; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         { apt-get install -y libclang-dev || { apt-get update && apt-get install -y libclang-dev; }; } >&2
     else
