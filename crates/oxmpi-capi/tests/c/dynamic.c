@@ -5,6 +5,7 @@
  * over it and exchange messages checked byte by byte, then disconnect. A missing program
  * and bad arguments are refused at every rank (error codes filled, MPI_COMM_NULL, the
  * communicator's error handler). */
+#define _XOPEN_SOURCE 700 /* readlink */
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
