@@ -216,7 +216,7 @@ impl Comm {
 /// and, at rank 0, sends the parents' root every child's card. Collective over the new job.
 /// Does nothing in other processes.
 pub(crate) fn connect_parent(rt: &Arc<Runtime>) -> Result<()> {
-    let Some(p) = rt.parent.clone() else {
+    let Some(p) = rt.parent().cloned() else {
         let _ = PARENT.set(None);
         return Ok(());
     };

@@ -107,6 +107,42 @@ pub struct Parent {
     pub indices: Vec<u32>,
 }
 
+/// What this process knows of jobs (kept out of [`Runtime`](super::Runtime), whose layout
+/// holds the engine; one per process, like the runtime).
+#[derive(Debug)]
+pub struct JobState {
+    /// This job's id.
+    pub job: u64,
+    /// The parents, if an oxmpi job spawned this one.
+    pub parent: Option<Parent>,
+    /// Identity (job id, rank) of each process of another job, by engine index minus the
+    /// world's size.
+    pub foreign: std::sync::Mutex<Vec<(u64, u32)>>,
+}
+
+impl JobState {
+    /// The identities of other jobs' processes.
+    pub fn foreign(&self) -> std::sync::MutexGuard<'_, Vec<(u64, u32)>> {
+        self.foreign.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+static STATE: std::sync::OnceLock<JobState> = std::sync::OnceLock::new();
+
+/// Records this process's job state (once, at init).
+pub fn set_state(s: JobState) {
+    let _ = STATE.set(s);
+}
+
+/// This process's job state; before init, a job of its own with no other.
+pub fn state() -> &'static JobState {
+    STATE.get_or_init(|| JobState {
+        job: random_job_id(),
+        parent: None,
+        foreign: std::sync::Mutex::new(Vec::new()),
+    })
+}
+
 /// A job's id from its key-value space's name (FNV-1a): the same in every rank of the job.
 pub fn job_id_of(kvsname: &str) -> u64 {
     kvsname.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {

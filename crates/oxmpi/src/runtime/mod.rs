@@ -70,12 +70,6 @@ pub struct Runtime {
     pub coll_single_host: bool,
     /// The point-to-point engine.
     pub engine: EngineCell,
-    /// This job's id: how processes of other jobs name ours ([`dynamic`]).
-    pub job: u64,
-    /// The parents, if an oxmpi job spawned this one (`MPI_Comm_get_parent`).
-    pub parent: Option<dynamic::Parent>,
-    /// Identity (job id, rank) of each process of another job, by engine index minus `size`.
-    foreign: Mutex<Vec<(u64, u32)>>,
     bootstrap: Arc<Mutex<Bootstrap>>,
 }
 
@@ -273,6 +267,11 @@ impl Runtime {
             foreign.extend(ids.iter().map(|&(j, r, _)| (j, r)));
             dynamic::Parent { params, indices }
         });
+        dynamic::set_state(dynamic::JobState {
+            job,
+            parent,
+            foreign: Mutex::new(foreign),
+        });
         // Waiting blocks on the sockets (data wakes it) rather than sleeping blind.
         let wait = wait.with_wakeup(wakeup, shm_peers.is_empty(), config.tcp_spin_count);
         let on_fault = bootstrap.clone();
@@ -295,11 +294,18 @@ impl Runtime {
             coll_single_host: coll_locality.host_count() == 1,
             coll_locality,
             engine,
-            job,
-            parent,
-            foreign: Mutex::new(foreign),
             bootstrap,
         })
+    }
+
+    /// This job's id: how processes of other jobs name ours ([`dynamic`]).
+    pub fn job(&self) -> u64 {
+        dynamic::state().job
+    }
+
+    /// The parents, if an oxmpi job spawned this one (`MPI_Comm_get_parent`).
+    pub fn parent(&self) -> Option<&'static dynamic::Parent> {
+        dynamic::state().parent.as_ref()
     }
 
     /// Creates the TCP transport if this process has none yet (an all-shared-memory job that
@@ -329,13 +335,13 @@ impl Runtime {
                 e.shm().is_some(),
                 loopback,
             )?;
-            t.set_job(self.job);
+            t.set_job(self.job());
             let ep = t.endpoint();
             e.add_tcp(t, &[]);
             Ok(ep)
         })?;
         Ok(dynamic::ProcCard {
-            job: self.job,
+            job: self.job(),
             rank: self.rank,
             ep,
         })
@@ -346,7 +352,7 @@ impl Runtime {
     /// [`set_endpoints`](Self::set_endpoints) later). Needs the TCP transport
     /// ([`proc_card`](Self::proc_card) creates it).
     pub fn add_foreign(&self, ids: &[(u64, u32, Option<Endpoint>)]) -> Vec<u32> {
-        let mut known = self.foreign.lock().unwrap_or_else(|p| p.into_inner());
+        let mut known = dynamic::state().foreign();
         let indices = self.engine.with(|e| register(e, ids));
         known.extend(ids.iter().map(|&(j, r, _)| (j, r)));
         indices
@@ -366,9 +372,9 @@ impl Runtime {
     /// The identity (job id, rank in its job) of the process at engine index `index`.
     pub fn identity(&self, index: u32) -> (u64, u32) {
         if index < self.size {
-            return (self.job, index);
+            return (self.job(), index);
         }
-        let known = self.foreign.lock().unwrap_or_else(|p| p.into_inner());
+        let known = dynamic::state().foreign();
         known
             .get((index - self.size) as usize)
             .copied()
@@ -409,7 +415,7 @@ impl Runtime {
                         )
                     })?;
                 Ok(dynamic::ProcCard {
-                    job: self.job,
+                    job: self.job(),
                     rank: r,
                     ep,
                 })
