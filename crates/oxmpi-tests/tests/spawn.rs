@@ -7,9 +7,16 @@
 use oxmpi_tests::{oxrun_job, text};
 
 fn spawn_check(np: usize, children: usize, env: &[(&str, &str)]) {
+    spawn_check_args(np, children, &[], env);
+}
+
+/// Runs `spawn_check` and checks every process's OK line; its stdout.
+fn spawn_check_args(np: usize, children: usize, more: &[&str], env: &[(&str, &str)]) -> String {
     let prog = env!("CARGO_BIN_EXE_spawn_check");
     let n = children.to_string();
-    let out = oxrun_job(np, std::path::Path::new(prog), &[&n], env);
+    let mut args = vec![n.as_str()];
+    args.extend_from_slice(more);
+    let out = oxrun_job(np, std::path::Path::new(prog), &args, env);
     let (so, se) = text(&out);
     let ctx = format!("np {np} children {children} env {env:?}:\n{so}\n{se}");
     assert!(out.status.success(), "{ctx}");
@@ -30,6 +37,7 @@ fn spawn_check(np: usize, children: usize, env: &[(&str, &str)]) {
         !se.contains("lost rank") && !se.contains("refused"),
         "{ctx}"
     );
+    so
 }
 
 #[test]
@@ -49,4 +57,10 @@ fn two_parents_spawn_one_to_three_children() {
 #[test]
 fn spawned_jobs_work_when_every_pair_uses_tcp() {
     spawn_check(2, 2, &[("OXMPI_TRANSPORT", "tcp")]);
+}
+
+#[test]
+fn a_spawned_job_spawns_in_turn() {
+    let so = spawn_check_args(1, 2, &["nested"], &[]);
+    assert!(so.contains("spawn_check grandchild 0 of 1 OK"), "{so}");
 }

@@ -3,7 +3,9 @@
 //! intercommunicator: messages both ways at eager and rendezvous sizes (every byte), an
 //! intercommunicator broadcast and allreduce, then a merge with an allreduce and a ring over
 //! the merged communicator. Then the parents check that a missing program and a command
-//! without processes are refused alike at every rank. Each process prints one OK line.
+//! without processes are refused alike at every rank. With `spawn_check N nested` the
+//! children in turn spawn one grandchild and check the same with it. Each process prints
+//! one OK line.
 
 use oxmpi::spawn::SpawnCommand;
 use oxmpi::{Communicator, ErrorClass, InterCommunicator, InterRoot, Op};
@@ -153,13 +155,30 @@ fn main() {
             .unwrap_or_else(|| fail("child without the parents' count".into()));
         check_inter(&parent, 1, parents);
         parent.free();
-        println!("spawn_check child {} of {} OK", world.rank(), world.size());
+        let nested = std::env::args().nth(3).is_some_and(|a| a == "nested");
+        if nested {
+            // A spawned job spawns in turn: its TCP transport and job id already exist.
+            let me = std::env::current_exe().unwrap_or_else(|e| fail(format!("exe: {e}")));
+            let np = world.size().to_string();
+            let cmd = [command(&me.to_string_lossy(), 1, &["grandchild", &np])];
+            let inter = world
+                .spawn(0, &cmd)
+                .unwrap_or_else(|e| fail(format!("nested spawn: {e}")));
+            check_inter(&inter, 0, 1);
+            inter.free();
+        }
+        let what = if arg == "grandchild" {
+            "grandchild"
+        } else {
+            "child"
+        };
+        println!("spawn_check {what} {} of {} OK", world.rank(), world.size());
         universe
             .finalize()
             .unwrap_or_else(|e| fail(format!("finalize: {e}")));
         return;
     }
-    if arg == "child" {
+    if arg == "child" || arg == "grandchild" {
         fail("started as a child but has no parent".into());
     }
     let n: u32 = arg
@@ -168,14 +187,14 @@ fn main() {
     let me = std::env::current_exe().unwrap_or_else(|e| fail(format!("current_exe: {e}")));
     let me = me.to_string_lossy().into_owned();
     let np = world.size().to_string();
+    let nested = std::env::args().nth(2).unwrap_or_default();
+    let child_args = ["child", np.as_str(), nested.as_str()];
+    let child_args = &child_args[..if nested.is_empty() { 2 } else { 3 }];
     // Two commands when more than one child: spawn_multiple's order is kept.
     let cmds = if n > 1 {
-        vec![
-            command(&me, 1, &["child", &np]),
-            command(&me, n - 1, &["child", &np]),
-        ]
+        vec![command(&me, 1, child_args), command(&me, n - 1, child_args)]
     } else {
-        vec![command(&me, n, &["child", &np])]
+        vec![command(&me, n, child_args)]
     };
     let root = world.size() - 1;
     let inter = world
