@@ -47,7 +47,7 @@ fn hints_lock() -> std::sync::MutexGuard<'static, Vec<(i32, Hints)>> {
 }
 
 /// The key/value pairs of info object `h` (`MPI_INFO_NULL` has none).
-fn info_pairs(h: Handle) -> oxmpi::Result<Vec<(String, String)>> {
+pub(crate) fn info_pairs(h: Handle) -> oxmpi::Result<Vec<(String, String)>> {
     let i = InfoHandle::from_int(int_of(h));
     if i == InfoHandle::NULL {
         return Ok(Vec::new());
@@ -401,10 +401,12 @@ mpi_fn! {
         put("Comm_get_name", len, written)
     }
 
-    /// `MPI_Comm_get_parent`: `MPI_COMM_NULL`, as oxmpi processes are never spawned.
+    /// `MPI_Comm_get_parent`: the intercommunicator to the processes that spawned this one
+    /// (the same handle every call), or `MPI_COMM_NULL` when none did or once it was freed
+    /// or disconnected.
     fn Comm_get_parent = MPI_Comm_get_parent / PMPI_Comm_get_parent(parent: *mut Handle) on CommHandle::WORLD => {
         oxmpi::handle::env::check_ready("Comm_get_parent")?;
-        put("Comm_get_parent", parent, comm_handle(CommHandle::NULL))
+        put("Comm_get_parent", parent, comm_handle(hc::comm_get_parent()?))
     }
 
     /// `MPI_Group_size`.

@@ -233,7 +233,7 @@ fn large_count_nonblocking_persistent_and_neighbourhood_collectives() {
 }
 
 #[test]
-fn disconnect_and_refused_spawn() {
+fn disconnect_and_spawn() {
     corpus("dynamic", &[1, 2, 3, 4]);
 }
 

@@ -50,7 +50,8 @@ fn free_mask() -> [u64; WORDS] {
     used().map(|w| !w)
 }
 
-fn claim(k: u32) -> bool {
+/// Claims context pair `k` in this process; false if it was taken.
+pub(crate) fn claim(k: u32) -> bool {
     let mut u = used();
     let (w, b) = (k as usize / 64, 1u64 << (k % 64));
     let free = u[w] & b == 0;
@@ -58,7 +59,8 @@ fn claim(k: u32) -> bool {
     free
 }
 
-fn release(k: u32) {
+/// Gives context pair `k` back.
+pub(crate) fn release(k: u32) {
     let mut u = used();
     u[k as usize / 64] &= !(1u64 << (k % 64));
 }
@@ -170,6 +172,26 @@ impl CommState {
             remote: None,
             local_context: context,
             owned_pairs,
+        })
+    }
+
+    /// An intercommunicator's state: traffic between the groups on context pair `pair`, the
+    /// local group's collectives on `local_pair`; this process is `rank` of `members`, the
+    /// other group is `remote`. Both pairs return to the pool with the state.
+    pub(crate) fn inter(
+        pair: u32,
+        local_pair: u32,
+        rank: u32,
+        members: Vec<u32>,
+        remote: Vec<u32>,
+    ) -> CommState {
+        CommState::from_core(CommCore {
+            context: 2 * pair,
+            rank,
+            members,
+            remote: Some(remote),
+            local_context: 2 * local_pair,
+            owned_pairs: vec![pair, local_pair],
         })
     }
 
@@ -416,7 +438,7 @@ impl Comm {
 
     /// The typed view collectives run on; the level marker only decides auto traits, and this
     /// view never leaves the calling function.
-    fn view(&self) -> Communicator<Multiple> {
+    pub(crate) fn view(&self) -> Communicator<Multiple> {
         Communicator {
             rt: self.rt.clone(),
             state: self.state.clone(),
@@ -479,7 +501,7 @@ impl Comm {
 
     /// Agrees with every member on `n` context pairs free in all of them, and claims them.
     /// Collective over this communicator.
-    fn agree_pairs(&self, call: &str, n: usize) -> Result<Vec<u32>> {
+    pub(crate) fn agree_pairs(&self, call: &str, n: usize) -> Result<Vec<u32>> {
         let v = self.view();
         loop {
             let mask = free_mask();
@@ -496,7 +518,7 @@ impl Comm {
         }
     }
 
-    fn intra_only(&self, call: &str) -> Result<()> {
+    pub(crate) fn intra_only(&self, call: &str) -> Result<()> {
         if self.is_inter() {
             return Err(Error::new(
                 ErrorClass::Comm,
@@ -1037,6 +1059,18 @@ pub struct InterCommunicator<L: ThreadLevel = Single> {
 }
 
 impl<L: ThreadLevel> InterCommunicator<L> {
+    pub(crate) fn from_state(rt: Arc<Runtime>, state: CommState) -> Self {
+        InterCommunicator::from_arc(rt, Arc::new(state))
+    }
+
+    pub(crate) fn from_arc(rt: Arc<Runtime>, state: Arc<CommState>) -> Self {
+        InterCommunicator {
+            rt,
+            state,
+            _level: L::Marker::default(),
+        }
+    }
+
     /// This process's rank in the local group (`MPI_Comm_rank`).
     pub fn rank(&self) -> i32 {
         self.state.rank as i32
@@ -1071,20 +1105,23 @@ impl<L: ThreadLevel> InterCommunicator<L> {
 
     /// An intracommunicator of both groups (`MPI_Intercomm_merge`): the group whose
     /// processes pass `high == false` comes first (if both pass the same, the group with the
-    /// lower world rank among its leaders does). Collective over both groups.
+    /// lowest member (job id, then rank) does). Collective over both groups.
     pub fn merge(&self, high: bool) -> Result<Communicator<L>> {
-        // The other group's `high` and lowest world rank, through the leaders.
-        let mine = [
-            high as u64,
-            self.state.members.iter().copied().min().unwrap_or(0) as u64,
-        ];
-        let mut theirs = [0u64; 2];
+        // The other group's `high` and lowest member, through the leaders. Members are
+        // compared by identity (job id, rank in the job), which both groups see alike even
+        // when they are different jobs (`MPI_Comm_spawn`); within a job, by world rank.
+        let low = (self.state.members.iter())
+            .map(|&w| self.rt.identity(w))
+            .min()
+            .unwrap_or((0, 0));
+        let mine = [high as u64, low.0, u64::from(low.1)];
+        let mut theirs = [0u64; 3];
         self.exchange_through_leaders(&mine, &mut theirs)?;
-        let (their_high, their_low) = (theirs[0] != 0, theirs[1] as u32);
+        let (their_high, their_low) = (theirs[0] != 0, (theirs[1], theirs[2] as u32));
         let me_first = if high != their_high {
             !high
         } else {
-            mine[1] as u32 <= their_low
+            low <= their_low
         };
         let (first, second) = if me_first {
             (&self.state.members[..], self.remote())

@@ -31,6 +31,7 @@ pub fn init() -> Result<Universe<Single>> {
 pub fn init_with<L: ThreadLevel>() -> Result<Universe<L>> {
     let rt = Arc::new(Runtime::init(L::LEVEL)?);
     crate::handle::env::adopt(&rt);
+    crate::spawn::connect_parent(&rt)?;
     Ok(Universe {
         rt,
         finalized: false,

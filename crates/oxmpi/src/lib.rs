@@ -49,6 +49,7 @@ pub mod process;
 pub mod request;
 pub(crate) mod rma;
 pub(crate) mod runtime;
+pub mod spawn;
 pub mod threading;
 pub mod topology;
 pub(crate) mod transport;

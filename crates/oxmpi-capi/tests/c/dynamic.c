@@ -1,9 +1,13 @@
 /* MPI_Comm_disconnect (intra- and intercommunicators, traffic in flight, delete callbacks,
  * the predefined and null handles), MPI_Comm_get_parent, and MPI_Comm_spawn /
- * MPI_Comm_spawn_multiple, which oxmpi refuses with MPI_ERR_SPAWN: the error codes array is
- * filled, the intercommunicator is MPI_COMM_NULL, and the error goes to the communicator's
- * handler. */
+ * MPI_Comm_spawn_multiple: the job spawns copies of this program ("child N"), which find
+ * their parents with MPI_Comm_get_parent; both sides merge the intercommunicator, reduce
+ * over it and exchange messages checked byte by byte, then disconnect. A missing program
+ * and bad arguments are refused at every rank (error codes filled, MPI_COMM_NULL, the
+ * communicator's error handler). */
+#define _XOPEN_SOURCE 700 /* readlink */
 #include <string.h>
+#include <unistd.h>
 #include "check.h"
 
 #define BIG (1 << 20)
@@ -31,6 +35,80 @@ static int class_of(int rc) {
     return cls;
 }
 
+static char pattern(int from, int to, int i) { return (char)(i * 31 + from * 7 + to * 13); }
+
+/* Over the merged communicator of parents (first) and children: an allreduce of the ranks,
+ * then merged rank 0 and every child exchange LEN bytes both ways. */
+#define LEN 100000
+static void over_merged(MPI_Comm merged, int parents) {
+    int mrank, msize, sum = 0;
+    MUST(MPI_Comm_rank(merged, &mrank));
+    MUST(MPI_Comm_size(merged, &msize));
+    MUST(MPI_Allreduce(&mrank, &sum, 1, MPI_INT, MPI_SUM, merged));
+    CHECK(sum == msize * (msize - 1) / 2, "merged allreduce %d", sum);
+    char *buf = malloc(LEN);
+    CHECK(buf != NULL, "malloc");
+    if (mrank == 0) {
+        for (int c = parents; c < msize; c++) {
+            MUST(MPI_Recv(buf, LEN, MPI_CHAR, c, 3, merged, MPI_STATUS_IGNORE));
+            for (int i = 0; i < LEN; i++)
+                CHECK(buf[i] == pattern(c, 0, i), "byte %d from merged rank %d", i, c);
+            for (int i = 0; i < LEN; i++) buf[i] = pattern(0, c, i);
+            MUST(MPI_Send(buf, LEN, MPI_CHAR, c, 4, merged));
+        }
+    } else if (mrank >= parents) {
+        for (int i = 0; i < LEN; i++) buf[i] = pattern(mrank, 0, i);
+        MUST(MPI_Send(buf, LEN, MPI_CHAR, 0, 3, merged));
+        MUST(MPI_Recv(buf, LEN, MPI_CHAR, 0, 4, merged, MPI_STATUS_IGNORE));
+        for (int i = 0; i < LEN; i++)
+            CHECK(buf[i] == pattern(0, mrank, i), "byte %d from merged rank 0", i);
+    }
+    free(buf);
+}
+
+/* A spawned copy: its parents are the job's MPI_COMM_WORLD (argv[2] processes). */
+static int child(int parents) {
+    MPI_Comm parent, again, merged;
+    int flag, remote, rank, mrank;
+    MUST(MPI_Comm_get_parent(&parent));
+    CHECK(parent != MPI_COMM_NULL, "a spawned process has no parent");
+    MUST(MPI_Comm_get_parent(&again));
+    CHECK(again == parent, "Comm_get_parent gave another handle");
+    MUST(MPI_Comm_test_inter(parent, &flag));
+    CHECK(flag, "the parent communicator is not an intercommunicator");
+    MUST(MPI_Comm_remote_size(parent, &remote));
+    CHECK(remote == parents, "remote size %d, %d parents", remote, parents);
+    MUST(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    MUST(MPI_Intercomm_merge(parent, 1, &merged));
+    MUST(MPI_Comm_rank(merged, &mrank));
+    CHECK(mrank == parents + rank, "merged rank %d", mrank);
+    over_merged(merged, parents);
+    MUST(MPI_Comm_disconnect(&merged));
+    MUST(MPI_Comm_disconnect(&parent));
+    CHECK(parent == MPI_COMM_NULL, "disconnect left the parent set");
+    MUST(MPI_Comm_get_parent(&again));
+    CHECK(again == MPI_COMM_NULL, "Comm_get_parent after disconnect");
+    MUST(MPI_Finalize());
+    return 0;
+}
+
+/* Spawned copies of this program, checked from the parents' side and disconnected. */
+static void with_children(MPI_Comm spawned, int size, int rank, int children) {
+    int flag, remote, mrank;
+    MPI_Comm merged;
+    CHECK(spawned != MPI_COMM_NULL, "spawn gave MPI_COMM_NULL");
+    MUST(MPI_Comm_test_inter(spawned, &flag));
+    CHECK(flag, "spawn gave an intracommunicator");
+    MUST(MPI_Comm_remote_size(spawned, &remote));
+    CHECK(remote == children, "remote size %d (%d children)", remote, children);
+    MUST(MPI_Intercomm_merge(spawned, 0, &merged));
+    MUST(MPI_Comm_rank(merged, &mrank));
+    CHECK(mrank == rank, "merged rank %d of a parent %d", mrank, rank);
+    over_merged(merged, size);
+    MUST(MPI_Comm_disconnect(&merged));
+    MUST(MPI_Comm_disconnect(&spawned));
+}
+
 int main(int argc, char **argv) {
     int rank, size, key, one = 1, codes[8], rc;
     MPI_Comm dup, half, inter, parent, spawned;
@@ -40,6 +118,8 @@ int main(int argc, char **argv) {
     MUST(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     MUST(MPI_Comm_size(MPI_COMM_WORLD, &size));
     int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+
+    if (argc == 3 && strcmp(argv[1], "child") == 0) return child(atoi(argv[2]));
 
     /* A job started by oxrun has no parent. */
     parent = MPI_COMM_WORLD;
@@ -141,35 +221,53 @@ int main(int argc, char **argv) {
     rc = MPI_Comm_disconnect(&c);
     CHECK(class_of(rc) == MPI_ERR_COMM, "disconnect twice: %d", rc);
 
-    /* Spawning is refused at every rank with MPI_ERR_SPAWN. maxprocs is significant at the
-     * root only: the others pass a nonsense value and still get the root's count of codes. */
-    char *args[] = {"x", NULL};
+    /* Spawning copies of this program. maxprocs is significant at the root only: the
+     * others pass a nonsense value and still get the root's count of codes. */
+    char self[4096], nparents[16];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    CHECK(len > 0, "readlink /proc/self/exe");
+    self[len] = 0;
+    snprintf(nparents, sizeof nparents, "%d", size);
+    char *args[] = {"child", nparents, NULL};
+    MPI_Info wdir;
+    MUST(MPI_Info_create(&wdir));
+    MUST(MPI_Info_set(wdir, "wdir", "/tmp"));
     for (int i = 0; i < 8; i++) codes[i] = -1;
     spawned = MPI_COMM_WORLD;
-    rc = MPI_Comm_spawn("/bin/true", args, rank == 0 ? 3 : -5, MPI_INFO_NULL, 0,
-                        MPI_COMM_WORLD, &spawned, codes);
+    MUST(MPI_Comm_spawn(self, args, rank == 0 ? 2 : -5, wdir, 0, MPI_COMM_WORLD, &spawned,
+                        codes));
+    for (int i = 0; i < 2; i++) CHECK(codes[i] == MPI_SUCCESS, "code %d = %d", i, codes[i]);
+    CHECK(codes[2] == -1, "spawn wrote past maxprocs");
+    with_children(spawned, size, rank, 2);
+    MUST(MPI_Info_free(&wdir));
+
+    char *cmds[] = {self, self};
+    char **argvs[] = {args, args};
+    int counts[] = {1, 1};
+    MPI_Info infos[] = {MPI_INFO_NULL, MPI_INFO_NULL};
+    for (int i = 0; i < 8; i++) codes[i] = -1;
+    MUST(MPI_Comm_spawn_multiple(2, cmds, argvs, counts, infos, size - 1, MPI_COMM_WORLD,
+                                 &spawned, codes));
+    for (int i = 0; i < 2; i++) CHECK(codes[i] == MPI_SUCCESS, "code %d = %d", i, codes[i]);
+    CHECK(codes[2] == -1, "spawn_multiple wrote past the sum of maxprocs");
+    with_children(spawned, size, rank, 2);
+
+    /* A program that does not exist: nothing starts, every rank gets MPI_ERR_SPAWN. */
+    for (int i = 0; i < 8; i++) codes[i] = -1;
+    rc = MPI_Comm_spawn("/nonexistent/oxmpi-spawn-test", MPI_ARGV_NULL, rank == 0 ? 3 : 0,
+                        MPI_INFO_NULL, 0, MPI_COMM_WORLD, &spawned, codes);
     CHECK(class_of(rc) == MPI_ERR_SPAWN, "spawn returned %d", rc);
     CHECK(spawned == MPI_COMM_NULL, "spawn gave a communicator");
     for (int i = 0; i < 3; i++) CHECK(codes[i] == MPI_ERR_SPAWN, "code %d = %d", i, codes[i]);
     CHECK(codes[3] == -1, "spawn wrote past maxprocs");
-    rc = MPI_Comm_spawn("/bin/true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD,
-                        &spawned, MPI_ERRCODES_IGNORE);
+    rc = MPI_Comm_spawn("/nonexistent/oxmpi-spawn-test", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0,
+                        MPI_COMM_WORLD, &spawned, MPI_ERRCODES_IGNORE);
     CHECK(class_of(rc) == MPI_ERR_SPAWN, "spawn without codes returned %d", rc);
-
-    char *cmds[] = {"/bin/true", "/bin/false"};
-    char **argvs[] = {MPI_ARGV_NULL, args};
-    int counts[] = {1, 2};
-    MPI_Info infos[] = {MPI_INFO_NULL, MPI_INFO_NULL};
-    for (int i = 0; i < 8; i++) codes[i] = -1;
-    rc = MPI_Comm_spawn_multiple(2, cmds, argvs, counts, infos, size - 1, MPI_COMM_WORLD,
-                                 &spawned, codes);
-    CHECK(class_of(rc) == MPI_ERR_SPAWN, "spawn_multiple returned %d", rc);
-    CHECK(spawned == MPI_COMM_NULL, "spawn_multiple gave a communicator");
-    for (int i = 0; i < 3; i++) CHECK(codes[i] == MPI_ERR_SPAWN, "code %d = %d", i, codes[i]);
-    CHECK(codes[3] == -1, "spawn_multiple wrote past the sum of maxprocs");
-    rc = MPI_Comm_spawn_multiple(2, cmds, MPI_ARGVS_NULL, counts, infos, 0, MPI_COMM_WORLD,
+    char *missing[] = {self, "/nonexistent/oxmpi-spawn-test"};
+    rc = MPI_Comm_spawn_multiple(2, missing, MPI_ARGVS_NULL, counts, infos, 0, MPI_COMM_WORLD,
                                  &spawned, MPI_ERRCODES_IGNORE);
-    CHECK(class_of(rc) == MPI_ERR_SPAWN, "spawn_multiple without codes returned %d", rc);
+    CHECK(class_of(rc) == MPI_ERR_SPAWN, "spawn_multiple of a missing program: %d", rc);
+    CHECK(spawned == MPI_COMM_NULL, "spawn_multiple gave a communicator");
 
     /* Bad arguments: a bad root is MPI_ERR_ROOT everywhere; a bad count at the root is its
      * own error there (MPI_ERR_ARG) while the others still see MPI_ERR_SPAWN. */
@@ -197,8 +295,8 @@ int main(int argc, char **argv) {
     MUST(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
     MUST(MPI_Comm_create_errhandler(count_errors, &eh));
     MUST(MPI_Comm_set_errhandler(dup, eh));
-    rc = MPI_Comm_spawn("/bin/true", MPI_ARGV_NULL, 2, MPI_INFO_NULL, 0, dup, &spawned,
-                        MPI_ERRCODES_IGNORE);
+    rc = MPI_Comm_spawn("/nonexistent/oxmpi-spawn-test", MPI_ARGV_NULL, 2, MPI_INFO_NULL, 0,
+                        dup, &spawned, MPI_ERRCODES_IGNORE);
     CHECK(class_of(rc) == MPI_ERR_SPAWN && handled == 1, "handler called %d times", handled);
     MUST(MPI_Errhandler_free(&eh));
     MUST(MPI_Comm_disconnect(&dup));

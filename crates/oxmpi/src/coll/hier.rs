@@ -42,6 +42,11 @@ impl HostLayout {
     /// The layout of a communicator whose rank `i` is world rank `members[i]`, or `None` when
     /// a two-level algorithm cannot help (one host, or one rank per host).
     pub fn new(members: &[u32], loc: &Locality) -> Option<HostLayout> {
+        // With processes of another job, whose hosts each side sees differently, every member
+        // must plan alike: no two-level algorithm.
+        if !loc.all_in_job(members) {
+            return None;
+        }
         let mut ids: Vec<u32> = Vec::new();
         let mut host = Vec::with_capacity(members.len());
         let mut locals: Vec<Vec<u32>> = Vec::new();

@@ -328,6 +328,7 @@ impl<L: ThreadLevel> Communicator<L> {
             && st.remote.is_none()
             && channels_enabled()
             && (2..=SHM_MAX_RANKS).contains(&m.len())
+            && self.rt.coll_locality.all_in_job(m)
             && m.iter()
                 .all(|&r| self.rt.coll_locality.host_of(r) == self.rt.coll_locality.host_of(m[0]))
             && self

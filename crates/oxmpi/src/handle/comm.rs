@@ -212,6 +212,31 @@ pub fn intercomm_create(
     )
 }
 
+/// `MPI_Comm_spawn_multiple` over `c` (`commands` significant at `root` only): the
+/// intercommunicator to the new processes. See [`crate::Communicator::spawn`].
+pub fn comm_spawn(
+    c: CommHandle,
+    root: i32,
+    commands: &[crate::spawn::SpawnCommand],
+) -> Result<CommHandle> {
+    put("comm_spawn", get("comm_spawn", c)?.spawn(root, commands)?)
+}
+
+/// The intercommunicator to this process's parents (`MPI_Comm_get_parent`): the same handle
+/// on every call, [`CommHandle::NULL`] if no oxmpi job spawned this process or once the
+/// handle was freed or disconnected.
+pub fn comm_get_parent() -> Result<CommHandle> {
+    runtime("comm_get_parent")?;
+    let Some(p) = crate::spawn::parent() else {
+        return Ok(CommHandle::NULL);
+    };
+    let h = p.raw()?;
+    Ok(match get("comm_get_parent", h) {
+        Ok(c) if Arc::ptr_eq(&c.state, &p.state) => h,
+        _ => CommHandle::NULL,
+    })
+}
+
 /// `MPI_Intercomm_merge`.
 pub fn intercomm_merge(c: CommHandle, high: bool) -> Result<CommHandle> {
     put("intercomm_merge", get("intercomm_merge", c)?.merge(high)?)

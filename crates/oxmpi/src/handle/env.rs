@@ -32,6 +32,7 @@ pub fn init_thread(required: Threading) -> Result<Threading> {
     let rt = Arc::new(Runtime::init(required)?);
     MAIN.with(|m| m.set(true));
     super::comm::install_predefined(&rt);
+    crate::spawn::connect_parent(&rt)?;
     if RT.set(rt).is_err() {
         // `Runtime::init` succeeds once per process, so the cell was empty.
         return Err(Error::new(

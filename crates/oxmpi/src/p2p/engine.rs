@@ -186,6 +186,52 @@ impl Engine {
         // TCP has no direct write: receives keep their adverts for the transports that do.
     }
 
+    /// Whether the engine has a TCP transport.
+    pub fn has_tcp(&self) -> bool {
+        self.transports
+            .iter()
+            .any(|t| matches!(t, AnyTransport::Tcp(_)))
+    }
+
+    /// The TCP transport, if the engine has one.
+    pub fn tcp_mut(&mut self) -> Option<&mut crate::transport::tcp::TcpTransport> {
+        self.transports.iter_mut().find_map(|t| match t {
+            AnyTransport::Tcp(t) => Some(t),
+            _ => None,
+        })
+    }
+
+    /// Makes room for `n` processes of another job (`MPI_Comm_spawn`) at the indices after
+    /// every process known so far, and returns the first. They are unreachable until
+    /// [`route_over_tcp`](Self::route_over_tcp) names them; communicators address them by
+    /// these indices as they address the world by world rank.
+    pub fn add_foreign(&mut self, n: u32) -> u32 {
+        let base = self.route.len() as u32;
+        let end = base as usize + n as usize;
+        self.route.resize(end, UNREACHABLE);
+        self.proto.pending_to.resize(end, 0);
+        base
+    }
+
+    /// Routes the processes at `indices` (made by [`add_foreign`](Self::add_foreign)) over
+    /// the TCP transport, which must be there.
+    pub fn route_over_tcp(&mut self, indices: &[u32]) {
+        let Some(t) = self
+            .transports
+            .iter()
+            .position(|t| matches!(t, AnyTransport::Tcp(_)))
+        else {
+            return;
+        };
+        for &i in indices {
+            if let Some(r) = self.route.get_mut(i as usize) {
+                if *r == UNREACHABLE {
+                    *r = t as u8;
+                }
+            }
+        }
+    }
+
     /// Installs the hook that ends the job on a fatal fault.
     pub fn set_abort_hook(&mut self, hook: AbortHook) {
         self.abort = Some(hook);

@@ -5,6 +5,9 @@
 
 use crate::error::{Error, ErrorClass, Result};
 
+/// The host index [`Locality::host_of`] gives a process of another job.
+pub const FOREIGN_HOST: u32 = u32::MAX;
+
 /// Host placement of every rank of the job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Locality {
@@ -46,9 +49,18 @@ impl Locality {
         Ok(Locality::new(node_of))
     }
 
-    /// Host index of `rank`.
+    /// Host index of `rank`; [`FOREIGN_HOST`] for a process of another job (an engine index
+    /// beyond the world), whose placement this job does not know.
     pub fn host_of(&self, rank: u32) -> u32 {
-        self.node_of[rank as usize]
+        self.node_of
+            .get(rank as usize)
+            .copied()
+            .unwrap_or(FOREIGN_HOST)
+    }
+
+    /// Whether every one of `ranks` is a rank of this job (none of another job).
+    pub fn all_in_job(&self, ranks: &[u32]) -> bool {
+        ranks.iter().all(|&r| (r as usize) < self.node_of.len())
     }
 
     /// Whether two ranks share a host.

@@ -7,6 +7,7 @@
 pub mod abort;
 pub mod bootstrap;
 pub mod card;
+pub mod dynamic;
 pub mod locality;
 
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -97,6 +98,18 @@ impl Runtime {
             Some(nodes) => Locality::new(nodes),
             None => Locality::single_host(size),
         };
+        // A process spawned by an oxmpi job learns its job id and its parents from preput keys.
+        let spawn = match &mut bootstrap {
+            Bootstrap::Pmi(c) if oxmpi_pmi::Client::spawned() => {
+                dynamic::read_parent(|k| Ok(c.get(k)?))?
+            }
+            _ => None,
+        };
+        let job = match (&spawn, &bootstrap) {
+            (Some((p, _)), _) => p.job,
+            (None, Bootstrap::Pmi(c)) => dynamic::job_id_of(c.kvsname()),
+            (None, Bootstrap::Singleton(_)) => dynamic::random_job_id(),
+        };
         let coll_locality = if config.host_override.is_empty() {
             locality.clone()
         } else {
@@ -124,7 +137,8 @@ impl Runtime {
         let tcp_peers: Vec<u32> = (0..size)
             .filter(|&r| r != rank && !shm_peers.contains(&r))
             .collect();
-        let tcp = if tcp_peers.is_empty() {
+        // Spawned processes reach their parents over TCP, whatever their own job needs.
+        let tcp = if tcp_peers.is_empty() && spawn.is_none() {
             None
         } else {
             let cards = bootstrap.clone();
@@ -143,8 +157,13 @@ impl Runtime {
             });
             let all_local = tcp_peers
                 .iter()
-                .all(|&p| locality.host_of(p) == locality.host_of(rank));
-            Some(TcpTransport::create(
+                .all(|&p| locality.host_of(p) == locality.host_of(rank))
+                && spawn.as_ref().is_none_or(|(_, cards)| {
+                    cards
+                        .iter()
+                        .all(|c| c.ep.addrs.iter().all(|a| a.is_loopback()))
+                });
+            let mut t = TcpTransport::create(
                 rank,
                 size,
                 TcpConfig::from_config(&config)?,
@@ -152,7 +171,9 @@ impl Runtime {
                 resolve,
                 !shm_peers.is_empty(),
                 all_local,
-            )?)
+            )?;
+            t.set_job(job);
+            Some(t)
         };
         let shm = if !shm_peers.is_empty() {
             let path = format!(
@@ -236,6 +257,21 @@ impl Runtime {
             wakeup = crate::transport::Transport::wakeup(&t);
             engine.add_tcp(t, &tcp_peers);
         }
+        let mut foreign = Vec::new();
+        let parent = spawn.map(|(params, cards)| {
+            let ids: Vec<_> = cards
+                .into_iter()
+                .map(|c| (c.job, c.rank, Some(c.ep)))
+                .collect();
+            let indices = register(&mut engine, &ids);
+            foreign.extend(ids.iter().map(|&(j, r, _)| (j, r)));
+            dynamic::Parent { params, indices }
+        });
+        dynamic::set_state(dynamic::JobState {
+            job,
+            parent,
+            foreign: Mutex::new(foreign),
+        });
         // Waiting blocks on the sockets (data wakes it) rather than sleeping blind.
         let wait = wait.with_wakeup(wakeup, shm_peers.is_empty(), config.tcp_spin_count);
         let on_fault = bootstrap.clone();
@@ -260,6 +296,131 @@ impl Runtime {
             engine,
             bootstrap,
         })
+    }
+
+    /// This job's id: how processes of other jobs name ours ([`dynamic`]).
+    pub fn job(&self) -> u64 {
+        dynamic::state().job
+    }
+
+    /// The parents, if an oxmpi job spawned this one (`MPI_Comm_get_parent`).
+    pub fn parent(&self) -> Option<&'static dynamic::Parent> {
+        dynamic::state().parent.as_ref()
+    }
+
+    /// Creates the TCP transport if this process has none yet (an all-shared-memory job that
+    /// spawns), and returns this process's card for another job.
+    pub fn proc_card(&self) -> Result<dynamic::ProcCard> {
+        let ep = self.engine.with(|e| -> Result<_> {
+            if let Some(t) = e.tcp_mut() {
+                return Ok(t.endpoint());
+            }
+            let config = Config::from_env()?;
+            // Only processes of other jobs are added to it, with their endpoints.
+            let resolve: Resolver = Box::new(|p| {
+                Err(Error::new(
+                    ErrorClass::Intern,
+                    format!("rank {p} of the job is not reached over TCP"),
+                ))
+            });
+            // The launcher spawns on its own host when the job is on one.
+            let loopback = self.locality.host_count() == 1
+                && matches!(&*self.bootstrap(), Bootstrap::Pmi(c) if c.under_oxrun());
+            let mut t = TcpTransport::create(
+                self.rank,
+                self.size,
+                TcpConfig::from_config(&config)?,
+                &[],
+                resolve,
+                e.shm().is_some(),
+                loopback,
+            )?;
+            t.set_job(self.job());
+            let ep = t.endpoint();
+            e.add_tcp(t, &[]);
+            Ok(ep)
+        })?;
+        Ok(dynamic::ProcCard {
+            job: self.job(),
+            rank: self.rank,
+            ep,
+        })
+    }
+
+    /// Gives engine indices (after every process known so far) to processes of other jobs,
+    /// named by (job id, rank) and reached at their endpoints if known (else
+    /// [`set_endpoints`](Self::set_endpoints) later). Needs the TCP transport
+    /// ([`proc_card`](Self::proc_card) creates it).
+    pub fn add_foreign(&self, ids: &[(u64, u32, Option<Endpoint>)]) -> Vec<u32> {
+        let mut known = dynamic::state().foreign();
+        let indices = self.engine.with(|e| register(e, ids));
+        known.extend(ids.iter().map(|&(j, r, _)| (j, r)));
+        indices
+    }
+
+    /// The endpoints of processes [`add_foreign`](Self::add_foreign) added without one.
+    pub fn set_endpoints(&self, indices: &[u32], eps: Vec<Endpoint>) {
+        self.engine.with(|e| {
+            if let Some(t) = e.tcp_mut() {
+                for (&i, ep) in indices.iter().zip(eps) {
+                    t.set_endpoint(i, ep);
+                }
+            }
+        });
+    }
+
+    /// The identity (job id, rank in its job) of the process at engine index `index`.
+    pub fn identity(&self, index: u32) -> (u64, u32) {
+        if index < self.size {
+            return (self.job(), index);
+        }
+        let known = dynamic::state().foreign();
+        known
+            .get((index - self.size) as usize)
+            .copied()
+            .unwrap_or((u64::MAX, index))
+    }
+
+    /// Asks the launcher to start `req` as a new job (PMI `spawn`).
+    pub fn spawn_job(&self, req: &oxmpi_pmi::spawn::SpawnRequest) -> Result<()> {
+        match &mut *self.bootstrap() {
+            Bootstrap::Pmi(c) => c.spawn(req).map_err(|e| {
+                Error::new(
+                    ErrorClass::Spawn,
+                    format!("the launcher did not start the processes: {e}"),
+                )
+            }),
+            Bootstrap::Singleton(_) => Err(Error::new(
+                ErrorClass::Spawn,
+                "this process was started without a launcher, which alone can start processes",
+            )),
+        }
+    }
+
+    /// The cards of every rank of this job (after init's fence), for another job.
+    pub fn job_cards(&self) -> Result<Vec<dynamic::ProcCard>> {
+        let mut b = self.bootstrap();
+        (0..self.size)
+            .map(|r| {
+                let text = b.get(&card::key(r))?.unwrap_or_default();
+                let c = Card::decode(&text);
+                let ep = c
+                    .get("tcp")
+                    .zip(c.get("tcptok"))
+                    .and_then(|(a, t)| Endpoint::parse(a, t))
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorClass::Intern,
+                            format!("rank {r} published no TCP endpoint"),
+                        )
+                    })?;
+                Ok(dynamic::ProcCard {
+                    job: self.job(),
+                    rank: r,
+                    ep,
+                })
+            })
+            .collect()
     }
 
     fn bootstrap(&self) -> std::sync::MutexGuard<'_, Bootstrap> {
@@ -311,6 +472,19 @@ impl Runtime {
         });
         b.finalize()
     }
+}
+
+/// Registers processes of other jobs with the engine and its TCP transport; their indices.
+fn register(e: &mut Engine, ids: &[(u64, u32, Option<Endpoint>)]) -> Vec<u32> {
+    let base = e.add_foreign(ids.len() as u32);
+    let indices: Vec<u32> = (base..base + ids.len() as u32).collect();
+    if let Some(t) = e.tcp_mut() {
+        for (&i, (job, rank, ep)) in indices.iter().zip(ids) {
+            t.add_foreign(i, (*job, *rank), ep.clone());
+        }
+    }
+    e.route_over_tcp(&indices);
+    indices
 }
 
 /// This host's name (`MPI_Get_processor_name`).

@@ -1,21 +1,27 @@
 //! Proving a connection belongs to the job, and choosing between two simultaneous ones.
 //!
 //! The connecting rank speaks first: a [`Hello`] with the acceptor's secret token (published
-//! only in the acceptor's business card, which only the job's ranks can read), its own rank,
-//! the rank it wants and the rail. The acceptor sends nothing at all before a valid hello, so a
+//! only in the acceptor's business card, which only the job's ranks, and the jobs it spawned
+//! or was spawned by, can read), its own identity (job id and rank in that job), the identity
+//! it wants and the rail. The acceptor sends nothing at all before a valid hello, so a
 //! stranger learns nothing; then it answers one byte, [`ACCEPT`] or [`REJECT`].
 //!
+//! Processes of one job name each other by world rank; a process of another job (connected by
+//! `MPI_Comm_spawn`) is known by its job id and rank there, which both sides learned when the
+//! jobs exchanged their cards.
+//!
 //! Two ranks may connect the same rail to each other at once. The rule is that the connection
-//! made by the lower rank wins ([`resolve`]): each side decides alone and both agree.
+//! made by the lower identity (job id, then rank) wins ([`resolve`]): each side decides alone
+//! and both agree.
 
 /// Bytes of a hello.
-pub const HELLO_LEN: usize = 40;
+pub const HELLO_LEN: usize = 56;
 /// The acceptor keeps the connection.
 pub const ACCEPT: u8 = 1;
 /// The acceptor refuses it: its own connection for this rail wins.
 pub const REJECT: u8 = 0;
 const MAGIC: [u8; 8] = *b"OXMPItcp";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 /// Bytes of a secret token.
 pub const TOKEN_LEN: usize = 16;
@@ -25,12 +31,16 @@ pub const TOKEN_LEN: usize = 16;
 pub struct Hello {
     /// The acceptor's secret.
     pub token: [u8; TOKEN_LEN],
-    /// World rank of the connecting side.
+    /// Rank of the connecting side in its job.
     pub from: u32,
-    /// World rank the connecting side wants.
+    /// Rank the connecting side wants, in the acceptor's job.
     pub to: u32,
     /// Rail index.
     pub rail: u32,
+    /// Job id of the connecting side.
+    pub from_job: u64,
+    /// Job id the connecting side wants.
+    pub to_job: u64,
 }
 
 impl Hello {
@@ -43,19 +53,24 @@ impl Hello {
         b[28..32].copy_from_slice(&self.to.to_le_bytes());
         b[32..36].copy_from_slice(&self.rail.to_le_bytes());
         b[36..40].copy_from_slice(&VERSION.to_le_bytes());
+        b[40..48].copy_from_slice(&self.from_job.to_le_bytes());
+        b[48..56].copy_from_slice(&self.to_job.to_le_bytes());
         b
     }
 
-    /// Checks a received hello against what this acceptor expects: its token, its rank, a
-    /// rank of the job, a rail it has. The error describes the stranger for the log.
+    /// Checks a received hello against what this acceptor expects: its token, its identity
+    /// (rank `me` of job `job`), a rank of the job (`size` ranks) or of another job, a rail it
+    /// has. Whether another job's process is known is the caller's to check. The error
+    /// describes the stranger for the log.
     pub fn check(
         b: &[u8; HELLO_LEN],
         token: &[u8; TOKEN_LEN],
-        me: u32,
+        (job, me): (u64, u32),
         size: u32,
         rails: u32,
     ) -> Result<Hello, &'static str> {
         let word = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let long = |i: usize| u64::from(word(i)) | (u64::from(word(i + 4)) << 32);
         if b[..8] != MAGIC {
             return Err("not an oxmpi connection");
         }
@@ -75,8 +90,15 @@ impl Hello {
             from: word(24),
             to: word(28),
             rail: word(32),
+            from_job: long(40),
+            to_job: long(48),
         };
-        if h.to != me || h.from >= size || h.from == me || h.rail >= rails {
+        let same_job = h.from_job == job;
+        if h.to_job != job
+            || h.to != me
+            || (same_job && (h.from >= size || h.from == me))
+            || h.rail >= rails
+        {
             return Err("names a rank or rail this rank does not serve");
         }
         Ok(h)
@@ -98,10 +120,11 @@ pub enum Ours {
     Dead,
 }
 
-/// Whether to keep a valid incoming connection from rank `from` for a rail on which we have
-/// `ours`: the connection made by the lower rank wins; a rail that died on our side is taken
-/// back if the peer reaches us (our own connect may have failed where its works).
-pub fn resolve(me: u32, from: u32, ours: Ours) -> bool {
+/// Whether to keep a valid incoming connection from the process `from` (job id, rank) for a
+/// rail on which we have `ours`: the connection made by the lower identity wins (within a
+/// job, the lower rank); a rail that died on our side is taken back if the peer reaches us
+/// (our own connect may have failed where its works).
+pub fn resolve(me: (u64, u32), from: (u64, u32), ours: Ours) -> bool {
     match ours {
         Ours::Nothing | Ours::Refused | Ours::Dead => true,
         Ours::Connecting => from < me,
@@ -134,47 +157,71 @@ mod tests {
 
     #[test]
     fn a_valid_hello_passes_and_every_bad_one_is_refused() {
+        const J: u64 = 0x1234_5678_9abc_def0;
         let h = Hello {
             token: T,
             from: 2,
             to: 1,
             rail: 1,
+            from_job: J,
+            to_job: J,
         };
-        assert_eq!(Hello::check(&h.encode(), &T, 1, 4, 2), Ok(h));
+        let me = (J, 1);
+        assert_eq!(Hello::check(&h.encode(), &T, me, 4, 2), Ok(h));
+        // Another job's process may name any rank of its own job.
+        let foreign = Hello {
+            from: 9,
+            from_job: 7,
+            ..h
+        };
+        assert_eq!(Hello::check(&foreign.encode(), &T, me, 4, 2), Ok(foreign));
+        let same_rank_elsewhere = Hello {
+            from: 1,
+            from_job: 7,
+            ..h
+        };
+        assert!(Hello::check(&same_rank_elsewhere.encode(), &T, me, 4, 2).is_ok());
         let mut wrong = T;
         wrong[15] ^= 1;
         assert_eq!(
-            Hello::check(&Hello { token: wrong, ..h }.encode(), &T, 1, 4, 2),
+            Hello::check(&Hello { token: wrong, ..h }.encode(), &T, me, 4, 2),
             Err("wrong job secret")
         );
-        assert!(Hello::check(&[0x41; HELLO_LEN], &T, 1, 4, 2).is_err());
+        assert!(Hello::check(&[0x41; HELLO_LEN], &T, me, 4, 2).is_err());
         for bad in [
             Hello { to: 3, ..h },
             Hello { from: 9, ..h },
             Hello { from: 1, ..h },
             Hello { rail: 2, ..h },
+            Hello { to_job: 7, ..h },
         ] {
-            assert!(Hello::check(&bad.encode(), &T, 1, 4, 2).is_err(), "{bad:?}");
+            assert!(
+                Hello::check(&bad.encode(), &T, me, 4, 2).is_err(),
+                "{bad:?}"
+            );
         }
         let mut v = h.encode();
-        v[36] = 2;
-        assert!(Hello::check(&v, &T, 1, 4, 2)
+        v[36] = 3;
+        assert!(Hello::check(&v, &T, me, 4, 2)
             .unwrap_err()
             .contains("version"));
     }
 
     #[test]
     fn simultaneous_connects_keep_exactly_the_lower_ranks_connection() {
-        for (a, b) in [(0u32, 1u32), (3, 9)] {
+        for (a, b) in [((0, 0), (0, 1)), ((5, 3), (5, 9)), ((1, 9), (2, 0))] {
             // Both connected: each receives the other's hello while its own is in flight.
             let a_keeps_bs = resolve(a, b, Ours::Connecting);
             let b_keeps_as = resolve(b, a, Ours::Connecting);
-            assert!(!a_keeps_bs && b_keeps_as, "only {a}'s connection survives");
+            assert!(
+                !a_keeps_bs && b_keeps_as,
+                "only {a:?}'s connection survives"
+            );
         }
-        assert!(resolve(5, 9, Ours::Nothing));
-        assert!(resolve(5, 9, Ours::Refused));
-        assert!(!resolve(5, 1, Ours::Up));
-        assert!(resolve(5, 1, Ours::Dead));
+        assert!(resolve((0, 5), (0, 9), Ours::Nothing));
+        assert!(resolve((0, 5), (0, 9), Ours::Refused));
+        assert!(!resolve((0, 5), (0, 1), Ours::Up));
+        assert!(resolve((0, 5), (0, 1), Ours::Dead));
     }
 
     #[test]

@@ -258,7 +258,14 @@ impl Rail {
 /// Everything about one TCP peer.
 #[derive(Debug)]
 struct Peer {
+    /// The engine's index of the peer (its world rank, or an index after the world for a
+    /// process of another job).
     rank: u32,
+    /// Its job id and rank in that job, as the handshake names it.
+    id: (u64, u32),
+    /// Its endpoint, when known before first use (another job's process); else read
+    /// through the resolver.
+    ep: Option<Endpoint>,
     rails: Vec<Rail>,
     connected: bool,
     broken: Option<Error>,
@@ -273,9 +280,11 @@ struct Peer {
 }
 
 impl Peer {
-    fn new(rank: u32) -> Peer {
+    fn new(rank: u32, id: (u64, u32)) -> Peer {
         Peer {
             rank,
+            id,
+            ep: None,
             rails: Vec::new(),
             connected: false,
             broken: None,
@@ -334,12 +343,14 @@ struct Stranger {
 #[derive(Debug)]
 pub struct TcpLink {
     me: u32,
+    /// This job's id (0 unless set: only spawns make several jobs talk).
+    job: u64,
     size: u32,
     cfg: TcpConfig,
     limits: Limits,
     token: [u8; TOKEN_LEN],
     ours: Vec<IfAddr>,
-    /// Index into `peers` per world rank (`u32::MAX`: not a TCP peer).
+    /// Index into `peers` per engine index (`u32::MAX`: not a TCP peer).
     slot: Vec<u32>,
     peers: Vec<Peer>,
     poller: poll::Poller,
@@ -386,8 +397,19 @@ impl TcpLink {
     #[cold]
     fn connect(&mut self, idx: usize) -> Result<()> {
         let rank = self.peers[idx].rank;
+        let (to_job, to) = self.peers[idx].id;
         self.peers[idx].connected = true;
-        let ep = (self.resolve.0)(rank)?;
+        let ep = match self.peers[idx].ep.clone() {
+            Some(ep) => ep,
+            // Another job's process whose endpoint we do not know yet but which connected
+            // to us: its connections serve both ways.
+            None if to_job != self.job
+                && self.peers[idx].rails.iter().any(|r| r.state == State::Up) =>
+            {
+                return Ok(())
+            }
+            None => (self.resolve.0)(rank)?,
+        };
         let targets = iface::paths(&self.ours, &ep.addrs);
         let n = self.cfg.rails.max(targets.len()).min(MAX_RAILS);
         let peer = &mut self.peers[idx];
@@ -405,8 +427,10 @@ impl TcpLink {
             let hello = Hello {
                 token: ep.token,
                 from: self.me,
-                to: rank,
+                to,
                 rail: r as u32,
+                from_job: self.job,
+                to_job,
             };
             let opened = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
                 .and_then(|s| {
@@ -464,6 +488,33 @@ impl TcpLink {
                 let _ = self.poller.modify(c.fd(), token_of(idx, r), true);
             }
         }
+    }
+
+    /// The peer at `idx` closed rail `r`. A process of another job that closes with nothing
+    /// owed either way has disconnected or finalized (jobs end apart, with no common fence):
+    /// its rails are closed without a fault, and only a later send to it fails. Anything else
+    /// is a rail failure.
+    #[cold]
+    fn peer_closed(&mut self, idx: usize, r: usize) {
+        let peer = &mut self.peers[idx];
+        let owed = peer.rails.iter().any(|x| x.queued() > 0) || peer.window.bytes() > 0;
+        if peer.id.0 == self.job || owed {
+            self.rail_died(idx, r, "the peer closed the connection".into());
+            return;
+        }
+        self.direct_stale = true;
+        for rail in &mut peer.rails {
+            rail.state = State::Dead;
+            rail.conn = None;
+            rail.early = Vec::new();
+            rail.gen += 1;
+        }
+        let e = lost(
+            self.me,
+            peer.rank,
+            "it closed its connections (disconnected)",
+        );
+        peer.broken.get_or_insert(e);
     }
 
     /// Takes rail `r` of peer `idx` out of service; its unacknowledged fragments go again over
@@ -798,13 +849,14 @@ impl TcpTransport {
         for &p in peers {
             if p != me && (p as usize) < slot.len() && slot[p as usize] == u32::MAX {
                 slot[p as usize] = list.len() as u32;
-                list.push(Peer::new(p));
+                list.push(Peer::new(p, (0, p)));
             }
         }
         let every = if mixed { cfg.poll_every } else { 1 };
         Ok(TcpTransport {
             link: TcpLink {
                 me,
+                job: 0,
                 size,
                 limits: cfg.limits(),
                 cfg,
@@ -828,6 +880,47 @@ impl TcpTransport {
             every,
             direct_left: 0,
         })
+    }
+
+    /// Names this rank's job (`Hello::from_job`): every rank of a job must set the same id
+    /// before its first connection. Peers of the job keep their world ranks as indices.
+    pub fn set_job(&mut self, job: u64) {
+        self.link.job = job;
+        for p in &mut self.link.peers {
+            if p.rank < self.link.size {
+                p.id.0 = job;
+            }
+        }
+    }
+
+    /// Adds a process of another job (`MPI_Comm_spawn`) as the peer at engine index `index`
+    /// (beyond the world): known to the handshake as rank `rank` of job `job`, reached at
+    /// `ep` (`None`: not known yet, [`set_endpoint`](Self::set_endpoint) gives it before the
+    /// first send; the peer may still connect to us meanwhile).
+    pub fn add_foreign(&mut self, index: u32, (job, rank): (u64, u32), ep: Option<Endpoint>) {
+        let l = &mut self.link;
+        if l.slot.len() <= index as usize {
+            l.slot.resize(index as usize + 1, u32::MAX);
+        }
+        if l.slot[index as usize] != u32::MAX {
+            return;
+        }
+        l.slot[index as usize] = l.peers.len() as u32;
+        let mut p = Peer::new(index, (job, rank));
+        p.ep = ep;
+        l.peers.push(p);
+    }
+
+    /// Gives the endpoint of a peer [`add_foreign`](Self::add_foreign) added without one.
+    pub fn set_endpoint(&mut self, index: u32, ep: Endpoint) {
+        if let Some(&i) = self
+            .link
+            .slot
+            .get(index as usize)
+            .filter(|&&i| i != u32::MAX)
+        {
+            self.link.peers[i as usize].ep = Some(ep);
+        }
     }
 
     /// Where this rank listens, for its business card.
@@ -937,13 +1030,26 @@ impl TcpTransport {
             return;
         }
         let s = l.strangers[slot].take().expect("present");
-        let hello = Hello::check(&s.hello, &l.token, l.me, l.size, MAX_RAILS as u32);
-        let h = match hello {
-            Ok(h) if l.slot.get(h.from as usize).is_some_and(|&i| i != u32::MAX) => h,
-            Ok(h) => {
-                eprintln!("oxmpi: rank {}: refused a TCP connection from {} claiming rank {}: not a TCP peer", l.me, s.from, h.from);
-                return;
+        let hello = Hello::check(&s.hello, &l.token, (l.job, l.me), l.size, MAX_RAILS as u32);
+        // A rank of the job by its world rank; another job's process by its identity.
+        let known = |h: &Hello| -> Option<usize> {
+            if h.from_job == l.job {
+                l.slot
+                    .get(h.from as usize)
+                    .filter(|&&i| i != u32::MAX)
+                    .map(|&i| i as usize)
+            } else {
+                l.peers.iter().position(|p| p.id == (h.from_job, h.from))
             }
+        };
+        let (h, idx) = match hello {
+            Ok(h) => match known(&h) {
+                Some(idx) => (h, idx),
+                None => {
+                    eprintln!("oxmpi: rank {}: refused a TCP connection from {} claiming rank {} (job {:x}): not a TCP peer", l.me, s.from, h.from, h.from_job);
+                    return;
+                }
+            },
             Err(why) => {
                 eprintln!(
                     "oxmpi: rank {}: refused a TCP connection from {}: {why}",
@@ -952,14 +1058,13 @@ impl TcpTransport {
                 return;
             }
         };
-        let idx = l.slot[h.from as usize] as usize;
         let r = h.rail as usize;
         let peer = &mut l.peers[idx];
         while peer.rails.len() <= r {
             peer.rails.push(Rail::new());
         }
         let mut sock = s.sock;
-        if !handshake::resolve(l.me, h.from, peer.rails[r].ours()) {
+        if !handshake::resolve((l.job, l.me), (h.from_job, h.from), peer.rails[r].ours()) {
             let _ = std::io::Write::write(&mut sock, &[REJECT]);
             return;
         }
@@ -1082,8 +1187,7 @@ impl TcpTransport {
         }
         let n = self.deliver(idx, r, h);
         if fill == Fill::Closed && self.link.peers[idx].rails[r].state != State::Dead {
-            self.link
-                .rail_died(idx, r, "the peer closed the connection".into());
+            self.link.peer_closed(idx, r);
         }
         n
     }
@@ -1114,8 +1218,7 @@ impl TcpTransport {
                 None
             }
             Ok(Fill::Closed) => {
-                self.link
-                    .rail_died(idx, r, "the peer closed the connection".into());
+                self.link.peer_closed(idx, r);
                 None
             }
             Ok(Fill::Empty) => None,
@@ -1779,6 +1882,90 @@ mod tests {
         );
     }
 
+    /// Rank 0 of two one-rank jobs (ids 5 and 9), each knowing the other as its index 1.
+    fn two_jobs(rails: usize, know_endpoint: [bool; 2]) -> Vec<TcpTransport> {
+        let mut t: Vec<TcpTransport> = [5u64, 9]
+            .iter()
+            .map(|&job| {
+                let resolve: Resolver =
+                    Box::new(|_| Err(Error::new(ErrorClass::Intern, "no card")));
+                let mut t =
+                    TcpTransport::create(0, 1, config(rails, None), &[], resolve, false, true)
+                        .unwrap();
+                t.set_job(job);
+                t
+            })
+            .collect();
+        let eps = [t[0].endpoint(), t[1].endpoint()];
+        for (i, known) in know_endpoint.iter().enumerate() {
+            let other = 1 - i;
+            let job = [5u64, 9][other];
+            t[i].add_foreign(1, (job, 0), known.then(|| eps[other].clone()));
+        }
+        t
+    }
+
+    #[test]
+    fn processes_of_two_jobs_connect_by_identity_even_at_once() {
+        for rails in [1, 2] {
+            let mut t = two_jobs(rails, [true, true]);
+            let mut c = [Collect::default(), Collect::default()];
+            // Both connect at once: one connection per rail survives, and both directions work.
+            for i in 0..20u64 {
+                t[0].link().send(1, 1, &[], &payload(i, 100)).unwrap();
+                t[1].link().send(1, 1, &[], &payload(i + 100, 100)).unwrap();
+            }
+            pump(&mut t, &mut c, |c| c[0].0.len() == 20 && c[1].0.len() == 20);
+            for i in 0..20usize {
+                assert_eq!(c[1].0[i].0, 1, "the sender is known by its index here");
+                assert_eq!(c[1].0[i].3, payload(i as u64, 100));
+                assert_eq!(c[0].0[i].3, payload(i as u64 + 100, 100));
+            }
+        }
+        // A peer whose endpoint is not known yet can still connect to us, and we answer on
+        // its connection.
+        let mut t = two_jobs(1, [false, true]);
+        let mut c = [Collect::default(), Collect::default()];
+        t[1].link().send(1, 1, &[], b"hello parent").unwrap();
+        pump(&mut t, &mut c, |c| c[0].0.len() == 1);
+        assert_eq!(c[0].0[0].3, b"hello parent");
+        t[0].link().send(1, 1, &[], b"hello child").unwrap();
+        pump(&mut t, &mut c, |c| c[1].0.len() == 1);
+        assert_eq!(c[1].0[0].3, b"hello child");
+    }
+
+    #[test]
+    fn a_process_of_an_unknown_job_is_refused() {
+        let mut t = two_jobs(1, [true, true]);
+        // Job 9's process as job 9 knows it, but job 5 expects rank 0 of job 9 at index 1:
+        // a connection claiming rank 3 of job 9 is a stranger.
+        let ep = t[0].endpoint();
+        let mut fake = TcpStream::connect(SocketAddr::from((ep.addrs[0], ep.port))).unwrap();
+        let h = Hello {
+            token: ep.token,
+            from: 3,
+            to: 0,
+            rail: 0,
+            from_job: 9,
+            to_job: 5,
+        };
+        fake.write_all(&h.encode()).unwrap();
+        fake.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut c = [Collect::default(), Collect::default()];
+        for _ in 0..200 {
+            t[0].poll(64, &mut c[0]).unwrap();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut buf = [0u8; 4];
+        assert_eq!(
+            fake.read(&mut buf).unwrap_or(0),
+            0,
+            "closed without an answer"
+        );
+        t[1].link().send(1, 1, &[], b"real").unwrap();
+        pump(&mut t, &mut c, |c| c[0].0.len() == 1);
+    }
+
     #[test]
     fn strangers_get_nothing_and_cannot_disturb_the_job() {
         let mut t = pair(config(1, None));
@@ -1792,6 +1979,8 @@ mod tests {
             from: 0,
             to: 1,
             rail: 0,
+            from_job: 0,
+            to_job: 0,
         };
         wrong_secret.write_all(&h.encode()).unwrap();
         let mut silent = TcpStream::connect(addr).unwrap();
@@ -1825,6 +2014,8 @@ mod tests {
             from: 0,
             to: 1,
             rail: 0,
+            from_job: 0,
+            to_job: 0,
         };
         fake.write_all(&h.encode()).unwrap();
         let mut c = Collect::default();
