@@ -231,6 +231,9 @@ impl Runtime {
             });
         let mut engine = Engine::new(rank, size, shm, &shm_peers);
         engine.set_iov_policy(iov_policy);
+        if config.ddt_eager_direct {
+            engine.set_ddt_direct_max(config.eager_limit.max(config.tcp_eager_limit));
+        }
         let mut wakeup = None;
         if let Some(t) = tcp {
             wakeup = crate::transport::Transport::wakeup(&t);
