@@ -100,8 +100,8 @@ tunables! {
         "smallest rendezvous message pulled with one copy when it arrives alone; a lone smaller one is pushed through the pool, its two copies on two cores at once (oxmpi-info --calibrate measures the crossover; np 2 latency, pushed against pulled: 4 MiB 260-312 against 574-673 us, 16 MiB 1884-1992 against 3642-3994)";
     ddt_iov_min_block: usize = 4096 => "4096", "OXMPI_DDT_IOV_MIN_BLOCK",
         "a derived-datatype message whose contiguous pieces average at least this many bytes moves as iovec lists in one process_vm_readv copy on one host: a receive from the rendezvous size on (a contiguous sender's data lands in one copy), a send from OXMPI_SINGLE_COPY_MIN on; below that a sender packs its chunks into pool blocks as it pushes them, like a lone contiguous message (interleaved, np 2, ddt-vector64k 256 KiB-2 MiB: packed 9-12 GB/s against iovec 5-6 in 5 of 8 rounds, iovec ahead 1.6x in 3 rounds with far cores), and smaller pieces are always packed";
-    ddt_eager_direct: bool = true => "true", "OXMPI_DDT_EAGER_DIRECT",
-        "a derived-datatype message up to the eager limit is packed straight into the transport's cells or pool block and unpacked straight out of the arriving fragment (or the stored unexpected bytes) into the receive buffer; off: packed into a buffer of its own before the send, and received into one then unpacked";
+    ddt_direct_min: usize = 256 => "256", "OXMPI_DDT_DIRECT_MIN",
+        "smallest derived-datatype message packed straight into the transport's cells or pool blocks (and unpacked straight out of the arriving fragment, or the stored unexpected bytes, into the receive buffer), up to the eager limit; a smaller one is packed whole into a buffer of its own first, which costs less than registering its packer (interleaved, np 2, ddt-vector 16-64 B: 0.7-0.9x packed straight, 1 KiB-64 KiB: 1.1-1.6x); above OXMPI_EAGER_LIMIT: never";
     alloc_mem_bytes: usize = 1073741824 => "1073741824", "OXMPI_ALLOC_MEM_BYTES",
         "size of each rank's shared arena for alloc_mem (a sparse file: only used pages cost memory)";
     shm_coll_comms: bool = true => "true", "OXMPI_SHM_COLL_COMMS",

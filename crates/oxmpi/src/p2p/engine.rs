@@ -104,9 +104,9 @@ pub struct Engine {
     /// The smallest eager limit of a transport that can take a direct write: receives up to
     /// this size never advertise their buffer, which spares them a route lookup.
     advert_min: usize,
-    /// Largest derived-datatype message packed straight into the transport (see
+    /// Smallest and largest derived-datatype message packed straight into the transport (see
     /// `wants_chunks`).
-    ddt_direct_max: usize,
+    ddt_direct: (usize, usize),
     schedules: Vec<(ReqId, Box<dyn Schedule>)>,
     /// Schedules waiting for a caller with the engine unlocked (user steps, user drops).
     unlocked: super::progress::UnlockedWork,
@@ -165,7 +165,7 @@ impl Engine {
             shm: shm_idx,
             dead: vec![false; n],
             advert_min,
-            ddt_direct_max: 0,
+            ddt_direct: (1, 0),
             schedules: Vec::new(),
             unlocked: Default::default(),
             mode: FaultMode::Abort,
@@ -705,20 +705,20 @@ impl Engine {
     }
 
     /// Whether a `len`-byte message through a non-contiguous datatype should be registered
-    /// as a chunk packer (see `iov`): an eager-size one (up to the limit given to
-    /// [`set_ddt_direct_max`](Self::set_ddt_direct_max)) is packed straight into the
-    /// transport's cells or block and unpacked straight out of them; a larger one, where the
-    /// policy allows, is packed and unpacked chunk by chunk as it is pushed.
+    /// as a chunk packer (see `iov`): an eager-size one (in the range given to
+    /// [`set_ddt_direct`](Self::set_ddt_direct)) is packed straight into the transport's
+    /// cells or block and unpacked straight out of them; a larger one, where the policy
+    /// allows, is packed and unpacked chunk by chunk as it is pushed.
     pub fn wants_chunks(&self, len: usize) -> bool {
-        (len > 0 && len <= self.ddt_direct_max)
+        (len >= self.ddt_direct.0 && len <= self.ddt_direct.1)
             || self.proto.iov_policy.is_some_and(|p| len >= p.min_len)
     }
 
-    /// Messages through non-contiguous datatypes up to `max` bytes are registered to be
-    /// packed straight into the transport and unpacked straight out of it (0: none, the
-    /// default; they are then packed whole into a buffer of their own first).
-    pub fn set_ddt_direct_max(&mut self, max: usize) {
-        self.ddt_direct_max = max;
+    /// Messages through non-contiguous datatypes of `min..=max` bytes are registered to be
+    /// packed straight into the transport and unpacked straight out of it (none by default;
+    /// others are packed whole into a buffer of their own first).
+    pub fn set_ddt_direct(&mut self, min: usize, max: usize) {
+        self.ddt_direct = (min.max(1), max);
     }
 
     /// Registers the pieces of a pending operation (see `iov`): the protocol finds them by

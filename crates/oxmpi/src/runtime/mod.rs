@@ -231,9 +231,10 @@ impl Runtime {
             });
         let mut engine = Engine::new(rank, size, shm, &shm_peers);
         engine.set_iov_policy(iov_policy);
-        if config.ddt_eager_direct {
-            engine.set_ddt_direct_max(config.eager_limit.max(config.tcp_eager_limit));
-        }
+        engine.set_ddt_direct(
+            config.ddt_direct_min,
+            config.eager_limit.max(config.tcp_eager_limit),
+        );
         let mut wakeup = None;
         if let Some(t) = tcp {
             wakeup = crate::transport::Transport::wakeup(&t);
