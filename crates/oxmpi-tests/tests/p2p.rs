@@ -285,3 +285,21 @@ fn sends_and_receives_through_datatype_views_and_derived_structs() {
         assert_eq!(so.matches("views OK").count(), np, "{so}");
     }
 }
+
+#[test]
+fn eager_derived_datatype_messages_arrive_in_place_on_every_path() {
+    // The default (small messages staged, larger ones packed straight into the transport),
+    // everything packed straight (cells too), nothing packed straight, and over TCP.
+    for (np, env) in [
+        (2, vec![]),
+        (3, vec![("OXMPI_DDT_DIRECT_MIN", "1")]),
+        (2, vec![("OXMPI_DDT_DIRECT_MIN", "1G")]),
+        (
+            2,
+            vec![("OXMPI_TRANSPORT", "tcp"), ("OXMPI_DDT_DIRECT_MIN", "1")],
+        ),
+    ] {
+        let so = run_ok(np, env!("CARGO_BIN_EXE_ddt_eager"), &[], &env);
+        assert_eq!(so.matches("eager OK").count(), np, "{env:?}: {so}");
+    }
+}

@@ -1,8 +1,9 @@
 //! An operation through a non-contiguous datatype: the data is packed into a buffer the
 //! operation owns before a send starts, and a receive lands in such a buffer and is unpacked
-//! into the user's memory when the request completes. Large point-to-point operations that
-//! the engine moves as pieces or packs chunk by chunk ([`Staged::send_pieces`],
-//! [`Staged::recv_pieces`]) own no buffer at all: they pass the engine a key
+//! into the user's memory when the request completes. Point-to-point operations that the
+//! engine moves as pieces or packs chunk by chunk ([`Staged::send_pieces`],
+//! [`Staged::recv_pieces`]: large ones, and eager-size ones it packs straight into the
+//! transport and unpacks straight out of it) own no buffer at all: they pass the engine a key
 //! ([`Staged::ptr`]) and the engine allocates packed bytes only on a path that needs them.
 //!
 //! [`Staged`] is one operation's buffer, holding its [`Type`] (so freeing the datatype's
@@ -164,7 +165,8 @@ impl Staged {
 
     /// How `engine` wants `count` elements of `ty` at `user` moved: `Some(Some(pieces))`
     /// as pieces (absolute addresses, `MPI_BOTTOM` for a null `user`), `Some(None)` packed
-    /// chunk by chunk as pushed, `None` packed whole (small messages, other transports).
+    /// chunk by chunk (straight into the transport's fragments, or as pushed), `None` packed
+    /// whole (the smallest messages; large ones without the policy).
     fn pieces(
         ty: &Type,
         user: *const u8,

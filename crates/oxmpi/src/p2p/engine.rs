@@ -104,6 +104,9 @@ pub struct Engine {
     /// The smallest eager limit of a transport that can take a direct write: receives up to
     /// this size never advertise their buffer, which spares them a route lookup.
     advert_min: usize,
+    /// Smallest and largest derived-datatype message packed straight into the transport (see
+    /// `wants_chunks`).
+    ddt_direct: (usize, usize),
     schedules: Vec<(ReqId, Box<dyn Schedule>)>,
     /// Schedules waiting for a caller with the engine unlocked (user steps, user drops).
     unlocked: super::progress::UnlockedWork,
@@ -162,6 +165,7 @@ impl Engine {
             shm: shm_idx,
             dead: vec![false; n],
             advert_min,
+            ddt_direct: (1, 0),
             schedules: Vec::new(),
             unlocked: Default::default(),
             mode: FaultMode::Abort,
@@ -746,10 +750,21 @@ impl Engine {
         })
     }
 
-    /// Whether a `len`-byte message through a fine-grained datatype should be packed and
-    /// unpacked chunk by chunk as it is pushed (see `iov`).
+    /// Whether a `len`-byte message through a non-contiguous datatype should be registered
+    /// as a chunk packer (see `iov`): an eager-size one (in the range given to
+    /// [`set_ddt_direct`](Self::set_ddt_direct)) is packed straight into the transport's
+    /// cells or block and unpacked straight out of them; a larger one, where the policy
+    /// allows, is packed and unpacked chunk by chunk as it is pushed.
     pub fn wants_chunks(&self, len: usize) -> bool {
-        self.proto.iov_policy.is_some_and(|p| len >= p.min_len)
+        (len >= self.ddt_direct.0 && len <= self.ddt_direct.1)
+            || self.proto.iov_policy.is_some_and(|p| len >= p.min_len)
+    }
+
+    /// Messages through non-contiguous datatypes of `min..=max` bytes are registered to be
+    /// packed straight into the transport and unpacked straight out of it (none by default;
+    /// others are packed whole into a buffer of their own first).
+    pub fn set_ddt_direct(&mut self, min: usize, max: usize) {
+        self.ddt_direct = (min.max(1), max);
     }
 
     /// Registers the pieces of a pending operation (see `iov`): the protocol finds them by

@@ -13,7 +13,9 @@
 //! Fine-grained types (small blocks, where iovecs lose) register a [`Chunked`] packer
 //! instead: the sender sends `RTS_PACKED` and packs each pushed chunk as it goes, and the
 //! receiver unpacks each chunk as it arrives, so packing and unpacking run at once on the two
-//! ranks' cores instead of one after the other around the copy.
+//! ranks' cores instead of one after the other around the copy. Eager-size messages register
+//! one too: each eager fragment is packed straight into the transport's block and unpacked
+//! straight out of the arriving fragment (or the stored unexpected bytes).
 //!
 //! [`Limits::iov_max`]: crate::transport::Limits::iov_max
 
@@ -99,8 +101,8 @@ impl Drop for Packed {
 ///
 /// The layer above hands the protocol [`key`](Self::key) and [`len`](Self::len) in place of
 /// a buffer: the key is this descriptor's own address, unique while the operation holds it,
-/// and never a readable buffer. Every path that needs packed bytes (eager sizes, TCP, self,
-/// a refused copy) asks for them ([`gather`](Self::gather) for a send,
+/// and never a readable buffer. Every path that needs packed bytes (a fragment waiting for
+/// room, TCP, self, a refused copy) asks for them ([`gather`](Self::gather) for a send,
 /// [`packed_ptr`](Self::packed_ptr) for a receive); the one-copy and chunked paths never
 /// allocate them.
 pub struct IovDesc {

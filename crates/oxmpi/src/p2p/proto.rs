@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 
 use std::sync::Arc;
 
-use super::iov::{self, IovDesc, Seg};
+use super::iov::{self, Chunked, IovDesc, Seg};
 use super::matching::{Body, Matcher, Stored, Unexpected};
 use super::protocol::Protocol;
 use super::recv_write::{Advert, SeqCounters};
@@ -83,8 +83,13 @@ pub(super) struct Pending {
 /// Where the chunks of a chunked eager message go.
 #[derive(Debug)]
 enum Target {
-    /// Straight into a posted receive.
-    Posted { req: u32, buf: *mut u8, cap: usize },
+    /// Straight into a posted receive (through its datatype's unpacker, if it has one).
+    Posted {
+        req: u32,
+        buf: *mut u8,
+        cap: usize,
+        unpack: Option<Arc<IovDesc>>,
+    },
     /// Into a buffer, matched once complete.
     Buffer(Vec<u8>),
 }
@@ -172,6 +177,71 @@ unsafe fn user_data<'a>(buf: *const u8, n: usize) -> &'a [u8] {
     unsafe { std::slice::from_raw_parts(buf, n) }
 }
 
+/// Sends one fragment `kind` of `k` packed-stream bytes from `start`, which `p` packs:
+/// straight into the transport's block where it takes a fill, else into `scratch` (grown
+/// once, then reused) and sent from there. The self transport fills its own queued buffer;
+/// shm cells and TCP take no fill (TCP writes a payload with one `writev` from wherever it
+/// lies, so the scratch is its one copy, as a frame buffer would be; a cell holds at most
+/// `inline_max` bytes).
+///
+/// # Safety
+/// The operation `p` packs is pending: its data is readable.
+#[allow(clippy::too_many_arguments)]
+unsafe fn send_packed<L: Link>(
+    link: &mut L,
+    scratch: &mut Vec<u8>,
+    to: u32,
+    kind: u8,
+    hdr: &[u8],
+    p: &dyn Chunked,
+    start: u64,
+    k: usize,
+) -> std::result::Result<(), SendError> {
+    // SAFETY: forwarded from our caller; `out` is the transport's own.
+    let mut fill = |out: &mut [u8]| unsafe { p.pack(start, out) };
+    match link.send_fill(to, kind, hdr, k, &mut fill) {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            if scratch.len() < k {
+                scratch.resize(k, 0);
+            }
+            // SAFETY: as above; the scratch is ours.
+            unsafe { p.pack(start, &mut scratch[..k]) };
+            link.send(to, kind, hdr, &scratch[..k])
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Unpacks the first `n` payload bytes as packed-stream bytes from `start` through `u`:
+/// straight out of the fragment where it lies in one place (a pool block, stored bytes),
+/// else (a few shm cells) through `scratch`.
+///
+/// # Safety
+/// The operation `u` unpacks into is pending: its memory is writable.
+unsafe fn unpack_payload(
+    scratch: &mut Vec<u8>,
+    u: &dyn Chunked,
+    start: u64,
+    data: &Payload<'_>,
+    n: usize,
+) {
+    let n = n.min(data.len());
+    if n == 0 {
+        return;
+    }
+    if let Some(b) = data.contiguous() {
+        // SAFETY: forwarded from our caller.
+        return unsafe { u.unpack(start, &b[..n]) };
+    }
+    if scratch.len() < n {
+        scratch.resize(n, 0);
+    }
+    data.copy_to(&mut scratch[..n]);
+    // SAFETY: as above.
+    unsafe { u.unpack(start, &scratch[..n]) };
+}
+
 /// No peer recorded for a request slot.
 const NO_PEER: u32 = u32::MAX;
 
@@ -254,16 +324,6 @@ impl Proto {
             .rev()
             .find(|d| d.stands_for(buf, len))
             .cloned()
-    }
-
-    /// Where a receive posted with `buf` (`cap` bytes) lands when not through its pieces:
-    /// for an operation registered as pieces or chunks (`buf` is its key), its packed bytes,
-    /// allocated now; else `buf` itself.
-    fn flat_recv(&mut self, buf: *mut u8, cap: usize) -> *mut u8 {
-        if self.iov.is_empty() {
-            return buf;
-        }
-        self.find_iov(buf, cap).map_or(buf, |d| d.packed_ptr())
     }
 
     /// Takes a request slot for an operation with `peer` (world rank, or [`NO_PEER`]).
@@ -363,6 +423,13 @@ impl Proto {
         let mut pieces = None;
         if !self.iov.is_empty() {
             if let Some(d) = self.find_iov(buf, len) {
+                if protocol != Protocol::Rendezvous && d.chunks().is_some() {
+                    // SAFETY: forwarded from our caller; the layer above holds `d` until the
+                    // send completes.
+                    return unsafe {
+                        self.isend_packing(link, sync, &d, len, to, env, protocol, limits.max_frag)
+                    };
+                }
                 let list = link.expose(d.segs().as_ptr().cast(), std::mem::size_of_val(d.segs()));
                 if protocol == Protocol::Rendezvous && d.chunks().is_some() {
                     // Packed chunk by chunk as it is pushed.
@@ -401,7 +468,9 @@ impl Proto {
         }
         if protocol == Protocol::ChunkedEager {
             // SAFETY: forwarded from our caller.
-            return unsafe { self.isend_chunked(link, sync, buf, len, to, env, limits.max_frag) };
+            return unsafe {
+                self.isend_chunked(link, sync, buf, len, to, env, limits.max_frag, None)
+            };
         }
         let mut h = MatchHdr {
             env,
@@ -464,6 +533,94 @@ impl Proto {
             hdr_len: hdr_len as u8,
             data: payload.as_ptr(),
             len: payload.len(),
+            complete,
+        });
+        Ok(waiting.or(complete))
+    }
+
+    /// Sends an eager-size message whose bytes `d`'s packer produces (a non-contiguous
+    /// datatype's), packed straight into the transport's cells or pool block, one fragment or
+    /// chunked eager as `protocol` says. Only a fragment that must wait for room needs the
+    /// packed bytes: they are gathered then (allocated on that use) and queued.
+    ///
+    /// # Safety
+    /// As for [`isend`](Self::isend): `d`'s data stays readable, and the layer above holds
+    /// `d` (owning any packed bytes), until the send completes.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    unsafe fn isend_packing<L: Link>(
+        &mut self,
+        link: &mut L,
+        sync: bool,
+        d: &IovDesc,
+        len: usize,
+        to: u32,
+        env: Envelope,
+        protocol: Protocol,
+        max_frag: usize,
+    ) -> Result<Option<ReqId>> {
+        if protocol == Protocol::ChunkedEager {
+            // SAFETY: forwarded from our caller.
+            return unsafe {
+                self.isend_chunked(link, sync, d.key(), len, to, env, max_frag, Some(d))
+            };
+        }
+        let Some(p) = d.chunks() else {
+            return Err(Error::new(
+                ErrorClass::Intern,
+                "packed send without a packer",
+            ));
+        };
+        let kind = if sync { am::EAGER_SYNC } else { am::EAGER };
+        let waiting = sync.then(|| self.alloc(State::SendWait { buf: d.key(), len }, to));
+        let h = MatchHdr {
+            env,
+            sreq: waiting.map_or(0, |w| w.idx),
+            len: len as u64,
+            addr: 0,
+            pid: 0,
+            flags: 0,
+        };
+        let mut hdr = [0u8; HDR_MAX];
+        let hdr_len = h.encode(kind, &mut hdr);
+        if self.pending_to[to as usize] == 0 {
+            // SAFETY: the send is pending: its data is readable (our caller's contract).
+            let sent = unsafe {
+                send_packed(
+                    link,
+                    &mut self.scratch,
+                    to,
+                    kind,
+                    &hdr[..hdr_len],
+                    p,
+                    0,
+                    len,
+                )
+            };
+            match sent {
+                Ok(()) => return Ok(waiting),
+                Err(SendError::Busy) => {}
+                Err(SendError::Fatal(e)) => {
+                    if let Some(id) = waiting {
+                        self.discard(id);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        // SAFETY: as above; `d` owns the packed bytes until the send completes.
+        let data = unsafe { d.gather() };
+        let complete = match waiting {
+            Some(_) => None,
+            None => Some(self.alloc(State::SendQueued, to)),
+        };
+        self.queue(Pending {
+            to,
+            am: kind,
+            hdr,
+            hdr_len: hdr_len as u8,
+            data,
+            len,
             complete,
         });
         Ok(waiting.or(complete))
@@ -574,10 +731,13 @@ impl Proto {
 
     /// Sends an eager message in chunks of at most `max` bytes: a head carrying the envelope,
     /// then the rest, queued behind anything already pending for `to` so chunks never
-    /// interleave with other messages to the same peer.
+    /// interleave with other messages to the same peer. With `packer` (`buf` is its key) each
+    /// chunk is packed straight into the transport as it goes, and the packed bytes are
+    /// gathered only if some chunks must wait for room.
     ///
     /// # Safety
-    /// As for [`isend`](Self::isend).
+    /// As for [`isend`](Self::isend) (and [`isend_packing`](Self::isend_packing) for a
+    /// `packer`).
     #[allow(clippy::too_many_arguments)]
     unsafe fn isend_chunked<L: Link>(
         &mut self,
@@ -588,6 +748,7 @@ impl Proto {
         to: u32,
         env: Envelope,
         max: usize,
+        packer: Option<&IovDesc>,
     ) -> Result<Option<ReqId>> {
         let waiting = sync.then(|| self.alloc(State::SendWait { buf, len }, to));
         let h = MatchHdr {
@@ -611,9 +772,24 @@ impl Proto {
         let mut off = 0;
         while off < len && self.pending_to[to as usize] == 0 {
             let (k, kind, hl) = chunk(off);
-            // SAFETY: off + k ≤ len, inside the caller's buffer.
-            let data = unsafe { user_data(buf.add(off), k) };
-            match link.send(to, kind, &hdr[..hl], data) {
+            let sent = match packer.and_then(IovDesc::chunks) {
+                // SAFETY: the send is pending: its data is readable (our caller's contract).
+                Some(p) => unsafe {
+                    send_packed(
+                        link,
+                        &mut self.scratch,
+                        to,
+                        kind,
+                        &hdr[..hl],
+                        p,
+                        off as u64,
+                        k,
+                    )
+                },
+                // SAFETY: off + k ≤ len, inside the caller's buffer.
+                None => link.send(to, kind, &hdr[..hl], unsafe { user_data(buf.add(off), k) }),
+            };
+            match sent {
                 Ok(()) => off += k,
                 Err(SendError::Busy) => break,
                 Err(SendError::Fatal(e)) if off == 0 => {
@@ -635,6 +811,13 @@ impl Proto {
         if off >= len {
             return Ok(waiting);
         }
+        let buf = match packer {
+            // The rest waits for room: the queued chunks point into the packed bytes.
+            // SAFETY: the data is readable and `packer` owns the packed bytes until the send
+            // completes (our caller's contract).
+            Some(d) => unsafe { d.gather() },
+            None => buf,
+        };
         let last = waiting.is_none().then(|| self.alloc(State::SendQueued, to));
         while off < len {
             let (k, kind, hl) = chunk(off);
@@ -724,10 +907,6 @@ impl Proto {
         let mut n = 0;
         let mut fault = None;
         let chunked = self.packed_of(id);
-        let mut scratch = std::mem::take(&mut self.scratch);
-        if chunked.is_some() && scratch.len() < max.min(len) {
-            scratch.resize(max.min(len), 0);
-        }
         while offset < len {
             let k = (len - offset).min(max);
             let c = CtrlHdr {
@@ -737,21 +916,19 @@ impl Proto {
             };
             let hdr = c.encode();
             let sent = match chunked.as_ref().and_then(|d| d.chunks()) {
-                Some(p) => {
-                    let at = offset as u64;
-                    // Packed straight into the transport's block where it has one.
-                    // SAFETY: the send is pending: its data is readable.
-                    let mut fill = |out: &mut [u8]| unsafe { p.pack(at, out) };
-                    match link.send_fill(to, am::DATA, &hdr, k, &mut fill) {
-                        Ok(true) => Ok(()),
-                        Ok(false) => {
-                            // SAFETY: as above.
-                            unsafe { p.pack(at, &mut scratch[..k]) };
-                            link.send(to, am::DATA, &hdr, &scratch[..k])
-                        }
-                        Err(e) => Err(e),
-                    }
-                }
+                // SAFETY: the send is pending: its data is readable.
+                Some(p) => unsafe {
+                    send_packed(
+                        link,
+                        &mut self.scratch,
+                        to,
+                        am::DATA,
+                        &hdr,
+                        p,
+                        offset as u64,
+                        k,
+                    )
+                },
                 // SAFETY: the send is incomplete, so its buffer is still borrowed by the API.
                 None => link.send(to, am::DATA, &hdr, unsafe { user_data(buf.add(offset), k) }),
             };
@@ -767,7 +944,6 @@ impl Proto {
                 }
             }
         }
-        self.scratch = scratch;
         if let Some(e) = fault {
             self.faults.push(Fault {
                 peer: Some(to),
@@ -982,9 +1158,26 @@ impl Proto {
         let target = match self.matcher.match_arrival(&h.env) {
             Some(p) => match self.reqs.state_at(p.req) {
                 Some(&mut State::Recv { buf, cap, .. }) => {
-                    let buf = self.flat_recv(buf, cap);
-                    // SAFETY: at most `cap` bytes, the posted receive's capacity.
-                    data.copy_to(unsafe { user_buf(buf, n.min(cap)) });
+                    let found = if self.iov.is_empty() {
+                        None
+                    } else {
+                        self.find_iov(buf, cap)
+                    };
+                    let unpack = found.as_ref().filter(|d| d.chunks().is_some()).cloned();
+                    let buf = match &found {
+                        // Lands in the packed bytes, unpacked at completion.
+                        Some(d) if unpack.is_none() => d.packed_ptr(),
+                        _ => buf,
+                    };
+                    match unpack.as_deref().and_then(IovDesc::chunks) {
+                        // Unpacked straight out of the fragment, chunk by chunk.
+                        // SAFETY: the receive is pending: its memory is writable.
+                        Some(u) => unsafe {
+                            unpack_payload(&mut self.scratch, u, 0, data, n.min(cap))
+                        },
+                        // SAFETY: at most `cap` bytes, the posted receive's capacity.
+                        None => data.copy_to(unsafe { user_buf(buf, n.min(cap)) }),
+                    }
                     if !self.advertised.is_empty() {
                         self.advertised.retain(|&r| r != p.req);
                     }
@@ -992,6 +1185,7 @@ impl Proto {
                         req: p.req,
                         buf,
                         cap,
+                        unpack,
                     }
                 }
                 _ => return self.fail(from, format!("posted receive {} vanished", p.req)),
@@ -1030,11 +1224,19 @@ impl Proto {
         };
         let n = data.len();
         match &mut a.target {
-            Target::Posted { buf, cap, .. } => {
+            Target::Posted {
+                buf, cap, unpack, ..
+            } => {
                 let at = (a.got as usize).min(*cap);
                 let keep = n.min(*cap - at);
-                // SAFETY: at + keep ≤ cap, inside the posted receive's buffer.
-                data.copy_to(unsafe { user_buf(buf.add(at), keep) });
+                match unpack.as_deref().and_then(IovDesc::chunks) {
+                    // SAFETY: the receive is pending: its memory is writable.
+                    Some(u) => unsafe {
+                        unpack_payload(&mut self.scratch, u, at as u64, data, keep)
+                    },
+                    // SAFETY: at + keep ≤ cap, inside the posted receive's buffer.
+                    None => data.copy_to(unsafe { user_buf(buf.add(at), keep) }),
+                }
             }
             Target::Buffer(v) => {
                 let old = v.len();
@@ -1193,7 +1395,12 @@ impl Proto {
             flags: 0,
         };
         match a.target {
-            Target::Posted { req, cap, .. } => {
+            Target::Posted {
+                req, cap, unpack, ..
+            } => {
+                if let Some(d) = unpack {
+                    d.set_direct();
+                }
                 self.reqs.complete(
                     req,
                     Status {
@@ -1259,20 +1466,8 @@ impl Proto {
         if c.offset < expect {
             let keep = (expect - c.offset).min(n) as usize;
             let Some(u) = d.chunks() else { return };
-            if let Some(b) = data.contiguous() {
-                // Unpacked straight out of the transport's block.
-                // SAFETY: the receive is pending: its memory is writable.
-                unsafe { u.unpack(c.offset, &b[..keep]) };
-            } else {
-                let mut scratch = std::mem::take(&mut self.scratch);
-                if scratch.len() < keep {
-                    scratch.resize(keep, 0);
-                }
-                data.copy_to(&mut scratch[..keep]);
-                // SAFETY: the receive is pending: its memory is writable.
-                unsafe { u.unpack(c.offset, &scratch[..keep]) };
-                self.scratch = scratch;
-            }
+            // SAFETY: the receive is pending: its memory is writable.
+            unsafe { unpack_payload(&mut self.scratch, u, c.offset, data, keep) };
         }
         if done {
             d.set_direct();
@@ -1347,11 +1542,14 @@ impl Proto {
         if kind == am::RTS || kind == am::RTS_IOV || kind == am::RTS_PACKED {
             return self.start_rendezvous(link, req, from, kind, h, buf, cap);
         }
-        let buf = self.flat_recv(buf, cap);
         let len = data.len();
         let n = len.min(cap);
-        // SAFETY: n ≤ cap, the posted receive's buffer capacity.
-        data.copy_to(unsafe { user_buf(buf, n) });
+        if self.iov.is_empty() {
+            // SAFETY: n ≤ cap, the posted receive's buffer capacity.
+            data.copy_to(unsafe { user_buf(buf, n) });
+        } else {
+            self.deliver_registered(buf, cap, data, n);
+        }
         self.reqs.complete(
             req,
             Status {
@@ -1373,6 +1571,27 @@ impl Proto {
                     offset: 0,
                 },
             );
+        }
+    }
+
+    /// Delivers the first `n` bytes of an eager message into a posted receive (`buf`, `cap`
+    /// bytes) while derived-datatype operations are registered: a registered receive with an
+    /// unpacker unpacks them straight out of the fragment into its memory, one without lands
+    /// in its packed bytes (unpacked at completion), anything else in `buf`.
+    #[inline(never)]
+    fn deliver_registered(&mut self, buf: *mut u8, cap: usize, data: &Payload<'_>, n: usize) {
+        let Some(d) = self.find_iov(buf, cap) else {
+            // SAFETY: n ≤ cap, the posted receive's buffer capacity.
+            return data.copy_to(unsafe { user_buf(buf, n) });
+        };
+        match d.chunks() {
+            Some(u) => {
+                // SAFETY: the receive is pending: its memory is writable.
+                unsafe { unpack_payload(&mut self.scratch, u, 0, data, n) };
+                d.set_direct();
+            }
+            // SAFETY: n ≤ cap = the packed bytes' length.
+            None => data.copy_to(unsafe { user_buf(d.packed_ptr(), n) }),
         }
     }
 

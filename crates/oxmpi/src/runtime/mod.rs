@@ -252,6 +252,10 @@ impl Runtime {
             });
         let mut engine = Engine::new(rank, size, shm, &shm_peers);
         engine.set_iov_policy(iov_policy);
+        engine.set_ddt_direct(
+            config.ddt_direct_min,
+            config.eager_limit.max(config.tcp_eager_limit),
+        );
         let mut wakeup = None;
         if let Some(t) = tcp {
             wakeup = crate::transport::Transport::wakeup(&t);

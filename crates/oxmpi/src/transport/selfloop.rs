@@ -39,6 +39,24 @@ impl SelfLoop {
     }
 }
 
+impl SelfLoop {
+    /// Queues fragment `am` with header `hdr` (at most [`MAX_HDR`] bytes) and the payload
+    /// `put` writes into an empty reused buffer.
+    fn enqueue(&mut self, am: u8, hdr: &[u8], put: impl FnOnce(&mut Vec<u8>)) {
+        let mut data = self.spare.pop().unwrap_or_default();
+        data.clear();
+        put(&mut data);
+        let mut h = [0u8; MAX_HDR];
+        h[..hdr.len()].copy_from_slice(hdr);
+        self.queue.push_back(Queued {
+            am,
+            hdr: h,
+            hdr_len: hdr.len() as u8,
+            data,
+        });
+    }
+}
+
 impl Link for SelfLoop {
     fn limits(&self) -> Limits {
         Limits {
@@ -64,18 +82,28 @@ impl Link for SelfLoop {
                 ),
             )));
         }
-        let mut data = self.spare.pop().unwrap_or_default();
-        data.clear();
-        data.extend_from_slice(payload);
-        let mut h = [0u8; MAX_HDR];
-        h[..hdr.len()].copy_from_slice(hdr);
-        self.queue.push_back(Queued {
-            am,
-            hdr: h,
-            hdr_len: hdr.len() as u8,
-            data,
-        });
+        self.enqueue(am, hdr, |data| data.extend_from_slice(payload));
         Ok(())
+    }
+
+    /// Packs the payload straight into the queued fragment's (reused) buffer.
+    fn send_fill(
+        &mut self,
+        to: u32,
+        am: u8,
+        hdr: &[u8],
+        len: usize,
+        fill: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<bool, SendError> {
+        if to != self.me || hdr.len() > MAX_HDR {
+            // `send` reports the error.
+            return Ok(false);
+        }
+        self.enqueue(am, hdr, |data| {
+            data.resize(len, 0);
+            fill(data);
+        });
+        Ok(true)
     }
 
     fn expose(&self, buf: *const u8, _len: usize) -> Remote {
@@ -168,6 +196,27 @@ mod tests {
         assert_eq!(c.0[0], (3, 1, vec![1, 2], b"hello".to_vec()));
         assert_eq!(c.0[1], (3, 2, vec![], vec![7u8; 100_000]));
         assert_eq!(c.0[2], (3, 9, vec![], vec![]));
+    }
+
+    #[test]
+    fn a_filled_fragment_carries_what_the_fill_wrote_in_order_with_sends() {
+        let mut t = SelfLoop::new(2);
+        t.send(2, 1, &[5], &[9u8; 300]).unwrap();
+        let mut c = Collect(Vec::new());
+        // A reused (longer) buffer must not leak its old bytes into a filled payload.
+        t.poll(usize::MAX, &mut c).unwrap();
+        let mut fill = |out: &mut [u8]| {
+            assert_eq!(out.len(), 70);
+            out.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+        };
+        assert!(t.send_fill(2, 4, &[6, 7], 70, &mut fill).unwrap());
+        t.send(2, 5, &[], b"after").unwrap();
+        let mut never = |_: &mut [u8]| panic!("no fill for another rank");
+        assert!(!t.send_fill(3, 4, &[], 8, &mut never).unwrap());
+        t.poll(usize::MAX, &mut c).unwrap();
+        let want: Vec<u8> = (0..70).collect();
+        assert_eq!(c.0[2], (2, 4, vec![6, 7], want));
+        assert_eq!(c.0[3], (2, 5, vec![], b"after".to_vec()));
     }
 
     #[test]
