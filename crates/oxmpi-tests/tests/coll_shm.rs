@@ -93,11 +93,14 @@ fn large_shm_paths_forced_at_every_size_and_switched_off() {
         ("OXMPI_COLL_SHM_GATHER_LONG", "1"),
         ("OXMPI_COLL_SHM_ALLTOALL_LONG", "1"),
     ];
-    // np 2 splits each broadcast between the root's writes and the receiver's reads (the
-    // default up to 2 ranks), np 3 does not, np 5 does with the limit raised.
+    // np 2 and 3 split each broadcast between the root's writes and the receivers' reads
+    // (the default up to 4 ranks), np 3 does not with splitting off, np 5 does with the
+    // limit raised.
     for np in [2, 3] {
         run(np, "expect", &low);
     }
+    let no_split = [("OXMPI_COLL_SHM_BCAST_SPLIT", "0")];
+    run(3, "expect", &[&low[..], &no_split[..]].concat());
     let split = [("OXMPI_COLL_SHM_BCAST_SPLIT", "8")];
     run(5, "expect", &[&low[..], &split[..]].concat());
     run(3, "expect", &[("OXMPI_SINGLE_COPY", "0")]);

@@ -379,6 +379,23 @@ fn mismatched_large_counts(c: &Communicator) {
             "alltoall with a larger count on rank 1 gave {class:?}"
         );
     }
+    // Small alltoall (through the slots): rank 1 sends blocks of 2 elements, the others 1.
+    let k = if me == 1 { 2 } else { 1 };
+    let sa = vec![4i64; k * p as usize];
+    let mut ra = vec![0i64; k * p as usize];
+    let class = c
+        .all_to_all_into(&sa[..], &mut ra[..])
+        .err()
+        .map(|e| e.class());
+    let want = if me == 1 {
+        ErrorClass::Count
+    } else {
+        ErrorClass::Truncate
+    };
+    check!(
+        class == Some(want),
+        "small alltoall with a larger count on rank 1 gave {class:?} on rank {me}"
+    );
     let mut s = [1i64];
     must(
         "allreduce after errors",
@@ -449,7 +466,25 @@ fn early_leavers(c: &Communicator, what: &str) {
                     "{what}: allreduce after early leavers round {i}"
                 );
             }
-            _ => {}
+            _ => {
+                // Blocks for the others that fit a slot together: through the slots.
+                let k = 1 + (i as usize / 3) % 2;
+                let send: Vec<i64> = (0..p as usize * k)
+                    .map(|j| v(me, i, j / k * 10 + j % k))
+                    .collect();
+                let mut recv = vec![0i64; p as usize * k];
+                must(
+                    "early alltoall",
+                    c.all_to_all_into(&send[..], &mut recv[..]),
+                );
+                let want: Vec<i64> = (0..p as usize * k)
+                    .map(|j| v(j as i32 / k as i32, i, me as usize * 10 + j % k))
+                    .collect();
+                check!(
+                    recv == want,
+                    "{what}: alltoall after early leavers round {i}"
+                );
+            }
         }
     }
     for i in 0..50i64 {

@@ -439,6 +439,9 @@ impl<L: ThreadLevel> Communicator<L> {
             let len = size_of_val(recv);
             // Shapes the plan rejects go to it for their error.
             if p > 1 && recv.len() == send.len() && recv.len().is_multiple_of(p) {
+                if let Some(at) = self.shm_fits(len / p * (p - 1))? {
+                    return self.shm_alltoall(at, Some(bytes(send)), bytes_mut(recv), len / p);
+                }
                 let min = select::crossovers().shm_alltoall_long;
                 if let Some(at) = self.shm_large(len, min)? {
                     if self.shm_alltoall_large(at, bytes(send), bytes_mut(recv), len / p)? {
@@ -456,6 +459,14 @@ impl<L: ThreadLevel> Communicator<L> {
         buf: &mut B,
     ) -> Result<()> {
         with_raw_mut("alltoall", buf.elements_mut(), |buf| {
+            let p = self.size() as usize;
+            // Shapes the plan rejects go to it for their error.
+            if p > 1 && buf.len().is_multiple_of(p) {
+                let block = size_of_val(buf) / p;
+                if let Some(at) = self.shm_fits(block * (p - 1))? {
+                    return self.shm_alltoall(at, None, bytes_mut(buf), block);
+                }
+            }
             self.coll_run(self.alltoall_plan("alltoall", None, buf)?)
         })
     }

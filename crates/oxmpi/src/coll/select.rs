@@ -72,7 +72,7 @@ coll_tunables! {
         "reduce of at least this many bytes on a communicator within one host: shared-memory reduce-scatter with single copies, each slice written to the root, instead of messages";
     shm_bcast_long = 65536, "OXMPI_COLL_SHM_BCAST_LONG",
         "bcast of at least this many bytes on a communicator within one host: every rank pulls the root's buffer with one copy, instead of messages";
-    shm_bcast_split = 2, "OXMPI_COLL_SHM_BCAST_SPLIT",
+    shm_bcast_split = 4, "OXMPI_COLL_SHM_BCAST_SPLIT",
         "single-copy bcast on at most this many ranks (count, not bytes): the root writes the last 1/p of every receiver's buffer while the receivers read the rest; on more ranks (or 0) the receivers read it all";
     shm_allgather_long = 65536, "OXMPI_COLL_SHM_ALLGATHER_LONG",
         "allgather(v) of at least this many bytes in total on a communicator within one host: every rank reads every peer's block with one copy, instead of messages";
@@ -224,6 +224,7 @@ pub fn algorithm_table() -> &'static [AlgorithmChoice] {
         "reduce/allreduce", "shared-memory reduce-scatter", "bytes >= OXMPI_COLL_SHM_REDUCE_LONG (reduce) or OXMPI_COLL_SHM_ALLREDUCE_LONG (allreduce), every rank on this host, single copy allowed: each rank combines its slice from every rank's buffer in rank order and writes it to the receivers";
         "bcast/reduce/allreduce", "shared-memory slots", "bytes fit a slot (1 KiB), every rank on this host: each rank publishes its data with its arrival; with OXMPI_COLL_SHM_ROOTED_EARLY=1 the bcast root and the reduce non-roots leave once they have arrived";
         "allgather(v)", "shared-memory slots", "every block fits a slot (1 KiB), every rank on this host: each rank publishes its block and copies every other";
+        "alltoall", "shared-memory slots", "the p-1 blocks for the other ranks fit a slot (1 KiB) together, every rank on this host: each rank publishes them and copies its own block out of every peer's slot";
         "allgather(v)", "single-copy pulls (shared memory)", "total bytes >= OXMPI_COLL_SHM_ALLGATHER_LONG, every rank on this host, single copy allowed: each rank reads every peer's block into place";
         "gather", "single-copy pulls (shared memory)", "total bytes >= OXMPI_COLL_SHM_GATHER_LONG, every rank on this host, single copy allowed: the root reads every rank's block into place";
         "alltoall", "single-copy pulls (shared memory)", "not in place, total bytes >= OXMPI_COLL_SHM_ALLTOALL_LONG, every rank on this host, single copy allowed: each rank reads its block of every peer's buffer into place";
