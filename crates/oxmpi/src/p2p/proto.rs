@@ -259,10 +259,18 @@ impl Proto {
     /// Where a receive posted with `buf` (`cap` bytes) lands when not through its pieces:
     /// for an operation registered as pieces or chunks (`buf` is its key), its packed bytes,
     /// allocated now; else `buf` itself.
+    #[inline(always)]
     fn flat_recv(&mut self, buf: *mut u8, cap: usize) -> *mut u8 {
         if self.iov.is_empty() {
             return buf;
         }
+        self.flat_recv_iov(buf, cap)
+    }
+
+    /// [`flat_recv`](Self::flat_recv) while some operation is registered as pieces.
+    #[cold]
+    #[inline(never)]
+    fn flat_recv_iov(&mut self, buf: *mut u8, cap: usize) -> *mut u8 {
         self.find_iov(buf, cap).map_or(buf, |d| d.packed_ptr())
     }
 
