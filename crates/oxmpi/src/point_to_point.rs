@@ -442,6 +442,9 @@ impl<L: ThreadLevel> Communicator<L> {
     }
 
     /// Starts a send (`MPI_Isend`).
+    // Inlined with `immediate_send_mode` (see `Request::new`): the request is built where the
+    // caller keeps it instead of being reloaded, once per send, from a returned copy.
+    #[inline(always)]
     pub fn immediate_send<'a, 's, B: Buffer + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
@@ -463,6 +466,7 @@ impl<L: ThreadLevel> Communicator<L> {
         self.immediate_send_mode(scope, SendMode::Synchronous, buf, dest, tag)
     }
 
+    #[inline(always)]
     fn immediate_send_mode<'a, 's, B: Buffer + ?Sized>(
         &self,
         scope: &'s Scope<'a>,
@@ -510,6 +514,7 @@ impl<L: ThreadLevel> Communicator<L> {
     /// # Safety
     /// `ptr` must be valid for writes of `len` bytes, and not read or freed by anything else,
     /// until the request completes (the scope guarantees completion before it ends).
+    #[inline(always)]
     pub unsafe fn immediate_receive_raw<'a, 's>(
         &self,
         scope: &'s Scope<'a>,

@@ -2,8 +2,8 @@
 //! persistent requests of every send mode with start_all, completion of many with each
 //! request's own error), and regressions of the typed API: a tested request passed to
 //! wait_any, wait_all's per-request errors, probes counting elements, send_receive returning
-//! with its receive still posted, and a scope resuming a panic before its leaked request
-//! completed (ranks 0 and 1). Exits non-zero on the first failure.
+//! with its receive still posted, a scope resuming a panic before its leaked request
+//! completed (ranks 0 and 1), and a scope of thousands of requests, half of them leaked. Exits non-zero on the first failure.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -17,12 +17,45 @@ fn main() {
     let world = universe.world();
     let me = world.rank();
     typed_regressions(&world);
+    scope_with_thousands_of_requests(&world);
     handle_layer(&universe, &world);
     if world.size() >= 2 && me < 2 {
         scope_waits_before_resuming_a_panic(&world);
     }
     println!("rank {me}: requests OK");
     universe.finalize().unwrap();
+}
+
+/// A scope whose list of requests grows past its first room and its pruning threshold: half
+/// of the receives are waited for, the other half leaked and completed by the scope's end;
+/// every byte of every message arrives.
+fn scope_with_thousands_of_requests(world: &Communicator) {
+    const N: usize = 2500;
+    let me = world.rank();
+    let mut got = vec![[0u8; 8]; N];
+    let word = |i: usize| ((i as u64) << 8 | me as u64).to_le_bytes();
+    oxmpi::scope(|s| {
+        let mut reqs: Vec<_> = got
+            .iter_mut()
+            .enumerate()
+            .map(|(i, b)| {
+                world
+                    .immediate_receive_into(s, &mut b[..], me, (i % 7) as i32)
+                    .unwrap()
+            })
+            .collect();
+        for i in 0..N {
+            world.send(&word(i)[..], me, (i % 7) as i32).unwrap();
+        }
+        let leaked = reqs.split_off(N / 2);
+        for r in reqs {
+            check!(r.wait().unwrap().count() == Some(8), "waited receive");
+        }
+        std::mem::forget(leaked);
+    });
+    for (i, b) in got.iter().enumerate() {
+        check!(*b == word(i), "message {i}: {b:?}");
+    }
 }
 
 fn typed_regressions(world: &Communicator) {

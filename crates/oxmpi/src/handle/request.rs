@@ -46,10 +46,18 @@ fn progress(_rt: &Runtime, e: &mut Engine) -> usize {
 /// polls, with the engine unlocked, it runs parked user steps (user reductions of nonblocking
 /// collectives), which this wait or a peer's may depend on.
 pub(crate) fn wait_loop<R>(rt: &Runtime, mut poll: impl FnMut() -> (Option<R>, bool)) -> R {
+    // Most waits in a window of requests find theirs complete at the first poll: the back-off
+    // (a copy of the wait policy) is built only once a wait really waits.
+    let (done, _) = poll();
+    // Also drops a finished schedule's user operation outside the engine.
+    rt.engine.run_parked();
+    if let Some(r) = done {
+        return r;
+    }
     let mut backoff = Backoff::new(rt.wait);
     loop {
+        backoff.snooze();
         let (done, worked) = poll();
-        // Also drops a finished schedule's user operation outside the engine.
         let parked = rt.engine.run_parked();
         if let Some(r) = done {
             return r;
@@ -57,7 +65,6 @@ pub(crate) fn wait_loop<R>(rt: &Runtime, mut poll: impl FnMut() -> (Option<R>, b
         if worked || parked {
             backoff.reset();
         }
-        backoff.snooze();
     }
 }
 

@@ -127,7 +127,7 @@ impl Payload<'_> {
     /// Copies the first `dst.len()` payload bytes (at most [`len`](Self::len)) into `dst`.
     /// Placed bytes are already at the place the handler named, which is the only `dst` a
     /// handler passes for them: nothing to copy.
-    #[inline]
+    #[inline(always)]
     pub fn copy_to(&self, dst: &mut [u8]) {
         match self {
             Payload::Bytes(s) => {
