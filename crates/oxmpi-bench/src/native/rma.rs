@@ -18,6 +18,9 @@ fn check(ctx: &Ctx<'_>, buf: &[u8], seed: u64, size: usize, from: i32) {
     }
 }
 
+/// Page size the origin buffers are aligned to.
+const PAGE: usize = 4096;
+
 /// Put/get latency and bandwidth, accumulate latency.
 pub fn transfer(ctx: &Ctx<'_>) -> oxmpi::Result<()> {
     require_np(ctx, Some(2), false)?;
@@ -25,8 +28,17 @@ pub fn transfer(ctx: &Ctx<'_>) -> oxmpi::Result<()> {
     let class = b.iter_class();
     let sizes = ctx.sizes();
     let max = sizes.iter().copied().max().unwrap_or(0);
-    let mut win: Window = ctx.world.window_allocate::<u8>(max.max(8))?;
-    let mut local = ctx.buffer(max.max(8))?;
+    let cap = max.max(8);
+    let mut win: Window = ctx.world.window_allocate::<u8>(cap)?;
+    // Page-aligned origin buffers, as bench/c/oxbench.c gives the peers (`posix_memalign`
+    // 4096): a copy's speed depends on where source and destination lie within a page.
+    let mut local_buf = ctx.buffer(cap + PAGE)?;
+    let at = local_buf.as_ptr().align_offset(PAGE);
+    let local = &mut local_buf[at..at + cap];
+    let mut ones_buf = vec![0i32; (cap + PAGE) / 4];
+    let at1 = ones_buf.as_ptr().align_offset(PAGE);
+    let ones_all = &mut ones_buf[at1..at1 + cap / 4];
+    ones_all.fill(1);
     let w = if class == IterClass::Bandwidth {
         ctx.opts.window.unwrap_or(64) as u64
     } else {
@@ -53,7 +65,7 @@ pub fn transfer(ctx: &Ctx<'_>) -> oxmpi::Result<()> {
             }
         }
         let n32 = size / 4;
-        let ones = vec![1i32; n32];
+        let ones = &ones_all[..n32];
         ctx.world.barrier()?;
         let mut t = 0.0;
         if ctx.rank == 0 {
@@ -71,7 +83,7 @@ pub fn transfer(ctx: &Ctx<'_>) -> oxmpi::Result<()> {
                         Benchmark::GetLatency | Benchmark::GetBw => {
                             win.get(&mut local[..size], 1, 0)?
                         }
-                        _ => win.accumulate(&ones, 1, 0, &Op::Sum)?,
+                        _ => win.accumulate(ones, 1, 0, &Op::Sum)?,
                     }
                 }
                 win.flush(1)?;

@@ -4,7 +4,8 @@
 //! memory it must leave: put, get, accumulate (8-byte integers on atomics, doubles and 2-byte
 //! integers through the other paths), get_accumulate, fetch_and_op and compare_and_swap from
 //! every rank to one location. Then contended counters (fetch_and_op and CAS loops),
-//! accumulates of mixed sizes from every rank onto overlapping elements (exact sums), shared
+//! accumulates of mixed sizes from every rank onto overlapping elements (exact sums), CAS
+//! increments beside bulk sums on one element (exact totals), shared
 //! windows through direct pointers, dynamic attach/detach, and each erroneous use's class.
 //!
 //! `rma_check` runs everything; `rma_check multihost` is for windows spanning hosts (real
@@ -329,8 +330,9 @@ fn counters(world: &Communicator, flavor: Flavor, k: u64) {
 }
 
 /// What rank `r` adds in round `k` of [`mixed`]: (target, first element, element count,
-/// through get_accumulate). Counts 1–4 take the element-wise atomics, larger ones the bulk
-/// path, and every range overlaps others' at element 0..4 of some target.
+/// through get_accumulate). Count 1 takes the element-wise atomics on allocated and shared
+/// windows, larger ones the bulk path, and every range overlaps others' at element 0..4 of
+/// some target.
 fn mixed_step(r: i32, k: usize, n: i32) -> (i32, usize, usize, bool) {
     let h = (r as usize * 31 + k * 17) % 97;
     let count = [1, 2, 3, 4, 5, 8, 33, 64][h % 8];
@@ -414,6 +416,78 @@ fn mixed(world: &Communicator, flavor: Flavor) {
         bad4.is_none(),
         "{flavor:?} mixed 4-byte sums: element {bad4:?} differs"
     );
+    must("free", w8.free());
+    must("free", w4.free());
+}
+
+/// Compare-and-swap increments beside bulk accumulates on the same elements, from every rank
+/// at once in one lock_all epoch, on 8- and 4-byte elements: CAS on one element of an
+/// allocated or shared window is a compare-exchange under the element-wise entry, the bulk
+/// accumulates (4 elements) combine under the exclusive word, and the totals are exact only
+/// if neither ever overwrote the other's update.
+fn cas_mixed(world: &Communicator, flavor: Flavor) {
+    const ROUNDS: u64 = 400;
+    let n = world.size() as u64;
+    let w8 = must(
+        "allocate",
+        match flavor {
+            Flavor::Shared => world.window_allocate_shared::<u64>(4),
+            _ => world.window_allocate::<u64>(4),
+        },
+    );
+    let w4 = must(
+        "allocate",
+        match flavor {
+            Flavor::Shared => world.window_allocate_shared::<u32>(4),
+            _ => world.window_allocate::<u32>(4),
+        },
+    );
+    must("barrier", world.barrier());
+    must("lock_all", w8.lock_all(0));
+    must("lock_all", w4.lock_all(0));
+    for _ in 0..ROUNDS {
+        // Element 0 of rank 0's windows: one increment by a CAS loop, one by a bulk sum.
+        let mut cur = 0u64;
+        loop {
+            let seen = must("cas", w8.compare_and_swap(&(cur + 1), &cur, 0, 0));
+            if seen == cur {
+                break;
+            }
+            cur = seen;
+        }
+        must("accumulate", w8.accumulate(&[1u64; 4][..], 0, 0, &Op::Sum));
+        let mut cur = 0u32;
+        loop {
+            let seen = must("cas", w4.compare_and_swap(&(cur + 1), &cur, 0, 0));
+            if seen == cur {
+                break;
+            }
+            cur = seen;
+        }
+        must("accumulate", w4.accumulate(&[1u32; 4][..], 0, 0, &Op::Sum));
+    }
+    must("unlock_all", w8.unlock_all());
+    must("unlock_all", w4.unlock_all());
+    must("barrier", world.barrier());
+    if world.rank() == 0 {
+        let got8 = must("local", w8.local::<u64>()).to_vec();
+        let got4 = must("local", w4.local::<u32>()).to_vec();
+        let want = |i: usize| if i == 0 { 2 * n * ROUNDS } else { n * ROUNDS };
+        for i in 0..4 {
+            check!(
+                got8[i] == want(i),
+                "{flavor:?} CAS beside bulk sums, 8-byte element {i}: {} not {}",
+                got8[i],
+                want(i)
+            );
+            check!(
+                u64::from(got4[i]) == want(i),
+                "{flavor:?} CAS beside bulk sums, 4-byte element {i}: {} not {}",
+                got4[i],
+                want(i)
+            );
+        }
+    }
     must("free", w8.free());
     must("free", w4.free());
 }
@@ -825,6 +899,8 @@ fn main() {
     }
     mixed(&world, Flavor::Allocate);
     mixed(&world, Flavor::Shared);
+    cas_mixed(&world, Flavor::Allocate);
+    cas_mixed(&world, Flavor::Shared);
     shared(&world);
     dynamic(&world);
     errors(&world);

@@ -176,8 +176,14 @@ pub fn acc_exclusive_retreat(w: &AtomicU64) {
 }
 
 /// Releases an exclusive accumulate word (another waiter announces itself again).
+///
+/// A release store of zero, not a locked instruction (one of the bulk path's two): while the word is held exclusively it holds only
+/// [`EXCLUSIVE`] and perhaps [`WAITING`] (others only set `WAITING` on a held word), so
+/// clearing both leaves zero whatever raced with it. The protocol's store-load order is the
+/// entries' and the word's sequentially consistent accesses, which this store is not part
+/// of: whoever next reads zero synchronises with it and sees the combined elements.
 pub fn unlock_acc_exclusive(w: &AtomicU64) {
-    w.fetch_and(!(EXCLUSIVE | WAITING), Ordering::SeqCst);
+    w.store(0, Ordering::Release);
 }
 
 #[cfg(test)]
@@ -201,6 +207,8 @@ mod tests {
                     all.push(l.region(t, i) + 8);
                 }
                 assert_eq!(l.acc_entries(t) % 64, 0, "a cache line of its own");
+                // The window core computes them from member 0's.
+                assert_eq!(l.acc_entries(t), l.acc_entries(0) + 64 * t);
                 all.push(l.acc_entries(t));
             }
             let count = all.len();

@@ -216,6 +216,9 @@ pub(crate) struct Core {
     /// Offset of this process's entry count (`layout.acc_entries(me)`, a few multiplications
     /// kept out of every element-wise accumulate).
     my_entries: usize,
+    /// Offset of member 0's entry count; member `o`'s is `64 * o` further (the same
+    /// multiplications kept out of every bulk accumulate's check of the counts).
+    entries0: usize,
     epoch: Mutex<Epoch>,
     /// Mirrors of the epoch for the per-operation checks, read without the mutex (a lock
     /// and unlock per put and per flush doubled a small accumulate's cost): whether a fence
@@ -300,10 +303,13 @@ fn whole_elements(len: usize, elem: usize) -> Option<usize> {
 /// Elements up to which an accumulate on mapped memory runs as atomics per element; larger
 /// ones take the target's accumulate lock exclusively and combine in place, which is far
 /// cheaper per byte than one locked instruction per element. Since element-wise ones enter
-/// through their own line, the exclusive path costs about as much as three or four locked
-/// instructions (measured: 8 and 16 four-byte elements, 0.08 and 0.2 µs element-wise,
-/// 0.06 µs exclusive).
-const ATOMIC_ELEMENTS: usize = 4;
+/// through their own line and the exclusive path costs one locked instruction (the release
+/// is a plain store), a single element is all the atomics win on, uncontended: with the
+/// threshold at 4, 8 and 16 bytes of `int` took 0.043-0.061 and 0.057-0.078 µs
+/// element-wise against 0.034-0.055 and 0.034-0.057 µs exclusive (5 interleaved rounds). A
+/// single element (`MPI_Fetch_and_op`, counters) stays an atomic, so contended counters
+/// still never wait for each other.
+const ATOMIC_ELEMENTS: usize = 1;
 
 /// Holds a target's accumulate lock until dropped, on every path: an element-wise entry
 /// (this member's entry count, and whether it has one writer at a time) or the target's
@@ -505,6 +511,7 @@ impl WinCore {
             layout,
             sole_entries: !comm.rt.level.needs_lock(),
             my_entries: layout.acc_entries(me),
+            entries0: layout.acc_entries(0),
             open: Open {
                 fence: AtomicBool::new(false),
                 lock_all: AtomicBool::new(false),
@@ -838,31 +845,44 @@ impl Core {
         self.acc_lock_exclusive(word, wait)
     }
 
-    /// [`Self::acc_lock`]'s exclusive side on the accumulate word `word`.
-    fn acc_lock_exclusive<'a>(&'a self, word: &'a AtomicU64, wait: bool) -> Option<AccGuard<'a>> {
-        // Only members on this host enter through this segment (others reach it through
-        // this host's server, which counts as its own member).
-        let drained = || {
+    /// Whether no element-wise accumulate on this host is in progress: every entry count
+    /// is zero. Only members on this host enter through this segment (others reach it
+    /// through this host's server, which counts as its own member).
+    #[inline]
+    fn acc_drained(&self) -> bool {
+        let count = |o: usize| self.word(self.entries0 + 64 * o);
+        if self.am.is_none() {
+            ctl::acc_drained((0..self.size()).map(count))
+        } else {
             ctl::acc_drained(
                 (0..self.size())
                     .filter(|&o| !self.targets[o].off_host)
-                    .map(|o| self.word(self.layout.acc_entries(o))),
+                    .map(count),
             )
-        };
-        if wait {
-            self.wait_until(|| ctl::try_acc_exclusive(word));
-            let guard = AccGuard::Exclusive(word);
-            self.wait_until(drained);
-            return Some(guard);
         }
+    }
+
+    /// [`Self::acc_lock`]'s exclusive side on the accumulate word `word`. The first try
+    /// goes without the back-off's set-up (two of them were a fifth of a 64-byte
+    /// accumulate's instructions, uncontended).
+    #[inline]
+    fn acc_lock_exclusive<'a>(&'a self, word: &'a AtomicU64, wait: bool) -> Option<AccGuard<'a>> {
         if !ctl::try_acc_exclusive(word) {
-            return None;
+            if !wait {
+                return None;
+            }
+            self.wait_until(|| ctl::try_acc_exclusive(word));
         }
-        if !drained() {
+        if self.acc_drained() {
+            return Some(AccGuard::Exclusive(word));
+        }
+        if !wait {
             ctl::acc_exclusive_retreat(word);
             return None;
         }
-        Some(AccGuard::Exclusive(word))
+        let guard = AccGuard::Exclusive(word);
+        self.wait_until(|| self.acc_drained());
+        Some(guard)
     }
 
     /// `MPI_Accumulate` (`result == None`) and `MPI_Get_accumulate`: element-wise `target =
@@ -1253,6 +1273,12 @@ impl Core {
                 ),
             ));
         }
+        if self
+            .cas_mapped(origin, compare, result, target, disp)
+            .is_some()
+        {
+            return Ok(());
+        }
         let Some(loc) = self.resolve(call, target, disp, elem)? else {
             return Ok(());
         };
@@ -1261,6 +1287,71 @@ impl Core {
         }
         self.cas_apply(call, loc, origin, compare, result, target as usize, true)
             .map(drop)
+    }
+
+    /// The common compare-and-swap, one aligned 4- or 8-byte element of an allocated or
+    /// shared window, without the general path's location enum and error set-up (as
+    /// [`Self::acc_mapped`] for accumulates): the element-wise path [`Self::cas_apply`] takes
+    /// for it, so both agree on every location. `None`, with nothing done, for everything
+    /// else, errors included: the general path then checks and reports it.
+    #[inline(always)]
+    fn cas_mapped(
+        &self,
+        origin: &[u8],
+        compare: &[u8],
+        result: &mut [u8],
+        target: i32,
+        disp: i64,
+    ) -> Option<()> {
+        let elem = origin.len();
+        if !self.atomics() || (elem != 4 && elem != 8) {
+            return None;
+        }
+        let t = usize::try_from(target)
+            .ok()
+            .filter(|&t| t < self.targets.len())?;
+        if !self.can_access(t) {
+            return None;
+        }
+        let tg = &self.targets[t];
+        if tg.off_host || tg.mapped.is_null() {
+            return None;
+        }
+        let off = u64::try_from(disp).ok()?.checked_mul(tg.disp_unit)?;
+        if off.checked_add(elem as u64)? > tg.size {
+            return None;
+        }
+        // SAFETY: `off + elem <= size`: inside the target's mapped memory.
+        let p = unsafe { tg.mapped.add(off as usize) };
+        if (p as usize) & (elem - 1) != 0 {
+            return None;
+        }
+        if compare.len() != elem || result.len() != elem {
+            return None;
+        }
+        let mut o = [0u8; 8];
+        let mut c = [0u8; 8];
+        o[..elem].copy_from_slice(origin);
+        c[..elem].copy_from_slice(compare);
+        let (o, c) = (u64::from_ne_bytes(o), u64::from_ne_bytes(c));
+        let _guard = self.acc_lock(t, false, true)?;
+        if elem == 8 {
+            // SAFETY: one aligned element inside checked window memory, accessed atomically
+            // by every accumulate (see `acc_mapped`).
+            let a = unsafe { &*p.cast::<AtomicU64>() };
+            let old = a
+                .compare_exchange(c, o, Ordering::AcqRel, Ordering::Acquire)
+                .unwrap_or_else(|v| v);
+            result.copy_from_slice(&old.to_ne_bytes());
+        } else {
+            // SAFETY: as above, for a 4-byte element.
+            let a = unsafe { &*p.cast::<AtomicU32>() };
+            let old = a
+                .compare_exchange(c as u32, o as u32, Ordering::AcqRel, Ordering::Acquire)
+                .unwrap_or_else(|v| v);
+            result.copy_from_slice(&old.to_ne_bytes());
+        }
+        Some(())
     }
 
     /// Applies a compare-and-swap of one element at `loc` of target `t` (checked), under the
