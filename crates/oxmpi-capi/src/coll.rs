@@ -9,10 +9,10 @@
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 
-use oxmpi::handle::comm::{comm_typed, CommHandle};
+use oxmpi::handle::comm::{comm_coll, comm_typed, CommHandle};
 use oxmpi::handle::op::{self as hop, OpHandle};
 use oxmpi::op::{ByteFn, Datatype};
-use oxmpi::{Communicator, ErrorClass, Op, Reducible, Result, Single};
+use oxmpi::{Communicator, ErrorClass, InterCommunicator, Op, Reducible, Result, Single};
 
 use crate::boundary::{
     comm, count, err, get, handle_of, int_of, mpi_fn, put, slice, span, AbiInt, Handle,
@@ -22,6 +22,8 @@ use crate::staging::{PairLayout, Staged};
 
 /// `MPI_IN_PLACE`.
 const IN_PLACE: usize = 1;
+
+mod inter;
 
 thread_local! {
     /// The C datatype of the reduction running on this thread, handed to user operations.
@@ -33,6 +35,15 @@ pub type UserFunction = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_in
 
 pub(crate) fn typed(c: Handle) -> Result<Communicator<Single>> {
     comm_typed::<Single>(comm(c))
+}
+
+/// The communicator behind `c` for a collective defined on both kinds: `Err` an
+/// intercommunicator (see [`inter`]).
+#[allow(clippy::type_complexity)]
+fn either(
+    c: Handle,
+) -> Result<std::result::Result<Communicator<Single>, InterCommunicator<Single>>> {
+    comm_coll::<Single>(comm(c))
 }
 
 pub(crate) fn op(h: Handle) -> Result<(OpHandle, Op)> {
@@ -698,21 +709,32 @@ fn no_in_place(name: &str, p: *const c_void) -> Result<()> {
 mpi_fn! {
     /// `MPI_Barrier`.
     fn Barrier = MPI_Barrier / PMPI_Barrier(c: Handle) on comm(c) => {
-        typed(c)?.barrier()
+        match either(c)? {
+            Ok(comm) => comm.barrier(),
+            Err(ic) => ic.barrier(),
+        }
     }
 
     /// `MPI_Bcast`.
     fn Bcast = MPI_Bcast / PMPI_Bcast(buf: *mut c_void, n: c_int, dt: Handle, root: c_int, c: Handle) on comm(c) => {
+        let comm = match either(c)? {
+            Ok(comm) => comm,
+            Err(ic) => return inter::bcast("Bcast", &ic, buf, n.into(), dt, root),
+        };
         let mut out = output("Bcast", buf, n.into(), dt, 1)?;
-        typed(c)?.broadcast_into(root, out.bytes())?;
+        comm.broadcast_into(root, out.bytes())?;
         out.finish();
         Ok(())
     }
 
     /// `MPI_Bcast_c`.
     fn Bcast_c = MPI_Bcast_c / PMPI_Bcast_c(buf: *mut c_void, n: i64, dt: Handle, root: c_int, c: Handle) on comm(c) => {
+        let comm = match either(c)? {
+            Ok(comm) => comm,
+            Err(ic) => return inter::bcast("Bcast_c", &ic, buf, n, dt, root),
+        };
         let mut out = output("Bcast_c", buf, n, dt, 1)?;
-        typed(c)?.broadcast_into(root, out.bytes())?;
+        comm.broadcast_into(root, out.bytes())?;
         out.finish();
         Ok(())
     }
@@ -726,7 +748,10 @@ mpi_fn! {
         }
         let (len, d) = span("Allreduce_c", n, dt)?;
         let (_, op) = op(o)?;
-        let comm = typed(c)?;
+        let comm = match either(c)? {
+            Ok(comm) => comm,
+            Err(ic) => return reduce_as!("Allreduce_c", d, op, T => inter::allreduce::<T>("Allreduce_c", &ic, sbuf, rbuf, len, op)),
+        };
         reduce_as!("Allreduce_c", d, op, T => typed_ops::all::<T>("Allreduce_c", 0, &comm, sbuf, rbuf, len, op))
     }
 
@@ -739,7 +764,10 @@ mpi_fn! {
         }
         let (len, d) = span("Reduce_c", n, dt)?;
         let (_, op) = op(o)?;
-        let comm = typed(c)?;
+        let comm = match either(c)? {
+            Ok(comm) => comm,
+            Err(ic) => return reduce_as!("Reduce_c", d, op, T => inter::reduce::<T>("Reduce_c", &ic, sbuf, rbuf, len, op, root)),
+        };
         reduce_as!("Reduce_c", d, op, T => typed_ops::reduce::<T>(&comm, sbuf, rbuf, len, op, root))
     }
 
@@ -872,7 +900,10 @@ mpi_fn! {
         }
         let (len, d) = span("Reduce", n, dt)?;
         let (_, op) = op(o)?;
-        let comm = typed(c)?;
+        let comm = match either(c)? {
+            Ok(comm) => comm,
+            Err(ic) => return reduce_as!("Reduce", d, op, T => inter::reduce::<T>("Reduce", &ic, sbuf, rbuf, len, op, root)),
+        };
         reduce_as!("Reduce", d, op, T => typed_ops::reduce::<T>(&comm, sbuf, rbuf, len, op, root))
     }
 
@@ -885,7 +916,10 @@ mpi_fn! {
         }
         let (len, d) = span("Allreduce", n, dt)?;
         let (_, op) = op(o)?;
-        let comm = typed(c)?;
+        let comm = match either(c)? {
+            Ok(comm) => comm,
+            Err(ic) => return reduce_as!("Allreduce", d, op, T => inter::allreduce::<T>("Allreduce", &ic, sbuf, rbuf, len, op)),
+        };
         reduce_as!("Allreduce", d, op, T => typed_ops::all::<T>("Allreduce", 0, &comm, sbuf, rbuf, len, op))
     }
 
@@ -1010,7 +1044,10 @@ unsafe fn gather(
 ) -> Result<()> {
     // SAFETY: forwarded from our caller.
     unsafe {
-        let comm = typed(c)?;
+        let comm = match either(c)? {
+            Ok(comm) => comm,
+            Err(ic) => return inter::gather(name, &ic, sbuf, sn, sdt, rbuf, rn, rdt, root),
+        };
         let me = comm.rank() == root;
         let p = comm.size() as usize;
         if me {
@@ -1048,7 +1085,10 @@ unsafe fn scatter(
 ) -> Result<()> {
     // SAFETY: forwarded from our caller.
     unsafe {
-        let comm = typed(c)?;
+        let comm = match either(c)? {
+            Ok(comm) => comm,
+            Err(ic) => return inter::scatter(name, &ic, sbuf, sn, sdt, rbuf, rn, rdt, root),
+        };
         let p = comm.size() as usize;
         if comm.rank() == root {
             let send = input(name, sbuf, sn, sdt, p)?;
@@ -1085,7 +1125,10 @@ unsafe fn allgather(
 ) -> Result<()> {
     // SAFETY: forwarded from our caller.
     unsafe {
-        let comm = typed(c)?;
+        let comm = match either(c)? {
+            Ok(comm) => comm,
+            Err(ic) => return inter::allgather(name, &ic, sbuf, sn, sdt, rbuf, rn, rdt),
+        };
         let mut recv = output(name, rbuf, rn, rdt, comm.size() as usize)?;
         if in_place(sbuf) {
             comm.all_gather_in_place(recv.bytes())?;
@@ -1115,7 +1158,10 @@ unsafe fn alltoall(
 ) -> Result<()> {
     // SAFETY: forwarded from our caller.
     unsafe {
-        let comm = typed(c)?;
+        let comm = match either(c)? {
+            Ok(comm) => comm,
+            Err(ic) => return inter::alltoall(name, &ic, sbuf, sn, sdt, rbuf, rn, rdt),
+        };
         let p = comm.size() as usize;
         let mut recv = output(name, rbuf, rn, rdt, p)?;
         if in_place(sbuf) {

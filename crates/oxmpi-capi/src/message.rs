@@ -9,7 +9,7 @@
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
 
-use oxmpi::handle::comm::comm_typed;
+use oxmpi::handle::comm::comm_p2p;
 use oxmpi::{ErrorClass, Message, Result, Single, Source, Tag};
 
 use crate::boundary::{comm, err, get, mpi_fn, put, put_status, recv_buf, Handle, MpiStatus};
@@ -102,7 +102,7 @@ mpi_fn! {
         if message.is_null() {
             return Err(err(ErrorClass::Arg, "Mprobe", "message is NULL"));
         }
-        let (m, st) = comm_typed::<Single>(comm(c))?.matched_probe::<u8>(source(src), t)?;
+        let (m, st) = comm_p2p::<Single>(comm(c))?.matched_probe::<u8>(source(src), t)?;
         put_status(status, &st);
         put("Mprobe", message, handle(m, &st))
     }
@@ -113,7 +113,7 @@ mpi_fn! {
         if message.is_null() || flag.is_null() {
             return Err(err(ErrorClass::Arg, "Improbe", "flag or message is NULL"));
         }
-        match comm_typed::<Single>(comm(c))?.immediate_matched_probe::<u8>(source(src), t)? {
+        match comm_p2p::<Single>(comm(c))?.immediate_matched_probe::<u8>(source(src), t)? {
             Some((m, st)) => {
                 put_status(status, &st);
                 put("Improbe", message, handle(m, &st))?;

@@ -10,7 +10,7 @@
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
 
-use oxmpi::handle::comm::{comm_typed, with_typed, CommHandle};
+use oxmpi::handle::comm::{comm_p2p, comm_typed, with_p2p, CommHandle};
 use oxmpi::handle::env;
 use oxmpi::handle::request::{AnyDone, RequestId, Requests, SendMode};
 use oxmpi::{Communicator, ErrorClass, Result, Single, Source, Status, Tag};
@@ -89,9 +89,10 @@ pub(crate) fn req_handle(r: RequestId) -> Handle {
     }
 }
 
-/// The typed communicator behind `c` for point-to-point calls.
+/// The typed communicator behind `c` for point-to-point calls (an intercommunicator's
+/// point-to-point view: ranks name the remote group).
 fn typed(c: Handle) -> Result<Communicator<Single>> {
-    comm_typed::<Single>(comm(c))
+    comm_p2p::<Single>(comm(c))
 }
 
 fn source(s: c_int) -> Source {
@@ -152,7 +153,7 @@ unsafe fn send(
     // The common case, a standard send of a predefined type with a valid count and tag, in
     // as few steps as the native path: the checks and errors are those of the general way.
     if let (SendMode::Standard, Some(len), true) = (mode, predefined_len(n, dt), t >= 0) {
-        return with_typed(comm(c), |comm| {
+        return with_p2p(comm(c), |comm| {
             // SAFETY: forwarded from our caller.
             comm.send(unsafe { send_buf(name, buf, len)? }, dest, t)
         });
@@ -179,7 +180,7 @@ unsafe fn send_general(
 ) -> Result<()> {
     let d = data(name, n, dt as usize, buf)?;
     check_send_tag(name, t)?;
-    with_typed(comm(c), |comm| {
+    with_p2p(comm(c), |comm| {
         let packed;
         let data: &[u8] = match d {
             // SAFETY: forwarded from our caller (the data starts at the type's lower bound).
@@ -230,7 +231,7 @@ unsafe fn isend(
     // to write: no datatype resolution, nothing staged. The checks, their order and their
     // errors are those of the general way.
     if let (Some(len), true, false) = (predefined_len(n, dt), t >= 0, out.is_null()) {
-        return with_typed(comm(c), |comm| {
+        return with_p2p(comm(c), |comm| {
             // SAFETY: forwarded from our caller.
             let ptr = unsafe { send_buf(name, buf, len)? }.as_ptr();
             let id = with_requests(name, |r| {
@@ -275,7 +276,7 @@ unsafe fn isend_general(
     if out.is_null() {
         return Err(err(ErrorClass::Arg, name, "request is NULL"));
     }
-    with_typed(comm(c), |comm| {
+    with_p2p(comm(c), |comm| {
         let (ptr, len, mut staged) = match d {
             Data::Bytes { offset, len } => {
                 // SAFETY: forwarded from our caller.
@@ -335,7 +336,7 @@ unsafe fn irecv(
     // the general way.
     let tag_ok = t >= 0 || t == ANY_TAG;
     if let (Some(len), true, false) = (predefined_len(n, dt), tag_ok, out.is_null()) {
-        return with_typed(comm(c), |comm| {
+        return with_p2p(comm(c), |comm| {
             // SAFETY: forwarded from our caller.
             let ptr = unsafe { recv_buf(name, buf, len)? }.as_mut_ptr();
             let id = with_requests(name, |r| {
@@ -380,7 +381,7 @@ unsafe fn irecv_general(
     if out.is_null() {
         return Err(err(ErrorClass::Arg, name, "request is NULL"));
     }
-    with_typed(comm(c), |comm| {
+    with_p2p(comm(c), |comm| {
         let (ptr, len, mut staged) = match d {
             Data::Bytes { offset, len } => {
                 // SAFETY: forwarded from our caller.
@@ -1351,7 +1352,7 @@ unsafe fn recv(
     // The common case, a predefined type with a valid count and tag, in as few steps as the
     // native path: the checks and errors are those of the general way.
     if let (Some(len), true) = (predefined_len(n, dt), t >= 0 || t == ANY_TAG) {
-        return with_typed(comm(c), |comm| {
+        return with_p2p(comm(c), |comm| {
             // SAFETY: forwarded from our caller.
             let data = unsafe { recv_buf(name, buf, len)? };
             // SAFETY: forwarded from our caller.
@@ -1403,7 +1404,7 @@ unsafe fn recv_general(
 ) -> Result<()> {
     let d = data(name, n, dt as usize, buf.cast_const())?;
     check_recv_tag(name, t)?;
-    with_typed(comm(c), |comm| {
+    with_p2p(comm(c), |comm| {
         let st = match d {
             Data::Bytes { offset, len } => {
                 // SAFETY: forwarded from our caller.

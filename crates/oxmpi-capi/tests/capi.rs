@@ -143,6 +143,11 @@ fn point_to_point() {
 }
 
 #[test]
+fn point_to_point_on_intercommunicators() {
+    corpus("intercomm", &[2, 3, 4, 5]);
+}
+
+#[test]
 fn requests() {
     corpus("requests", &[1, 2, 3, 4]);
 }

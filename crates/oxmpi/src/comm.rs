@@ -106,6 +106,15 @@ pub(crate) struct CommCore {
     owned_pairs: Vec<u32>,
 }
 
+impl CommCore {
+    /// World ranks of the processes that point-to-point ranks name, in rank order: the
+    /// remote group of an intercommunicator, the members of an intracommunicator.
+    #[inline]
+    pub(crate) fn peers(&self) -> &[u32] {
+        self.remote.as_deref().unwrap_or(&self.members)
+    }
+}
+
 impl Drop for CommCore {
     fn drop(&mut self) {
         for &k in &self.owned_pairs {

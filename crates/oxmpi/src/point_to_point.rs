@@ -80,24 +80,26 @@ impl<L: ThreadLevel> Communicator<L> {
         Ok(())
     }
 
-    /// World rank of communicator rank `dest`, or `None` for `PROC_NULL`.
+    /// World rank of communicator rank `dest` (of the remote group, on the point-to-point
+    /// view of an intercommunicator), or `None` for `PROC_NULL`.
     pub(crate) fn dest(&self, call: &str, dest: i32) -> Result<Option<u32>> {
         if dest == PROC_NULL {
             return Ok(None);
         }
-        self.state
-            .members
-            .get(usize::try_from(dest).map_err(|_| bad_rank(call, dest, self.size()))?)
+        let peers = self.state.peers();
+        usize::try_from(dest)
+            .ok()
+            .and_then(|d| peers.get(d))
             .copied()
             .map(Some)
-            .ok_or_else(|| bad_rank(call, dest, self.size()))
+            .ok_or_else(|| bad_rank(call, dest, peers.len() as i32))
     }
 
     /// World rank of a validated communicator rank (`None` for wildcards and `PROC_NULL`).
     pub(crate) fn world_rank_of(&self, src: i32) -> Option<u32> {
         usize::try_from(src)
             .ok()
-            .and_then(|s| self.state.members.get(s).copied())
+            .and_then(|s| self.state.peers().get(s).copied())
     }
 
     pub(crate) fn envelope(&self, call: &str, tag: i32) -> Result<Envelope> {
@@ -118,8 +120,8 @@ impl<L: ThreadLevel> Communicator<L> {
         let src = match source {
             Source::Any => ANY_SOURCE,
             Source::Null => PROC_NULL,
-            Source::Rank(r) if r >= 0 && r < self.size() => r,
-            Source::Rank(r) => return Err(bad_rank(call, r, self.size())),
+            Source::Rank(r) if r >= 0 && (r as usize) < self.state.peers().len() => r,
+            Source::Rank(r) => return Err(bad_rank(call, r, self.state.peers().len() as i32)),
         };
         let tag = match tag {
             Tag::Any => ANY_TAG,

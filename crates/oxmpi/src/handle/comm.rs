@@ -454,7 +454,7 @@ pub fn comm_delete_attr(c: CommHandle, k: KeyvalHandle) -> Result<()> {
 
 thread_local! {
     /// `MPI_COMM_WORLD` and `MPI_COMM_SELF` as this thread's typed communicators, made on the
-    /// thread's first call after init: [`with_typed`] lends them without the table's lock and
+    /// thread's first call after init: [`with_p2p`] lends them without the table's lock and
     /// without counting references (six atomic read-modify-writes per call otherwise, each
     /// draining the store buffer behind the message just written). A plain reference without
     /// a destructor, so that reaching it is one TLS lookup (a destructor adds a registration
@@ -465,12 +465,13 @@ thread_local! {
 }
 
 /// Runs `f` on the communicator behind `c` as a [`Single`](crate::Single) communicator, as
-/// [`comm_typed`] gives it (same checks, same errors), lending `MPI_COMM_WORLD` and
-/// `MPI_COMM_SELF` from a per-thread copy: the C ABI's point-to-point calls go through here.
+/// [`comm_p2p`] gives it (same checks, same errors; an intercommunicator as its
+/// point-to-point view), lending `MPI_COMM_WORLD` and `MPI_COMM_SELF` from a per-thread
+/// copy: the C ABI's point-to-point calls go through here.
 // Always inlined, the closure with it: the C ABI's short paths then run without spilling the
 // closure's captures to the stack (a few call sites only, all in that layer).
 #[inline(always)]
-pub fn with_typed<R>(
+pub fn with_p2p<R>(
     c: CommHandle,
     f: impl FnOnce(&crate::Communicator<crate::Single>) -> Result<R>,
 ) -> Result<R> {
@@ -487,7 +488,7 @@ pub fn with_typed<R>(
     with_typed_slow(c, f)
 }
 
-/// [`with_typed`] on a thread's first call, after finalize, and for communicators other than
+/// [`with_p2p`] on a thread's first call, after finalize, and for communicators other than
 /// the predefined two (out of line, so that the short path stays short).
 #[inline(never)]
 fn with_typed_slow<R>(
@@ -497,11 +498,11 @@ fn with_typed_slow<R>(
     match c {
         CommHandle::WORLD => f(&typed_first(c)?[0]),
         CommHandle::SELF => f(&typed_first(c)?[1]),
-        _ => f(&comm_typed::<crate::Single>(c)?),
+        _ => f(&comm_p2p::<crate::Single>(c)?),
     }
 }
 
-/// [`with_typed`] on a thread's first call (or after finalize): init, finalize and the
+/// [`with_p2p`] on a thread's first call (or after finalize): init, finalize and the
 /// calling thread are checked as `get` does, then the thread's pair is made.
 #[cold]
 #[inline(never)]
@@ -525,21 +526,11 @@ fn typed_first(c: CommHandle) -> Result<&'static [crate::Communicator<crate::Sin
 /// (point-to-point, collectives) in a program initialized through [`init_thread`]. `L` may
 /// not promise more threading than the level in force ([`ErrorClass::Other`] otherwise), so
 /// the typed rules (`Send`/`Sync` by level) keep holding. Fails for intercommunicators
-/// ([`ErrorClass::Comm`]).
+/// ([`ErrorClass::Comm`]); [`comm_p2p`] gives their point-to-point view.
 ///
 /// [`init_thread`]: super::env::init_thread
 pub fn comm_typed<L: crate::ThreadLevel>(c: CommHandle) -> Result<crate::Communicator<L>> {
-    let comm = get("comm_typed", c)?;
-    if L::LEVEL > comm.rt.level {
-        return Err(Error::new(
-            ErrorClass::Other,
-            format!(
-                "comm_typed: a {:?} handle needs that thread level; {:?} is in force",
-                L::LEVEL,
-                comm.rt.level
-            ),
-        ));
-    }
+    let comm = typed_checked::<L>("comm_typed", c)?;
     if comm.is_inter() {
         return Err(Error::new(
             ErrorClass::Comm,
@@ -547,4 +538,48 @@ pub fn comm_typed<L: crate::ThreadLevel>(c: CommHandle) -> Result<crate::Communi
         ));
     }
     Ok(crate::Communicator::from_comm(comm))
+}
+
+/// As [`comm_typed`], for point-to-point calls only (the C ABI's send, receive, probe and
+/// request-starting calls): an intercommunicator is accepted and given as its
+/// point-to-point view, whose ranks (destinations, sources, statuses) name the remote group
+/// and whose messages travel on the intercommunicator's own context. Only point-to-point
+/// operations are meaningful on that view: its rank, size and collectives are those of the
+/// local group on a context the remote group also sends on, so a collective on it does not
+/// complete correctly (memory stays safe). Use [`comm_typed`] for everything else.
+pub fn comm_p2p<L: crate::ThreadLevel>(c: CommHandle) -> Result<crate::Communicator<L>> {
+    Ok(crate::Communicator::from_comm(typed_checked::<L>(
+        "comm_p2p", c,
+    )?))
+}
+
+/// The communicator behind `c` for a collective: `Ok(Ok(_))` an intracommunicator (as
+/// [`comm_typed`] gives it), `Ok(Err(_))` an intercommunicator, whose collectives send each
+/// group's data to the other group. Same checks and errors as [`comm_typed`] otherwise.
+#[allow(clippy::type_complexity)] // either of the two typed communicators
+pub fn comm_coll<L: crate::ThreadLevel>(
+    c: CommHandle,
+) -> Result<std::result::Result<crate::Communicator<L>, crate::InterCommunicator<L>>> {
+    let comm = typed_checked::<L>("comm_coll", c)?;
+    Ok(if comm.is_inter() {
+        Err(crate::InterCommunicator::from_arc(comm.rt, comm.state))
+    } else {
+        Ok(crate::Communicator::from_comm(comm))
+    })
+}
+
+/// The communicator behind `c`, checked as [`comm_typed`] documents (thread level).
+fn typed_checked<L: crate::ThreadLevel>(call: &str, c: CommHandle) -> Result<Comm> {
+    let comm = get(call, c)?;
+    if L::LEVEL > comm.rt.level {
+        return Err(Error::new(
+            ErrorClass::Other,
+            format!(
+                "{call}: a {:?} handle needs that thread level; {:?} is in force",
+                L::LEVEL,
+                comm.rt.level
+            ),
+        ));
+    }
+    Ok(comm)
 }
