@@ -46,6 +46,103 @@ fn either(
     comm_coll::<Single>(comm(c))
 }
 
+/// The communicator of a varying-count collective, of either kind: the calls below take
+/// the same byte buffers, counts and displacements for both, with the root argument as C
+/// gives it (a rank, or on an intercommunicator also `MPI_ROOT` and `MPI_PROC_NULL`).
+enum VComm {
+    Intra(Communicator<Single>),
+    Inter(InterCommunicator<Single>),
+}
+
+impl VComm {
+    fn new(c: Handle) -> Result<VComm> {
+        Ok(match either(c)? {
+            Ok(comm) => VComm::Intra(comm),
+            Err(ic) => VComm::Inter(ic),
+        })
+    }
+
+    /// How many blocks the counts and displacements describe: the size of the group that
+    /// data comes from or goes to.
+    fn peers(&self) -> usize {
+        match self {
+            VComm::Intra(c) => c.size() as usize,
+            VComm::Inter(ic) => ic.remote_size() as usize,
+        }
+    }
+
+    /// Whether this process is the root of a rooted call.
+    fn is_root(&self, root: c_int) -> bool {
+        match self {
+            VComm::Intra(c) => c.rank() == root,
+            VComm::Inter(_) => root == inter::ROOT,
+        }
+    }
+
+    /// A process of an intercommunicator's root group other than the root: it takes no
+    /// part, and its buffers are not significant.
+    fn is_bystander(&self, root: c_int) -> bool {
+        matches!(self, VComm::Inter(_)) && root == inter::PROC_NULL
+    }
+
+    fn gatherv(
+        &self,
+        name: &str,
+        root: c_int,
+        send: &[u8],
+        recv: &mut [u8],
+        bc: &[usize],
+        bd: &[usize],
+    ) -> Result<()> {
+        match self {
+            VComm::Intra(c) => c.gather_varcount_into(root, send, recv, bc, bd),
+            VComm::Inter(ic) => {
+                ic.gather_varcount_into(inter::root_of(name, ic, root)?, send, recv, bc, bd)
+            }
+        }
+    }
+
+    fn scatterv(
+        &self,
+        name: &str,
+        root: c_int,
+        send: &[u8],
+        bc: &[usize],
+        bd: &[usize],
+        recv: &mut [u8],
+    ) -> Result<()> {
+        match self {
+            VComm::Intra(c) => c.scatter_varcount_into(root, send, bc, bd, recv),
+            VComm::Inter(ic) => {
+                ic.scatter_varcount_into(inter::root_of(name, ic, root)?, send, bc, bd, recv)
+            }
+        }
+    }
+
+    fn allgatherv(&self, send: &[u8], recv: &mut [u8], bc: &[usize], bd: &[usize]) -> Result<()> {
+        match self {
+            VComm::Intra(c) => c.all_gather_varcount_into(send, recv, bc, bd),
+            VComm::Inter(ic) => ic.all_gather_varcount_into(send, recv, bc, bd),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)] // the standard's arguments
+    fn alltoallv(
+        &self,
+        send: &[u8],
+        sc: &[usize],
+        sd: &[usize],
+        recv: &mut [u8],
+        rc: &[usize],
+        rd: &[usize],
+    ) -> Result<()> {
+        match self {
+            VComm::Intra(c) => c.all_to_all_varcount_into(send, sc, sd, recv, rc, rd),
+            VComm::Inter(ic) => ic.all_to_all_varcount_into(send, sc, sd, recv, rc, rd),
+        }
+    }
+}
+
 pub(crate) fn op(h: Handle) -> Result<(OpHandle, Op)> {
     let id = OpHandle::from_int(int_of(h));
     Ok((id, hop::op_get(id)?))
@@ -1297,21 +1394,29 @@ unsafe fn gatherv<C: AbiInt, D: AbiInt>(
     // SAFETY: forwarded from our caller.
     unsafe {
         no_in_place(name, sbuf)?;
-        let comm = typed(c)?;
-        let send = input(name, sbuf, sn, sdt, 1)?;
-        if comm.rank() != root {
-            return comm.gather_varcount_into(root, &send, &mut [], &[], &[]);
+        let comm = VComm::new(c)?;
+        if comm.is_bystander(root) {
+            return comm.gatherv(name, root, &[], &mut [], &[], &[]);
         }
-        let p = comm.size() as usize;
+        let root_only = comm.is_root(root) && matches!(comm, VComm::Inter(_));
+        let send = if root_only {
+            std::borrow::Cow::Borrowed(&[][..])
+        } else {
+            input(name, sbuf, sn, sdt, 1)?
+        };
+        if !comm.is_root(root) {
+            return comm.gatherv(name, root, &send, &mut [], &[], &[]);
+        }
+        let p = comm.peers();
         if let Some(b) = Blocks::new(name, p, rcounts, displs, rdt)? {
             let mut tmp = vec![0u8; b.total];
-            comm.gather_varcount_into(root, &send, &mut tmp, &b.bc, &b.bd)?;
+            comm.gatherv(name, root, &send, &mut tmp, &b.bc, &b.bd)?;
             b.unpack(rbuf, &tmp);
             return Ok(());
         }
         let d = crate::datatypes::lookup(name, rdt as usize)?;
         let (bc, bd, extent) = layout(name, p, rcounts, displs, d.size)?;
-        comm.gather_varcount_into(root, &send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
+        comm.gatherv(name, root, &send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
     }
 }
 
@@ -1335,17 +1440,26 @@ unsafe fn scatterv<C: AbiInt, D: AbiInt>(
     // SAFETY: forwarded from our caller.
     unsafe {
         no_in_place(name, rbuf)?;
-        let comm = typed(c)?;
-        let mut recv = output(name, rbuf, rn, rdt, 1)?;
-        if comm.rank() == root {
-            let p = comm.size() as usize;
+        let comm = VComm::new(c)?;
+        if comm.is_bystander(root) {
+            return comm.scatterv(name, root, &[], &[], &[], &mut []);
+        }
+        // An intercommunicator's root receives nothing.
+        let mut recv = if comm.is_root(root) && matches!(comm, VComm::Inter(_)) {
+            Output::Raw(&mut [])
+        } else {
+            output(name, rbuf, rn, rdt, 1)?
+        };
+        if comm.is_root(root) {
+            let p = comm.peers();
             if let Some(b) = Blocks::new(name, p, scounts, displs, sdt)? {
                 let packed = b.pack(sbuf);
-                comm.scatter_varcount_into(root, &packed, &b.bc, &b.bd, recv.bytes())?;
+                comm.scatterv(name, root, &packed, &b.bc, &b.bd, recv.bytes())?;
             } else {
                 let d = crate::datatypes::lookup(name, sdt as usize)?;
                 let (bc, bd, extent) = layout(name, p, scounts, displs, d.size)?;
-                comm.scatter_varcount_into(
+                comm.scatterv(
+                    name,
                     root,
                     bytes(name, sbuf, extent)?,
                     &bc,
@@ -1354,7 +1468,7 @@ unsafe fn scatterv<C: AbiInt, D: AbiInt>(
                 )?;
             }
         } else {
-            comm.scatter_varcount_into(root, &[], &[], &[], recv.bytes())?;
+            comm.scatterv(name, root, &[], &[], &[], recv.bytes())?;
         }
         recv.finish();
         Ok(())
@@ -1380,18 +1494,18 @@ unsafe fn allgatherv<C: AbiInt, D: AbiInt>(
     // SAFETY: forwarded from our caller.
     unsafe {
         no_in_place(name, sbuf)?;
-        let comm = typed(c)?;
-        let p = comm.size() as usize;
+        let comm = VComm::new(c)?;
+        let p = comm.peers();
         let send = input(name, sbuf, sn, sdt, 1)?;
         if let Some(b) = Blocks::new(name, p, rcounts, displs, rdt)? {
             let mut tmp = vec![0u8; b.total];
-            comm.all_gather_varcount_into(&send, &mut tmp, &b.bc, &b.bd)?;
+            comm.allgatherv(&send, &mut tmp, &b.bc, &b.bd)?;
             b.unpack(rbuf, &tmp);
             return Ok(());
         }
         let d = crate::datatypes::lookup(name, rdt as usize)?;
         let (bc, bd, extent) = layout(name, p, rcounts, displs, d.size)?;
-        comm.all_gather_varcount_into(&send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
+        comm.allgatherv(&send, bytes_mut(name, rbuf, extent)?, &bc, &bd)
     }
 }
 
@@ -1415,8 +1529,8 @@ unsafe fn alltoallv<C: AbiInt, D: AbiInt>(
     // SAFETY: forwarded from our caller.
     unsafe {
         no_in_place(name, sbuf)?;
-        let comm = typed(c)?;
-        let p = comm.size() as usize;
+        let comm = VComm::new(c)?;
+        let p = comm.peers();
         let sb = Blocks::new(name, p, scounts, sdispls, sdt)?;
         let rb = Blocks::new(name, p, rcounts, rdispls, rdt)?;
         let (packed, sc, sdi);
@@ -1436,21 +1550,14 @@ unsafe fn alltoallv<C: AbiInt, D: AbiInt>(
         match &rb {
             Some(b) => {
                 let mut tmp = vec![0u8; b.total];
-                comm.all_to_all_varcount_into(send, &sc, &sdi, &mut tmp, &b.bc, &b.bd)?;
+                comm.alltoallv(send, &sc, &sdi, &mut tmp, &b.bc, &b.bd)?;
                 b.unpack(rbuf, &tmp);
                 Ok(())
             }
             None => {
                 let rd = crate::datatypes::lookup(name, rdt as usize)?;
                 let (rc, rdi, rext) = layout(name, p, rcounts, rdispls, rd.size)?;
-                comm.all_to_all_varcount_into(
-                    send,
-                    &sc,
-                    &sdi,
-                    bytes_mut(name, rbuf, rext)?,
-                    &rc,
-                    &rdi,
-                )
+                comm.alltoallv(send, &sc, &sdi, bytes_mut(name, rbuf, rext)?, &rc, &rdi)
             }
         }
     }

@@ -542,9 +542,12 @@ impl Comm {
     /// collective, so every member returns). `id` is the front end's id of this
     /// communicator, for the callbacks. Collective.
     pub(crate) fn dup(&self, id: u32) -> Result<Comm> {
-        self.intra_only("duplicate")?;
-        let ks = self.agree_pairs("duplicate", 1)?;
-        let mut st = CommState::new(2 * ks[0], self.state.rank, self.state.members.clone(), ks);
+        let mut st = if self.is_inter() {
+            self.inter_view().dup_state()?
+        } else {
+            let ks = self.agree_pairs("duplicate", 1)?;
+            CommState::new(2 * ks[0], self.state.rank, self.state.members.clone(), ks)
+        };
         // On error `st` drops here and its context pair goes back to the pool.
         st.attrs = self.state.attrs.copy_for_dup(id)?;
         st.topo = self.state.topo.clone();
@@ -715,16 +718,20 @@ impl Comm {
                 "merge: not an intercommunicator",
             ));
         }
-        let inter = InterCommunicator::<Multiple> {
-            rt: self.rt.clone(),
-            state: self.state.clone(),
-            _level: Default::default(),
-        };
-        let merged = inter.merge(high)?;
+        let merged = self.inter_view().merge(high)?;
         Ok(Comm {
             rt: merged.rt,
             state: merged.state,
         })
+    }
+
+    /// This intercommunicator as the typed one, for its operations over both groups.
+    fn inter_view(&self) -> InterCommunicator<Multiple> {
+        InterCommunicator {
+            rt: self.rt.clone(),
+            state: self.state.clone(),
+            _level: Default::default(),
+        }
     }
 
     /// `MPI_Comm_get_attr` of a predefined attribute.
@@ -1143,22 +1150,48 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         } else {
             (first.len() + self.state.rank as usize) as u32
         };
-        // A pair free in both groups.
-        let ks = loop {
+        let ks = self.agree_pairs_over_both("merge", 1)?;
+        Ok(Communicator::from_state(
+            self.rt.clone(),
+            CommState::new(2 * ks[0], rank, members, ks),
+        ))
+    }
+
+    /// `n` context pairs free in both groups, claimed here. Collective over both groups.
+    fn agree_pairs_over_both(&self, call: &str, n: usize) -> Result<Vec<u32>> {
+        loop {
             let mut all = [0u64; WORDS];
             self.and_over_both(&free_mask(), &mut all)?;
-            let ks = lowest(&all, 1).ok_or_else(|| out_of_contexts("merge"))?;
+            let ks = lowest(&all, n).ok_or_else(|| out_of_contexts(call))?;
             if let Some(ks) = confirm(self.rt.level, ks, |ok| {
                 let mut all_ok = [0u64];
                 self.and_over_both(&[ok as u64], &mut all_ok)?;
                 Ok(all_ok[0] != 0)
             })? {
-                break ks;
+                return Ok(ks);
             }
-        };
-        Ok(Communicator::from_state(
+        }
+    }
+
+    /// The state of a duplicate: the same groups on two new context pairs (traffic between
+    /// the groups, the local group's collectives). Collective over both groups.
+    fn dup_state(&self) -> Result<CommState> {
+        let ks = self.agree_pairs_over_both("duplicate", 2)?;
+        Ok(CommState::inter(
+            ks[0],
+            ks[1],
+            self.state.rank,
+            self.state.members.clone(),
+            self.remote().to_vec(),
+        ))
+    }
+
+    /// A new intercommunicator over the same two groups with contexts of its own
+    /// (`MPI_Comm_dup`): its messages never match this one's. Collective over both groups.
+    pub fn duplicate(&self) -> Result<InterCommunicator<L>> {
+        Ok(InterCommunicator::from_state(
             self.rt.clone(),
-            CommState::new(2 * ks[0], rank, members, ks),
+            self.dup_state()?,
         ))
     }
 

@@ -12,14 +12,14 @@ use super::{in_place, input, operand_in, operand_out, output};
 use crate::boundary::{err, Handle};
 
 /// `MPI_ROOT`.
-const ROOT: c_int = -4;
+pub(super) const ROOT: c_int = -4;
 /// `MPI_PROC_NULL`.
-const PROC_NULL: c_int = -3;
+pub(super) const PROC_NULL: c_int = -3;
 
 type Inter = InterCommunicator<Single>;
 
 /// The role a rooted call's `root` argument gives this process.
-fn root_of(name: &str, ic: &Inter, root: c_int) -> Result<InterRoot> {
+pub(super) fn root_of(name: &str, ic: &Inter, root: c_int) -> Result<InterRoot> {
     match root {
         ROOT => Ok(InterRoot::Root),
         PROC_NULL => Ok(InterRoot::Null),

@@ -2,8 +2,8 @@
  * ranks, every mode, nonblocking, persistent, probes, matched probes, sendrecv, a
  * rendezvous-sized message with every byte checked, PROC_NULL and the errors of a rank
  * outside the remote group. Blocking collectives (barrier, bcast, reduce, allreduce,
- * gather, scatter, allgather, alltoall) with MPI_ROOT/MPI_PROC_NULL roots, and their
- * errors. The world is split into its even and odd ranks (np >= 2). */
+ * gather(v), scatter(v), allgather(v), alltoall(v)) with MPI_ROOT/MPI_PROC_NULL roots, and
+ * their errors; MPI_Comm_dup of an intercommunicator. The world is split into its even and odd ranks (np >= 2). */
 #include <stdint.h>
 #include <string.h>
 #include "check.h"
@@ -182,11 +182,73 @@ int main(int argc, char **argv) {
         for (int j = 0; j < rsize; j++) {
             CHECK(in2[j] == REMOTE_WORLD(j) * 100 + me, "alltoall[%d]=%d", j, in2[j]);
         }
+        /* Blocks of different sizes each way: the even group sends two ints per remote
+         * rank, the odd group one. */
+        int sb = color == 0 ? 2 : 1, rb = 3 - sb, out3[64], in3[64];
+        for (int j = 0; j < rsize; j++)
+            for (int k = 0; k < sb; k++) out3[j * sb + k] = wrank * 1000 + j * 10 + k;
+        MUST(MPI_Alltoall(out3, sb, MPI_INT, in3, rb, MPI_INT, inter));
+        for (int j = 0; j < rsize; j++)
+            for (int k = 0; k < rb; k++)
+                CHECK(in3[j * rb + k] == REMOTE_WORLD(j) * 1000 + me * 10 + k, "alltoall %d.%d=%d",
+                      j, k, in3[j * rb + k]);
+    }
+
+    /* Varying counts: remote rank j contributes j + 1 ints (its world rank, repeated), laid
+     * out back to back from displacement 1. */
+    {
+        int counts[32], displs[32], total = 1;
+        for (int j = 0; j < rsize; j++) {
+            counts[j] = j + 1;
+            displs[j] = total;
+            total += j + 1;
+        }
+        int mine[33], got[600];
+        for (int k = 0; k <= me; k++) mine[k] = wrank;
+        for (int rootgroup = 0; rootgroup < 2; rootgroup++) {
+            int root = color == rootgroup ? (me == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+            for (int k = 0; k < total; k++) got[k] = -1;
+            MUST(MPI_Gatherv(mine, me + 1, MPI_INT, got, counts, displs, MPI_INT, root, inter));
+            if (root == MPI_ROOT) {
+                CHECK(got[0] == -1, "gatherv wrote before the first displacement");
+                for (int j = 0; j < rsize; j++)
+                    for (int k = 0; k <= j; k++)
+                        CHECK(got[displs[j] + k] == REMOTE_WORLD(j), "gatherv %d.%d=%d", j, k,
+                              got[displs[j] + k]);
+            }
+            /* Scatterv: the root sends remote rank j the values 10 j .. 10 j + j. */
+            int src[600], one[33];
+            for (int j = 0; j < rsize; j++)
+                for (int k = 0; k <= j; k++) src[displs[j] + k] = 10 * j + k;
+            for (int k = 0; k < 33; k++) one[k] = -1;
+            MUST(MPI_Scatterv(src, counts, displs, MPI_INT, one, me + 1, MPI_INT, root, inter));
+            if (color != rootgroup) {
+                for (int k = 0; k <= me; k++) CHECK(one[k] == 10 * me + k, "scatterv %d=%d", k, one[k]);
+            }
+        }
+        for (int k = 0; k < total; k++) got[k] = -1;
+        MUST(MPI_Allgatherv(mine, me + 1, MPI_INT, got, counts, displs, MPI_INT, inter));
+        for (int j = 0; j < rsize; j++)
+            for (int k = 0; k <= j; k++)
+                CHECK(got[displs[j] + k] == REMOTE_WORLD(j), "allgatherv %d.%d=%d", j, k,
+                      got[displs[j] + k]);
+        /* Alltoallv: me + 1 ints to each remote rank j, j + 1 from it. */
+        int sc[32], sd[32], out4[600], in4[600];
+        for (int j = 0; j < rsize; j++) {
+            sc[j] = me + 1;
+            sd[j] = j * (me + 1);
+            for (int k = 0; k <= me; k++) out4[sd[j] + k] = wrank * 100 + j;
+        }
+        MUST(MPI_Alltoallv(out4, sc, sd, MPI_INT, in4, counts, displs, MPI_INT, inter));
+        for (int j = 0; j < rsize; j++)
+            for (int k = 0; k <= j; k++)
+                CHECK(in4[displs[j] + k] == REMOTE_WORLD(j) * 100 + me, "alltoallv %d.%d=%d", j,
+                      k, in4[displs[j] + k]);
     }
 
     /* PROC_NULL completes at once with the null status. */
     MPI_Status st;
-    int x = 0;
+    int x = 0, flag_inter = 0;
     MUST(MPI_Send(&x, 1, MPI_INT, MPI_PROC_NULL, 0, inter));
     MUST(MPI_Recv(&x, 1, MPI_INT, MPI_PROC_NULL, 0, inter, &st));
     CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "proc_null status %d", st.MPI_SOURCE);
@@ -210,6 +272,25 @@ int main(int argc, char **argv) {
     MUST(MPI_Error_class(rc, &cls));
     CHECK(cls == MPI_ERR_ARG, "in-place allreduce: class %d", cls);
 
+    /* A duplicate has contexts of its own: a message sent on it is not received on the
+     * original even with the same source and tag. */
+    MPI_Comm dup;
+    MUST(MPI_Comm_dup(inter, &dup));
+    MUST(MPI_Comm_test_inter(dup, &flag_inter));
+    MUST(MPI_Comm_remote_size(dup, &x));
+    CHECK(flag_inter && x == rsize, "dup: inter %d, remote size %d", flag_inter, x);
+    if (me < rsize) {
+        int a = 1000 + wrank, b = 2000 + wrank, ga = -1, gb = -1;
+        MPI_Request rr[4];
+        MUST(MPI_Irecv(&ga, 1, MPI_INT, me, 9, inter, &rr[0]));
+        MUST(MPI_Irecv(&gb, 1, MPI_INT, me, 9, dup, &rr[1]));
+        MUST(MPI_Isend(&b, 1, MPI_INT, me, 9, dup, &rr[2]));
+        MUST(MPI_Isend(&a, 1, MPI_INT, me, 9, inter, &rr[3]));
+        MUST(MPI_Waitall(4, rr, MPI_STATUSES_IGNORE));
+        CHECK(ga == 1000 + REMOTE_WORLD(me) && gb == 2000 + REMOTE_WORLD(me), "dup got %d %d", ga, gb);
+    }
+    MUST(MPI_Barrier(dup));
+    MUST(MPI_Comm_free(&dup));
     MUST(MPI_Comm_free(&inter));
     MUST(MPI_Comm_free(&half));
     MUST(MPI_Finalize());

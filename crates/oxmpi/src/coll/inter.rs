@@ -12,7 +12,7 @@
 
 use super::algorithms::{tree, Grp, EMPTY};
 use super::schedule::{Combine, Peer, Program, Region, Span};
-use super::{bytes, bytes_mut, check_len, combine, done, req, Planned};
+use super::{bytes, bytes_mut, check_len, combine, done, req, v_spans, Planned};
 use crate::comm::InterCommunicator;
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
@@ -338,12 +338,18 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         send: &'a [T],
         recv: &'a mut [T],
     ) -> Result<Option<Request<'a, 's>>> {
-        check_len(
-            name,
-            "the receive buffer",
-            recv.len(),
-            send.len() * self.remote_size() as usize,
-        )?;
+        // The blocks received are as long as the other group's send blocks, which may
+        // differ from this group's.
+        let q = self.remote_size().max(1) as usize;
+        if !recv.len().is_multiple_of(q) {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "{name}: the receive buffer's {} elements do not split into {q} blocks",
+                    recv.len()
+                ),
+            ));
+        }
         let n = std::mem::size_of_val(send);
         let mut pr = Program::new();
         let g = local(self.me(), self.lsize());
@@ -352,7 +358,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         } else {
             0
         });
-        let output = Span::new(Region::Recv, 0, n * self.remote_size() as usize);
+        let output = Span::new(Region::Recv, 0, std::mem::size_of_val(recv));
         tree::gather_binomial(&mut pr, g, 0, Span::new(Region::Send, 0, n), mine);
         if self.me() == 0 {
             pr.exchange(Peer::Remote(0), mine, output);
@@ -362,7 +368,8 @@ impl<L: ThreadLevel> InterCommunicator<L> {
     }
 
     /// Every process's `recv` gets the other group's `send`s in that group's rank order
-    /// (`MPI_Allgather`): `recv` holds remote-size blocks of `send.len()` elements.
+    /// (`MPI_Allgather`): `recv` holds remote-size blocks, each as long as the other group's
+    /// `send`s (which may differ from this group's).
     pub fn all_gather_into<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
         self.all_gather_go(None, "intercomm allgather", send, recv)
             .map(drop)
@@ -620,33 +627,39 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         send: &'a [T],
         recv: &'a mut [T],
     ) -> Result<Option<Request<'a, 's>>> {
+        // The blocks sent and received may differ in size: this group's send block is the
+        // other group's receive block, and the other way round.
         let q = self.remote_size().max(1) as usize;
-        check_len(name, "the receive buffer", recv.len(), send.len())?;
-        if !send.len().is_multiple_of(q) {
-            return Err(Error::new(
-                ErrorClass::Count,
-                format!(
-                    "{name}: {} elements do not split into {q} blocks",
-                    send.len()
-                ),
-            ));
+        for (what, len) in [("send", send.len()), ("receive", recv.len())] {
+            if !len.is_multiple_of(q) {
+                return Err(Error::new(
+                    ErrorClass::Count,
+                    format!(
+                        "{name}: the {what} buffer's {len} elements do not split into {q} blocks"
+                    ),
+                ));
+            }
         }
-        let n = std::mem::size_of_val(send) / q;
+        let (ns, nr) = (
+            std::mem::size_of_val(send) / q,
+            std::mem::size_of_val(recv) / q,
+        );
         let mut pr = Program::new();
         for s in 0..q {
             let j = (self.me() as usize + s) % q;
-            pr.recv(Peer::Remote(j as u32), Span::new(Region::Recv, j * n, n));
+            pr.recv(Peer::Remote(j as u32), Span::new(Region::Recv, j * nr, nr));
         }
         for s in 0..q {
             let j = (self.me() as usize + s) % q;
-            pr.send(Peer::Remote(j as u32), Span::new(Region::Send, j * n, n));
+            pr.send(Peer::Remote(j as u32), Span::new(Region::Send, j * ns, ns));
         }
         pr.wait();
         self.start(scope, name, pr, None, bytes(send), bytes_mut(recv))
     }
 
     /// Block j of `send` goes to remote rank j; remote rank j's block for this process lands
-    /// in block j of `recv` (`MPI_Alltoall`).
+    /// in block j of `recv` (`MPI_Alltoall`). Each buffer holds remote-size blocks; a send
+    /// block is as long as the other group's receive blocks (the two may differ).
     pub fn all_to_all_into<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
         self.all_to_all_go(None, "intercomm alltoall", send, recv)
             .map(drop)
@@ -661,6 +674,128 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         recv: &'a mut [T],
     ) -> Result<Request<'a, 's>> {
         req(self.all_to_all_go(Some(scope), "intercomm immediate_alltoall", send, recv))
+    }
+
+    /// Gathers remote rank i's `send` into the root's `recv` at element `displs[i]`, where
+    /// `counts[i]` elements are expected (`MPI_Gatherv`); `counts` and `displs` are used at
+    /// the root only. Each remote process's message goes straight to the root.
+    pub fn gather_varcount_into<T: Equivalence>(
+        &self,
+        root: InterRoot,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<()> {
+        let name = "intercomm gatherv";
+        self.check_remote_root(name, root)?;
+        let mut pr = Program::new();
+        match root {
+            InterRoot::Null => return self.skip(None).map(drop),
+            InterRoot::Root => {
+                let q = self.remote_size() as u32;
+                let elem = std::mem::size_of::<T>();
+                let spans = v_spans(name, Region::Recv, counts, displs, recv.len(), q, elem)?;
+                for (j, s) in spans.into_iter().enumerate() {
+                    pr.recv(Peer::Remote(j as u32), s);
+                }
+            }
+            InterRoot::Remote(r) => {
+                let all = Span::new(Region::Send, 0, std::mem::size_of_val(send));
+                pr.send(Peer::Remote(r as u32), all);
+            }
+        }
+        pr.wait();
+        self.start(None, name, pr, None, bytes(send), bytes_mut(recv))
+            .map(drop)
+    }
+
+    /// Sends `counts[i]` elements of the root's `send` from element `displs[i]` to remote
+    /// rank i, into its `recv` (`MPI_Scatterv`); `send`, `counts` and `displs` are used at
+    /// the root only.
+    pub fn scatter_varcount_into<T: Equivalence>(
+        &self,
+        root: InterRoot,
+        send: &[T],
+        counts: &[usize],
+        displs: &[usize],
+        recv: &mut [T],
+    ) -> Result<()> {
+        let name = "intercomm scatterv";
+        self.check_remote_root(name, root)?;
+        let mut pr = Program::new();
+        match root {
+            InterRoot::Null => return self.skip(None).map(drop),
+            InterRoot::Root => {
+                let q = self.remote_size() as u32;
+                let elem = std::mem::size_of::<T>();
+                let spans = v_spans(name, Region::Send, counts, displs, send.len(), q, elem)?;
+                for (j, s) in spans.into_iter().enumerate() {
+                    pr.send(Peer::Remote(j as u32), s);
+                }
+            }
+            InterRoot::Remote(r) => {
+                let all = Span::new(Region::Recv, 0, std::mem::size_of_val(recv));
+                pr.recv(Peer::Remote(r as u32), all);
+            }
+        }
+        pr.wait();
+        self.start(None, name, pr, None, bytes(send), bytes_mut(recv))
+            .map(drop)
+    }
+
+    /// Every process's `recv` gets remote rank i's `send` at element `displs[i]`, where
+    /// `counts[i]` elements are expected (`MPI_Allgatherv`).
+    pub fn all_gather_varcount_into<T: Equivalence>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<()> {
+        let (name, q) = ("intercomm allgatherv", self.remote_size() as u32);
+        let elem = std::mem::size_of::<T>();
+        let spans = v_spans(name, Region::Recv, counts, displs, recv.len(), q, elem)?;
+        let mut pr = Program::new();
+        for (j, s) in spans.into_iter().enumerate() {
+            pr.recv(Peer::Remote(j as u32), s);
+        }
+        let all = Span::new(Region::Send, 0, std::mem::size_of_val(send));
+        for j in 0..q {
+            pr.send(Peer::Remote(j), all);
+        }
+        pr.wait();
+        self.start(None, name, pr, None, bytes(send), bytes_mut(recv))
+            .map(drop)
+    }
+
+    /// `scounts[j]` elements of `send` from `sdispls[j]` go to remote rank j; remote rank
+    /// j's block for this process lands in `recv` at `rdispls[j]`, `rcounts[j]` elements
+    /// expected (`MPI_Alltoallv`).
+    #[allow(clippy::too_many_arguments)] // the standard's arguments
+    pub fn all_to_all_varcount_into<T: Equivalence>(
+        &self,
+        send: &[T],
+        scounts: &[usize],
+        sdispls: &[usize],
+        recv: &mut [T],
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<()> {
+        let (name, q) = ("intercomm alltoallv", self.remote_size() as u32);
+        let elem = std::mem::size_of::<T>();
+        let sspans = v_spans(name, Region::Send, scounts, sdispls, send.len(), q, elem)?;
+        let rspans = v_spans(name, Region::Recv, rcounts, rdispls, recv.len(), q, elem)?;
+        let mut pr = Program::new();
+        for (j, s) in rspans.into_iter().enumerate() {
+            pr.recv(Peer::Remote(j as u32), s);
+        }
+        for (j, s) in sspans.into_iter().enumerate() {
+            pr.send(Peer::Remote(j as u32), s);
+        }
+        pr.wait();
+        self.start(None, name, pr, None, bytes(send), bytes_mut(recv))
+            .map(drop)
     }
 
     /// Sends `buf` to rank `dest` of the remote group (`MPI_Send` on an intercommunicator).
