@@ -1528,19 +1528,44 @@ unsafe fn alltoallv<C: AbiInt, D: AbiInt>(
 ) -> Result<()> {
     // SAFETY: forwarded from our caller.
     unsafe {
-        no_in_place(name, sbuf)?;
         let comm = VComm::new(c)?;
+        // MPI_IN_PLACE: the receive blocks as they are now are the send blocks, read from a
+        // copy taken before anything arrives (intracommunicators only).
+        let ip = in_place(sbuf);
+        if ip && matches!(comm, VComm::Inter(_)) {
+            return Err(err(
+                ErrorClass::Arg,
+                name,
+                "MPI_IN_PLACE is not defined on an intercommunicator",
+            ));
+        }
         let p = comm.peers();
-        let sb = Blocks::new(name, p, scounts, sdispls, sdt)?;
+        let sb = if ip {
+            None
+        } else {
+            Blocks::new(name, p, scounts, sdispls, sdt)?
+        };
         let rb = Blocks::new(name, p, rcounts, rdispls, rdt)?;
         let (packed, sc, sdi);
-        let send: &[u8] = match &sb {
-            Some(b) => {
+        let send: &[u8] = match (&sb, &rb) {
+            (_, Some(b)) if ip => {
+                packed = b.pack(rbuf.cast_const());
+                (sc, sdi) = (b.bc.clone(), b.bd.clone());
+                &packed
+            }
+            _ if ip => {
+                let rd = crate::datatypes::lookup(name, rdt as usize)?;
+                let (c, d, rext) = layout(name, p, rcounts, rdispls, rd.size)?;
+                (sc, sdi) = (c, d);
+                packed = bytes(name, rbuf.cast_const(), rext)?.to_vec();
+                &packed
+            }
+            (Some(b), _) => {
                 packed = b.pack(sbuf);
                 (sc, sdi) = (b.bc.clone(), b.bd.clone());
                 &packed
             }
-            None => {
+            (None, _) => {
                 let sd = crate::datatypes::lookup(name, sdt as usize)?;
                 let (c, d, sext) = layout(name, p, scounts, sdispls, sd.size)?;
                 (sc, sdi) = (c, d);

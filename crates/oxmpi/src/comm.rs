@@ -557,12 +557,14 @@ impl Comm {
     /// `MPI_Comm_split`: one communicator per `color`, ranks ordered by `key` then by rank
     /// here; [`UNDEFINED`] gets `None`. Collective.
     pub(crate) fn split(&self, color: i32, key: i32) -> Result<Option<Comm>> {
-        self.intra_only("split")?;
         if color < 0 && color != UNDEFINED {
             return Err(Error::new(
                 ErrorClass::Arg,
                 format!("split: color {color} is negative"),
             ));
+        }
+        if self.is_inter() {
+            return self.split_inter(color, key);
         }
         let p = self.size() as usize;
         let mut all = vec![[0i32; 2]; p];
@@ -588,6 +590,66 @@ impl Comm {
         Ok(Some(Comm::new(
             self.rt.clone(),
             CommState::new(2 * ks[0], rank, members, ks),
+        )))
+    }
+
+    /// `MPI_Comm_split` of an intercommunicator: the processes of one color in each group
+    /// form a new intercommunicator (local ranks by `key`, then by rank, in each group); a
+    /// process whose color is [`UNDEFINED`] or absent from the other group gets `None`.
+    fn split_inter(&self, color: i32, key: i32) -> Result<Option<Comm>> {
+        let ic = self.inter_view();
+        // The local group's colors and keys through a scratch communicator of the local
+        // group on its private context (tags above every collective's); the other group's
+        // through the intercommunicator.
+        let mut scratch = CommState::new(
+            self.state.local_context,
+            self.state.rank,
+            self.state.members.clone(),
+            Vec::new(),
+        );
+        scratch.tag_base = TAG_SPLIT;
+        let scratch = Comm::new(self.rt.clone(), scratch);
+        let mut local = vec![[0i32; 2]; self.state.members.len()];
+        scratch.view().all_gather_into(
+            &[color, key][..],
+            bytemuck::cast_slice_mut::<[i32; 2], i32>(&mut local),
+        )?;
+        let mut remote = vec![[0i32; 2]; ic.remote().len()];
+        ic.all_gather_into(
+            &[color, key][..],
+            bytemuck::cast_slice_mut::<[i32; 2], i32>(&mut remote),
+        )?;
+        // One pair for every color: their groups are disjoint.
+        let ks = ic.agree_pairs_over_both("split", 2)?;
+        let of_color = |all: &[[i32; 2]], world: &[u32]| -> Vec<(i32, usize, u32)> {
+            let mut v: Vec<(i32, usize, u32)> = (all.iter().enumerate())
+                .filter(|(_, ck)| ck[0] == color)
+                .map(|(r, ck)| (ck[1], r, world[r]))
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        let mine = of_color(&local, &self.state.members);
+        let theirs = of_color(&remote, ic.remote());
+        if color == UNDEFINED || theirs.is_empty() {
+            for &k in &ks {
+                release(k);
+            }
+            return Ok(None);
+        }
+        let rank = mine
+            .iter()
+            .position(|&(_, r, _)| r == self.state.rank as usize)
+            .unwrap_or(0) as u32;
+        Ok(Some(Comm::new(
+            self.rt.clone(),
+            CommState::inter(
+                ks[0],
+                ks[1],
+                rank,
+                mine.iter().map(|m| m.2).collect(),
+                theirs.iter().map(|t| t.2).collect(),
+            ),
         )))
     }
 

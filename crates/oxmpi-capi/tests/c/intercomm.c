@@ -3,7 +3,7 @@
  * rendezvous-sized message with every byte checked, PROC_NULL and the errors of a rank
  * outside the remote group. Blocking collectives (barrier, bcast, reduce, allreduce,
  * gather(v), scatter(v), allgather(v), alltoall(v)) with MPI_ROOT/MPI_PROC_NULL roots, and
- * their errors; MPI_Comm_dup of an intercommunicator. The world is split into its even and odd ranks (np >= 2). */
+ * their errors; MPI_Comm_dup and MPI_Comm_split of an intercommunicator. The world is split into its even and odd ranks (np >= 2). */
 #include <stdint.h>
 #include <string.h>
 #include "check.h"
@@ -291,6 +291,31 @@ int main(int argc, char **argv) {
     }
     MUST(MPI_Barrier(dup));
     MUST(MPI_Comm_free(&dup));
+
+    /* Split by local rank parity, keys reversing the order: the processes of one parity in
+     * both groups form an intercommunicator; a parity the other group lacks gets
+     * MPI_COMM_NULL. */
+    MPI_Comm sp;
+    int par = me % 2;
+    MUST(MPI_Comm_split(inter, par, -me, &sp));
+    int lsame = par ? lsize / 2 : (lsize + 1) / 2, rsame = par ? rsize / 2 : (rsize + 1) / 2;
+    if (rsame == 0) {
+        CHECK(sp == MPI_COMM_NULL, "split without a remote match is not MPI_COMM_NULL");
+    } else {
+        int spr, sps, sprs, wr[32];
+        MUST(MPI_Comm_test_inter(sp, &flag_inter));
+        MUST(MPI_Comm_rank(sp, &spr));
+        MUST(MPI_Comm_size(sp, &sps));
+        MUST(MPI_Comm_remote_size(sp, &sprs));
+        CHECK(flag_inter && sps == lsame && sprs == rsame && spr == lsame - 1 - me / 2,
+              "split: inter %d rank %d size %d remote %d", flag_inter, spr, sps, sprs);
+        MUST(MPI_Allgather(&wrank, 1, MPI_INT, wr, 1, MPI_INT, sp));
+        for (int j = 0; j < rsame; j++) {
+            int orig = par + 2 * (rsame - 1 - j);
+            CHECK(wr[j] == REMOTE_WORLD(orig), "split allgather[%d]=%d", j, wr[j]);
+        }
+        MUST(MPI_Comm_free(&sp));
+    }
     MUST(MPI_Comm_free(&inter));
     MUST(MPI_Comm_free(&half));
     MUST(MPI_Finalize());

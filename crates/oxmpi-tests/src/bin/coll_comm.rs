@@ -351,6 +351,42 @@ fn intercomm(world: &Communicator) {
         "intercomm alltoall {recv:?}"
     );
 
+    // A duplicate: its own contexts, the same groups; allgatherv there with remote rank j
+    // contributing j + 1 copies of its world rank at displacement 1 + j (j + 1) / 2.
+    let dup = must("inter duplicate", inter.duplicate());
+    check!(dup.remote_size() == rsize, "duplicate remote size");
+    let counts: Vec<usize> = (0..rsize as usize).map(|j| j + 1).collect();
+    let displs: Vec<usize> = (0..rsize as usize).map(|j| 1 + j * (j + 1) / 2).collect();
+    let total = 1 + counts.iter().sum::<usize>();
+    let mine = vec![me; lr as usize + 1];
+    let mut got = vec![-1i32; total];
+    must(
+        "inter allgatherv",
+        dup.all_gather_varcount_into(&mine, &mut got, &counts, &displs),
+    );
+    let want: Vec<i32> = std::iter::once(-1)
+        .chain((0..rsize).flat_map(|j| std::iter::repeat_n(world_of(other, j), j as usize + 1)))
+        .collect();
+    check!(got == want, "intercomm allgatherv {got:?}");
+    // gatherv to the odds' rank 0.
+    let gspec = if color == 1 {
+        if lr == 0 {
+            InterRoot::Root
+        } else {
+            InterRoot::Null
+        }
+    } else {
+        InterRoot::Remote(0)
+    };
+    let mut got = vec![-1i32; total];
+    must(
+        "inter gatherv",
+        dup.gather_varcount_into(gspec, &mine, &mut got, &counts, &displs),
+    );
+    if gspec == InterRoot::Root {
+        check!(got == want, "intercomm gatherv {got:?}");
+    }
+
     // Nonblocking: barrier, bcast, allreduce, allgather and alltoall outstanding at once,
     // waited in reverse order; then reduce, gather and scatter at once (root: the odds'
     // rank 0), waited in start order.
