@@ -177,13 +177,14 @@ pub fn acc_exclusive_retreat(w: &AtomicU64) {
 
 /// Releases an exclusive accumulate word (another waiter announces itself again).
 ///
-/// A release store of zero, not a locked instruction (one of the bulk path's two): while the word is held exclusively it holds only
-/// [`EXCLUSIVE`] and perhaps [`WAITING`] (others only set `WAITING` on a held word), so
-/// clearing both leaves zero whatever raced with it. The protocol's store-load order is the
-/// entries' and the word's sequentially consistent accesses, which this store is not part
-/// of: whoever next reads zero synchronises with it and sees the combined elements.
+/// A sequentially consistent read-modify-write, like every other access of the protocol: a
+/// release store of zero here (one locked instruction less per bulk accumulate) mixes a
+/// non-SC store into the words' SC order, and Miri's weak-memory run of
+/// `element_wise_and_bulk_accumulates_lose_nothing` then loses increments (795 of 800).
+/// Whether that is an execution C++20 allows or one Miri's emulation invents, the argument
+/// for the protocol is the all-SC one.
 pub fn unlock_acc_exclusive(w: &AtomicU64) {
-    w.store(0, Ordering::Release);
+    w.fetch_and(!(EXCLUSIVE | WAITING), Ordering::SeqCst);
 }
 
 #[cfg(test)]
