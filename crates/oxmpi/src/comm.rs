@@ -1257,6 +1257,20 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         ))
     }
 
+    /// Splits both groups by `color` (`MPI_Comm_split` of an intercommunicator): the
+    /// processes of one color in each group form a new intercommunicator, local ranks ordered
+    /// by `key`, then by rank. A process whose color is [`UNDEFINED`] or absent from the
+    /// other group gets `None`. Collective over both groups.
+    pub fn split(&self, color: i32, key: i32) -> Result<Option<InterCommunicator<L>>> {
+        let core = Comm {
+            rt: self.rt.clone(),
+            state: self.state.clone(),
+        };
+        Ok(core
+            .split(color, key)?
+            .map(|c| InterCommunicator::from_arc(c.rt, c.state)))
+    }
+
     /// Compares with another intercommunicator (`MPI_Comm_compare`).
     pub fn compare(&self, other: &InterCommunicator<L>) -> Relation {
         let core = |c: &InterCommunicator<L>| Comm {

@@ -386,6 +386,26 @@ fn intercomm(world: &Communicator) {
     if gspec == InterRoot::Root {
         check!(got == want, "intercomm gatherv {got:?}");
     }
+    // Split by local rank parity, keys reversing the order; a parity the other group lacks
+    // gets None.
+    let par = lr % 2;
+    let rsame = if par == 0 { (rsize + 1) / 2 } else { rsize / 2 };
+    match must("inter split", dup.split(par, -lr)) {
+        None => check!(rsame == 0, "inter split: None with {rsame} remote matches"),
+        Some(sp) => {
+            check!(sp.remote_size() == rsame, "inter split remote size");
+            let mut wr = vec![-1i32; rsame as usize];
+            must("split allgather", sp.all_gather_into(&[me][..], &mut wr));
+            let want: Vec<i32> = (0..rsame)
+                .map(|j| world_of(other, par + 2 * (rsame - 1 - j)))
+                .collect();
+            check!(wr == want, "inter split allgather {wr:?}");
+        }
+    }
+    check!(
+        must("inter split undefined", dup.split(UNDEFINED, 0)).is_none(),
+        "UNDEFINED gives None"
+    );
 
     // Nonblocking: barrier, bcast, allreduce, allgather and alltoall outstanding at once,
     // waited in reverse order; then reduce, gather and scatter at once (root: the odds'
