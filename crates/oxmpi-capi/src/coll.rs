@@ -1531,14 +1531,10 @@ unsafe fn alltoallv<C: AbiInt, D: AbiInt>(
         let comm = VComm::new(c)?;
         // MPI_IN_PLACE: the receive blocks as they are now are the send blocks, read from a
         // copy taken before anything arrives (intracommunicators only).
-        let ip = in_place(sbuf);
-        if ip && matches!(comm, VComm::Inter(_)) {
-            return Err(err(
-                ErrorClass::Arg,
-                name,
-                "MPI_IN_PLACE is not defined on an intercommunicator",
-            ));
+        if matches!(comm, VComm::Inter(_)) {
+            inter::no_in_place(name, sbuf)?;
         }
+        let ip = in_place(sbuf);
         let p = comm.peers();
         let sb = if ip {
             None

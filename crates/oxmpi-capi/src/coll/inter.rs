@@ -36,7 +36,7 @@ pub(super) fn root_of(name: &str, ic: &Inter, root: c_int) -> Result<InterRoot> 
     }
 }
 
-fn no_in_place(name: &str, p: *const c_void) -> Result<()> {
+pub(super) fn no_in_place(name: &str, p: *const c_void) -> Result<()> {
     if in_place(p) {
         return Err(err(
             ErrorClass::Arg,
