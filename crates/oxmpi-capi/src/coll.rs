@@ -23,7 +23,7 @@ use crate::staging::{PairLayout, Staged};
 /// `MPI_IN_PLACE`.
 const IN_PLACE: usize = 1;
 
-mod inter;
+pub(crate) mod inter;
 
 thread_local! {
     /// The C datatype of the reduction running on this thread, handed to user operations.
@@ -40,7 +40,7 @@ pub(crate) fn typed(c: Handle) -> Result<Communicator<Single>> {
 /// The communicator behind `c` for a collective defined on both kinds: `Err` an
 /// intercommunicator (see [`inter`]).
 #[allow(clippy::type_complexity)]
-fn either(
+pub(crate) fn either(
     c: Handle,
 ) -> Result<std::result::Result<Communicator<Single>, InterCommunicator<Single>>> {
     comm_coll::<Single>(comm(c))
@@ -49,13 +49,13 @@ fn either(
 /// The communicator of a varying-count collective, of either kind: the calls below take
 /// the same byte buffers, counts and displacements for both, with the root argument as C
 /// gives it (a rank, or on an intercommunicator also `MPI_ROOT` and `MPI_PROC_NULL`).
-enum VComm {
+pub(crate) enum VComm {
     Intra(Communicator<Single>),
     Inter(InterCommunicator<Single>),
 }
 
 impl VComm {
-    fn new(c: Handle) -> Result<VComm> {
+    pub(crate) fn new(c: Handle) -> Result<VComm> {
         Ok(match either(c)? {
             Ok(comm) => VComm::Intra(comm),
             Err(ic) => VComm::Inter(ic),
@@ -64,15 +64,43 @@ impl VComm {
 
     /// How many blocks the counts and displacements describe: the size of the group that
     /// data comes from or goes to.
-    fn peers(&self) -> usize {
+    pub(crate) fn peers(&self) -> usize {
         match self {
             VComm::Intra(c) => c.size() as usize,
             VComm::Inter(ic) => ic.remote_size() as usize,
         }
     }
 
+    /// This process's rank in its (local) group.
+    pub(crate) fn rank(&self) -> c_int {
+        match self {
+            VComm::Intra(c) => c.rank(),
+            VComm::Inter(ic) => ic.rank(),
+        }
+    }
+
+    /// The size of this process's (local) group.
+    pub(crate) fn size(&self) -> c_int {
+        match self {
+            VComm::Intra(c) => c.size(),
+            VComm::Inter(ic) => ic.size(),
+        }
+    }
+
+    /// Which of its buffers a reduction uses at this process, (send, receive): `rooted`
+    /// for `MPI_Reduce` at `root`, else one that delivers everywhere (allreduce, scans,
+    /// reduce-scatter). On an intercommunicator the root only receives, the other group
+    /// only sends and the root's group's other processes do neither.
+    pub(crate) fn reduction_sides(&self, rooted: bool, root: c_int) -> (bool, bool) {
+        match self {
+            VComm::Intra(c) => (true, !rooted || c.rank() == root),
+            VComm::Inter(_) if !rooted => (true, true),
+            VComm::Inter(_) => (root >= 0, root == inter::ROOT),
+        }
+    }
+
     /// Whether this process is the root of a rooted call.
-    fn is_root(&self, root: c_int) -> bool {
+    pub(crate) fn is_root(&self, root: c_int) -> bool {
         match self {
             VComm::Intra(c) => c.rank() == root,
             VComm::Inter(_) => root == inter::ROOT,
@@ -81,7 +109,7 @@ impl VComm {
 
     /// A process of an intercommunicator's root group other than the root: it takes no
     /// part, and its buffers are not significant.
-    fn is_bystander(&self, root: c_int) -> bool {
+    pub(crate) fn is_bystander(&self, root: c_int) -> bool {
         matches!(self, VComm::Inter(_)) && root == inter::PROC_NULL
     }
 
@@ -650,7 +678,15 @@ unsafe fn reduce_derived(
     c: Handle,
 ) -> Result<()> {
     let (_, op) = op(o)?;
-    let comm = typed(c)?;
+    let comm = match either(c)? {
+        Ok(comm) => comm,
+        // SAFETY: forwarded from our caller.
+        Err(_) => {
+            return unsafe {
+                crate::icoll::reduce_blocking(name, kind, sbuf, rbuf, n, dt, o, root, c)
+            }
+        }
+    };
     let at_root = kind != 3 || comm.rank() == root;
     let (ty, k, len) = derived(name, n, dt, 1, rbuf.cast_const())?;
     let pair = pair_layout(d);
@@ -1340,13 +1376,17 @@ unsafe fn reduce_scatter_block(
 ) -> Result<()> {
     // SAFETY: forwarded from our caller.
     unsafe {
-        let comm = typed(c)?;
+        let comm = VComm::new(c)?;
         let counts = vec![count(name, rn)?; comm.size() as usize];
-        if reduction_base(name, dt)?.is_some() {
-            return crate::icoll::reduce_scatter_blocking(
-                name, true, sbuf, rbuf, &counts, dt, o, &comm,
-            );
-        }
+        // Derived datatypes and intercommunicators go through the staged (nonblocking) path.
+        let comm = match comm {
+            VComm::Intra(intra) if reduction_base(name, dt)?.is_none() => intra,
+            other => {
+                return crate::icoll::reduce_scatter_blocking(
+                    name, true, sbuf, rbuf, &counts, dt, o, &other,
+                )
+            }
+        };
         let (_, d) = span(name, rn, dt)?;
         let (_, op) = op(o)?;
         reduce_as!(name, d, op, T => typed_ops::reduce_scatter::<T>(name, &comm, sbuf, rbuf, &counts, op))
@@ -1600,16 +1640,20 @@ unsafe fn reduce_scatter<C: AbiInt>(
 ) -> Result<()> {
     // SAFETY: forwarded from our caller.
     unsafe {
-        let comm = typed(c)?;
+        let comm = VComm::new(c)?;
         let counts = slice(name, rcounts, comm.size() as usize)?
             .iter()
             .map(|&n| count(name, n.wide()))
             .collect::<Result<Vec<usize>>>()?;
-        if reduction_base(name, dt)?.is_some() {
-            return crate::icoll::reduce_scatter_blocking(
-                name, false, sbuf, rbuf, &counts, dt, o, &comm,
-            );
-        }
+        // Derived datatypes and intercommunicators go through the staged (nonblocking) path.
+        let comm = match comm {
+            VComm::Intra(intra) if reduction_base(name, dt)?.is_none() => intra,
+            other => {
+                return crate::icoll::reduce_scatter_blocking(
+                    name, false, sbuf, rbuf, &counts, dt, o, &other,
+                )
+            }
+        };
         let d = crate::datatypes::lookup(name, dt as usize)?;
         let (_, op) = op(o)?;
         reduce_as!(name, d, op, T => typed_ops::reduce_scatter::<T>(name, &comm, sbuf, rbuf, &counts, op))

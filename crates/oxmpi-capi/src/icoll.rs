@@ -25,11 +25,14 @@ use oxmpi::{Communicator, ErrorClass, Op, Result, Single};
 
 use crate::boundary::{comm, count, err, mpi_fn, put, slice, span, AbiInt, Handle};
 use crate::coll::{
-    derived, in_place, layout, op, pair_layout, reduce_as, reduction_base, typed, CALL_DATATYPE,
+    derived, either, in_place, layout, op, pair_layout, reduce_as, reduction_base, typed, VComm,
+    CALL_DATATYPE,
 };
 use crate::datatypes::{data, with_elem_type, Data, Predef};
 use crate::p2p::{req_handle, with_requests};
 use crate::staging::{self, Kept, PairLayout, Piece, Through};
+
+mod inter;
 
 /// Nonblocking (`Now`), persistent (`Init`), or blocking (`Block`: started, then waited
 /// for; the neighbourhood collectives).
@@ -434,7 +437,7 @@ mod typed_ops {
         name: &str,
         how: How,
         kind: u8,
-        c: &Communicator<Single>,
+        c: &VComm,
         (sbuf, rbuf, len): (*const c_void, *mut c_void, usize),
         o: oxmpi::handle::op::OpHandle,
         root: c_int,
@@ -442,9 +445,13 @@ mod typed_ops {
         mut k: Kept,
     ) -> Result<()> {
         let n = len / std::mem::size_of::<T>().max(1);
-        // SAFETY: the caller's buffers, valid until the request completes (is freed).
-        let s = unsafe { send_ptr::<T>(name, how, sbuf, len, &mut k)? };
-        let at_root = kind != 3 || c.rank() == root;
+        let (sends, at_root) = c.reduction_sides(kind == 3, root);
+        let s = if sends {
+            // SAFETY: the caller's buffers, valid until the request completes (is freed).
+            unsafe { send_ptr::<T>(name, how, sbuf, len, &mut k)? }
+        } else {
+            NonNull::<T>::dangling().as_ptr()
+        };
         let r = if at_root {
             // SAFETY: as above.
             unsafe { recv_ptr::<T>(name, how, rbuf, len, &mut k)? }
@@ -454,11 +461,17 @@ mod typed_ops {
         // SAFETY: the caller's buffers (or staged ones, kept with the request), valid until
         // the request completes.
         unsafe {
-            launch(name, how, out, k, |q| match kind {
-                0 => q.allreduce_init(c, s, r, n, o),
-                1 => q.scan_init(c, s, r, n, o, false),
-                2 => q.scan_init(c, s, r, n, o, true),
-                _ => q.reduce_init(c, s, r, n, o, root),
+            launch(name, how, out, k, |q| match (c, kind) {
+                (VComm::Intra(c), 0) => q.allreduce_init(c, s, r, n, o),
+                (VComm::Intra(c), 1) => q.scan_init(c, s, r, n, o, false),
+                (VComm::Intra(c), 2) => q.scan_init(c, s, r, n, o, true),
+                (VComm::Intra(c), _) => q.reduce_init(c, s, r, n, o, root),
+                (VComm::Inter(ic), 0) => q.inter_allreduce_init(ic, (s, r, n), o),
+                (VComm::Inter(ic), 3) => {
+                    let root = crate::coll::inter::root_of(name, ic, root)?;
+                    q.inter_reduce_init(ic, (s, r, n), o, root)
+                }
+                (VComm::Inter(_), _) => Err(scan_on_inter(name)),
             })
         }
     }
@@ -473,7 +486,7 @@ mod typed_ops {
         name: &str,
         how: How,
         block: bool,
-        c: &Communicator<Single>,
+        c: &VComm,
         sbuf: *const c_void,
         rbuf: *mut c_void,
         counts: &[usize],
@@ -513,12 +526,10 @@ mod typed_ops {
         aligned::<T>(name, s.cast(), if s.is_null() { 0 } else { total * size })?;
         // SAFETY: the caller's buffers (or ours, kept with the request).
         unsafe {
-            launch(name, how, out, k, |q| {
-                if block {
-                    q.reduce_scatter_block_init(c, s, r, mine, o)
-                } else {
-                    q.reduce_scatter_init(c, s, r, counts, o)
-                }
+            launch(name, how, out, k, |q| match c {
+                VComm::Intra(c) if block => q.reduce_scatter_block_init(c, s, r, mine, o),
+                VComm::Intra(c) => q.reduce_scatter_init(c, s, r, counts, o),
+                VComm::Inter(ic) => q.inter_reduce_scatter_init(ic, (s, r), counts, o),
             })
         }
     }
@@ -572,10 +583,21 @@ unsafe fn reduce(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let comm = typed(c)?;
-    if kind == 3 {
-        check_root(name, &comm, root)?;
+    let comm = VComm::new(c)?;
+    match &comm {
+        VComm::Intra(intra) if kind == 3 => check_root(name, intra, root)?,
+        VComm::Intra(_) => {}
+        VComm::Inter(_) if kind == 1 || kind == 2 => return Err(scan_on_inter(name)),
+        VComm::Inter(ic) => {
+            if kind == 3 {
+                crate::coll::inter::root_of(name, ic, root)?;
+            }
+            if comm.reduction_sides(kind == 3, root).0 {
+                crate::coll::inter::no_in_place(name, sbuf)?;
+            }
+        }
     }
+    let (sends, at_root) = comm.reduction_sides(kind == 3, root);
     let (oh, op) = op(o)?;
     let mut k = Kept::default();
     let (d, bufs) = match reduction_base(name, dt)? {
@@ -591,17 +613,22 @@ unsafe fn reduce(
             } else {
                 sbuf
             };
-            // SAFETY: the caller's buffers, valid until the request completes (is freed).
-            let (s, len) =
-                unsafe { operand(name, how, from, &ty, items, b, (true, false), &mut k)? };
-            let r = if kind != 3 || comm.rank() == root {
+            let none = (empty().cast(), 0);
+            let (s, slen) = if sends {
+                // SAFETY: the caller's buffers, valid until the request completes (is freed).
+                unsafe { operand(name, how, from, &ty, items, b, (true, false), &mut k)? }
+            } else {
+                none
+            };
+            let (r, rlen) = if at_root {
                 // Read too: what the operation leaves alone (exscan's rank 0) stays as it is.
                 // SAFETY: as above.
-                unsafe { operand(name, how, rbuf, &ty, items, b, (true, true), &mut k)? }.0
+                unsafe { operand(name, how, rbuf, &ty, items, b, (true, true), &mut k)? }
             } else {
-                empty().cast()
+                none
             };
-            (b, (s.cast_const(), r, len))
+            // Both sides stage the same elements; an intercommunicator's root only receives.
+            (b, (s.cast_const(), r, slen.max(rlen)))
         }
     };
     // SAFETY: forwarded.
@@ -625,9 +652,12 @@ unsafe fn reduce_scatter(
     counts: &[usize],
     dt: Handle,
     o: Handle,
-    comm: &Communicator<Single>,
+    comm: &VComm,
     out: *mut Handle,
 ) -> Result<()> {
+    if matches!(comm, VComm::Inter(_)) {
+        crate::coll::inter::no_in_place(name, sbuf)?;
+    }
     let (oh, op) = op(o)?;
     let Some(b) = reduction_base(name, dt)? else {
         let d = predefined(name, dt)?;
@@ -665,6 +695,28 @@ unsafe fn reduce_scatter(
     })
 }
 
+/// A blocking reduction (`kind` as in [`typed_ops::reduce`]) through the staged path: a
+/// derived datatype on an intercommunicator.
+///
+/// # Safety
+/// As the MPI call.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn reduce_blocking(
+    name: &str,
+    kind: u8,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: i64,
+    dt: Handle,
+    o: Handle,
+    root: c_int,
+    c: Handle,
+) -> Result<()> {
+    let out = std::ptr::null_mut();
+    // SAFETY: forwarded.
+    unsafe { reduce(name, How::Block, kind, sbuf, rbuf, n, dt, o, root, c, out) }
+}
+
 /// Blocking `MPI_Reduce_scatter(_block)` through a derived datatype.
 ///
 /// # Safety
@@ -678,7 +730,7 @@ pub(crate) unsafe fn reduce_scatter_blocking(
     counts: &[usize],
     dt: Handle,
     o: Handle,
-    comm: &Communicator<Single>,
+    comm: &VComm,
 ) -> Result<()> {
     // SAFETY: forwarded.
     unsafe {
@@ -695,6 +747,15 @@ pub(crate) unsafe fn reduce_scatter_blocking(
             std::ptr::null_mut(),
         )
     }
+}
+
+/// Scans are not defined on intercommunicators (MPI-5.0 §6.2.2).
+fn scan_on_inter(name: &str) -> oxmpi::Error {
+    err(
+        ErrorClass::Comm,
+        name,
+        "scans are not defined on intercommunicators",
+    )
 }
 
 /// Element counts of a `p`-array as `usize`.
@@ -724,7 +785,11 @@ fn check_root(name: &str, comm: &Communicator<Single>, root: c_int) -> Result<()
 // ---- the calls, each in its nonblocking and persistent form ----------------------------
 
 unsafe fn barrier(name: &str, how: How, c: Handle, out: *mut Handle) -> Result<()> {
-    let comm = typed(c)?;
+    let comm = match either(c)? {
+        Ok(comm) => comm,
+        // SAFETY: forwarded.
+        Err(ic) => return unsafe { inter::barrier(name, how, &ic, out) },
+    };
     // SAFETY: no buffers.
     unsafe { launch(name, how, out, Kept::default(), |q| q.barrier_init(&comm)) }
 }
@@ -740,7 +805,11 @@ unsafe fn bcast(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let comm = typed(c)?;
+    let comm = match either(c)? {
+        Ok(comm) => comm,
+        // SAFETY: forwarded.
+        Err(ic) => return unsafe { inter::bcast(name, how, &ic, buf, n, dt, root, out) },
+    };
     check_root(name, &comm, root)?;
     let mut k = Kept::default();
     // SAFETY: the caller's buffer.
@@ -763,7 +832,14 @@ unsafe fn gather(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let comm = typed(c)?;
+    let comm = match either(c)? {
+        Ok(comm) => comm,
+        // SAFETY: forwarded.
+        Err(ic) => {
+            let (s, r) = ((sbuf, sn, sdt), (rbuf, rn, rdt));
+            return unsafe { inter::rooted(name, how, false, &ic, s, r, root, out) };
+        }
+    };
     check_root(name, &comm, root)?;
     let p = comm.size() as usize;
     let mut k = Kept::default();
@@ -805,7 +881,14 @@ unsafe fn scatter(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let comm = typed(c)?;
+    let comm = match either(c)? {
+        Ok(comm) => comm,
+        // SAFETY: forwarded.
+        Err(ic) => {
+            let (s, r) = ((sbuf, sn, sdt), (rbuf, rn, rdt));
+            return unsafe { inter::rooted(name, how, true, &ic, s, r, root, out) };
+        }
+    };
     check_root(name, &comm, root)?;
     let p = comm.size() as usize;
     let mut k = Kept::default();
@@ -848,7 +931,14 @@ unsafe fn allgather(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let comm = typed(c)?;
+    let comm = match either(c)? {
+        Ok(comm) => comm,
+        // SAFETY: forwarded.
+        Err(ic) => {
+            let (s, r) = ((sbuf, sn, sdt), (rbuf, rn, rdt));
+            return unsafe { inter::allgather(name, how, all_to_all, &ic, s, r, out) };
+        }
+    };
     let p = comm.size() as usize;
     let mut k = Kept::default();
     let ip = in_place(sbuf);
@@ -905,7 +995,14 @@ unsafe fn gatherv<C: AbiInt, D: AbiInt>(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let comm = typed(c)?;
+    let comm = match either(c)? {
+        Ok(comm) => comm,
+        // SAFETY: forwarded.
+        Err(ic) => {
+            let (s, r) = ((sbuf, sn, sdt), (rbuf, rcounts, displs, rdt));
+            return unsafe { inter::gatherv(name, how, all, &ic, s, r, root, out) };
+        }
+    };
     if !all {
         check_root(name, &comm, root)?;
     }
@@ -954,7 +1051,14 @@ unsafe fn scatterv<C: AbiInt, D: AbiInt>(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let comm = typed(c)?;
+    let comm = match either(c)? {
+        Ok(comm) => comm,
+        // SAFETY: forwarded.
+        Err(ic) => {
+            let (s, r) = ((sbuf, scounts, displs, sdt), (rbuf, rn, rdt));
+            return unsafe { inter::scatterv(name, how, &ic, s, r, root, out) };
+        }
+    };
     check_root(name, &comm, root)?;
     let mut k = Kept::default();
     let me = comm.rank();
@@ -1030,7 +1134,11 @@ unsafe fn alltoall_blocks(
     out: *mut Handle,
     build: impl Fn(usize, bool, (bool, bool), &mut Kept) -> Result<Blocks>,
 ) -> Result<()> {
-    let comm = typed(c)?;
+    let comm = match either(c)? {
+        Ok(comm) => comm,
+        // SAFETY: forwarded.
+        Err(ic) => return unsafe { inter::alltoall_blocks(name, how, &ic, sbuf, out, build) },
+    };
     let mut k = Kept::default();
     let p = comm.size() as usize;
     let ip = in_place(sbuf);
@@ -1430,7 +1538,7 @@ unsafe fn reduce_scatter_counts<C: AbiInt>(
     c: Handle,
     out: *mut Handle,
 ) -> Result<()> {
-    let comm = typed(c)?;
+    let comm = VComm::new(c)?;
     let p = comm.size() as usize;
     let counts = if block {
         vec![count(name, rn)?; p]

@@ -148,6 +148,11 @@ fn intercommunicators() {
 }
 
 #[test]
+fn intercommunicator_collectives_in_every_form() {
+    corpus("intercomm_coll", &[2, 3, 4, 5]);
+}
+
+#[test]
 fn requests() {
     corpus("requests", &[1, 2, 3, 4]);
 }

@@ -19,7 +19,7 @@ pub(super) const PROC_NULL: c_int = -3;
 type Inter = InterCommunicator<Single>;
 
 /// The role a rooted call's `root` argument gives this process.
-pub(super) fn root_of(name: &str, ic: &Inter, root: c_int) -> Result<InterRoot> {
+pub(crate) fn root_of(name: &str, ic: &Inter, root: c_int) -> Result<InterRoot> {
     match root {
         ROOT => Ok(InterRoot::Root),
         PROC_NULL => Ok(InterRoot::Null),
@@ -36,7 +36,7 @@ pub(super) fn root_of(name: &str, ic: &Inter, root: c_int) -> Result<InterRoot> 
     }
 }
 
-pub(super) fn no_in_place(name: &str, p: *const c_void) -> Result<()> {
+pub(crate) fn no_in_place(name: &str, p: *const c_void) -> Result<()> {
     if in_place(p) {
         return Err(err(
             ErrorClass::Arg,

@@ -289,6 +289,26 @@ fn intercomm(world: &Communicator) {
         g == (0..rsize).map(|r| world_of(other, r)).collect::<Vec<_>>(),
         "intercomm allgather {g:?}"
     );
+    // reduce_scatter: 7 elements in each group, dealt out over this group as evenly as
+    // they go; element e of a process's input is 100 × its world rank + e.
+    let total = 7usize;
+    let counts: Vec<usize> = (0..lsize as usize)
+        .map(|i| total / lsize as usize + usize::from(i < total % lsize as usize))
+        .collect();
+    let at: usize = counts[..lr as usize].iter().sum();
+    let input: Vec<i32> = (0..total as i32).map(|e| 100 * me + e).collect();
+    let mut mine = vec![-1i32; counts[lr as usize]];
+    must(
+        "inter reduce_scatter",
+        inter.reduce_scatter_into(&input, &mut mine, &counts, Op::Sum),
+    );
+    let theirs: i32 = (0..rsize).map(|r| 100 * world_of(other, r)).sum();
+    check!(
+        mine.iter()
+            .enumerate()
+            .all(|(k, &v)| v == theirs + rsize * (at + k) as i32),
+        "intercomm reduce_scatter {mine:?}"
+    );
 
     // reduce, gather, scatter to/from the odds' rank 0 (root in the odd group).
     let spec = if color == 1 {

@@ -12,7 +12,7 @@
 
 use super::algorithms::{tree, Grp, EMPTY};
 use super::schedule::{Combine, Peer, Program, Region, Span};
-use super::{bytes, bytes_mut, check_len, combine, done, req, v_spans, Planned};
+use super::{bytes, bytes_mut, check_len, combine, v_spans, Planned};
 use crate::comm::InterCommunicator;
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
@@ -167,27 +167,29 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         )
     }
 
-    /// Runs `prog` to completion (`scope == None`) or starts it as a schedule in `scope`.
-    fn start<'a, 's>(
+    /// The blocking form of a planned call.
+    fn block(&self, p: Result<Planned<'_>>) -> Result<()> {
+        p?.run(&self.rt, &self.state)
+    }
+
+    /// The nonblocking form of a planned call, its request in `scope`.
+    fn begin<'a, 's>(
         &self,
-        scope: Option<&'s Scope<'a>>,
-        name: &'static str,
-        prog: Program,
-        c: Option<Combine>,
-        send: &'a [u8],
-        recv: &'a mut [u8],
-    ) -> Result<Option<Request<'a, 's>>> {
-        Planned::new(name, prog, c, send, recv).launch(&self.rt, &self.state, scope)
+        scope: &'s Scope<'a>,
+        p: Result<Planned<'a>>,
+    ) -> Result<Request<'a, 's>> {
+        p?.start(&self.rt, &self.state, scope)
     }
 
-    /// A process of the root's group other than the root takes no part in a rooted
-    /// collective: it only keeps its tag sequence in step with the other members.
-    fn skip<'a, 's>(&self, scope: Option<&'s Scope<'a>>) -> Result<Option<Request<'a, 's>>> {
-        self.state.next_tag();
-        Ok(scope.map(|s| done(&self.rt, s)))
+    /// A rooted call at a process of the root's group other than the root: it takes no
+    /// part, but its empty program still draws a tag in every form (a persistent restart
+    /// too), keeping its tag sequence in step with the other members'.
+    fn bystander<'b>(name: &'static str) -> Planned<'b> {
+        Planned::new(name, Program::new(), None, &[], &mut [])
     }
 
-    fn barrier_go<'a, 's>(&self, scope: Option<&'s Scope<'a>>) -> Result<Option<Request<'a, 's>>> {
+    /// `MPI_Barrier` over both groups, planned.
+    pub(crate) fn barrier_plan(&self, name: &'static str) -> Planned<'static> {
         let mut pr = Program::new();
         let g = local(self.me(), self.lsize());
         tree::reduce_binomial(&mut pr, g, 0, EMPTY, EMPTY, true);
@@ -195,37 +197,31 @@ impl<L: ThreadLevel> InterCommunicator<L> {
             pr.exchange(Peer::Remote(0), EMPTY, EMPTY);
         }
         tree::bcast_binomial(&mut pr, g, 0, EMPTY);
-        let name = if scope.is_some() {
-            "intercomm immediate_barrier"
-        } else {
-            "intercomm barrier"
-        };
-        self.start(scope, name, pr, None, &[], &mut [])
+        Planned::new(name, pr, None, &[], &mut [])
     }
 
     /// Returns once every process of both groups has called it (`MPI_Barrier`).
     pub fn barrier(&self) -> Result<()> {
-        self.barrier_go(None).map(drop)
+        self.block(Ok(self.barrier_plan("intercomm barrier")))
     }
 
     /// Starts a barrier over both groups (`MPI_Ibarrier`).
     pub fn immediate_barrier<'a, 's>(&self, scope: &'s Scope<'a>) -> Result<Request<'a, 's>> {
-        req(self.barrier_go(Some(scope)))
+        self.begin(scope, Ok(self.barrier_plan("intercomm immediate_barrier")))
     }
 
-    fn broadcast_go<'a, 's, B: BufferMut + ?Sized>(
+    /// `MPI_Bcast` to the other group over `b`, planned.
+    pub(crate) fn broadcast_plan<'b>(
         &self,
-        scope: Option<&'s Scope<'a>>,
         name: &'static str,
         root: InterRoot,
-        buf: &'a mut B,
-    ) -> Result<Option<Request<'a, 's>>> {
+        b: &'b mut [u8],
+    ) -> Result<Planned<'b>> {
         self.check_remote_root(name, root)?;
-        let b = buf.bytes_mut();
         let span = Span::new(Region::Recv, 0, b.len());
         let mut pr = Program::new();
         match root {
-            InterRoot::Null => return self.skip(scope),
+            InterRoot::Null => return Ok(Self::bystander(name)),
             InterRoot::Root => {
                 pr.send(Peer::Remote(0), span);
                 pr.wait();
@@ -238,7 +234,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
                 tree::bcast_binomial(&mut pr, local(self.me(), self.lsize()), 0, span);
             }
         }
-        self.start(scope, name, pr, None, &[], b)
+        Ok(Planned::new(name, pr, None, &[], b))
     }
 
     /// Broadcasts from the root to every process of the other group (`MPI_Bcast`): the root
@@ -249,8 +245,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         root: InterRoot,
         buf: &mut B,
     ) -> Result<()> {
-        self.broadcast_go(None, "intercomm broadcast", root, buf)
-            .map(drop)
+        self.block(self.broadcast_plan("intercomm broadcast", root, buf.bytes_mut()))
     }
 
     /// Starts a broadcast to the other group (`MPI_Ibcast`); arguments as in
@@ -261,17 +256,18 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         root: InterRoot,
         buf: &'a mut B,
     ) -> Result<Request<'a, 's>> {
-        req(self.broadcast_go(Some(scope), "intercomm immediate_broadcast", root, buf))
+        let name = "intercomm immediate_broadcast";
+        self.begin(scope, self.broadcast_plan(name, root, buf.bytes_mut()))
     }
 
-    fn all_reduce_go<'a, 's, T: Reducible>(
+    /// `MPI_Allreduce` across the groups, planned.
+    pub(crate) fn all_reduce_plan<'b, T: Reducible>(
         &self,
-        scope: Option<&'s Scope<'a>>,
         name: &'static str,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'b [T],
+        recv: &'b mut [T],
         op: &Op,
-    ) -> Result<Option<Request<'a, 's>>> {
+    ) -> Result<Planned<'b>> {
         check_len(name, "the receive buffer", recv.len(), send.len())?;
         let c = combine::<T>(op)?;
         let id = op_identity(op);
@@ -300,7 +296,13 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         }
         bcast_spans(&mut pr, g, &[their_op, output]);
         pr.expect(their_op, id);
-        self.start(scope, name, pr, Some(c), bytes(send), bytes_mut(recv))
+        Ok(Planned::new(
+            name,
+            pr,
+            Some(c),
+            bytes(send),
+            bytes_mut(recv),
+        ))
     }
 
     /// Every process's `recv` gets the other group's `send`s combined with `op` in that
@@ -309,8 +311,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
     /// process (user operations are told apart from predefined ones and by commutativity,
     /// not from each other).
     pub fn all_reduce_into<T: Reducible>(&self, send: &[T], recv: &mut [T], op: Op) -> Result<()> {
-        self.all_reduce_go(None, "intercomm allreduce", send, recv, &op)
-            .map(drop)
+        self.block(self.all_reduce_plan("intercomm allreduce", send, recv, &op))
     }
 
     /// Starts an allreduce across the groups (`MPI_Iallreduce`); see
@@ -322,22 +323,104 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         recv: &'a mut [T],
         op: Op,
     ) -> Result<Request<'a, 's>> {
-        req(self.all_reduce_go(
-            Some(scope),
-            "intercomm immediate_allreduce",
-            send,
-            recv,
-            &op,
+        let name = "intercomm immediate_allreduce";
+        self.begin(scope, self.all_reduce_plan(name, send, recv, &op))
+    }
+
+    /// `MPI_Reduce_scatter` across the groups, planned: `counts` (one per process of this
+    /// group) split the other group's combined `send`s over this group.
+    pub(crate) fn reduce_scatter_plan<'b, T: Reducible>(
+        &self,
+        name: &'static str,
+        send: &'b [T],
+        recv: &'b mut [T],
+        counts: &[usize],
+        op: &Op,
+    ) -> Result<Planned<'b>> {
+        check_len(name, "the counts", counts.len(), self.lsize() as usize)?;
+        let total = counts
+            .iter()
+            .try_fold(0usize, |a, &x| a.checked_add(x))
+            .ok_or_else(|| Error::new(ErrorClass::Count, format!("{name}: counts overflow")))?;
+        check_len(name, "the send buffer", send.len(), total)?;
+        let me = self.me() as usize;
+        check_len(name, "the receive buffer", recv.len(), counts[me])?;
+        let c = combine::<T>(op)?;
+        let id = op_identity(op);
+        let elem = std::mem::size_of::<T>();
+        let n = total * elem;
+        let mut pr = Program::new();
+        let g = local(self.me(), self.lsize());
+        let lead = me == 0;
+        let (mine, theirs) = (
+            pr.scratch(if lead { n } else { 0 }),
+            pr.scratch(if lead { n } else { 0 }),
+        );
+        let (my_op, their_op) = (pr.scratch(8), pr.scratch(8));
+        let output = Span::new(Region::Recv, 0, counts[me] * elem);
+        tree::reduce_binomial(
+            &mut pr,
+            g,
+            0,
+            Span::new(Region::Send, 0, n),
+            mine,
+            c.commutative,
+        );
+        if lead {
+            // The leaders swap their operation's identity along with their group's result,
+            // then deal the other group's result out over their own group.
+            pr.put(my_op, id);
+            pr.send(Peer::Remote(0), my_op);
+            pr.send(Peer::Remote(0), mine);
+            pr.recv(Peer::Remote(0), their_op);
+            pr.recv(Peer::Remote(0), theirs);
+            pr.wait();
+            let mut at = 0;
+            for (j, &k) in counts.iter().enumerate().skip(1) {
+                at += counts[j - 1] * elem;
+                pr.send(g.peer(j as u32), their_op);
+                pr.send(g.peer(j as u32), theirs.sub(at, k * elem));
+            }
+            pr.wait();
+            pr.expect(their_op, id);
+            pr.copy(theirs.sub(0, counts[0] * elem), output);
+        } else {
+            pr.recv(g.peer(0), their_op);
+            pr.recv(g.peer(0), output);
+            pr.wait();
+            pr.expect(their_op, id);
+        }
+        Ok(Planned::new(
+            name,
+            pr,
+            Some(c),
+            bytes(send),
+            bytes_mut(recv),
         ))
     }
 
-    fn all_gather_go<'a, 's, T: Equivalence>(
+    /// This process's `recv` gets its block of the other group's `send`s combined with
+    /// `op` (`MPI_Reduce_scatter`): `counts[i]` elements go to process i of this group, and
+    /// every `send` holds their sum (the same in both groups). Operations are checked
+    /// across the groups as in [`all_reduce_into`](Self::all_reduce_into).
+    pub fn reduce_scatter_into<T: Reducible>(
         &self,
-        scope: Option<&'s Scope<'a>>,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        op: Op,
+    ) -> Result<()> {
+        let name = "intercomm reduce_scatter";
+        self.block(self.reduce_scatter_plan(name, send, recv, counts, &op))
+    }
+
+    /// `MPI_Allgather` across the groups, planned.
+    pub(crate) fn all_gather_plan<'b, T: Equivalence>(
+        &self,
         name: &'static str,
-        send: &'a [T],
-        recv: &'a mut [T],
-    ) -> Result<Option<Request<'a, 's>>> {
+        send: &'b [T],
+        recv: &'b mut [T],
+    ) -> Result<Planned<'b>> {
         // The blocks received are as long as the other group's send blocks, which may
         // differ from this group's.
         let q = self.remote_size().max(1) as usize;
@@ -364,15 +447,14 @@ impl<L: ThreadLevel> InterCommunicator<L> {
             pr.exchange(Peer::Remote(0), mine, output);
         }
         tree::bcast_binomial(&mut pr, g, 0, output);
-        self.start(scope, name, pr, None, bytes(send), bytes_mut(recv))
+        Ok(Planned::new(name, pr, None, bytes(send), bytes_mut(recv)))
     }
 
     /// Every process's `recv` gets the other group's `send`s in that group's rank order
     /// (`MPI_Allgather`): `recv` holds remote-size blocks, each as long as the other group's
     /// `send`s (which may differ from this group's).
     pub fn all_gather_into<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
-        self.all_gather_go(None, "intercomm allgather", send, recv)
-            .map(drop)
+        self.block(self.all_gather_plan("intercomm allgather", send, recv))
     }
 
     /// Starts an allgather across the groups (`MPI_Iallgather`); see
@@ -383,25 +465,26 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         send: &'a [T],
         recv: &'a mut [T],
     ) -> Result<Request<'a, 's>> {
-        req(self.all_gather_go(Some(scope), "intercomm immediate_allgather", send, recv))
+        let name = "intercomm immediate_allgather";
+        self.begin(scope, self.all_gather_plan(name, send, recv))
     }
 
-    fn reduce_go<'a, 's, T: Reducible>(
+    /// `MPI_Reduce` to a root of the other group, planned.
+    pub(crate) fn reduce_plan<'b, T: Reducible>(
         &self,
-        scope: Option<&'s Scope<'a>>,
         name: &'static str,
         root: InterRoot,
-        send: &'a [T],
-        recv: &'a mut [T],
+        send: &'b [T],
+        recv: &'b mut [T],
         op: &Op,
-    ) -> Result<Option<Request<'a, 's>>> {
+    ) -> Result<Planned<'b>> {
         self.check_remote_root(name, root)?;
         let c = combine::<T>(op)?;
         let id = op_identity(op);
         let mut pr = Program::new();
         let (my_op, their_op) = (pr.scratch(8), pr.scratch(8));
         match root {
-            InterRoot::Null => return self.skip(scope),
+            InterRoot::Null => return Ok(Self::bystander(name)),
             InterRoot::Root => {
                 // Swap operation identities with the contributing group's leader first, so
                 // that nothing is reduced or delivered under different operations.
@@ -442,7 +525,13 @@ impl<L: ThreadLevel> InterCommunicator<L> {
                 }
             }
         }
-        self.start(scope, name, pr, Some(c), bytes(send), bytes_mut(recv))
+        Ok(Planned::new(
+            name,
+            pr,
+            Some(c),
+            bytes(send),
+            bytes_mut(recv),
+        ))
     }
 
     /// Combines the other group's `send`s with `op` into the root's `recv` (`MPI_Reduce`);
@@ -457,8 +546,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         recv: &mut [T],
         op: Op,
     ) -> Result<()> {
-        self.reduce_go(None, "intercomm reduce", root, send, recv, &op)
-            .map(drop)
+        self.block(self.reduce_plan("intercomm reduce", root, send, recv, &op))
     }
 
     /// Starts a reduce to the other group's root (`MPI_Ireduce`); see
@@ -471,28 +559,22 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         recv: &'a mut [T],
         op: Op,
     ) -> Result<Request<'a, 's>> {
-        req(self.reduce_go(
-            Some(scope),
-            "intercomm immediate_reduce",
-            root,
-            send,
-            recv,
-            &op,
-        ))
+        let name = "intercomm immediate_reduce";
+        self.begin(scope, self.reduce_plan(name, root, send, recv, &op))
     }
 
-    fn gather_go<'a, 's, T: Equivalence>(
+    /// `MPI_Gather` to a root of the other group, planned.
+    pub(crate) fn gather_plan<'b, T: Equivalence>(
         &self,
-        scope: Option<&'s Scope<'a>>,
         name: &'static str,
         root: InterRoot,
-        send: &'a [T],
-        recv: &'a mut [T],
-    ) -> Result<Option<Request<'a, 's>>> {
+        send: &'b [T],
+        recv: &'b mut [T],
+    ) -> Result<Planned<'b>> {
         self.check_remote_root(name, root)?;
         let mut pr = Program::new();
         match root {
-            InterRoot::Null => return self.skip(scope),
+            InterRoot::Null => return Ok(Self::bystander(name)),
             InterRoot::Root => {
                 pr.recv(
                     Peer::Remote(0),
@@ -520,7 +602,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
                 }
             }
         }
-        self.start(scope, name, pr, None, bytes(send), bytes_mut(recv))
+        Ok(Planned::new(name, pr, None, bytes(send), bytes_mut(recv)))
     }
 
     /// Gathers the other group's `send`s, in its rank order, into the root's `recv`
@@ -531,8 +613,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         send: &[T],
         recv: &mut [T],
     ) -> Result<()> {
-        self.gather_go(None, "intercomm gather", root, send, recv)
-            .map(drop)
+        self.block(self.gather_plan("intercomm gather", root, send, recv))
     }
 
     /// Starts a gather to the other group's root (`MPI_Igather`); see
@@ -544,21 +625,22 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         send: &'a [T],
         recv: &'a mut [T],
     ) -> Result<Request<'a, 's>> {
-        req(self.gather_go(Some(scope), "intercomm immediate_gather", root, send, recv))
+        let name = "intercomm immediate_gather";
+        self.begin(scope, self.gather_plan(name, root, send, recv))
     }
 
-    fn scatter_go<'a, 's, T: Equivalence>(
+    /// `MPI_Scatter` from a root of the other group, planned.
+    pub(crate) fn scatter_plan<'b, T: Equivalence>(
         &self,
-        scope: Option<&'s Scope<'a>>,
         name: &'static str,
         root: InterRoot,
-        send: &'a [T],
-        recv: &'a mut [T],
-    ) -> Result<Option<Request<'a, 's>>> {
+        send: &'b [T],
+        recv: &'b mut [T],
+    ) -> Result<Planned<'b>> {
         self.check_remote_root(name, root)?;
         let mut pr = Program::new();
         match root {
-            InterRoot::Null => return self.skip(scope),
+            InterRoot::Null => return Ok(Self::bystander(name)),
             InterRoot::Root => {
                 check_len(
                     name,
@@ -593,7 +675,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
                 );
             }
         }
-        self.start(scope, name, pr, None, bytes(send), bytes_mut(recv))
+        Ok(Planned::new(name, pr, None, bytes(send), bytes_mut(recv)))
     }
 
     /// Scatters the root's `send` (remote-size blocks) over the other group, block i to its
@@ -604,8 +686,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         send: &[T],
         recv: &mut [T],
     ) -> Result<()> {
-        self.scatter_go(None, "intercomm scatter", root, send, recv)
-            .map(drop)
+        self.block(self.scatter_plan("intercomm scatter", root, send, recv))
     }
 
     /// Starts a scatter from the other group's root (`MPI_Iscatter`); see
@@ -617,16 +698,17 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         send: &'a [T],
         recv: &'a mut [T],
     ) -> Result<Request<'a, 's>> {
-        req(self.scatter_go(Some(scope), "intercomm immediate_scatter", root, send, recv))
+        let name = "intercomm immediate_scatter";
+        self.begin(scope, self.scatter_plan(name, root, send, recv))
     }
 
-    fn all_to_all_go<'a, 's, T: Equivalence>(
+    /// `MPI_Alltoall` across the groups, planned.
+    pub(crate) fn all_to_all_plan<'b, T: Equivalence>(
         &self,
-        scope: Option<&'s Scope<'a>>,
         name: &'static str,
-        send: &'a [T],
-        recv: &'a mut [T],
-    ) -> Result<Option<Request<'a, 's>>> {
+        send: &'b [T],
+        recv: &'b mut [T],
+    ) -> Result<Planned<'b>> {
         // The blocks sent and received may differ in size: this group's send block is the
         // other group's receive block, and the other way round.
         let q = self.remote_size().max(1) as usize;
@@ -654,15 +736,14 @@ impl<L: ThreadLevel> InterCommunicator<L> {
             pr.send(Peer::Remote(j as u32), Span::new(Region::Send, j * ns, ns));
         }
         pr.wait();
-        self.start(scope, name, pr, None, bytes(send), bytes_mut(recv))
+        Ok(Planned::new(name, pr, None, bytes(send), bytes_mut(recv)))
     }
 
     /// Block j of `send` goes to remote rank j; remote rank j's block for this process lands
     /// in block j of `recv` (`MPI_Alltoall`). Each buffer holds remote-size blocks; a send
     /// block is as long as the other group's receive blocks (the two may differ).
     pub fn all_to_all_into<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
-        self.all_to_all_go(None, "intercomm alltoall", send, recv)
-            .map(drop)
+        self.block(self.all_to_all_plan("intercomm alltoall", send, recv))
     }
 
     /// Starts an all-to-all across the groups (`MPI_Ialltoall`); see
@@ -673,25 +754,24 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         send: &'a [T],
         recv: &'a mut [T],
     ) -> Result<Request<'a, 's>> {
-        req(self.all_to_all_go(Some(scope), "intercomm immediate_alltoall", send, recv))
+        let name = "intercomm immediate_alltoall";
+        self.begin(scope, self.all_to_all_plan(name, send, recv))
     }
 
-    /// Gathers remote rank i's `send` into the root's `recv` at element `displs[i]`, where
-    /// `counts[i]` elements are expected (`MPI_Gatherv`); `counts` and `displs` are used at
-    /// the root only. Each remote process's message goes straight to the root.
-    pub fn gather_varcount_into<T: Equivalence>(
+    /// `MPI_Gatherv` to a root of the other group, planned.
+    pub(crate) fn gather_varcount_plan<'b, T: Equivalence>(
         &self,
+        name: &'static str,
         root: InterRoot,
-        send: &[T],
-        recv: &mut [T],
+        send: &'b [T],
+        recv: &'b mut [T],
         counts: &[usize],
         displs: &[usize],
-    ) -> Result<()> {
-        let name = "intercomm gatherv";
+    ) -> Result<Planned<'b>> {
         self.check_remote_root(name, root)?;
         let mut pr = Program::new();
         match root {
-            InterRoot::Null => return self.skip(None).map(drop),
+            InterRoot::Null => return Ok(Self::bystander(name)),
             InterRoot::Root => {
                 let q = self.remote_size() as u32;
                 let elem = std::mem::size_of::<T>();
@@ -706,26 +786,38 @@ impl<L: ThreadLevel> InterCommunicator<L> {
             }
         }
         pr.wait();
-        self.start(None, name, pr, None, bytes(send), bytes_mut(recv))
-            .map(drop)
+        Ok(Planned::new(name, pr, None, bytes(send), bytes_mut(recv)))
     }
 
-    /// Sends `counts[i]` elements of the root's `send` from element `displs[i]` to remote
-    /// rank i, into its `recv` (`MPI_Scatterv`); `send`, `counts` and `displs` are used at
-    /// the root only.
-    pub fn scatter_varcount_into<T: Equivalence>(
+    /// Gathers remote rank i's `send` into the root's `recv` at element `displs[i]`, where
+    /// `counts[i]` elements are expected (`MPI_Gatherv`); `counts` and `displs` are used at
+    /// the root only. Each remote process's message goes straight to the root.
+    pub fn gather_varcount_into<T: Equivalence>(
         &self,
         root: InterRoot,
         send: &[T],
+        recv: &mut [T],
         counts: &[usize],
         displs: &[usize],
-        recv: &mut [T],
     ) -> Result<()> {
-        let name = "intercomm scatterv";
+        let name = "intercomm gatherv";
+        self.block(self.gather_varcount_plan(name, root, send, recv, counts, displs))
+    }
+
+    /// `MPI_Scatterv` from a root of the other group, planned.
+    pub(crate) fn scatter_varcount_plan<'b, T: Equivalence>(
+        &self,
+        name: &'static str,
+        root: InterRoot,
+        send: &'b [T],
+        counts: &[usize],
+        displs: &[usize],
+        recv: &'b mut [T],
+    ) -> Result<Planned<'b>> {
         self.check_remote_root(name, root)?;
         let mut pr = Program::new();
         match root {
-            InterRoot::Null => return self.skip(None).map(drop),
+            InterRoot::Null => return Ok(Self::bystander(name)),
             InterRoot::Root => {
                 let q = self.remote_size() as u32;
                 let elem = std::mem::size_of::<T>();
@@ -740,20 +832,34 @@ impl<L: ThreadLevel> InterCommunicator<L> {
             }
         }
         pr.wait();
-        self.start(None, name, pr, None, bytes(send), bytes_mut(recv))
-            .map(drop)
+        Ok(Planned::new(name, pr, None, bytes(send), bytes_mut(recv)))
     }
 
-    /// Every process's `recv` gets remote rank i's `send` at element `displs[i]`, where
-    /// `counts[i]` elements are expected (`MPI_Allgatherv`).
-    pub fn all_gather_varcount_into<T: Equivalence>(
+    /// Sends `counts[i]` elements of the root's `send` from element `displs[i]` to remote
+    /// rank i, into its `recv` (`MPI_Scatterv`); `send`, `counts` and `displs` are used at
+    /// the root only.
+    pub fn scatter_varcount_into<T: Equivalence>(
         &self,
+        root: InterRoot,
         send: &[T],
-        recv: &mut [T],
         counts: &[usize],
         displs: &[usize],
+        recv: &mut [T],
     ) -> Result<()> {
-        let (name, q) = ("intercomm allgatherv", self.remote_size() as u32);
+        let name = "intercomm scatterv";
+        self.block(self.scatter_varcount_plan(name, root, send, counts, displs, recv))
+    }
+
+    /// `MPI_Allgatherv` across the groups, planned.
+    pub(crate) fn all_gather_varcount_plan<'b, T: Equivalence>(
+        &self,
+        name: &'static str,
+        send: &'b [T],
+        recv: &'b mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<Planned<'b>> {
+        let q = self.remote_size() as u32;
         let elem = std::mem::size_of::<T>();
         let spans = v_spans(name, Region::Recv, counts, displs, recv.len(), q, elem)?;
         let mut pr = Program::new();
@@ -765,8 +871,47 @@ impl<L: ThreadLevel> InterCommunicator<L> {
             pr.send(Peer::Remote(j), all);
         }
         pr.wait();
-        self.start(None, name, pr, None, bytes(send), bytes_mut(recv))
-            .map(drop)
+        Ok(Planned::new(name, pr, None, bytes(send), bytes_mut(recv)))
+    }
+
+    /// Every process's `recv` gets remote rank i's `send` at element `displs[i]`, where
+    /// `counts[i]` elements are expected (`MPI_Allgatherv`).
+    pub fn all_gather_varcount_into<T: Equivalence>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<()> {
+        let name = "intercomm allgatherv";
+        self.block(self.all_gather_varcount_plan(name, send, recv, counts, displs))
+    }
+
+    /// `MPI_Alltoallv` across the groups, planned.
+    #[allow(clippy::too_many_arguments)] // the standard's arguments
+    pub(crate) fn all_to_all_varcount_plan<'b, T: Equivalence>(
+        &self,
+        name: &'static str,
+        send: &'b [T],
+        scounts: &[usize],
+        sdispls: &[usize],
+        recv: &'b mut [T],
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<Planned<'b>> {
+        let q = self.remote_size() as u32;
+        let elem = std::mem::size_of::<T>();
+        let sspans = v_spans(name, Region::Send, scounts, sdispls, send.len(), q, elem)?;
+        let rspans = v_spans(name, Region::Recv, rcounts, rdispls, recv.len(), q, elem)?;
+        let mut pr = Program::new();
+        for (j, s) in rspans.into_iter().enumerate() {
+            pr.recv(Peer::Remote(j as u32), s);
+        }
+        for (j, s) in sspans.into_iter().enumerate() {
+            pr.send(Peer::Remote(j as u32), s);
+        }
+        pr.wait();
+        Ok(Planned::new(name, pr, None, bytes(send), bytes_mut(recv)))
     }
 
     /// `scounts[j]` elements of `send` from `sdispls[j]` go to remote rank j; remote rank
@@ -782,20 +927,10 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         rcounts: &[usize],
         rdispls: &[usize],
     ) -> Result<()> {
-        let (name, q) = ("intercomm alltoallv", self.remote_size() as u32);
-        let elem = std::mem::size_of::<T>();
-        let sspans = v_spans(name, Region::Send, scounts, sdispls, send.len(), q, elem)?;
-        let rspans = v_spans(name, Region::Recv, rcounts, rdispls, recv.len(), q, elem)?;
-        let mut pr = Program::new();
-        for (j, s) in rspans.into_iter().enumerate() {
-            pr.recv(Peer::Remote(j as u32), s);
-        }
-        for (j, s) in sspans.into_iter().enumerate() {
-            pr.send(Peer::Remote(j as u32), s);
-        }
-        pr.wait();
-        self.start(None, name, pr, None, bytes(send), bytes_mut(recv))
-            .map(drop)
+        let name = "intercomm alltoallv";
+        self.block(
+            self.all_to_all_varcount_plan(name, send, scounts, sdispls, recv, rcounts, rdispls),
+        )
     }
 
     /// Sends `buf` to rank `dest` of the remote group (`MPI_Send` on an intercommunicator).

@@ -297,7 +297,7 @@ impl<'b> Planned<'b> {
     }
 
     /// Blocking (`scope == None`) or nonblocking form, for callers that share one function
-    /// between both (intercommunicators).
+    /// between both (neighbourhood collectives).
     pub fn launch<'s>(
         self,
         rt: &Arc<Runtime>,
@@ -309,16 +309,6 @@ impl<'b> Planned<'b> {
             Some(s) => self.start(rt, state, s).map(Some),
         }
     }
-}
-
-/// The request of a nonblocking form (`launch` with a scope always gives one).
-pub(crate) fn req<'a, 's>(r: Result<Option<Request<'a, 's>>>) -> Result<Request<'a, 's>> {
-    r?.ok_or_else(|| {
-        Error::new(
-            ErrorClass::Intern,
-            "nonblocking collective returned no request",
-        )
-    })
 }
 
 /// A request that is already complete (collectives with nothing to do).

@@ -29,6 +29,8 @@ use crate::point_to_point::{Source, Tag};
 use crate::runtime::Runtime;
 use crate::threading::ThreadLevel;
 
+mod inter;
+
 // ---------------------------------------------------------------------------------------------
 // Engine level: progress, the fatal path, the wait loop.
 // ---------------------------------------------------------------------------------------------
