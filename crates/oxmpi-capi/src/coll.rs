@@ -537,7 +537,7 @@ unsafe fn input<'a>(
     dt: Handle,
     blocks: usize,
 ) -> Result<std::borrow::Cow<'a, [u8]>> {
-    if let Ok(d) = crate::datatypes::lookup(name, dt as usize) {
+    if let Some(d) = crate::datatypes::predef(dt as usize) {
         let len = count(name, n)?
             .checked_mul(d.size)
             .and_then(|x| x.checked_mul(blocks))
@@ -591,7 +591,7 @@ unsafe fn output<'a>(
     dt: Handle,
     blocks: usize,
 ) -> Result<Output<'a>> {
-    if let Ok(d) = crate::datatypes::lookup(name, dt as usize) {
+    if let Some(d) = crate::datatypes::predef(dt as usize) {
         let len = count(name, n)?
             .checked_mul(d.size)
             .and_then(|x| x.checked_mul(blocks))
@@ -630,7 +630,7 @@ pub(crate) fn derived(
 /// A reduction over a derived datatype made of one predefined type: the base's table entry
 /// and the element count, or `None` for a predefined datatype.
 pub(crate) fn reduction_base(name: &str, dt: Handle) -> Result<Option<&'static Predef>> {
-    if crate::datatypes::lookup(name, dt as usize).is_ok() {
+    if crate::datatypes::predef(dt as usize).is_some() {
         return Ok(None);
     }
     let ty = oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(dt as usize))?;
@@ -755,7 +755,7 @@ impl Blocks {
         displs: *const D,
         dt: Handle,
     ) -> Result<Option<Blocks>> {
-        if crate::datatypes::lookup(name, dt as usize).is_ok() {
+        if crate::datatypes::predef(dt as usize).is_some() {
             return Ok(None);
         }
         let ty = oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(dt as usize))?;

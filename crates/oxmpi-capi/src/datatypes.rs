@@ -264,7 +264,7 @@ fn data_general(call: &str, n: i64, dt: usize, buf: *const std::ffi::c_void) -> 
         )
     };
     // The common case, a predefined type, is one table index.
-    if let Ok(p) = lookup(call, dt) {
+    if let Some(p) = predef(dt) {
         let len = count.checked_mul(p.size).ok_or_else(overflow)?;
         return Ok(Data::Bytes { offset: 0, len });
     }

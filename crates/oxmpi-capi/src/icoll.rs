@@ -260,7 +260,7 @@ unsafe fn blocks<C: AbiInt, D: AbiInt>(
     rw: (bool, bool),
     k: &mut Kept,
 ) -> Result<Blocks> {
-    if let Ok(d) = crate::datatypes::lookup(name, dt as usize) {
+    if let Some(d) = crate::datatypes::predef(dt as usize) {
         // SAFETY: forwarded.
         let (bc, bd, extent) = unsafe { layout(name, p, counts, displs, d.size)? };
         let at = whole(name, base, extent)?.cast_mut();
@@ -1223,7 +1223,7 @@ unsafe fn wblocks<C: AbiInt, D: AbiInt>(
         .map(|(&x, &o)| Ok((count(name, x.wide())?, o.wide())))
         .collect::<Result<_>>()?;
     if t.iter()
-        .any(|&h| crate::datatypes::lookup(name, h as usize).is_err())
+        .any(|&h| crate::datatypes::predef(h as usize).is_none())
     {
         let ty = |i: usize| {
             oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(t[i] as usize))

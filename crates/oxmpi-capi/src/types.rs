@@ -123,7 +123,7 @@ unsafe fn status_bytes(call: &str, status: *const MpiStatus) -> Result<u64> {
 
 /// `MPI_Get_count` in any width: whole elements of `dt` in the bytes a status reports.
 pub fn count_of(call: &str, bytes: u64, dt: Handle) -> Result<i64> {
-    if let Ok(p) = crate::datatypes::lookup(call, dt as usize) {
+    if let Some(p) = crate::datatypes::predef(dt as usize) {
         // Predefined types move their extent per element (pairs with their padding).
         return Ok(if bytes % p.size as u64 == 0 {
             (bytes / p.size as u64) as i64
@@ -137,7 +137,7 @@ pub fn count_of(call: &str, bytes: u64, dt: Handle) -> Result<i64> {
 
 /// `MPI_Get_elements` in any width: basic elements in the bytes a status reports.
 pub fn elements_of(call: &str, bytes: u64, dt: Handle) -> Result<i64> {
-    if let Ok(p) = crate::datatypes::lookup(call, dt as usize) {
+    if let Some(p) = crate::datatypes::predef(dt as usize) {
         if matches!(p.kind, crate::datatypes::Kind::Pair(_)) {
             // A pair moves as its C struct: each is two basic elements.
             return Ok(if bytes % p.size as u64 == 0 {
