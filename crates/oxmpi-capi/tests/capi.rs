@@ -148,6 +148,11 @@ fn intercommunicators() {
 }
 
 #[test]
+fn communicators_from_groups() {
+    corpus("fromgroup", &[2, 3, 4]);
+}
+
+#[test]
 fn requests() {
     corpus("requests", &[1, 2, 3, 4]);
 }
