@@ -1537,6 +1537,29 @@ mod tests {
     }
 
     #[test]
+    fn string_tags_are_stable_and_tell_strings_groups_and_kinds_apart() {
+        let g: &[u32] = &[0, 2, 4];
+        let t = string_tag("comm", "org.mpi4py", &[g]);
+        assert_eq!(t, string_tag("comm", "org.mpi4py", &[g]), "stable");
+        assert!(
+            (0..TAG_SPLIT as i32).contains(&t),
+            "below the subgroup tag range"
+        );
+        assert_ne!(t, string_tag("comm", "org.mpi4py.", &[g]));
+        assert_ne!(t, string_tag("comm", "org.mpi4py", &[&[0, 2]]));
+        assert_ne!(t, string_tag("intercomm", "org.mpi4py", &[g]));
+        // Parts are length-prefixed: moving bytes between them changes the tag.
+        assert_ne!(string_tag("ab", "c", &[]), string_tag("a", "bc", &[]));
+        // Spread: 2000 strings, no collision expected among 2³⁰ values.
+        let mut seen: Vec<i32> = (0..2000)
+            .map(|i| string_tag("comm", &format!("tag{i}"), &[g]))
+            .collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 2000);
+    }
+
+    #[test]
     fn keyvals_are_distinct() {
         let a = Keyval::<u32>::new(true);
         let b = Keyval::<u32>::new(false);
