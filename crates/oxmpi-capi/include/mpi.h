@@ -280,6 +280,7 @@ typedef struct MPI_ABI_Win *MPI_Win;
 #define MPI_MAX_INFO_KEY 256
 #define MPI_MAX_INFO_VAL 1024
 #define MPI_MAX_PORT_NAME 1024
+#define MPI_MAX_STRINGTAG_LEN 1024
 #define MPI_BSEND_OVERHEAD 512
 
 #define MPI_BOTTOM ((void *)0)

@@ -9,6 +9,14 @@
 //! free masks over the parent. Pairs return to the bitmap when the last handle to a
 //! communicator is dropped (or [`free`](Communicator::free)d).
 //!
+//! # From groups alone
+//! `MPI_Comm_create_from_group` and `MPI_Intercomm_create_from_groups` have no parent
+//! communicator, and only the groups' members call them. Every process reserves pair 2
+//! ([`FROM_GROUP_PAIR`]) at init, so all know it without communicating: the members agree on
+//! the new pair over the world on it, as `MPI_Comm_create_group` does over a parent, at a tag
+//! hashed from the string tag and the groups (`string_tag`), and check that they all gave
+//! the same string. Its traffic never meets a user communicator's, the world's included.
+//!
 //! # Standard sections
 //! MPI-5.0 §7 (groups, contexts, communicators, intercommunicators, caching).
 
@@ -830,9 +838,10 @@ impl Comm {
     ///
     /// The members agree over the world on a context pair every process reserves at init,
     /// at a tag hashed from the string tag and the group ([`string_tag`]). Concurrent
-    /// constructions over groups sharing processes are told apart by that tag; the members
-    /// also check that they all gave the same string ([`ErrorClass::Arg`] otherwise), so a
-    /// string given wrongly fails instead of mixing two constructions up.
+    /// constructions over groups sharing processes are told apart by that tag (members
+    /// giving different strings, which is erroneous, do not meet at all). Two strings can
+    /// share a tag, so the members also check that they all gave the same string
+    /// ([`ErrorClass::Arg`] otherwise; see [`string_tag`]).
     pub(crate) fn from_group(
         rt: &Arc<Runtime>,
         group: &Group,
@@ -1261,9 +1270,10 @@ impl<L: ThreadLevel> Communicator<L> {
 /// The tag of a construction from groups with string tag `s`: 64-bit FNV-1a over `kind`
 /// (which construction), the string and the world ranks of `groups` (so constructions over
 /// different groups with one string differ too), folded to 30 bits. Two different strings
-/// share a tag once in 2³⁰ pairs; that matters only for constructions running at once over
-/// groups sharing processes, and the members' check of the string
-/// ([`Comm::from_group`]) then fails them instead of building mixed communicators.
+/// share a tag once in 2³⁰ pairs; that matters only for constructions running at the same
+/// time over groups sharing processes, whose messages could then match across: the members'
+/// check of the string ([`Comm::from_group`]) fails those that see the other's bytes instead
+/// of building a mixed communicator (the others may then wait for them).
 fn string_tag(kind: &str, s: &str, groups: &[&[u32]]) -> i32 {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01b3;

@@ -55,8 +55,8 @@ impl<L: ThreadLevel> Universe<L> {
     /// concurrent constructions over groups sharing processes apart. `None` for an empty
     /// group (a local call). The group comes from a communicator of this job (there are no
     /// sessions): a process of another job (spawned, or a parent) or a caller outside the
-    /// group is [`ErrorClass::Group`]; members giving different string tags all get
-    /// [`ErrorClass::Arg`].
+    /// group is [`ErrorClass::Group`]. Members giving different string tags (erroneous) do
+    /// not meet: each string gives its own message tag.
     pub fn create_from_group(
         &self,
         group: &crate::Group,
