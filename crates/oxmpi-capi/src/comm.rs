@@ -1,5 +1,5 @@
 //! Communicators and groups: size, rank, creation (dup, split, split by type, from a group,
-//! intercommunicators), comparison, freeing, and the group operations.
+//! intercommunicators, from groups alone), comparison, freeing, and the group operations.
 
 use std::ffi::{c_char, c_int};
 use std::sync::Mutex;
