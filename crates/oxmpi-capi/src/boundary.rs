@@ -10,7 +10,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use oxmpi::handle::comm::CommHandle;
-use oxmpi::handle::errhandler::{self, Action};
+use oxmpi::handle::errhandler::{self, Action, ErrhandlerHandle};
 use oxmpi::{Error, ErrorClass, Result};
 
 /// `MPI_Comm`, `MPI_Group`, ...: a pointer-sized handle value.
@@ -98,22 +98,55 @@ fn fail_with(name: &str, on: CommHandle, e: Error) -> c_int {
 #[cold]
 #[inline(never)]
 fn panicked(name: &str, on: CommHandle, p: Box<dyn std::any::Any + Send>) -> c_int {
+    let e = panic_error(name, p);
+    fail(name, on, &e, ErrorClass::Intern as c_int)
+}
+
+/// The `MPI_ERR_INTERN` error of a panic in call `name`.
+fn panic_error(name: &str, p: Box<dyn std::any::Any + Send>) -> Error {
     let what = p
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())
         .unwrap_or_default();
-    let e = Error::new(
+    Error::new(
         ErrorClass::Intern,
         format!("{name}: internal error: {what}"),
-    );
-    fail(name, on, &e, ErrorClass::Intern as c_int)
+    )
+}
+
+/// As [`run`], for the constructors that take the new communicator's error handler
+/// (`MPI_Comm_create_from_group`, `MPI_Intercomm_create_from_groups`): the standard has
+/// their own errors raised on that handler, `eh`, since there is no communicator yet (a user
+/// handler is called with `MPI_COMM_NULL`). An `eh` that is no live handler leaves the error
+/// to the handler of `MPI_COMM_WORLD`, as errors tied to no object.
+#[inline]
+pub fn run_on_errhandler(
+    name: &'static str,
+    eh: Handle,
+    body: impl FnOnce() -> Result<()>,
+) -> c_int {
+    let e = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => return 0,
+        Ok(Err(e)) => e,
+        Err(p) => panic_error(name, p),
+    };
+    let code = e.class() as c_int;
+    let action = errhandler::handler_action(ErrhandlerHandle::from_int(int_of(eh)))
+        .unwrap_or_else(|_| errhandler::action(CommHandle::NULL));
+    dispatch(name, action, CommHandle::NULL, &e, code)
 }
 
 /// Hands error `code` of call `name` to the error handler of `on`; returns the code if the
 /// handler returns.
 pub fn fail(name: &str, on: CommHandle, e: &Error, code: c_int) -> c_int {
-    match errhandler::action(on) {
+    dispatch(name, errhandler::action(on), on, e, code)
+}
+
+/// Does what error handler `action` says with error `code` of call `name` (a user handler is
+/// called with `on`); returns the code if the handler returns.
+fn dispatch(name: &str, action: Action, on: CommHandle, e: &Error, code: c_int) -> c_int {
+    match action {
         Action::Return => code,
         Action::Call(f) => {
             // A handler that panics (a Rust bug, or unwinding C++) must not cross the boundary.
@@ -358,6 +391,42 @@ macro_rules! mpi_fn {
     )* };
 }
 pub(crate) use mpi_fn;
+
+/// As [`mpi_fn`], for calls whose errors go to an error handler argument instead of a
+/// communicator's (`raised on eh`): bodies run in [`run_on_errhandler`].
+macro_rules! mpi_fn_on_errhandler {
+    ($(
+        $(#[$doc:meta])*
+        fn $name:ident = $mpi:ident / $pmpi:ident ( $($a:ident : $t:ty),* $(,)? )
+            raised on $eh:expr => $body:block
+    )*) => { $(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The pointer arguments follow the MPI standard's contract for this call.
+        #[no_mangle]
+        pub unsafe extern "C" fn $pmpi($($a: $t),*) -> std::ffi::c_int {
+            let eh: $crate::boundary::Handle = $eh;
+            $crate::boundary::run_on_errhandler(stringify!($name), eh, move || {
+                // SAFETY: as in `mpi_fn`: the body dereferences only pointer arguments, after
+                // checking them for null, valid by the MPI standard's contract.
+                #[allow(unused_unsafe)]
+                unsafe { $body }
+            })
+        }
+
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As the `PMPI_` function.
+        #[no_mangle]
+        pub unsafe extern "C" fn $mpi($($a: $t),*) -> std::ffi::c_int {
+            // SAFETY: same contract, forwarded.
+            unsafe { $pmpi($($a),*) }
+        }
+    )* };
+}
+pub(crate) use mpi_fn_on_errhandler;
 
 /// Defines functions that return a value instead of an error code (`MPI_Wtime`,
 /// `MPI_Comm_c2f`, ...), exported as `PMPI_x` and `MPI_x` like [`mpi_fn`]. Their bodies

@@ -1,18 +1,18 @@
 //! Communicators and groups: size, rank, creation (dup, split, split by type, from a group,
-//! intercommunicators), comparison, freeing, and the group operations.
+//! intercommunicators, from groups alone), comparison, freeing, and the group operations.
 
 use std::ffi::{c_char, c_int};
 use std::sync::Mutex;
 
 use oxmpi::handle::comm::{self as hc, CommHandle};
-use oxmpi::handle::errhandler;
+use oxmpi::handle::errhandler::{self, ErrhandlerHandle};
 use oxmpi::handle::group::{self as hg, GroupHandle};
 use oxmpi::handle::info::{self as hi, InfoHandle};
 use oxmpi::{ErrorClass, Relation, SplitType};
 
 use crate::boundary::{
-    comm, comm_handle, count, err, get, handle_of, int_of, mpi_fn, put, put_str, slice, slice_mut,
-    str_arg, Handle,
+    comm, comm_handle, count, err, get, handle_of, int_of, mpi_fn, mpi_fn_on_errhandler, put,
+    put_str, slice, slice_mut, str_arg, Handle,
 };
 
 /// `MPI_UNDEFINED`.
@@ -195,6 +195,57 @@ unsafe fn release(
         unsafe { put(name, c, comm_handle(h))? };
     }
     r
+}
+
+/// Gives `new`, made by a constructor from groups, its error handler `eh` and the hints
+/// `pairs`, and stores it in `*out` (`MPI_COMM_NULL` as it is).
+///
+/// # Safety
+/// `out` must be null or valid for a write.
+unsafe fn put_from_groups(
+    name: &str,
+    new: CommHandle,
+    eh: ErrhandlerHandle,
+    pairs: Vec<(String, String)>,
+    out: *mut Handle,
+) -> oxmpi::Result<()> {
+    if new != CommHandle::NULL {
+        errhandler::comm_set_errhandler(new, eh)?;
+        set_hints(new, pairs);
+    }
+    // SAFETY: forwarded from our caller.
+    unsafe { put(name, out, comm_handle(new)) }
+}
+
+/// The arguments the constructors from groups share, checked in the standard's order of
+/// classes: the output handle and the string tag (`MPI_ERR_ARG` if NULL, or not UTF-8),
+/// the error handler (`MPI_ERR_ERRHANDLER`), the info object (`MPI_INFO_NULL` or a live
+/// one, whose hints the new communicator keeps).
+///
+/// # Safety
+/// `stringtag` must be null or point to a NUL-terminated string that outlives `'a`.
+unsafe fn from_groups_args<'a>(
+    name: &str,
+    stringtag: *const c_char,
+    info: Handle,
+    eh: Handle,
+    out: *mut Handle,
+) -> oxmpi::Result<(&'a str, ErrhandlerHandle, Hints)> {
+    if out.is_null() {
+        return Err(err(
+            ErrorClass::Arg,
+            name,
+            "the new communicator's handle pointer is NULL",
+        ));
+    }
+    if stringtag.is_null() {
+        return Err(err(ErrorClass::Arg, name, "stringtag is NULL"));
+    }
+    // SAFETY: non-null, NUL-terminated by our caller's contract.
+    let tag = unsafe { str_arg(name, stringtag)? };
+    let eh = ErrhandlerHandle::from_int(int_of(eh));
+    errhandler::handler_action(eh)?;
+    Ok((tag, eh, info_pairs(info)?))
 }
 
 /// `n` ranks at `p`.
@@ -497,5 +548,44 @@ mpi_fn! {
         let mut h = group(get("Group_free", g)?);
         hg::group_free(&mut h)?;
         put("Group_free", g, group_handle(h))
+    }
+}
+
+mpi_fn_on_errhandler! {
+    /// `MPI_Comm_create_from_group`: the communicator of `g`'s processes, collective over
+    /// them alone (see [`hc::comm_create_from_group`]); `MPI_COMM_NULL` for an empty group.
+    /// The new communicator gets error handler `eh` and the hints of `info`; the call's own
+    /// errors are raised on `eh`.
+    fn Comm_create_from_group = MPI_Comm_create_from_group / PMPI_Comm_create_from_group(
+        g: Handle,
+        stringtag: *const c_char,
+        info: Handle,
+        eh: Handle,
+        out: *mut Handle,
+    ) raised on eh => {
+        let name = "Comm_create_from_group";
+        let (tag, eh, pairs) = from_groups_args(name, stringtag, info, eh, out)?;
+        let new = hc::comm_create_from_group(group(g), tag)?;
+        put_from_groups(name, new, eh, pairs, out)
+    }
+
+    /// `MPI_Intercomm_create_from_groups`: the intercommunicator between this process's
+    /// group and the disjoint `remote` group (see [`hc::intercomm_create_from_groups`]).
+    /// The new communicator gets error handler `eh` and the hints of `info`; the call's own
+    /// errors are raised on `eh`.
+    fn Intercomm_create_from_groups = MPI_Intercomm_create_from_groups / PMPI_Intercomm_create_from_groups(
+        local: Handle,
+        local_leader: c_int,
+        remote: Handle,
+        remote_leader: c_int,
+        stringtag: *const c_char,
+        info: Handle,
+        eh: Handle,
+        out: *mut Handle,
+    ) raised on eh => {
+        let name = "Intercomm_create_from_groups";
+        let (tag, eh, pairs) = from_groups_args(name, stringtag, info, eh, out)?;
+        let new = hc::intercomm_create_from_groups(group(local), local_leader, group(remote), remote_leader, tag)?;
+        put_from_groups(name, new, eh, pairs, out)
     }
 }

@@ -153,6 +153,11 @@ fn intercommunicator_collectives_in_every_form() {
 }
 
 #[test]
+fn communicators_from_groups() {
+    corpus("fromgroup", &[2, 3, 4]);
+}
+
+#[test]
 fn requests() {
     corpus("requests", &[1, 2, 3, 4]);
 }

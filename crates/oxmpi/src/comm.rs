@@ -9,6 +9,14 @@
 //! free masks over the parent. Pairs return to the bitmap when the last handle to a
 //! communicator is dropped (or [`free`](Communicator::free)d).
 //!
+//! # From groups alone
+//! `MPI_Comm_create_from_group` and `MPI_Intercomm_create_from_groups` have no parent
+//! communicator, and only the groups' members call them. Every process reserves pair 2
+//! ([`FROM_GROUP_PAIR`]) at init, so all know it without communicating: the members agree on
+//! the new pair over the world on it, as `MPI_Comm_create_group` does over a parent, at a tag
+//! hashed from the string tag and the groups (`string_tag`), and check that they all gave
+//! the same string. Its traffic never meets a user communicator's, the world's included.
+//!
 //! # Standard sections
 //! MPI-5.0 §7 (groups, contexts, communicators, intercommunicators, caching).
 
@@ -31,16 +39,23 @@ pub const WORLD_CONTEXT: u32 = 0;
 /// Context id of `MPI_COMM_SELF`.
 pub const SELF_CONTEXT: u32 = 2;
 
-/// Context-id pairs a process can use at once (pair 0 is `WORLD`, pair 1 `SELF`).
+/// Context-id pairs a process can use at once (pair 0 is `WORLD`, pair 1 `SELF`, pair 2 the
+/// constructions from groups).
 pub const MAX_CONTEXT_PAIRS: usize = 4096;
 const WORDS: usize = MAX_CONTEXT_PAIRS / 64;
 
 /// Pairs in use in this process (MPI is initialized once per process).
 static USED: Mutex<[u64; WORDS]> = Mutex::new({
     let mut m = [0u64; WORDS];
-    m[0] = 0b11;
+    m[0] = 0b111;
     m
 });
+
+/// Context pair reserved in every process (so known to all without communication) for the
+/// constructions from groups (`MPI_Comm_create_from_group`,
+/// `MPI_Intercomm_create_from_groups`): their agreements run over this job's world on it,
+/// never on a context a user communicator can reach.
+pub(crate) const FROM_GROUP_PAIR: u32 = 2;
 
 fn used() -> std::sync::MutexGuard<'static, [u64; WORDS]> {
     USED.lock().unwrap_or_else(|p| p.into_inner())
@@ -697,8 +712,21 @@ impl Comm {
                 "create_group: this process is not in the group",
             ));
         };
-        // Agree over the group alone: a scratch communicator on this one's contexts, with
-        // tags above every collective's.
+        self.create_over_group("create_group", group, me, tag, None)
+    }
+
+    /// The communicator of `group` (this process is its rank `me`), agreed over the group's
+    /// members alone: a scratch communicator of them on this one's contexts, with tags above
+    /// every collective's, at `tag`. With `same`, the members first check that every one of
+    /// them gave those bytes ([`ErrorClass::Arg`] on all of them otherwise).
+    fn create_over_group(
+        &self,
+        call: &str,
+        group: &Group,
+        me: i32,
+        tag: i32,
+        same: Option<&[u8]>,
+    ) -> Result<Comm> {
         let mut scratch = CommState::new(
             self.state.context,
             me as u32,
@@ -708,11 +736,19 @@ impl Comm {
         scratch.tag_base = TAG_SPLIT;
         scratch.seq = AtomicU32::new(tag as u32 % TAG_SPLIT);
         let scratch = Comm::new(self.rt.clone(), scratch);
+        if let Some(bytes) = same {
+            if !scratch.all_gave(bytes)? {
+                return Err(Error::new(
+                    ErrorClass::Arg,
+                    format!("{call}: the members of the group gave different string tags"),
+                ));
+            }
+        }
         let ks = loop {
             let mask = free_mask();
             let mut all = [0u64; WORDS];
             scratch.fixed_tag_all_reduce(&mask[..], &mut all[..], Op::BitwiseAnd)?;
-            let ks = lowest(&all, 1).ok_or_else(|| out_of_contexts("create_group"))?;
+            let ks = lowest(&all, 1).ok_or_else(|| out_of_contexts(call))?;
             if let Some(ks) = confirm(self.rt.level, ks, |ok| {
                 let mut all_ok = [0u8];
                 scratch.fixed_tag_all_reduce(&[ok as u8][..], &mut all_ok[..], Op::LogicalAnd)?;
@@ -725,6 +761,164 @@ impl Comm {
             self.rt.clone(),
             CommState::new(2 * ks[0], me as u32, group.world_ranks().to_vec(), ks),
         ))
+    }
+
+    /// Whether every member gave `bytes` (the same answer on every member). Two bitwise-AND
+    /// reductions at the fixed tag: of the length and its complement, then of the bytes (as
+    /// words) and their complements. Where members differ in a bit, its AND is 0 in both the
+    /// value and the complement, so every member sees its own value or complement changed.
+    fn all_gave(&self, bytes: &[u8]) -> Result<bool> {
+        let len = bytes.len() as u64;
+        let mut got = [0u64; 2];
+        self.fixed_tag_all_reduce(&[len, !len][..], &mut got[..], Op::BitwiseAnd)?;
+        if got != [len, !len] {
+            return Ok(false);
+        }
+        if bytes.is_empty() {
+            return Ok(true);
+        }
+        let words: Vec<u64> = bytes
+            .chunks(8)
+            .map(|c| {
+                let mut w = [0u8; 8];
+                w[..c.len()].copy_from_slice(c);
+                u64::from_le_bytes(w)
+            })
+            .collect();
+        let mine: Vec<u64> = words
+            .iter()
+            .copied()
+            .chain(words.iter().map(|w| !w))
+            .collect();
+        let mut all = vec![0u64; mine.len()];
+        self.fixed_tag_all_reduce(&mine[..], &mut all[..], Op::BitwiseAnd)?;
+        Ok(all == mine)
+    }
+
+    /// This job's world on the context pair reserved for the constructions from groups:
+    /// what they agree over, and the peer communicator of
+    /// [`intercomm_from_groups`](Self::intercomm_from_groups). Nothing runs on it but those.
+    fn from_group_world(rt: &Arc<Runtime>) -> Comm {
+        let state = CommState::new(
+            2 * FROM_GROUP_PAIR,
+            rt.rank,
+            (0..rt.size).collect(),
+            Vec::new(),
+        );
+        Comm::new(rt.clone(), state)
+    }
+
+    /// `group`'s members checked for a construction from groups: all in this job's world
+    /// ([`ErrorClass::Group`] for a process of another job, one spawned or a parent), this
+    /// process among them (its rank; [`ErrorClass::Group`] otherwise).
+    fn member_of(rt: &Runtime, call: &str, what: &str, group: &Group) -> Result<i32> {
+        if let Some(w) = group.world_ranks().iter().find(|&&w| w >= rt.size) {
+            return Err(Error::new(
+                ErrorClass::Group,
+                format!(
+                    "{call}: the {what} holds a process of another job (process {w}; this job's \
+                     world has {}): only this job's processes form communicators from groups",
+                    rt.size
+                ),
+            ));
+        }
+        group.rank().ok_or_else(|| {
+            Error::new(
+                ErrorClass::Group,
+                format!("{call}: this process is not in the {what}"),
+            )
+        })
+    }
+
+    /// `MPI_Comm_create_from_group`: the communicator of `group`'s members, collective over
+    /// them alone (every one gives the same group and string tag); `None` for an empty
+    /// group, at once. There are no sessions here, so groups come from communicators of this
+    /// job, and a process of another job is [`ErrorClass::Group`], as is a caller outside
+    /// the group.
+    ///
+    /// The members agree over the world on a context pair every process reserves at init,
+    /// at a tag hashed from the string tag and the group ([`string_tag`]). Concurrent
+    /// constructions over groups sharing processes are told apart by that tag (members
+    /// giving different strings, which is erroneous, do not meet at all). Two strings can
+    /// share a tag, so the members also check that they all gave the same string
+    /// ([`ErrorClass::Arg`] otherwise; see [`string_tag`]).
+    pub(crate) fn from_group(
+        rt: &Arc<Runtime>,
+        group: &Group,
+        stringtag: &str,
+    ) -> Result<Option<Comm>> {
+        const CALL: &str = "comm_create_from_group";
+        if group.size() == 0 {
+            return Ok(None);
+        }
+        let me = Comm::member_of(rt, CALL, "group", group)?;
+        let tag = string_tag("comm", stringtag, &[group.world_ranks()]);
+        Comm::from_group_world(rt)
+            .create_over_group(CALL, group, me, tag, Some(stringtag.as_bytes()))
+            .map(Some)
+    }
+
+    /// `MPI_Intercomm_create_from_groups`: the intercommunicator between `local` (this
+    /// process's group, led by its rank `local_leader`) and the disjoint group `remote` (led
+    /// by its rank `remote_leader`), collective over both; both sides give the same string
+    /// tag. Each side builds its local communicator from its group as
+    /// [`from_group`](Self::from_group) does, then the leaders meet over the reserved world
+    /// context as `MPI_Intercomm_create` over a peer communicator would, at a tag hashed
+    /// from the string tag and both groups. Errors: an empty group, a process of another
+    /// job, a caller outside `local`, or groups sharing a process are
+    /// [`ErrorClass::Group`]; a leader outside its group [`ErrorClass::Rank`].
+    pub(crate) fn intercomm_from_groups(
+        rt: &Arc<Runtime>,
+        local: &Group,
+        local_leader: i32,
+        remote: &Group,
+        remote_leader: i32,
+        stringtag: &str,
+    ) -> Result<Comm> {
+        const CALL: &str = "intercomm_create_from_groups";
+        if local.size() == 0 || remote.size() == 0 {
+            return Err(Error::new(
+                ErrorClass::Group,
+                format!("{CALL}: the local and the remote group must not be empty"),
+            ));
+        }
+        let me = Comm::member_of(rt, CALL, "local group", local)?;
+        if let Some(w) = remote.world_ranks().iter().find(|&&w| w >= rt.size) {
+            return Err(Error::new(
+                ErrorClass::Group,
+                format!("{CALL}: the remote group holds a process of another job (process {w})"),
+            ));
+        }
+        if let Some(w) = (remote.world_ranks().iter()).find(|w| local.world_ranks().contains(w)) {
+            return Err(Error::new(
+                ErrorClass::Group,
+                format!("{CALL}: world rank {w} is in both groups (they must be disjoint)"),
+            ));
+        }
+        for (what, leader, g) in [
+            ("local", local_leader, local),
+            ("remote", remote_leader, remote),
+        ] {
+            if leader < 0 || leader >= g.size() {
+                return Err(Error::new(
+                    ErrorClass::Rank,
+                    format!(
+                        "{CALL}: {what} leader {leader} is not a rank of the {what} group (size {})",
+                        g.size()
+                    ),
+                ));
+            }
+        }
+        let world = Comm::from_group_world(rt);
+        let ltag = string_tag("intercomm-local", stringtag, &[local.world_ranks()]);
+        let half = world.create_over_group(CALL, local, me, ltag, Some(stringtag.as_bytes()))?;
+        // Both sides hash the two groups in the same order.
+        let (a, b) = (local.world_ranks(), remote.world_ranks());
+        let pair = if a <= b { [a, b] } else { [b, a] };
+        let tag = string_tag("intercomm", stringtag, &pair);
+        let peer_leader = remote.world_ranks()[remote_leader as usize] as i32;
+        half.create_intercomm(local_leader, &world, peer_leader, tag)
+        // `half` goes here, and its context pair with it.
     }
 
     /// An allreduce whose tag does not advance (communicator construction over subgroups).
@@ -1073,6 +1267,37 @@ impl<L: ThreadLevel> Communicator<L> {
     }
 }
 
+/// The tag of a construction from groups with string tag `s`: 64-bit FNV-1a over `kind`
+/// (which construction), the string and the world ranks of `groups` (so constructions over
+/// different groups with one string differ too), folded to 30 bits. Two different strings
+/// share a tag once in 2³⁰ pairs; that matters only for constructions running at the same
+/// time over groups sharing processes, whose messages could then match across: the members'
+/// check of the string ([`Comm::from_group`]) fails those that see the other's bytes instead
+/// of building a mixed communicator (the others may then wait for them).
+fn string_tag(kind: &str, s: &str, groups: &[&[u32]]) -> i32 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut h = OFFSET;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(PRIME);
+        }
+    };
+    // Lengths first, so that no two sequences of parts give the same bytes.
+    for part in [kind.as_bytes(), s.as_bytes()] {
+        eat(&(part.len() as u64).to_le_bytes());
+        eat(part);
+    }
+    for g in groups {
+        eat(&(g.len() as u64).to_le_bytes());
+        for w in *g {
+            eat(&w.to_le_bytes());
+        }
+    }
+    ((h ^ (h >> 30) ^ (h >> 60)) & u64::from(TAG_SPLIT - 1)) as i32
+}
+
 /// With concurrent threads (`THREAD_MULTIPLE`) another communicator may have claimed an
 /// agreed pair in this process meanwhile: claim, ask everyone (`all_ok`), and on any failure
 /// give the pairs back and start over (`None`).
@@ -1289,7 +1514,10 @@ mod tests {
     fn context_pairs_are_claimed_lowest_first_and_released() {
         let mask = free_mask();
         let ks = lowest(&mask, 2).unwrap();
-        assert!(ks[0] >= 2, "WORLD and SELF pairs are never free");
+        assert!(
+            ks[0] >= 3,
+            "the WORLD, SELF and from-group pairs are never free"
+        );
         assert!(claim(ks[0]));
         assert!(!claim(ks[0]), "claimed twice");
         release(ks[0]);
@@ -1316,6 +1544,29 @@ mod tests {
         assert_eq!(got, None);
         assert!(claim(k[0]), "released after the refusal");
         release(k[0]);
+    }
+
+    #[test]
+    fn string_tags_are_stable_and_tell_strings_groups_and_kinds_apart() {
+        let g: &[u32] = &[0, 2, 4];
+        let t = string_tag("comm", "org.mpi4py", &[g]);
+        assert_eq!(t, string_tag("comm", "org.mpi4py", &[g]), "stable");
+        assert!(
+            (0..TAG_SPLIT as i32).contains(&t),
+            "below the subgroup tag range"
+        );
+        assert_ne!(t, string_tag("comm", "org.mpi4py.", &[g]));
+        assert_ne!(t, string_tag("comm", "org.mpi4py", &[&[0, 2]]));
+        assert_ne!(t, string_tag("intercomm", "org.mpi4py", &[g]));
+        // Parts are length-prefixed: moving bytes between them changes the tag.
+        assert_ne!(string_tag("ab", "c", &[]), string_tag("a", "bc", &[]));
+        // Spread: 2000 strings, no collision expected among 2³⁰ values.
+        let mut seen: Vec<i32> = (0..2000)
+            .map(|i| string_tag("comm", &format!("tag{i}"), &[g]))
+            .collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 2000);
     }
 
     #[test]

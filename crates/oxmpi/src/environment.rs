@@ -50,6 +50,47 @@ impl<L: ThreadLevel> Universe<L> {
         Communicator::self_comm(self.rt.clone())
     }
 
+    /// The communicator of `group`'s processes (`MPI_Comm_create_from_group`), collective over
+    /// them alone: every member calls it with the same group and `stringtag`, which tells
+    /// concurrent constructions over groups sharing processes apart. `None` for an empty
+    /// group (a local call). The group comes from a communicator of this job (there are no
+    /// sessions): a process of another job (spawned, or a parent) or a caller outside the
+    /// group is [`ErrorClass::Group`]. Members giving different string tags (erroneous) do
+    /// not meet: each string gives its own message tag.
+    pub fn create_from_group(
+        &self,
+        group: &crate::Group,
+        stringtag: &str,
+    ) -> Result<Option<Communicator<L>>> {
+        Ok(crate::comm::Comm::from_group(&self.rt, group, stringtag)?.map(Communicator::from_comm))
+    }
+
+    /// The intercommunicator between `local`, this process's group, and the disjoint group
+    /// `remote` (`MPI_Intercomm_create_from_groups`), collective over both: every process
+    /// gives the same `stringtag`, `local_leader` is a rank of `local` and `remote_leader` of
+    /// `remote` (each side names the other's leader as that side does). Errors as
+    /// [`create_from_group`](Self::create_from_group), and also: an empty group or a process
+    /// in both groups is [`ErrorClass::Group`], a leader outside its group
+    /// [`ErrorClass::Rank`].
+    pub fn create_from_groups(
+        &self,
+        local: &crate::Group,
+        local_leader: i32,
+        remote: &crate::Group,
+        remote_leader: i32,
+        stringtag: &str,
+    ) -> Result<crate::InterCommunicator<L>> {
+        let c = crate::comm::Comm::intercomm_from_groups(
+            &self.rt,
+            local,
+            local_leader,
+            remote,
+            remote_leader,
+            stringtag,
+        )?;
+        Ok(crate::InterCommunicator::from_arc(c.rt, c.state))
+    }
+
     /// The thread level in force.
     pub fn threading(&self) -> Threading {
         self.rt.level

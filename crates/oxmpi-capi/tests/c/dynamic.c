@@ -2,7 +2,8 @@
  * the predefined and null handles), MPI_Comm_get_parent, and MPI_Comm_spawn /
  * MPI_Comm_spawn_multiple: the job spawns copies of this program ("child N"), which find
  * their parents with MPI_Comm_get_parent; both sides merge the intercommunicator, reduce
- * over it and exchange messages checked byte by byte, then disconnect. A missing program
+ * over it and exchange messages checked byte by byte, then disconnect; the children's group
+ * forms no communicator from groups (MPI_ERR_GROUP: another job's processes). A missing program
  * and bad arguments are refused at every rank (error codes filled, MPI_COMM_NULL, the
  * communicator's error handler). */
 #define _XOPEN_SOURCE 700 /* readlink */
@@ -101,6 +102,15 @@ static void with_children(MPI_Comm spawned, int size, int rank, int children) {
     CHECK(flag, "spawn gave an intracommunicator");
     MUST(MPI_Comm_remote_size(spawned, &remote));
     CHECK(remote == children, "remote size %d (%d children)", remote, children);
+    /* The children's group holds processes of another job: no communicator from it. */
+    MPI_Group kids;
+    MPI_Comm none = MPI_COMM_NULL;
+    MUST(MPI_Comm_remote_group(spawned, &kids));
+    int rc = MPI_Comm_create_from_group(kids, "dynamic", MPI_INFO_NULL, MPI_ERRORS_RETURN, &none);
+    int cls = -1;
+    MUST(MPI_Error_class(rc, &cls));
+    CHECK(cls == MPI_ERR_GROUP && none == MPI_COMM_NULL, "from the children's group: %d", rc);
+    MUST(MPI_Group_free(&kids));
     MUST(MPI_Intercomm_merge(spawned, 0, &merged));
     MUST(MPI_Comm_rank(merged, &mrank));
     CHECK(mrank == rank, "merged rank %d of a parent %d", mrank, rank);

@@ -1,10 +1,12 @@
 //! Communicators and groups: dup (isolated traffic, attributes copied), split with keys and
 //! UNDEFINED, split_type(shared), create and create_group, compare, free and context-id
 //! reuse, group algebra against communicators, attributes, and intercommunicators (create,
-//! point-to-point, every intercommunicator collective blocking and nonblocking, merge). Needs 2+ ranks for the
-//! intercommunicator part. Exits non-zero on a mismatch.
+//! point-to-point, every intercommunicator collective blocking and nonblocking, merge),
+//! communicators from groups alone. Needs 2+ ranks for the intercommunicator parts. Exits non-zero on a mismatch.
 
-use oxmpi::{Communicator, InterRoot, Keyval, Op, Predefined, Relation, SplitType, UNDEFINED};
+use oxmpi::{
+    Communicator, ErrorClass, InterRoot, Keyval, Op, Predefined, Relation, SplitType, UNDEFINED,
+};
 use oxmpi_tests::{check, must};
 
 fn dup_and_attributes(world: &Communicator) {
@@ -538,6 +540,95 @@ fn intercomm(world: &Communicator) {
     world.barrier().expect("barrier");
 }
 
+/// Communicators from groups alone (`Universe::create_from_group`, `create_from_groups`):
+/// the even and the odd ranks with different string tags, twice back to back, the empty
+/// group, an intercommunicator between them (p2p across, allreduce), and the errors.
+fn from_groups(universe: &oxmpi::Universe, world: &Communicator) {
+    let p = world.size();
+    let me = world.rank();
+    let color = me % 2;
+    let all = world.group();
+    let parity = |c: i32| {
+        let ranks: Vec<i32> = (c..p).step_by(2).collect();
+        must("include", all.include(&ranks))
+    };
+    let (mine, other) = (parity(color), parity(1 - color));
+    let sum_of = |c: i32| (c..p).step_by(2).sum::<i32>();
+    for k in 0..2 {
+        let tag = format!("oxmpi.test.{}.{k}", ["even", "odd"][color as usize]);
+        let c = must("create_from_group", universe.create_from_group(&mine, &tag))
+            .expect("a member gets a communicator");
+        check!(
+            c.rank() == me / 2 && c.size() == mine.size(),
+            "from group: rank {} size {}",
+            c.rank(),
+            c.size()
+        );
+        let mut s = [0i32];
+        must(
+            "from group allreduce",
+            c.all_reduce_into(&[me][..], &mut s[..], Op::Sum),
+        );
+        check!(s[0] == sum_of(color), "from group allreduce {}", s[0]);
+    }
+    let empty = must("exclude all", all.exclude(&(0..p).collect::<Vec<_>>()));
+    check!(
+        must(
+            "empty",
+            universe.create_from_group(&empty, "oxmpi.test.empty")
+        )
+        .is_none(),
+        "the empty group gives no communicator"
+    );
+    if p >= 2 {
+        let class = |r: oxmpi::Result<Option<Communicator>>| r.err().map(|e| e.class());
+        check!(
+            class(universe.create_from_group(&other, "oxmpi.test.x")) == Some(ErrorClass::Group),
+            "a caller outside the group"
+        );
+        for (k, lead) in [(0, 0), (1, mine.size() - 1)] {
+            let tag = format!("oxmpi.test.inter.{k}");
+            let rlead = if k == 0 { 0 } else { other.size() - 1 };
+            let inter = must(
+                "create_from_groups",
+                universe.create_from_groups(&mine, lead, &other, rlead, &tag),
+            );
+            check!(
+                inter.rank() == me / 2
+                    && inter.size() == mine.size()
+                    && inter.remote_size() == other.size()
+                    && inter.remote_group().compare(&other) == Relation::Identical,
+                "from groups: sizes"
+            );
+            let lr = inter.rank();
+            if lr < inter.remote_size() {
+                must("from groups send", inter.send(&[me][..], lr, 5));
+                let mut x = [0i32];
+                must("from groups recv", inter.receive_into(&mut x[..], lr, 5));
+                check!(x[0] == 2 * lr + 1 - color, "from groups message {}", x[0]);
+            }
+            let mut s = [0i32];
+            must(
+                "from groups allreduce",
+                inter.all_reduce_into(&[me][..], &mut s[..], Op::Sum),
+            );
+            check!(s[0] == sum_of(1 - color), "from groups allreduce {}", s[0]);
+        }
+        let iclass = |r: oxmpi::Result<oxmpi::InterCommunicator>| r.err().map(|e| e.class());
+        check!(
+            iclass(universe.create_from_groups(&mine, mine.size(), &other, 0, "x"))
+                == Some(ErrorClass::Rank)
+                && iclass(universe.create_from_groups(&mine, 0, &other, -1, "x"))
+                    == Some(ErrorClass::Rank)
+                && iclass(universe.create_from_groups(&mine, 0, &all, 0, "x"))
+                    == Some(ErrorClass::Group)
+                && iclass(universe.create_from_groups(&other, 0, &mine, 0, "x"))
+                    == Some(ErrorClass::Group),
+            "from groups: errors"
+        );
+    }
+}
+
 fn main() {
     let universe = oxmpi::init().expect("init");
     let world = universe.world();
@@ -546,6 +637,7 @@ fn main() {
     if world.size() >= 2 {
         intercomm(&world);
     }
+    from_groups(&universe, &world);
     println!("rank {} coll_comm passed", world.rank());
     universe.finalize().expect("finalize");
 }

@@ -3,7 +3,8 @@
 //! intercommunicator: messages both ways at eager and rendezvous sizes (every byte), an
 //! intercommunicator broadcast and allreduce, then a merge with an allreduce and a ring over
 //! the merged communicator. Then the parents check that a missing program and a command
-//! without processes are refused alike at every rank. With `spawn_check N nested` the
+//! without processes are refused alike at every rank, and both sides that groups holding
+//! the other job's processes form no communicator from groups. With `spawn_check N nested` the
 //! children in turn spawn one grandchild and check the same with it. Each process prints
 //! one OK line.
 
@@ -144,6 +145,31 @@ fn command(program: &str, n: u32, args: &[&str]) -> SpawnCommand {
     }
 }
 
+/// Groups holding processes of another job (`theirs`, the other side of a spawn) form no
+/// communicator from groups: [`ErrorClass::Group`] at once, before any communication.
+fn from_groups_refuse_other_jobs(
+    universe: &oxmpi::Universe,
+    world: &Communicator,
+    theirs: &oxmpi::Group,
+) {
+    let ours = world.group();
+    let both = ours.union(theirs);
+    let tag = "spawn_check";
+    let results = [
+        universe.create_from_group(theirs, tag).map(drop),
+        universe.create_from_group(&both, tag).map(drop),
+        (universe.create_from_groups(&ours, 0, theirs, 0, tag)).map(drop),
+    ];
+    for (i, r) in results.into_iter().enumerate() {
+        match r {
+            Err(e) if e.class() == ErrorClass::Group => {}
+            other => fail(format!(
+                "communicator {i} from groups with another job's processes: {other:?}"
+            )),
+        }
+    }
+}
+
 fn main() {
     let universe = oxmpi::init().unwrap_or_else(|e| fail(format!("init: {e}")));
     let world = universe.world();
@@ -154,6 +180,7 @@ fn main() {
             .and_then(|s| s.parse().ok())
             .unwrap_or_else(|| fail("child without the parents' count".into()));
         check_inter(&parent, 1, parents);
+        from_groups_refuse_other_jobs(&universe, &world, &parent.remote_group());
         parent.free();
         let nested = std::env::args().nth(3).is_some_and(|a| a == "nested");
         if nested {
@@ -201,6 +228,7 @@ fn main() {
         .spawn(root, &cmds)
         .unwrap_or_else(|e| fail(format!("spawn: {e}")));
     check_inter(&inter, 0, n as i32);
+    from_groups_refuse_other_jobs(&universe, &world, &inter.remote_group());
     inter.free();
 
     // A program that does not exist: nothing starts, every rank gets the spawn error.

@@ -1,7 +1,7 @@
 //! Communicators and attribute keyvals as ids (`MPI_Comm`, `MPI_Comm_create_keyval`).
 //!
 //! Every function here is the typed API's logic (`comm.rs`) reached through an id: creating
-//! (dup, split, split by type, from a group, intercommunicators), comparing, freeing, and
+//! (dup, split, split by type, from a group, from groups alone, intercommunicators), comparing, freeing, and
 //! attributes with C-shaped callbacks. Errors: an id that is null, freed or never issued is
 //! [`ErrorClass::Comm`] (communicators), [`ErrorClass::Group`] (groups) or
 //! [`ErrorClass::Keyval`] (keyvals).
@@ -209,6 +209,42 @@ pub fn intercomm_create(
     put(
         "intercomm_create",
         l.create_intercomm(local_leader, &p, remote_leader, tag)?,
+    )
+}
+
+/// `MPI_Comm_create_from_group`: the communicator of `g`'s members, collective over them
+/// alone, all giving the same `stringtag`; [`CommHandle::NULL`] for an empty group (a local
+/// call). `g`'s processes must be of this job's world, this process among them
+/// ([`ErrorClass::Group`] otherwise). See [`Universe::create_from_group`].
+///
+/// [`Universe::create_from_group`]: crate::Universe::create_from_group
+pub fn comm_create_from_group(g: GroupHandle, stringtag: &str) -> Result<CommHandle> {
+    const CALL: &str = "comm_create_from_group";
+    let rt = runtime(CALL)?;
+    let g = super::group::get(CALL, g)?;
+    put_opt(CALL, Comm::from_group(rt, &g, stringtag)?)
+}
+
+/// `MPI_Intercomm_create_from_groups`: the intercommunicator between this process's group
+/// `local` (led by its rank `local_leader`) and the disjoint group `remote` (led by its rank
+/// `remote_leader`), collective over both, every process giving the same `stringtag`. See
+/// [`Universe::create_from_groups`].
+///
+/// [`Universe::create_from_groups`]: crate::Universe::create_from_groups
+pub fn intercomm_create_from_groups(
+    local: GroupHandle,
+    local_leader: i32,
+    remote: GroupHandle,
+    remote_leader: i32,
+    stringtag: &str,
+) -> Result<CommHandle> {
+    const CALL: &str = "intercomm_create_from_groups";
+    let rt = runtime(CALL)?;
+    let l = super::group::get(CALL, local)?;
+    let r = super::group::get(CALL, remote)?;
+    put(
+        CALL,
+        Comm::intercomm_from_groups(rt, &l, local_leader, &r, remote_leader, stringtag)?,
     )
 }
 

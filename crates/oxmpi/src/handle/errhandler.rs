@@ -176,6 +176,22 @@ pub fn action(c: CommHandle) -> Action {
     }
 }
 
+/// What a call whose error goes to handler `h` itself does (the constructors that take the
+/// new communicator's handler, `MPI_Comm_create_from_group`, raise their own errors on it):
+/// [`ErrorClass::Errhandler`] if `h` is not a live handler.
+pub fn handler_action(h: ErrhandlerHandle) -> Result<Action> {
+    Ok(match h {
+        ErrhandlerHandle::RETURN => Action::Return,
+        ErrhandlerHandle::ABORT => Action::Abort,
+        ErrhandlerHandle::ARE_FATAL => Action::Fatal,
+        _ => Action::Call(
+            HANDLERS
+                .get(h.0)
+                .ok_or_else(|| bad_handler("errhandler", h))?,
+        ),
+    })
+}
+
 // ---------------------------------------------------------------------------------------------
 // Error codes and classes.
 // ---------------------------------------------------------------------------------------------
