@@ -1072,6 +1072,11 @@ mod tests {
     }
 
     fn shm_pair(tag: &str) -> (Engine, Engine) {
+        shm_pair_with(tag, 0)
+    }
+
+    /// A pair whose lone rendezvous messages below `single_copy_min` bytes are pushed.
+    fn shm_pair_with(tag: &str, single_copy_min: usize) -> (Engine, Engine) {
         let layout = ShmLayout {
             fifo_cells: 256,
             pool_blocks: 8,
@@ -1083,7 +1088,7 @@ mod tests {
             eager_limit: 16384,
             single_copy: true,
             recv_write: true,
-            single_copy_min: 0,
+            single_copy_min,
             arena_bytes: 1 << 20,
         };
         let path = |tag: &str, r: u32| format!("/dev/shm/oxmpi.e{}{tag}.{r}", std::process::id());
@@ -1226,6 +1231,58 @@ mod tests {
             a.stats().single_copy_pulls + a.stats().pushed + b.stats().single_copy_pulls > 0
                 || b.stats().recv_writes + a.stats().recv_writes > 0
         );
+    }
+
+    /// A rendezvous message is pushed only when it is alone: messages that arrived before
+    /// their receives were posted (a window, found unexpected one after another) are pulled
+    /// while others wait behind them, and only the last, alone by then, is pushed.
+    #[test]
+    fn messages_waiting_behind_one_another_are_pulled_not_pushed() {
+        let (mut a, mut b) = shm_pair_with("lone", 1 << 20);
+        let len = 20_000;
+        let data: Vec<Vec<u8>> = (0..4)
+            .map(|m| (0..len).map(|k| (k * 7 + m * 31) as u8).collect())
+            .collect();
+        let mut got = vec![vec![0u8; len]; 4];
+        // SAFETY: every buffer outlives its request, each waited for below.
+        unsafe {
+            let sends: Vec<_> = data
+                .iter()
+                .map(|d| {
+                    a.isend(SendMode::Standard, d.as_ptr(), len, 1, envelope(5))
+                        .unwrap()
+                })
+                .collect();
+            // Every announcement arrives before any receive is posted.
+            for _ in 0..100 {
+                a.progress();
+                b.progress();
+            }
+            // Each receive completes before the next is posted: a finished push leaves no
+            // trace, so only the messages still waiting tell the receiver it is not alone.
+            let done = |e: &mut Engine, id: ReqId, a: &mut Engine| {
+                for _ in 0..1_000_000 {
+                    a.progress();
+                    e.progress();
+                    if e.test(id).is_some() {
+                        return true;
+                    }
+                }
+                false
+            };
+            for g in got.iter_mut() {
+                if let RecvStart::Pending(id) =
+                    b.irecv_from(g.as_mut_ptr(), len, 0, 0, 5, Some(0)).unwrap()
+                {
+                    assert!(done(&mut b, id, &mut a), "receive completes");
+                }
+            }
+            for id in sends.into_iter().flatten() {
+                assert!(done(&mut a, id, &mut b), "send completes");
+            }
+        }
+        assert_eq!(got, data);
+        assert_eq!(b.stats().single_copy_pulls, 3, "{:?}", b.stats());
     }
 
     #[test]

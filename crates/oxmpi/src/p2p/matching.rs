@@ -247,6 +247,12 @@ impl Matcher {
         self.ctx.get(ctx as usize).map_or(0, |q| q.posted.len())
     }
 
+    /// Number of unexpected messages stored on `ctx`.
+    #[inline]
+    pub fn unexpected_on(&self, ctx: u32) -> usize {
+        self.ctx.get(ctx as usize).map_or(0, |q| q.unexpected.len())
+    }
+
     /// Number of posted receives and unexpected messages on `ctx`.
     #[cfg(test)]
     pub fn depth(&self, ctx: u32) -> (usize, usize) {

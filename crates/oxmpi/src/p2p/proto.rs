@@ -1710,8 +1710,14 @@ impl Proto {
         let buf = if chunked.is_some() { buf } else { flat(&found) };
         // Memory the sender exposed for plain copies (flags set) is always pulled; otherwise a
         // lone message below the crossover is pushed (see `Limits::single_copy_min`). With
-        // more receives waiting (a window, a halo) pulls spread the copying better.
-        let lone = self.pushed_recvs == 0 && self.matcher.posted_on(h.env.ctx) == 0;
+        // more receives waiting (a window, a halo) pulls spread the copying better, and so
+        // with more messages waiting: a window whose messages arrived before its receives
+        // were posted finds them unexpected one by one (a bidirectional window pushed
+        // every message then, at about half the bandwidth of pulling them).
+        let ctx = h.env.ctx;
+        let lone = self.pushed_recvs == 0
+            && self.matcher.posted_on(ctx) == 0
+            && self.matcher.unexpected_on(ctx) == 0;
         let pull = h.flags != 0 || h.len as usize >= limits.single_copy_min || !lone;
         if limits.get && pull && !sent_iov && !packed {
             let src = Remote {
