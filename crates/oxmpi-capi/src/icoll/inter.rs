@@ -98,11 +98,7 @@ pub(super) unsafe fn rooted(
         }
         let s = (s.0.cast_const(), s.1);
         launch(name, how, out, k, |qq| {
-            if scatter {
-                qq.inter_scatter_init(ic, s, r, root)
-            } else {
-                qq.inter_gather_init(ic, s, r, root)
-            }
+            qq.inter_rooted_init(ic, scatter, s, r, root)
         })
     }
 }

@@ -768,21 +768,53 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         counts: &[usize],
         displs: &[usize],
     ) -> Result<Planned<'b>> {
+        self.rooted_v_plan(name, root, false, send, recv, (counts, displs))
+    }
+
+    /// `MPI_Gatherv` (`scatter` false) or `MPI_Scatterv` across the groups, planned: the
+    /// root's buffer (`recv`, or `send` to scatter) in blocks `counts`/`displs`, one per
+    /// remote process, each moved straight between the root and that process.
+    fn rooted_v_plan<'b, T: Equivalence>(
+        &self,
+        name: &'static str,
+        root: InterRoot,
+        scatter: bool,
+        send: &'b [T],
+        recv: &'b mut [T],
+        (counts, displs): (&[usize], &[usize]),
+    ) -> Result<Planned<'b>> {
         self.check_remote_root(name, root)?;
+        let (region, len) = if scatter {
+            (Region::Send, send.len())
+        } else {
+            (Region::Recv, recv.len())
+        };
         let mut pr = Program::new();
+        let moves = |pr: &mut Program, receive: bool, peer: Peer, s: Span| {
+            if receive {
+                pr.recv(peer, s);
+            } else {
+                pr.send(peer, s);
+            }
+        };
         match root {
             InterRoot::Null => return Ok(Self::bystander(name)),
             InterRoot::Root => {
                 let q = self.remote_size() as u32;
                 let elem = std::mem::size_of::<T>();
-                let spans = v_spans(name, Region::Recv, counts, displs, recv.len(), q, elem)?;
+                let spans = v_spans(name, region, counts, displs, len, q, elem)?;
                 for (j, s) in spans.into_iter().enumerate() {
-                    pr.recv(Peer::Remote(j as u32), s);
+                    moves(&mut pr, !scatter, Peer::Remote(j as u32), s);
                 }
             }
             InterRoot::Remote(r) => {
-                let all = Span::new(Region::Send, 0, std::mem::size_of_val(send));
-                pr.send(Peer::Remote(r as u32), all);
+                // This process's whole buffer, the other side of its block at the root.
+                let all = if scatter {
+                    Span::new(Region::Recv, 0, std::mem::size_of_val(recv))
+                } else {
+                    Span::new(Region::Send, 0, std::mem::size_of_val(send))
+                };
+                moves(&mut pr, scatter, Peer::Remote(r as u32), all);
             }
         }
         pr.wait();
@@ -814,25 +846,7 @@ impl<L: ThreadLevel> InterCommunicator<L> {
         displs: &[usize],
         recv: &'b mut [T],
     ) -> Result<Planned<'b>> {
-        self.check_remote_root(name, root)?;
-        let mut pr = Program::new();
-        match root {
-            InterRoot::Null => return Ok(Self::bystander(name)),
-            InterRoot::Root => {
-                let q = self.remote_size() as u32;
-                let elem = std::mem::size_of::<T>();
-                let spans = v_spans(name, Region::Send, counts, displs, send.len(), q, elem)?;
-                for (j, s) in spans.into_iter().enumerate() {
-                    pr.send(Peer::Remote(j as u32), s);
-                }
-            }
-            InterRoot::Remote(r) => {
-                let all = Span::new(Region::Recv, 0, std::mem::size_of_val(recv));
-                pr.recv(Peer::Remote(r as u32), all);
-            }
-        }
-        pr.wait();
-        Ok(Planned::new(name, pr, None, bytes(send), bytes_mut(recv)))
+        self.rooted_v_plan(name, root, true, send, recv, (counts, displs))
     }
 
     /// Sends `counts[i]` elements of the root's `send` from element `displs[i]` to remote

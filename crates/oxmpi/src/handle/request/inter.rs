@@ -55,40 +55,33 @@ impl<L: ThreadLevel> Requests<L> {
         self.add_inter(ic.broadcast_plan(call, root, b)?, ic)
     }
 
-    /// `MPI_Gather_init` on an intercommunicator: the other group's `send`s (of
-    /// `send_len` elements each) into the root's `recv` (`recv_len` elements).
+    /// `MPI_Gather_init` (`scatter` false) or `MPI_Scatter_init` on an intercommunicator:
+    /// the root's buffer (`recv`, or `send` to scatter) holds a block per remote process;
+    /// each of those sends (receives) one.
     ///
     /// # Safety
     /// See the block's contract.
-    pub unsafe fn inter_gather_init<T: Equivalence>(
+    pub unsafe fn inter_rooted_init<T: Equivalence>(
         &mut self,
         ic: &InterCommunicator<L>,
+        scatter: bool,
         (send, send_len): (*const T, usize),
         (recv, recv_len): (*mut T, usize),
         root: InterRoot,
     ) -> Result<RequestId> {
-        let call = "intercomm gather_init";
+        let call = if scatter {
+            "intercomm scatter_init"
+        } else {
+            "intercomm gather_init"
+        };
         // SAFETY: forwarded from our caller.
         let (s, r) = unsafe { (ro(call, send, send_len)?, rw(call, recv, recv_len)?) };
-        self.add_inter(ic.gather_plan(call, root, s, r)?, ic)
-    }
-
-    /// `MPI_Scatter_init` on an intercommunicator: the root's `send` (remote-size blocks)
-    /// over the other group's `recv`s.
-    ///
-    /// # Safety
-    /// See the block's contract.
-    pub unsafe fn inter_scatter_init<T: Equivalence>(
-        &mut self,
-        ic: &InterCommunicator<L>,
-        (send, send_len): (*const T, usize),
-        (recv, recv_len): (*mut T, usize),
-        root: InterRoot,
-    ) -> Result<RequestId> {
-        let call = "intercomm scatter_init";
-        // SAFETY: forwarded from our caller.
-        let (s, r) = unsafe { (ro(call, send, send_len)?, rw(call, recv, recv_len)?) };
-        self.add_inter(ic.scatter_plan(call, root, s, r)?, ic)
+        let p = if scatter {
+            ic.scatter_plan(call, root, s, r)?
+        } else {
+            ic.gather_plan(call, root, s, r)?
+        };
+        self.add_inter(p, ic)
     }
 
     /// `MPI_Allgather_init` (`all_to_all` false) or `MPI_Alltoall_init` on an
