@@ -63,6 +63,9 @@ mod request_ints {
 
     /// First integer handed out (above the predefined handle range).
     pub const FIRST: usize = 0x1000;
+    /// The integer of [`RequestId::SENT`] (every send that completed as it started), below
+    /// the table's range and above every predefined handle.
+    pub const SENT: i32 = FIRST as i32 - 1;
     /// What `f2c` gives for an integer that names no request: no request id is this small,
     /// so every call reports `MPI_ERR_REQUEST` for it.
     pub const NOT_A_REQUEST: usize = 1;
@@ -124,6 +127,9 @@ mod request_ints {
         if v == super::REQUEST_NULL {
             return v as i32;
         }
+        if v as u64 == RequestId::SENT.to_raw() {
+            return SENT;
+        }
         let raw = v as u64;
         match RequestId::from_raw(raw).slot() {
             Some(IdSlot::Engine(s)) => publish(2 * s as usize, raw),
@@ -156,6 +162,9 @@ mod request_ints {
         let Ok(u) = usize::try_from(i) else {
             return NOT_A_REQUEST;
         };
+        if i == SENT {
+            return RequestId::SENT.to_raw() as usize;
+        }
         if u < FIRST {
             return u;
         }
@@ -221,7 +230,7 @@ mpi_fn! {
 
 #[cfg(test)]
 mod tests {
-    use super::request_ints::{from_int, locate, to_int, FIRST, NOT_A_REQUEST};
+    use super::request_ints::{from_int, locate, to_int, FIRST, NOT_A_REQUEST, SENT};
     use super::*;
     use oxmpi::handle::request::RequestId;
 
@@ -279,6 +288,11 @@ mod tests {
         assert_eq!(from_int(0x180), REQUEST_NULL);
         assert_eq!(to_int(5), 5);
         assert_eq!(from_int(5), 5);
+        // Every send that finished as it started shares one id, and so one integer.
+        let sent = RequestId::SENT.to_raw() as usize;
+        assert_eq!(to_int(sent), SENT);
+        assert_eq!(from_int(SENT), sent);
+        assert!(SENT < FIRST as i32 && SENT > 0x3ff);
         // Not an id, and above the predefined range: no integer a table entry could have.
         assert_eq!(to_int(0x1234_5678), -1);
         assert_eq!(from_int(-1), NOT_A_REQUEST);

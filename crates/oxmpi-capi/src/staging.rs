@@ -289,9 +289,13 @@ pub fn snapshot(ids: &[RequestId]) -> Vec<RequestId> {
     }
 }
 
-/// Keeps `s` with request `id` until it completes (is freed, if persistent).
+/// Keeps `s` with request `id` until it completes (is freed, if persistent). A send that
+/// completed as it started ([`RequestId::SENT`], shared by all of them) has no use for its
+/// staged bytes any more: they are dropped now.
 pub fn hold(id: RequestId, s: Staged) {
-    with(|o| o.hold(id, s));
+    if id != RequestId::SENT {
+        with(|o| o.hold(id, s));
+    }
 }
 
 /// Request `id` completed with `st` (`keep`: the request stays, as in `MPI_Request_get_status`).
