@@ -1,5 +1,6 @@
 /* Requests: immediate sends in every mode, waitall/any/some, test families, persistent
- * requests with startall, cancel, request_free, request_get_status. */
+ * requests with startall, cancel, request_free, request_get_status, and sends that finish as
+ * they start through every request call. */
 #include "check.h"
 
 int main(int argc, char **argv) {
@@ -87,6 +88,51 @@ int main(int argc, char **argv) {
     MUST(MPI_Request_free(&p[0]));
     MUST(MPI_Request_free(&p[1]));
     CHECK(p[0] == MPI_REQUEST_NULL, "request_free sets NULL");
+
+    /* Small sends finish as they start: whatever handles they get, every request call must
+     * treat them as complete sends, each one completed on its own. */
+    int v[7], w[7];
+    MPI_Request s[7], q[7];
+    for (int i = 0; i < 7; i++) {
+        w[i] = -1;
+        MUST(MPI_Irecv(&w[i], 1, MPI_INT, prev, 30 + i, MPI_COMM_WORLD, &q[i]));
+    }
+    MUST(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < 7; i++) {
+        v[i] = rank * 10 + i;
+        MUST(MPI_Isend(&v[i], 1, MPI_INT, next, 30 + i, MPI_COMM_WORLD, &s[i]));
+        CHECK(s[i] != MPI_REQUEST_NULL, "an immediate send returns a request");
+    }
+    do MUST(MPI_Request_get_status(s[0], &flag, &st)); while (!flag);
+    CHECK(s[0] != MPI_REQUEST_NULL, "get_status keeps a send's request");
+    MUST(MPI_Wait(&s[0], &st));
+    CHECK(s[0] == MPI_REQUEST_NULL, "wait frees a send's request");
+    MUST(MPI_Test_cancelled(&st, &flag));
+    CHECK(flag == 0, "a send's status is not cancelled");
+    do MUST(MPI_Test(&s[1], &flag, &st)); while (!flag);
+    CHECK(s[1] == MPI_REQUEST_NULL, "test frees a send's request");
+    MUST(MPI_Cancel(&s[2]));
+    MUST(MPI_Wait(&s[2], &st));
+    MUST(MPI_Test_cancelled(&st, &flag));
+    CHECK(flag == 0 && s[2] == MPI_REQUEST_NULL, "a send that went out is not cancelled");
+    MUST(MPI_Request_free(&s[3]));
+    CHECK(s[3] == MPI_REQUEST_NULL, "request_free of a send");
+    MPI_Request back = MPI_Request_f2c(MPI_Request_c2f(s[4]));
+    MUST(MPI_Wait(&back, &st));
+    CHECK(back == MPI_REQUEST_NULL, "a send's request through its Fortran integer");
+    MPI_Request mix[3] = {s[5], MPI_REQUEST_NULL, q[0]};
+    MUST(MPI_Waitall(3, mix, sts));
+    CHECK(mix[0] == MPI_REQUEST_NULL && mix[2] == MPI_REQUEST_NULL, "waitall frees all");
+    CHECK(sts[2].MPI_SOURCE == prev && sts[2].MPI_TAG == 30 && w[0] == prev * 10, "receive");
+    CHECK(sts[1].MPI_SOURCE == MPI_ANY_SOURCE && sts[1].MPI_TAG == MPI_ANY_TAG, "null status");
+    MPI_Request sends_only[2] = {MPI_REQUEST_NULL, s[6]};
+    MUST(MPI_Waitall(2, sends_only, sts));
+    CHECK(sends_only[0] == MPI_REQUEST_NULL && sends_only[1] == MPI_REQUEST_NULL, "sends only");
+    CHECK(sts[0].MPI_SOURCE == MPI_ANY_SOURCE && sts[0].MPI_TAG == MPI_ANY_TAG, "null status");
+    MUST(MPI_Test_cancelled(&sts[1], &flag));
+    CHECK(flag == 0, "a send's status from waitall");
+    MUST(MPI_Waitall(6, q + 1, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < 7; i++) CHECK(w[i] == prev * 10 + i, "message %d got %d", i, w[i]);
 
     MUST(MPI_Barrier(MPI_COMM_WORLD));
     MUST(MPI_Finalize());

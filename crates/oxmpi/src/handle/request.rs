@@ -385,7 +385,10 @@ enum Kind {
     /// [`RequestId::SENT`].
     Sent,
     Engine(ReqId),
-    Persistent { idx: u32, gen: u32 },
+    Persistent {
+        idx: u32,
+        gen: u32,
+    },
 }
 
 /// Where a started persistent request stands.
@@ -1630,7 +1633,10 @@ mod tests {
         }
         assert!(matches!(RequestId::NULL.kind(), Kind::Null));
         assert!(matches!(RequestId::SENT.kind(), Kind::Sent));
-        assert_eq!(RequestId::from_raw(RequestId::SENT.to_raw()), RequestId::SENT);
+        assert_eq!(
+            RequestId::from_raw(RequestId::SENT.to_raw()),
+            RequestId::SENT
+        );
     }
 
     #[test]
@@ -1646,7 +1652,11 @@ mod tests {
             );
         }
         assert_eq!(RequestId::NULL.slot(), None);
-        assert_eq!(RequestId::SENT.slot(), None, "a finished send holds no slot");
+        assert_eq!(
+            RequestId::SENT.slot(),
+            None,
+            "a finished send holds no slot"
+        );
         // Below 2^32 no table makes an id (engine ids start their slot at 1 << 32).
         assert_eq!(RequestId::from_raw(0x1234).slot(), None);
     }
