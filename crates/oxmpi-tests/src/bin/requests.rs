@@ -214,6 +214,37 @@ fn handle_layer<L: oxmpi::ThreadLevel>(universe: &oxmpi::Universe<L>, world: &Co
         "start of a nonpersistent id: {e}"
     );
 
+    // A send that finished as it started (to oneself, small) has the shared id SENT: each
+    // call treats it as a complete send, and it never goes stale.
+    let x = [1u8, 2];
+    // SAFETY: `x` outlives the send, which completed as it started.
+    let mut a = unsafe {
+        reqs.isend(world, SendMode::Standard, x.as_ptr(), 2, me, 34)
+            .unwrap()
+    };
+    check!(
+        a == RequestId::SENT,
+        "a small send finishes as it starts: {a:?}"
+    );
+    let mut b = a;
+    check!(
+        reqs.get_status(a)
+            .unwrap()
+            .is_some_and(|st| st.error().is_none()),
+        "get_status of a finished send"
+    );
+    reqs.cancel(a).unwrap();
+    let st = reqs.wait(&mut a).unwrap();
+    check!(
+        a.is_null() && !st.cancelled() && st.error().is_none(),
+        "wait of a finished send: {st:?}"
+    );
+    reqs.free(&mut b).unwrap();
+    check!(b.is_null(), "free of a finished send");
+    let mut y = [0u8; 2];
+    world.receive_into(&mut y[..], me, 34).unwrap();
+    check!(y == x, "the finished send delivered {y:?}");
+
     // Free of an active receive: the engine completes and frees it by itself.
     let mut late = [0u8; 3];
     // Every access goes through this one pointer while the engine may write.
@@ -371,16 +402,18 @@ fn handle_layer<L: oxmpi::ThreadLevel>(universe: &oxmpi::Universe<L>, world: &Co
 /// Returns the raw id of a request that has been completed and freed.
 fn peeked_id_raw<L: oxmpi::ThreadLevel>(reqs: &mut Requests<L>, world: &Communicator<L>) -> u64 {
     let me = world.rank();
-    let x = [0u8; 1];
-    // SAFETY: `x` outlives the send, which is completed here.
+    // A receive posted before its message has an engine slot of its own (a send that
+    // completes as it starts shares `RequestId::SENT`, which never goes stale).
+    let mut y = [0u8; 1];
+    // SAFETY: `y` outlives the receive, which is completed here.
     let mut id = unsafe {
-        reqs.isend(world, SendMode::Standard, x.as_ptr(), 1, me, 33)
+        reqs.irecv(world, y.as_mut_ptr(), 1, Source::Rank(me), Tag::Is(33))
             .unwrap()
     };
     let raw = id.to_raw();
-    let mut y = [0u8; 1];
-    world.receive_into(&mut y[..], me, 33).unwrap();
+    world.send(&[7u8][..], me, 33).unwrap();
     reqs.wait(&mut id).unwrap();
+    assert_eq!(y, [7], "the receive completed");
     raw
 }
 
