@@ -90,14 +90,16 @@ tunables! {
         "yields of the core before a waiting rank starts to sleep between polls";
     yield_sleep_us: u32 = 50 => "50", "OXMPI_YIELD_SLEEP_US",
         "longest sleep between polls once a waiting rank backs off (microseconds)";
-    eager_limit: usize = 131072 => "131072", "OXMPI_EAGER_LIMIT",
-        "largest message sent eagerly (in pool-block chunks above the block size); larger ones use rendezvous";
+    eager_limit: usize = 16384 => "16384", "OXMPI_EAGER_LIMIT",
+        "largest message sent eagerly (in pool-block chunks above the block size); larger ones use rendezvous (np 2, 4 rounds on cores 0.065-0.093 us apart: eager against rendezvous latency 32 KiB 5.1-5.6 against 3.1-4.0 us, 64 KiB 8.3-9.0 against 4.9-6.4, bibw 64 KiB 9.3-10.0 against 22.0-29.4 GB/s; at 8-16 KiB eager bandwidth is 1.1-3.8x, and on cores 0.02 us apart eager latency is lower up to 32 KiB at least)";
     single_copy: bool = true => "true", "OXMPI_SINGLE_COPY",
         "rendezvous pulls data with one process_vm_readv; 0 forces the pipelined two-copy path";
     recv_write: bool = true => "true", "OXMPI_RECV_WRITE",
         "a large receive posted before its message tells the sender where to write it (seed 002)";
+    push_min: usize = 2097152 => "2097152", "OXMPI_PUSH_MIN",
+        "smallest rendezvous message pushed through the pool when it arrives alone, its two copies on two cores at once; a smaller one is copied once, pulled by the receiver or written by the sender into a receive posted in time (oxmpi-info --calibrate measures the crossover; np 2 latency, copied once against pushed: 64 KiB 4.8-5.7 against 8.0-8.5 us, 256 KiB 14.9-17.4 against 24.9-25.8, 1 MiB 80-82 against 108-115, 2 MiB a tie)";
     single_copy_min: usize = 16777216 => "16777216", "OXMPI_SINGLE_COPY_MIN",
-        "smallest rendezvous message pulled with one copy when it arrives alone; a lone smaller one is pushed through the pool, its two copies on two cores at once (oxmpi-info --calibrate measures the crossover; np 2 latency, pushed against pulled: 4 MiB 260-312 against 574-673 us, 16 MiB 1884-1992 against 3642-3994)";
+        "smallest rendezvous message copied once again when it arrives alone, above the pushed band from OXMPI_PUSH_MIN (oxmpi-info --calibrate measures the crossover; np 2 latency, pushed against pulled: 4 MiB 260-312 against 574-673 us, 16 MiB 1884-1992 against 3642-3994)";
     ddt_iov_min_block: usize = 4096 => "4096", "OXMPI_DDT_IOV_MIN_BLOCK",
         "a derived-datatype message whose contiguous pieces average at least this many bytes moves as iovec lists in one process_vm_readv copy on one host: a receive from the rendezvous size on (a contiguous sender's data lands in one copy), a send from OXMPI_SINGLE_COPY_MIN on; below that a sender packs its chunks into pool blocks as it pushes them, like a lone contiguous message (interleaved, np 2, ddt-vector64k 256 KiB-2 MiB: packed 9-12 GB/s against iovec 5-6 in 5 of 8 rounds, iovec ahead 1.6x in 3 rounds with far cores), and smaller pieces are always packed";
     ddt_direct_min: usize = 4096 => "4096", "OXMPI_DDT_DIRECT_MIN",

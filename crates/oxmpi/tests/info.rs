@@ -157,6 +157,7 @@ fn calibrate_writes_a_file_that_oxmpi_info_reads() {
     assert!(out.status.success(), "{so}\n{se}");
     let parsed = oxmpi::config::TunablesFile::load(&file).unwrap();
     for name in [
+        "OXMPI_PUSH_MIN",
         "OXMPI_SINGLE_COPY_MIN",
         "OXMPI_EAGER_LIMIT",
         "OXMPI_SHM_INLINE_MAX",
@@ -200,7 +201,7 @@ fn calibrate_writes_a_file_that_oxmpi_info_reads() {
         again.entry("OXMPI_SPIN_COUNT").map(|e| e.value.as_str()),
         Some("77")
     );
-    assert_eq!(again.entries.len(), 7, "{again:?}");
+    assert_eq!(again.entries.len(), 8, "{again:?}");
     // A file that does not parse is neither overwritten nor read.
     std::fs::write(&file, "OXMPI_EAGER_LIMIT: 5\n").unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_oxmpi-info"));

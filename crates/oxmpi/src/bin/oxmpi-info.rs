@@ -473,37 +473,71 @@ fn calibrate(args: &[String]) -> Result<(), String> {
         Ok(value)
     };
     let big = |v: usize| v.to_string();
-    let single_copy = Probe {
-        tunable: "OXMPI_SINGLE_COPY_MIN",
+    // A lone rendezvous message is copied once (pulled, or written by its sender) below
+    // OXMPI_PUSH_MIN, pushed through the pool from there, and copied once again from
+    // OXMPI_SINGLE_COPY_MIN. Which costs less differs by hosts and by how near the two
+    // cores are (the kernel's cost per process_vm_readv against two copies on two cores),
+    // from a few KiB to beyond 8 MiB. Eager below every size timed, so each message is a
+    // lone rendezvous.
+    let lone_sizes = sizes(
+        &[
+            16 * k,
+            64 * k,
+            256 * k,
+            k * k,
+            2 * k * k,
+            4 * k * k,
+            8 * k * k,
+        ],
+        &[16 * k, 256 * k, 4 * k * k],
+    );
+    let lone = |push_min: usize, single_copy_min: usize| {
+        vec![
+            ("OXMPI_PUSH_MIN", big(push_min)),
+            ("OXMPI_SINGLE_COPY_MIN", big(single_copy_min)),
+            ("OXMPI_EAGER_LIMIT", big(2 * k)),
+        ]
+    };
+    let push = Probe {
+        tunable: "OXMPI_PUSH_MIN",
         bench: "latency",
         np: 2,
-        // From a few KiB up: where a pull beats the pushed pipeline differs by hosts, from
-        // 4 KiB on some to beyond 8 MiB on others (the kernel's cost per process_vm_readv).
-        sizes: sizes(
-            &[4 * k, 16 * k, 64 * k, 256 * k, k * k, 4 * k * k, 8 * k * k],
-            &[16 * k, 256 * k, 4 * k * k],
-        ),
+        sizes: lone_sizes.clone(),
         iters: if quick { 20 } else { 200 },
-        // Eager below every size timed, so each message is a lone rendezvous.
         small: Candidate {
-            label: "pushed (two copies)",
-            env: vec![
-                ("OXMPI_SINGLE_COPY_MIN", big(1 << 40)),
-                ("OXMPI_EAGER_LIMIT", big(2 * k)),
-            ],
+            label: "single copy",
+            env: lone(1 << 40, 1 << 40),
         },
         large: Candidate {
-            label: "single copy",
-            env: vec![
-                ("OXMPI_SINGLE_COPY_MIN", big(0)),
-                ("OXMPI_EAGER_LIMIT", big(2 * k)),
-            ],
+            label: "pushed (two copies)",
+            env: lone(0, 1 << 40),
         },
         names_large: true,
     };
-    let single_copy_min = measure(&single_copy)?;
+    let push_min = measure(&push)?;
+    chosen.push((push.tunable, push_min));
+    // Above the pushed band's start, where copying once wins again (if it does).
+    let single_copy = Probe {
+        tunable: "OXMPI_SINGLE_COPY_MIN",
+        sizes: lone_sizes.into_iter().filter(|&s| s >= push_min).collect(),
+        small: Candidate {
+            label: "pushed (two copies)",
+            env: lone(0, 1 << 40),
+        },
+        large: Candidate {
+            label: "single copy",
+            env: lone(0, 0),
+        },
+        ..push
+    };
+    let single_copy_min = if single_copy.sizes.is_empty() {
+        // Copying once won at every size measured: no pushed band.
+        push_min
+    } else {
+        measure(&single_copy)?
+    };
     chosen.push((single_copy.tunable, single_copy_min));
-    // Rendezvous below the single-copy crossover just chosen is pushed, as it will be.
+    // Rendezvous copies once or pushes as the crossovers just chosen say, as it will.
     let eager = Probe {
         tunable: "OXMPI_EAGER_LIMIT",
         bench: "latency",
@@ -526,6 +560,7 @@ fn calibrate(args: &[String]) -> Result<(), String> {
             label: "eager",
             env: vec![
                 ("OXMPI_EAGER_LIMIT", big(1 << 30)),
+                ("OXMPI_PUSH_MIN", big(push_min)),
                 ("OXMPI_SINGLE_COPY_MIN", big(single_copy_min)),
             ],
         },
@@ -533,6 +568,7 @@ fn calibrate(args: &[String]) -> Result<(), String> {
             label: "rendezvous",
             env: vec![
                 ("OXMPI_EAGER_LIMIT", big(2 * k)),
+                ("OXMPI_PUSH_MIN", big(push_min)),
                 ("OXMPI_SINGLE_COPY_MIN", big(single_copy_min)),
             ],
         },

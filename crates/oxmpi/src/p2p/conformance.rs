@@ -120,6 +120,7 @@ impl Kind {
             eager_limit: 131072,
             single_copy: true,
             recv_write: true,
+            push_min: 0,
             single_copy_min: 0,
             arena_bytes: 1 << 20,
         };
@@ -160,7 +161,9 @@ impl Kind {
                     },
                     inline_max: 64,
                     eager_limit: 700,
-                    // Lone rendezvous below 4 KiB pushed, the rest pulled.
+                    // Lone rendezvous below 1500 bytes and from 4 KiB on copied once (pulled
+                    // or written), in between pushed.
+                    push_min: 1500,
                     single_copy_min: 4096,
                     ..base
                 },

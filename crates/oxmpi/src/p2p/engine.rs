@@ -154,8 +154,9 @@ impl Engine {
             .iter_mut()
             .map(AnyTransport::limits)
             .filter(|l| l.put)
-            // Below the single-copy crossover a lone message is pushed: no advert.
-            .map(|l| l.eager_limit.max(l.single_copy_min.saturating_sub(1)))
+            // Only receives larger than the eager limit may be advertised (where a lone
+            // message is pushed, `maybe_advertise` declines too).
+            .map(|l| l.eager_limit)
             .min()
             .unwrap_or(usize::MAX);
         Engine {
@@ -1072,11 +1073,11 @@ mod tests {
     }
 
     fn shm_pair(tag: &str) -> (Engine, Engine) {
-        shm_pair_with(tag, 0)
+        shm_pair_with(tag, 0, 0)
     }
 
-    /// A pair whose lone rendezvous messages below `single_copy_min` bytes are pushed.
-    fn shm_pair_with(tag: &str, single_copy_min: usize) -> (Engine, Engine) {
+    /// A pair whose lone rendezvous messages of `push_min..single_copy_min` bytes are pushed.
+    fn shm_pair_with(tag: &str, push_min: usize, single_copy_min: usize) -> (Engine, Engine) {
         let layout = ShmLayout {
             fifo_cells: 256,
             pool_blocks: 8,
@@ -1088,6 +1089,7 @@ mod tests {
             eager_limit: 16384,
             single_copy: true,
             recv_write: true,
+            push_min,
             single_copy_min,
             arena_bytes: 1 << 20,
         };
@@ -1238,7 +1240,7 @@ mod tests {
     /// while others wait behind them, and only the last, alone by then, is pushed.
     #[test]
     fn messages_waiting_behind_one_another_are_pulled_not_pushed() {
-        let (mut a, mut b) = shm_pair_with("lone", 1 << 20);
+        let (mut a, mut b) = shm_pair_with("lone", 0, 1 << 20);
         let len = 20_000;
         let data: Vec<Vec<u8>> = (0..4)
             .map(|m| (0..len).map(|k| (k * 7 + m * 31) as u8).collect())
@@ -1283,6 +1285,62 @@ mod tests {
         }
         assert_eq!(got, data);
         assert_eq!(b.stats().single_copy_pulls, 3, "{:?}", b.stats());
+    }
+
+    /// A lone rendezvous message is copied once below `push_min` and from `single_copy_min`
+    /// on, and pushed in between.
+    #[test]
+    fn lone_messages_are_pushed_only_in_the_pushed_band() {
+        let (mut a, mut b) = shm_pair_with("band", 32_768, 65_536);
+        for (i, (len, pushed)) in [(20_000usize, false), (40_000, true), (100_000, false)]
+            .into_iter()
+            .enumerate()
+        {
+            let data: Vec<u8> = (0..len).map(|k| (k * 13 + i) as u8).collect();
+            let mut got = vec![0u8; len];
+            let before = (b.stats().single_copy_pulls, a.stats().pushed);
+            // SAFETY: both buffers outlive their requests, waited for below.
+            unsafe {
+                let s = a
+                    .isend(SendMode::Standard, data.as_ptr(), len, 1, envelope(7))
+                    .unwrap();
+                // The announcement arrives before the receive is posted: no advert.
+                for _ in 0..100 {
+                    a.progress();
+                    b.progress();
+                }
+                // Both sides progress until `id` completes on `on` (bounded).
+                let both = |a: &mut Engine, b: &mut Engine, on_b: bool, id: ReqId| {
+                    for _ in 0..1_000_000 {
+                        a.progress();
+                        b.progress();
+                        if let Some(st) = if on_b { b.test(id) } else { a.test(id) } {
+                            return st;
+                        }
+                    }
+                    panic!("{len} bytes: request {id:?} never completed");
+                };
+                if let RecvStart::Pending(id) = b
+                    .irecv_from(got.as_mut_ptr(), len, 0, 0, 7, Some(0))
+                    .unwrap()
+                {
+                    let st = both(&mut a, &mut b, true, id);
+                    assert_eq!((st.bytes as usize, st.error), (len, None));
+                }
+                if let Some(id) = s {
+                    assert_eq!(both(&mut a, &mut b, false, id).error, None);
+                }
+            }
+            assert_eq!(got, data, "{len} bytes");
+            let after = (b.stats().single_copy_pulls, a.stats().pushed);
+            assert_eq!(
+                (after.0 > before.0, after.1 > before.1),
+                (!pushed, pushed),
+                "{len} bytes: {:?} {:?}",
+                a.stats(),
+                b.stats()
+            );
+        }
     }
 
     #[test]

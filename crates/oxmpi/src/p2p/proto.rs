@@ -998,6 +998,7 @@ impl Proto {
         let limits = link.limits();
         if !limits.put
             || cap <= limits.eager_limit
+            || !limits.copied_once_when_lone(cap)
             || self.matcher.other_posted_from(ctx, src, id.idx)
         {
             return;
@@ -1709,7 +1710,7 @@ impl Proto {
         }
         let buf = if chunked.is_some() { buf } else { flat(&found) };
         // Memory the sender exposed for plain copies (flags set) is always pulled; otherwise a
-        // lone message below the crossover is pushed (see `Limits::single_copy_min`). With
+        // lone message in the pushed band is pushed (see `Limits::copied_once_when_lone`). With
         // more receives waiting (a window, a halo) pulls spread the copying better, and so
         // with more messages waiting: a window whose messages arrived before its receives
         // were posted finds them unexpected one by one (a bidirectional window pushed
@@ -1718,7 +1719,7 @@ impl Proto {
         let lone = self.pushed_recvs == 0
             && self.matcher.posted_on(ctx) == 0
             && self.matcher.unexpected_on(ctx) == 0;
-        let pull = h.flags != 0 || h.len as usize >= limits.single_copy_min || !lone;
+        let pull = h.flags != 0 || limits.copied_once_when_lone(h.len as usize) || !lone;
         if limits.get && pull && !sent_iov && !packed {
             let src = Remote {
                 addr: h.addr,

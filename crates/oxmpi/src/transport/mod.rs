@@ -50,13 +50,25 @@ pub struct Limits {
     pub get: bool,
     /// Whether [`Link::put`] can write a peer's exposed memory (receiver-initiated write).
     pub put: bool,
-    /// Smallest rendezvous message pulled with one copy (or written by its sender) when no
-    /// other pushed receive is in progress: a lone smaller one is pushed in fragment-size
-    /// chunks, whose two copies run on two cores at once.
+    /// Smallest lone rendezvous message (no other pushed receive in progress, no other
+    /// message waiting) pushed in fragment-size chunks, whose two copies run on two cores at
+    /// once; a smaller one is copied once (pulled, or written by its sender).
+    pub push_min: usize,
+    /// Smallest lone rendezvous message copied once again, above the pushed band
+    /// `push_min..single_copy_min`.
     pub single_copy_min: usize,
     /// Most pieces per side that one system call of [`Link::get_iov`] moves (the transport
     /// batches longer lists itself); 0: no iovec copies on this transport.
     pub iov_max: usize,
+}
+
+impl Limits {
+    /// Whether a lone rendezvous message of `len` bytes is copied once (pulled by its
+    /// receiver, or written by its sender into a receive posted in time) rather than pushed.
+    #[inline]
+    pub fn copied_once_when_lone(&self, len: usize) -> bool {
+        len < self.push_min || len >= self.single_copy_min
+    }
 }
 
 /// One contiguous piece of a rank's memory (an address in that rank and a length), laid out

@@ -65,6 +65,7 @@ impl Link for SelfLoop {
             eager_limit: usize::MAX,
             get: false,
             put: false,
+            push_min: 0,
             single_copy_min: usize::MAX,
             iov_max: 0,
         }

@@ -134,7 +134,11 @@ pub struct ShmConfig {
     pub single_copy: bool,
     /// Whether large posted receives may be written by the sender (`process_vm_writev`).
     pub recv_write: bool,
-    /// Smallest rendezvous message pulled with one copy when it is the only one arriving.
+    /// Smallest rendezvous message pushed when it is the only one arriving (see
+    /// [`Limits::push_min`]).
+    pub push_min: usize,
+    /// Smallest rendezvous message copied once again when it is the only one arriving (see
+    /// [`Limits::single_copy_min`]).
     pub single_copy_min: usize,
     /// Size of the `alloc_mem` arena file (sparse).
     pub arena_bytes: usize,
@@ -153,6 +157,7 @@ impl ShmConfig {
             eager_limit: c.eager_limit,
             single_copy: c.single_copy,
             recv_write: c.recv_write,
+            push_min: c.push_min,
             single_copy_min: c.single_copy_min,
             arena_bytes: c.alloc_mem_bytes,
         }
@@ -169,6 +174,7 @@ impl ShmConfig {
             eager_limit: self.eager_limit,
             get: true,
             put: self.single_copy && self.recv_write,
+            push_min: self.push_min,
             single_copy_min: self.single_copy_min,
             iov_max: if self.single_copy { cma::IOV_MAX } else { 0 },
         }
@@ -898,6 +904,7 @@ mod tests {
         eager_limit: 1 << 16,
         single_copy: true,
         recv_write: true,
+        push_min: 0,
         single_copy_min: 0,
         arena_bytes: 1 << 20,
     };

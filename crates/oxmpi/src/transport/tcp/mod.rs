@@ -146,6 +146,7 @@ impl TcpConfig {
             eager_limit: self.eager_limit,
             get: false,
             put: false,
+            push_min: 0,
             single_copy_min: usize::MAX,
             iov_max: 0,
         }
