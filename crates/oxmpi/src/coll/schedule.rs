@@ -563,7 +563,7 @@ impl Exec {
                     // SAFETY: `p` is valid for `data.len` bytes (checked in `new`) until the
                     // program's next Wait, which this schedule reaches before finishing.
                     if let Some(id) =
-                        unsafe { e.isend(SendMode::Standard, p, data.len, world, env) }?
+                        unsafe { e.isend(SendMode::Collective, p, data.len, world, env) }?
                     {
                         self.pending.push((id, usize::MAX));
                     }

@@ -118,6 +118,7 @@ impl Kind {
             },
             inline_max: 1024,
             eager_limit: 131072,
+            coll_eager_limit: 131072,
             single_copy: true,
             recv_write: true,
             push_min: 0,

@@ -350,7 +350,7 @@ impl Engine {
         env: Envelope,
     ) -> Result<Option<ReqId>> {
         // The common small send: one register back, no request, no `Result` through memory.
-        if mode == SendMode::Standard {
+        if mode != SendMode::Synchronous {
             if let Some(&t) = self.route.get(to as usize).filter(|&&t| t < BROKEN) {
                 if let Some(AnyTransport::Shm(tr)) = self.transports.get_mut(t as usize) {
                     // SAFETY: forwarded from our caller.
@@ -1087,6 +1087,7 @@ mod tests {
             layout,
             inline_max: 256,
             eager_limit: 16384,
+            coll_eager_limit: 16384,
             single_copy: true,
             recv_write: true,
             push_min,

@@ -37,6 +37,9 @@ pub enum SendMode {
     Standard,
     /// Synchronous mode: complete once the receive has matched.
     Synchronous,
+    /// A collective schedule's step: standard, and eager up to the transport's
+    /// [`coll_eager_limit`](crate::transport::Limits::coll_eager_limit).
+    Collective,
 }
 
 /// How often each protocol path ran in this process (for tests and tuning).
@@ -414,7 +417,10 @@ impl Proto {
         env: Envelope,
     ) -> Result<Option<ReqId>> {
         let sync = mode == SendMode::Synchronous;
-        let limits = link.limits();
+        let mut limits = link.limits();
+        if mode == SendMode::Collective {
+            limits.eager_limit = limits.coll_eager_limit;
+        }
         let protocol = Protocol::choose(&limits, len);
         let seq = self.sent.bump(to, env.ctx);
         // Data in pieces travels as its list when the receiver can gather it in one copy;

@@ -46,6 +46,9 @@ pub struct Limits {
     pub max_frag: usize,
     /// Largest message sent eagerly; larger ones use rendezvous.
     pub eager_limit: usize,
+    /// Largest message of a collective's schedule sent eagerly (at least `eager_limit`): a
+    /// schedule's sender goes on at once, and back-to-back collectives overlap.
+    pub coll_eager_limit: usize,
     /// Whether [`Link::get`] can read a peer's exposed memory (single-copy rendezvous).
     pub get: bool,
     /// Whether [`Link::put`] can write a peer's exposed memory (receiver-initiated write).

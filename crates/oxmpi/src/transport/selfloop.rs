@@ -63,6 +63,7 @@ impl Link for SelfLoop {
             inline_max: usize::MAX,
             max_frag: usize::MAX,
             eager_limit: usize::MAX,
+            coll_eager_limit: usize::MAX,
             get: false,
             put: false,
             push_min: 0,

@@ -130,6 +130,8 @@ pub struct ShmConfig {
     pub inline_max: usize,
     /// Largest message sent eagerly.
     pub eager_limit: usize,
+    /// Largest message of a collective's schedule sent eagerly.
+    pub coll_eager_limit: usize,
     /// Whether rendezvous pulls with one copy (`process_vm_readv`, or the arena).
     pub single_copy: bool,
     /// Whether large posted receives may be written by the sender (`process_vm_writev`).
@@ -155,6 +157,7 @@ impl ShmConfig {
             },
             inline_max: c.shm_inline_max,
             eager_limit: c.eager_limit,
+            coll_eager_limit: c.coll_eager_limit,
             single_copy: c.single_copy,
             recv_write: c.recv_write,
             push_min: c.push_min,
@@ -172,6 +175,7 @@ impl ShmConfig {
             inline_max: self.inline_max.min(block).min(MAX_INLINE),
             max_frag: block,
             eager_limit: self.eager_limit,
+            coll_eager_limit: self.coll_eager_limit.max(self.eager_limit),
             get: true,
             put: self.single_copy && self.recv_write,
             push_min: self.push_min,
@@ -902,6 +906,7 @@ mod tests {
         layout: LAYOUT,
         inline_max: 1024,
         eager_limit: 1 << 16,
+        coll_eager_limit: 1 << 16,
         single_copy: true,
         recv_write: true,
         push_min: 0,

@@ -144,6 +144,7 @@ impl TcpConfig {
             inline_max: self.inline_max,
             max_frag: self.max_frag,
             eager_limit: self.eager_limit,
+            coll_eager_limit: self.eager_limit,
             get: false,
             put: false,
             push_min: 0,
