@@ -97,7 +97,7 @@ tunables! {
     recv_write: bool = true => "true", "OXMPI_RECV_WRITE",
         "a large receive posted before its message tells the sender where to write it (seed 002)";
     coll_eager_limit: usize = 131072 => "131072", "OXMPI_COLL_EAGER_LIMIT",
-        "largest message of a collective's own point-to-point steps sent eagerly through shared memory (at least OXMPI_EAGER_LIMIT): the sending rank goes on at once and back-to-back collectives overlap (np 2 reduce, eager against rendezvous: 32 KiB 7.6-8.2 against 12.2-13.6 us, 64 KiB 13.7-14.4 against 21.7-25.7)";
+        "largest message sent eagerly through shared memory (at least OXMPI_EAGER_LIMIT) of a collective's own point-to-point steps, whose sending rank then goes on at once so that back-to-back collectives overlap (np 2 reduce, eager against rendezvous: 32 KiB 7.6-8.2 against 12.2-13.6 us, 64 KiB 13.7-14.4 against 21.7-25.7), and of derived-datatype data packed as it is sent, which no single copy can read (ddt-vector 32-64 KiB 5.2-6.4 against 4.3-6.2 GB/s)";
     push_min: usize = 2097152 => "2097152", "OXMPI_PUSH_MIN",
         "smallest rendezvous message pushed through the pool when it arrives alone, its two copies on two cores at once; a smaller one is copied once, pulled by the receiver or written by the sender into a receive posted in time (oxmpi-info --calibrate measures the crossover; np 2 latency, copied once against pushed: 64 KiB 4.8-5.7 against 8.0-8.5 us, 256 KiB 14.9-17.4 against 24.9-25.8, 1 MiB 80-82 against 108-115, 2 MiB a tie)";
     single_copy_min: usize = 16777216 => "16777216", "OXMPI_SINGLE_COPY_MIN",

@@ -28,7 +28,7 @@ use super::recv_write::{Advert, SeqCounters};
 use super::request::{ReqId, Slab, State, Status};
 use super::wire::{am, CtrlHdr, Envelope, MatchHdr, CTRL_HDR_LEN, HDR_MAX};
 use crate::error::{Error, ErrorClass, Result};
-use crate::transport::{Frag, Handler, Link, Payload, Remote, SendError};
+use crate::transport::{Frag, Handler, Limits, Link, Payload, Remote, SendError};
 
 /// How a send completes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -429,11 +429,20 @@ impl Proto {
         let mut pieces = None;
         if !self.iov.is_empty() {
             if let Some(d) = self.find_iov(buf, len) {
-                if protocol != Protocol::Rendezvous && d.chunks().is_some() {
+                // Data packed as it goes cannot be copied once from the sender's memory: it
+                // stays eager, packed straight into pool blocks, up to the larger limit.
+                let packing = Protocol::choose(
+                    &Limits {
+                        eager_limit: limits.coll_eager_limit,
+                        ..limits
+                    },
+                    len,
+                );
+                if packing != Protocol::Rendezvous && d.chunks().is_some() {
                     // SAFETY: forwarded from our caller; the layer above holds `d` until the
                     // send completes.
                     return unsafe {
-                        self.isend_packing(link, sync, &d, len, to, env, protocol, limits.max_frag)
+                        self.isend_packing(link, sync, &d, len, to, env, packing, limits.max_frag)
                     };
                 }
                 let list = link.expose(d.segs().as_ptr().cast(), std::mem::size_of_val(d.segs()));

@@ -46,8 +46,9 @@ pub struct Limits {
     pub max_frag: usize,
     /// Largest message sent eagerly; larger ones use rendezvous.
     pub eager_limit: usize,
-    /// Largest message of a collective's schedule sent eagerly (at least `eager_limit`): a
-    /// schedule's sender goes on at once, and back-to-back collectives overlap.
+    /// Largest message sent eagerly (at least `eager_limit`) of a collective's schedule,
+    /// whose sender then goes on at once and back-to-back collectives overlap, and of data
+    /// packed as it is sent (derived datatypes), which cannot be copied once from the sender.
     pub coll_eager_limit: usize,
     /// Whether [`Link::get`] can read a peer's exposed memory (single-copy rendezvous).
     pub get: bool,
