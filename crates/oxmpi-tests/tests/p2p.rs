@@ -133,8 +133,8 @@ fn recv_writes(so: &str) -> u64 {
 #[test]
 fn receiver_initiated_write_is_used_when_the_receive_is_posted_first() {
     let prog = env!("CARGO_BIN_EXE_p2p_recv_write");
-    // The program's 1 MiB messages are above a crossover of 0 (below the default one a lone
-    // message is pushed instead: see the next test).
+    // The program's 1 MiB messages are copied once (in the pushed band a lone message is
+    // pushed instead: see the next test).
     let at_crossover = [("OXMPI_SINGLE_COPY_MIN", "0")];
     let so = run_ok(2, prog, &["20"], &at_crossover);
     // Rounds 3, 7, 11, ... make the advert stale on purpose; the others must use it.
@@ -153,8 +153,9 @@ fn receiver_initiated_write_is_used_when_the_receive_is_posted_first() {
         &[("OXMPI_SINGLE_COPY", "0"), at_crossover[0]],
     );
     assert_eq!(recv_writes(&so), 0, "{so}");
-    let so = run_ok(2, prog, &["8"], &[]);
-    assert_eq!(recv_writes(&so), 0, "below the crossover: {so}");
+    // In the pushed band a lone message is pushed: no advert.
+    let so = run_ok(2, prog, &["8"], &[("OXMPI_PUSH_MIN", "0")]);
+    assert_eq!(recv_writes(&so), 0, "in the pushed band: {so}");
 }
 
 fn counter(so: &str, phase: &str, name: &str) -> u64 {
@@ -168,12 +169,15 @@ fn counter(so: &str, phase: &str, name: &str) -> u64 {
 #[test]
 fn a_lone_rendezvous_is_pushed_and_a_window_is_pulled() {
     let prog = env!("CARGO_BIN_EXE_p2p_rndv_choice");
-    // Default crossover (4 MiB) above the 1 MiB messages: each lone one is pushed by its
-    // sender; of a window of 8, at most the first is.
-    let so = run_ok(2, prog, &["10"], &[]);
+    // The 1 MiB messages in the pushed band (from OXMPI_PUSH_MIN): each lone one is pushed
+    // by its sender; of a window of 8, at most the first is.
+    let so = run_ok(2, prog, &["10"], &[("OXMPI_PUSH_MIN", "0")]);
     assert_eq!(counter(&so, "lone", "pushed"), 5, "{so}");
     assert_eq!(counter(&so, "lone", "pulls"), 0, "{so}");
     assert!(counter(&so, "window", "pulls") >= 7, "{so}");
+    // By default (below OXMPI_PUSH_MIN) a lone 1 MiB message is copied once, never pushed.
+    let so = run_ok(2, prog, &["10"], &[]);
+    assert_eq!(counter(&so, "lone", "pushed"), 0, "{so}");
     // With the crossover at the size nothing is pushed (pulled, or written by the sender
     // into an advertised receive, whichever the timing gives).
     let so = run_ok(2, prog, &["10"], &[("OXMPI_SINGLE_COPY_MIN", "1M")]);

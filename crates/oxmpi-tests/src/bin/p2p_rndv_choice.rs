@@ -1,5 +1,6 @@
-//! Which rendezvous a message takes between ranks 0 and 1 of one host: a lone message below
-//! `OXMPI_SINGLE_COPY_MIN` is pushed through the sender's pool (its two copies on two cores at
+//! Which rendezvous a message takes between ranks 0 and 1 of one host: a lone message in the
+//! pushed band (`OXMPI_PUSH_MIN` to `OXMPI_SINGLE_COPY_MIN`) is pushed through the sender's
+//! pool (its two copies on two cores at
 //! once), while a window of them (several receives waiting) is pulled with one copy each.
 //! Phase 1: `rounds` ping-pongs of one 1 MiB message each way. Phase 2: rank 0 sends a window
 //! of 8 such messages to rank 1, which has posted all 8 receives. Every byte is checked. Rank 1
