@@ -130,7 +130,8 @@ pub struct ShmConfig {
     pub inline_max: usize,
     /// Largest message sent eagerly.
     pub eager_limit: usize,
-    /// Largest message of a collective's schedule sent eagerly.
+    /// Largest message sent eagerly of a collective's schedule and of data packed as it is
+    /// sent (see [`Limits::coll_eager_limit`]).
     pub coll_eager_limit: usize,
     /// Whether rendezvous pulls with one copy (`process_vm_readv`, or the arena).
     pub single_copy: bool,
