@@ -164,6 +164,20 @@ fn crossover_index(small: &[f64], large: &[f64]) -> usize {
 
 /// The tunable's value for crossover index `k` over `sizes`; outside the range measured it
 /// is half the smallest or twice the largest size.
+/// Prints the line a calibration ends each tunable with, naming the value it replaces.
+fn report_choice(tunable: &str, value: usize, why: &str) {
+    let was = match oxmpi::config::lookup(tunable).ok().flatten() {
+        Some((v, _)) => v,
+        None => TUNABLES
+            .iter()
+            .chain(COLL_TUNABLES)
+            .find(|t| t.name == tunable)
+            .map_or("?", |t| t.default)
+            .to_owned(),
+    };
+    println!("  chosen: {tunable} = {value}{why} (in force before: {was})");
+}
+
 fn crossover_value(sizes: &[usize], k: usize, names_large: bool) -> usize {
     let n = sizes.len();
     let (last_small, first_large) = (
@@ -452,24 +466,12 @@ fn calibrate(args: &[String]) -> Result<(), String> {
                 p.sizes[i], small[i], large[i]
             );
         }
-        let was = match oxmpi::config::lookup(p.tunable).ok().flatten() {
-            Some((v, _)) => v,
-            None => TUNABLES
-                .iter()
-                .chain(COLL_TUNABLES)
-                .find(|t| t.name == p.tunable)
-                .map_or("?", |t| t.default)
-                .to_owned(),
-        };
         let why = match k {
             0 => format!(" ({} for every size measured)", p.large.label),
             k if k == n => format!(" ({} for every size measured)", p.small.label),
             _ => String::new(),
         };
-        println!(
-            "  chosen: {} = {value}{why} (in force before: {was})",
-            p.tunable
-        );
+        report_choice(p.tunable, value, &why);
         Ok(value)
     };
     let big = |v: usize| v.to_string();
@@ -531,7 +533,13 @@ fn calibrate(args: &[String]) -> Result<(), String> {
         ..push
     };
     let single_copy_min = if single_copy.sizes.is_empty() {
-        // Copying once won at every size measured: no pushed band.
+        // Copying once won at every size measured: no pushed band, nothing left to time.
+        println!();
+        println!(
+            "{}: not timed, single copy won at every size above",
+            single_copy.tunable
+        );
+        report_choice(single_copy.tunable, push_min, " (no pushed band)");
         push_min
     } else {
         measure(&single_copy)?
