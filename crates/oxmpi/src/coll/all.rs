@@ -30,7 +30,7 @@ fn plan_allreduce(x: Ctx<'_>, n: usize, elem: usize, commutative: bool, in_place
         }
         _ => match select::allreduce(x.c, n, count, x.p, commutative) {
             select::Allreduce::RecursiveDoubling => {
-                allreduce::recursive_doubling(&mut pr, x.grp(), input, output)
+                allreduce::recursive_doubling(&mut pr, x.grp(), input, output, commutative)
             }
             select::Allreduce::Rabenseifner => {
                 allreduce::rabenseifner(&mut pr, x.grp(), input, output, count, elem, commutative)

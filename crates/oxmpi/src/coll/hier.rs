@@ -178,7 +178,7 @@ pub(crate) fn allreduce(
         let g = Grp::of(&leaders, h);
         match select::allreduce(c, output.len, count, g.size(), true) {
             select::Allreduce::RecursiveDoubling => {
-                allreduce::recursive_doubling(pr, g, output, output)
+                allreduce::recursive_doubling(pr, g, output, output, true)
             }
             select::Allreduce::Rabenseifner => {
                 allreduce::rabenseifner(pr, g, output, output, count, elem, true)
@@ -414,7 +414,7 @@ impl<L: ThreadLevel> Communicator<L> {
             let out = Span::new(Region::Recv, 0, count * elem);
             match select::allreduce(super::crossovers(), out.len, count, g.size(), true) {
                 select::Allreduce::RecursiveDoubling => {
-                    allreduce::recursive_doubling(&mut pr, g, out, out)
+                    allreduce::recursive_doubling(&mut pr, g, out, out, true)
                 }
                 select::Allreduce::Rabenseifner => {
                     allreduce::rabenseifner(&mut pr, g, out, out, count, elem, true)

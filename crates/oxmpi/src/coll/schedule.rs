@@ -67,7 +67,7 @@ impl Span {
     fn end(self) -> usize {
         self.off + self.len
     }
-    fn overlaps(self, o: Span) -> bool {
+    pub(crate) fn overlaps(self, o: Span) -> bool {
         self.region == o.region && self.off < o.end() && o.off < self.end()
     }
 }
@@ -309,6 +309,42 @@ pub(crate) fn aligned(bytes: usize) -> Vec<u128> {
     vec![0u128; bytes.div_ceil(16)]
 }
 
+/// Largest scratch a thread keeps between programs, in bytes.
+const SPARE_MAX: usize = 16 << 20;
+
+thread_local! {
+    /// The scratch of this thread's last finished program, for the next one: a large
+    /// collective's scratch was otherwise allocated and zeroed on every call (a 64 KiB
+    /// reduce spent longer zeroing than combining). Programs write scratch before reading it.
+    static SPARE: std::cell::Cell<Vec<u128>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Scratch of at least `bytes` bytes: the thread's spare if it is large enough.
+fn scratch(bytes: usize) -> Vec<u128> {
+    let words = bytes.div_ceil(16);
+    if words == 0 {
+        return Vec::new();
+    }
+    let spare = SPARE.with(|s| s.take());
+    if spare.len() >= words {
+        return spare;
+    }
+    SPARE.with(|s| s.set(spare));
+    aligned(bytes)
+}
+
+/// Keeps `tmp` as the thread's spare if it is the larger one and not too large.
+fn keep_spare(tmp: Vec<u128>) {
+    if tmp.len() * 16 > SPARE_MAX {
+        return;
+    }
+    // `try_with`: during thread teardown the spare may be gone already; then just free.
+    let _ = SPARE.try_with(|s| {
+        let old = s.take();
+        s.set(if tmp.len() > old.len() { tmp } else { old });
+    });
+}
+
 impl Exec {
     /// Checks `prog` against the regions and prepares to run it.
     ///
@@ -326,7 +362,7 @@ impl Exec {
         comm: Arc<CommCore>,
         tag: i32,
     ) -> Result<Exec> {
-        let tmp = aligned(prog.tmp);
+        let tmp = scratch(prog.tmp);
         let len = |r: Region| match r {
             Region::Send => send.len,
             Region::Recv => recv.len,
@@ -652,8 +688,11 @@ impl Drop for Exec {
         // A schedule dropped early (an error ended it) may still have transfers into its
         // scratch space in flight. Receives are cancelled; sends complete on their own, so
         // keep their buffer alive by leaking it rather than freeing memory a peer may read.
-        if !self.pending.is_empty() {
-            std::mem::forget(std::mem::take(&mut self.tmp));
+        let tmp = std::mem::take(&mut self.tmp);
+        if self.pending.is_empty() {
+            keep_spare(tmp);
+        } else {
+            std::mem::forget(tmp);
         }
     }
 }
@@ -937,6 +976,59 @@ mod tests {
             let want: Vec<u32> = send.iter().map(|&x| x * 3 + x).collect();
             assert_eq!(recv, want, "locked {locked}");
             assert_eq!(calls.load(Ordering::Relaxed), 1);
+        }
+    }
+
+    #[test]
+    fn a_thread_keeps_its_largest_scratch_for_the_next_program() {
+        let a = scratch(1000);
+        let at = a.as_ptr();
+        keep_spare(a);
+        let b = scratch(500);
+        assert_eq!(b.as_ptr(), at, "a smaller program takes the spare");
+        let c = scratch(2000);
+        assert!(c.len() * 16 >= 2000);
+        let ct = c.as_ptr();
+        keep_spare(b);
+        keep_spare(c);
+        let d = scratch(1900);
+        assert_eq!(d.as_ptr(), ct, "the larger of two is kept");
+        keep_spare(d);
+        keep_spare(aligned(SPARE_MAX + 16));
+        let kept = SPARE.with(|s| s.take());
+        assert_eq!(
+            kept.as_ptr(),
+            ct,
+            "scratch beyond SPARE_MAX is freed, not kept"
+        );
+        assert!(scratch(0).is_empty());
+    }
+
+    #[test]
+    fn programs_reusing_scratch_compute_from_their_own_data() {
+        let cell = cell(false);
+        let c = crate::coll::combine::<u32>(&Op::Sum).unwrap();
+        for round in 0..3u32 {
+            let send: Vec<u32> = (0..64).map(|i| i * 7 + round).collect();
+            let mut recv = vec![0u32; 64];
+            // SAFETY: `send` and `recv` outlive the schedule, which `wait` runs to the end.
+            let exec = unsafe {
+                Exec::new(
+                    "test",
+                    self_reduce(256),
+                    Raw::read(bytemuck::cast_slice(&send)),
+                    Raw::write(bytemuck::cast_slice_mut(&mut recv)),
+                    Some(c.clone()),
+                    comm(),
+                    9 + round as i32,
+                )
+            }
+            .unwrap();
+            let id = cell.with(|e| e.start_schedule(Box::new(exec))).unwrap();
+            assert!(wait(&cell, id).error.is_none());
+            cell.run_parked();
+            let want: Vec<u32> = send.iter().map(|&x| 2 * x).collect();
+            assert_eq!(recv, want, "round {round}");
         }
     }
 

@@ -676,7 +676,7 @@ impl<L: ThreadLevel> Communicator<L> {
             self.rt.engine.with(|e| -> Result<()> {
                 for rank in &self.state.members {
                     let slot = node_of(e)?.slot(at, *rank, n)?.cast::<T>();
-                    // SAFETY: the slot is aligned for `T` (64 bytes) in a live mapping and
+                    // SAFETY: the slot is aligned for `T` (16 bytes) in a live mapping and
                     // holds `len` values published before arrival `n`; its owner does not
                     // rewrite it until we have arrived at `n + 1`. Copied out under the lock.
                     all.extend_from_slice(unsafe { std::slice::from_raw_parts(slot, len) });
@@ -693,9 +693,9 @@ impl<L: ThreadLevel> Communicator<L> {
             let members = &self.state.members;
             for (k, rank) in members.iter().enumerate().rev() {
                 let slot = node_of(e)?.slot(at, *rank, n)?.cast::<T>();
-                // SAFETY: the slot is 64-byte aligned in a live mapping and holds `len`
-                // values published before arrival `n`; its owner does not rewrite it until
-                // we have arrived at `n + 1`. Our own slot was copied when we arrived, so
+                // SAFETY: the slot is 16-byte aligned (enough for every `Reducible`) in a
+                // live mapping and holds `len` values published before arrival `n`; its
+                // owner does not rewrite it until we have arrived at `n + 1`. Our own slot was copied when we arrived, so
                 // `recv` (our input in place) may be overwritten now.
                 let theirs = unsafe { std::slice::from_raw_parts(slot, len) };
                 if k == p - 1 {
@@ -759,7 +759,7 @@ impl<L: ThreadLevel> Communicator<L> {
                 }
                 let slot = node.slot(at, w, n)?.cast::<[u8; EXPOSED_BYTES]>();
                 // SAFETY: `w` published EXPOSED_BYTES bytes with arrival `n`, which we saw,
-                // in a live mapping (slots are 64-byte aligned); it does not rewrite them
+                // in a live mapping (slots are 16-byte aligned); it does not rewrite them
                 // before we arrive at `n + 1`.
                 let x = Exposed::decode(unsafe { &*slot });
                 all.push((x, node.pid_of(w)?));

@@ -53,22 +53,46 @@ fn unfold(pr: &mut Program, g: &Grp<'_>, rem: u32, acc: Span) {
 }
 
 /// Recursive doubling: ⌈log₂ p⌉ exchanges of the whole vector (plus two for a non-power of
-/// two). Any operation: partners combine in rank order.
-pub(crate) fn recursive_doubling(pr: &mut Program, g: Grp<'_>, input: Span, output: Span) {
+/// two). Any operation: partners combine in rank order. In a power-of-two group the first
+/// exchange sends the input itself and receives into the output, which the input is then
+/// combined into (no copy first), where the operation allows combining that way round.
+pub(crate) fn recursive_doubling(
+    pr: &mut Program,
+    g: Grp<'_>,
+    input: Span,
+    output: Span,
+    commutative: bool,
+) {
     let n = input.len;
-    pr.copy(input, output);
-    if g.size() == 1 {
+    let p = g.size();
+    let direct =
+        p > 1 && p == pow2_floor(p) && !input.overlaps(output) && (commutative || g.me & 1 == 0);
+    if !direct {
+        pr.copy(input, output);
+    }
+    if p == 1 {
         return;
     }
-    let tmp = pr.scratch(n);
-    let (nr, pof2, rem) = fold(pr, &g, output, tmp);
+    let (nr, pof2, rem, first) = if direct {
+        // The partner of the first step is the rank next to this one: this rank's input
+        // comes first (even rank) or the operation commutes.
+        pr.exchange(g.peer(g.me ^ 1), input, output);
+        pr.reduce(input, output, false);
+        (Some(g.me), p, 0, 2)
+    } else {
+        let tmp = pr.scratch(n);
+        let (nr, pof2, rem) = fold(pr, &g, output, tmp);
+        (nr, pof2, rem, 1)
+    };
     if let Some(nr) = nr {
-        let mut mask = 1;
+        let mut tmp = None;
+        let mut mask = first;
         while mask < pof2 {
+            let t = *tmp.get_or_insert_with(|| pr.scratch(n));
             let partner = nr ^ mask;
             let dst = real(partner, rem);
-            pr.exchange(g.peer(dst), output, tmp);
-            pr.reduce(tmp, output, partner > nr);
+            pr.exchange(g.peer(dst), output, t);
+            pr.reduce(t, output, partner > nr);
             mask <<= 1;
         }
     }
@@ -289,9 +313,10 @@ mod tests {
 
     #[test]
     fn recursive_doubling_is_exact_for_any_operation() {
-        let alg: Alg = |pr, g, i, o, _, _| recursive_doubling(pr, g, i, o);
-        check(alg, "recursive doubling", false);
-        check(alg, "recursive doubling", true);
+        let comm: Alg = |pr, g, i, o, _, _| recursive_doubling(pr, g, i, o, true);
+        let noncomm: Alg = |pr, g, i, o, _, _| recursive_doubling(pr, g, i, o, false);
+        check(comm, "recursive doubling", false);
+        check(noncomm, "recursive doubling", true);
     }
 
     #[test]

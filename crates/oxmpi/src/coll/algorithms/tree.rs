@@ -89,28 +89,45 @@ pub(crate) fn reduce_binomial(
     let n = input.len;
     let tree_root = if commutative { root } else { 0 };
     let (vr, p, abs) = rel(&g, tree_root);
-    let acc = if g.me == root && tree_root == root {
+    // Children, nearest first: each brings the combination of the ranks after this one's.
+    let mut children = Vec::new();
+    let mut mask = 1;
+    while mask < p && vr & mask == 0 {
+        if vr | mask < p {
+            children.push(vr | mask);
+        }
+        mask <<= 1;
+    }
+    let parent = (mask < p).then_some(vr & !mask);
+    let acc = if children.is_empty() {
+        // A leaf sends its input as it is: no scratch, no copy.
+        input
+    } else if g.me == root && tree_root == root {
         output
     } else {
         pr.scratch(n)
     };
-    let inb = if p > 1 { pr.scratch(n) } else { acc };
-    pr.copy(input, acc);
-    let mut mask = 1;
-    while mask < p {
-        if vr & mask == 0 {
-            let c = vr | mask;
-            if c < p {
-                pr.recv(g.peer(abs(c)), inb);
-                pr.wait();
-                pr.reduce(inb, acc, true);
-            }
-        } else {
-            pr.send(g.peer(abs(vr & !mask)), acc);
+    let mut inb = None;
+    for (i, &c) in children.iter().enumerate() {
+        if i == 0 && !input.overlaps(acc) {
+            // The first child's data lands in the accumulator and this rank's input, which
+            // comes first in rank order, is combined into it: one pass instead of a copy.
+            pr.recv(g.peer(abs(c)), acc);
             pr.wait();
-            break;
+            pr.reduce(input, acc, false);
+            continue;
         }
-        mask <<= 1;
+        if i == 0 {
+            pr.copy(input, acc);
+        }
+        let b = *inb.get_or_insert_with(|| pr.scratch(n));
+        pr.recv(g.peer(abs(c)), b);
+        pr.wait();
+        pr.reduce(b, acc, true);
+    }
+    if let Some(up) = parent {
+        pr.send(g.peer(abs(up)), acc);
+        pr.wait();
     }
     if tree_root != root {
         if g.me == tree_root {
@@ -120,6 +137,9 @@ pub(crate) fn reduce_binomial(
             pr.recv(g.peer(tree_root), output);
             pr.wait();
         }
+    } else if g.me == root {
+        // A root without children (a group of one) still owes its output.
+        pr.copy(acc, output);
     }
 }
 
@@ -131,6 +151,9 @@ pub(crate) fn gather_binomial(pr: &mut Program, g: Grp<'_>, root: u32, input: Sp
     let direct = vr == 0 && root == 0;
     let buf = if direct {
         output
+    } else if vr != 0 && sub == 1 {
+        // A leaf sends its input as it is.
+        input
     } else {
         pr.scratch(sub as usize * n)
     };

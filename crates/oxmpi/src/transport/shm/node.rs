@@ -109,7 +109,9 @@ pub trait Node {
     fn arrived(&mut self, at: Meet, members: &[u32], n: u64) -> Result<bool>;
 
     /// The data `rank` (or we, if `rank` is ourselves) published with arrival `n` at `at`,
-    /// which [`arrived`](Self::arrived) must have confirmed.
+    /// which [`arrived`](Self::arrived) must have confirmed; 16-byte aligned (data of up to
+    /// 16 bytes lies in the arrival counter's cache line, larger data in a 64-byte-aligned
+    /// slot).
     fn slot(&mut self, at: Meet, rank: u32, n: u64) -> Result<*const u8>;
 
     /// How many bytes `rank` published with arrival `n` at `at` (confirmed as for
@@ -169,6 +171,25 @@ fn counter_offset(at: Meet) -> usize {
 /// after the counter (one word per slot, as the slots alternate).
 fn len_offset(at: Meet, n: u64) -> usize {
     counter_offset(at) + 8 + (n % 2) as usize * 8
+}
+
+/// Data of at most this many bytes travels in the counter's own cache line, in two
+/// alternating halves after the length words: a reader of a small collective's data (an
+/// 8-byte allreduce) then takes one cache-line transfer from the writer's core, not two.
+const COLL_INLINE_BYTES: usize = 16;
+
+/// Offset of the inline data of arrival `n` at `at`: 16-byte aligned in the counter's line.
+fn inline_offset(at: Meet, n: u64) -> usize {
+    counter_offset(at) + 32 + (n % 2) as usize * COLL_INLINE_BYTES
+}
+
+/// Offset of the data of arrival `n` at `at` that published `len` bytes.
+fn data_offset(at: Meet, n: u64, len: usize) -> usize {
+    if len <= COLL_INLINE_BYTES {
+        inline_offset(at, n)
+    } else {
+        slot_offset(at, n)
+    }
 }
 
 /// Offset of the slot of arrival `n` at `at` in a segment.
@@ -238,13 +259,14 @@ impl Node for ShmLink {
         *epoch += 1;
         let n = *epoch;
         let base = self.seg.base().as_ptr();
-        // SAFETY: the slot lies in our own segment (header page or channel region); peers
-        // read it only after our release store below announces this arrival, and not after
-        // they have arrived at `n + 1` (see the trait), which precedes our arrival `n + 2`.
+        // SAFETY: the slot (or the inline half of the counter's line) lies in our own
+        // segment (header page or channel region); peers read it only after our release
+        // store below announces this arrival, and not after they have arrived at `n + 1`
+        // (see the trait), which precedes our arrival `n + 2`.
         unsafe {
             std::ptr::copy_nonoverlapping(
                 data.as_ptr(),
-                base.add(slot_offset(at, n)),
+                base.add(data_offset(at, n, data.len())),
                 data.len().min(COLL_SLOT_BYTES),
             );
             base.add(len_offset(at, n))
@@ -310,9 +332,10 @@ impl Node for ShmLink {
     }
 
     fn slot(&mut self, at: Meet, rank: u32, n: u64) -> Result<*const u8> {
+        let len = self.slot_len(at, rank, n)?;
         let base = self.seg_base(rank)?;
-        // SAFETY: the slot lies in the header page or channel region of a live mapping.
-        Ok(unsafe { base.add(slot_offset(at, n)) }.cast_const())
+        // SAFETY: the data lies in the header page or channel region of a live mapping.
+        Ok(unsafe { base.add(data_offset(at, n, len)) }.cast_const())
     }
 
     fn slot_len(&mut self, at: Meet, rank: u32, n: u64) -> Result<usize> {
@@ -646,5 +669,14 @@ mod tests {
         }
         assert!(slot_offset(Meet::World, 1) + COLL_SLOT_BYTES <= HEADER_BYTES);
         assert!(len_offset(Meet::World, 1) + 8 <= BARRIER_OFFSET + 64);
+        // Inline data: 16-byte aligned, after the length words, inside the counter's line.
+        for at in [Meet::World, Meet::Chan(0), Meet::Chan(CHANNELS - 1)] {
+            let c = counter_offset(at);
+            assert_eq!(inline_offset(at, 2), len_offset(at, 1) + 16);
+            assert!(inline_offset(at, 1) + COLL_INLINE_BYTES <= c + 64);
+            for n in [1, 2] {
+                assert!(inline_offset(at, n).is_multiple_of(16));
+            }
+        }
     }
 }
