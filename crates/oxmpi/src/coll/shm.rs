@@ -52,6 +52,9 @@ pub(crate) struct ShmChannel {
     /// Whether every member can copy straight from every other (probed together on the
     /// first large shared-memory collective, so all members agree).
     single_copy: OnceLock<bool>,
+    /// Whether this world communicator meets in the world's arrival counter: fixed at
+    /// start-up, so found once instead of on every barrier.
+    world: OnceLock<bool>,
 }
 
 /// `OXMPI_SHM_COLL_COMMS`, read once (an unreadable configuration failed `init` already).
@@ -67,6 +70,7 @@ impl ShmChannel {
             eligible,
             chan: OnceLock::new(),
             single_copy: OnceLock::new(),
+            world: OnceLock::new(),
         }
     }
 }
@@ -327,13 +331,15 @@ impl<L: ThreadLevel> Communicator<L> {
             // Only the one communicator every rank calls in the same order may use the world
             // counter: the world itself (not a scratch communicator that borrows its
             // context for a subset of ranks).
-            let world = st.members.len() == self.rt.size as usize
-                && st.members.len() <= SHM_MAX_RANKS
-                && self.rt.coll_single_host
-                && self
-                    .rt
-                    .engine
-                    .with(|e| e.node().is_some_and(|n| n.spans_world()));
+            let world = *st.shm.world.get_or_init(|| {
+                st.members.len() == self.rt.size as usize
+                    && st.members.len() <= SHM_MAX_RANKS
+                    && self.rt.coll_single_host
+                    && self
+                        .rt
+                        .engine
+                        .with(|e| e.node().is_some_and(|n| n.spans_world()))
+            });
             return Ok(world.then_some(Meet::World));
         }
         if let Some(c) = st.shm.chan.get() {
