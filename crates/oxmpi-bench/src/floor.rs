@@ -3,6 +3,10 @@
 //! writes an odd count and waits for the next even one, the other answers each odd count with
 //! the even one after it. The one-way time (half the round trip) is one line transfer; no
 //! message library delivers a message between those cores faster.
+//!
+//! With `--barrier`, the floor under a barrier instead: each thread announces its arrival
+//! in a line of its own and waits until it sees the other's (the shape of oxmpi's
+//! shared-memory barrier), back to back; the time per barrier is printed.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,11 +26,21 @@ pub struct FloorArgs {
     /// Repeats; each prints a line (the spread shows how steady the machine is).
     #[arg(long, default_value_t = 5)]
     pub repeats: u32,
+    /// Time a two-thread barrier on arrival counters (one line each) instead of the
+    /// one-way ping-pong.
+    #[arg(long)]
+    pub barrier: bool,
 }
 
 /// The counter, alone on its line (and on the adjacent-line prefetcher's pair).
 #[repr(C, align(128))]
 struct Line {
+    count: AtomicU64,
+}
+
+/// An arrival counter alone on its page.
+#[repr(C, align(4096))]
+struct Page {
     count: AtomicU64,
 }
 
@@ -61,11 +75,79 @@ fn wait_for(line: &AtomicU64, v: u64) {
     }
 }
 
+/// Spins until `line` holds at least `v`, yielding now and then. No `pause` between loads,
+/// as in oxmpi's barrier: on this Xeon one costs more than a tenth of the barrier.
+#[inline]
+fn wait_at_least(line: &AtomicU64, v: u64) {
+    let mut k = 0u32;
+    while line.load(Ordering::Acquire) < v {
+        k = k.wrapping_add(1);
+        if k % 4096 == 0 {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// The two cores of `args`.
+fn cores(args: &FloorArgs) -> std::io::Result<(usize, usize)> {
+    match args.cores[..] {
+        [a, b] => Ok((a, b)),
+        _ => Err(std::io::Error::other("--cores takes two cores, as A,B")),
+    }
+}
+
+/// Microseconds per barrier between two threads, one per repeat.
+pub fn measure_barrier(args: &FloorArgs) -> std::io::Result<Vec<f64>> {
+    let (a, b) = cores(args)?;
+    // Each counter on a page of its own, as each rank's lies in its own segment: lines of
+    // one page draw the neighbouring line's prefetches.
+    let lines = Arc::new([
+        Page {
+            count: AtomicU64::new(0),
+        },
+        Page {
+            count: AtomicU64::new(0),
+        },
+    ]);
+    let total = 2 * args.iters * u64::from(args.repeats);
+    let barrier = |lines: &[Page; 2], me: usize, n: u64| {
+        lines[me].count.store(n, Ordering::Release);
+        wait_at_least(&lines[1 - me].count, n);
+    };
+    let other = {
+        let lines = lines.clone();
+        std::thread::spawn(move || -> std::io::Result<()> {
+            pin(b)?;
+            for n in 1..=total {
+                barrier(&lines, 1, n);
+            }
+            Ok(())
+        })
+    };
+    pin(a)?;
+    let mut out = Vec::new();
+    let mut n = 0u64;
+    for _ in 0..args.repeats {
+        for _ in 0..args.iters {
+            n += 1;
+            barrier(&lines, 0, n);
+        }
+        let t0 = Instant::now();
+        for _ in 0..args.iters {
+            n += 1;
+            barrier(&lines, 0, n);
+        }
+        out.push(t0.elapsed().as_secs_f64() * 1e6 / args.iters as f64);
+    }
+    other
+        .join()
+        .map_err(|_| std::io::Error::other("barrier thread panicked"))??;
+    Ok(out)
+}
+
 /// One-way times in microseconds, one per repeat.
 pub fn measure(args: &FloorArgs) -> std::io::Result<Vec<f64>> {
-    let &[a, b] = &args.cores[..] else {
-        return Err(std::io::Error::other("--cores takes two cores, as A,B"));
-    };
+    let (a, b) = cores(args)?;
     let line = Arc::new(Line {
         count: AtomicU64::new(0),
     });
@@ -104,11 +186,17 @@ pub fn measure(args: &FloorArgs) -> std::io::Result<Vec<f64>> {
 
 /// Prints one line per repeat.
 pub fn run(args: &FloorArgs) -> std::io::Result<()> {
-    println!(
-        "# oxmpi-bench floor: cache-line ping-pong between cores {} and {}, one-way (us)",
-        args.cores[0], args.cores[1]
-    );
-    for t in measure(args)? {
+    let (a, b) = cores(args)?;
+    let times = if args.barrier {
+        println!("# oxmpi-bench floor: arrival-counter barrier between cores {a} and {b}, per barrier (us)");
+        measure_barrier(args)?
+    } else {
+        println!(
+            "# oxmpi-bench floor: cache-line ping-pong between cores {a} and {b}, one-way (us)"
+        );
+        measure(args)?
+    };
+    for t in times {
         println!("{t:.3}");
     }
     Ok(())
@@ -124,8 +212,10 @@ mod tests {
             cores: vec![0],
             iters: 10,
             repeats: 1,
+            barrier: false,
         };
         assert!(measure(&args).is_err());
+        assert!(measure_barrier(&args).is_err());
     }
 
     #[test]
@@ -135,9 +225,11 @@ mod tests {
             cores: vec![0, (cores > 1) as usize],
             iters: 1000,
             repeats: 2,
+            barrier: false,
         };
-        let t = measure(&args).unwrap();
-        assert_eq!(t.len(), 2);
-        assert!(t.iter().all(|&x| x > 0.0 && x.is_finite()), "{t:?}");
+        for t in [measure(&args).unwrap(), measure_barrier(&args).unwrap()] {
+            assert_eq!(t.len(), 2);
+            assert!(t.iter().all(|&x| x > 0.0 && x.is_finite()), "{t:?}");
+        }
     }
 }
