@@ -325,11 +325,13 @@ fn scratch(bytes: usize) -> Vec<u128> {
     if words == 0 {
         return Vec::new();
     }
-    let spare = SPARE.with(|s| s.take());
+    // `try_with`: a collective started from another thread-local's destructor finds the
+    // spare gone and allocates.
+    let spare = SPARE.try_with(|s| s.take()).unwrap_or_default();
     if spare.len() >= words {
         return spare;
     }
-    SPARE.with(|s| s.set(spare));
+    keep_spare(spare);
     aligned(bytes)
 }
 
