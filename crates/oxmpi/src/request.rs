@@ -494,6 +494,7 @@ impl From<InStatus> for Error {
 /// Waits for every request (`MPI_Waitall`); returns their statuses in order, or, if any
 /// failed, every request's own result.
 pub fn wait_all(mut requests: Vec<Request<'_, '_>>) -> std::result::Result<Vec<Status>, InStatus> {
+    finish_all(&mut requests);
     // Statuses go straight into the answer; only a failure builds the per-request results.
     let mut statuses = Vec::with_capacity(requests.len());
     let mut results: Option<Vec<Result<Status>>> = None;
@@ -514,6 +515,44 @@ pub fn wait_all(mut requests: Vec<Request<'_, '_>>) -> std::result::Result<Vec<S
     match results {
         None => Ok(statuses),
         Some(results) => Err(InStatus { results }),
+    }
+}
+
+/// Completes every pending request of `requests` into its `Done` state, collecting each run
+/// of finished ones in one engine visit: a window of receives that one progress pass
+/// completed costs one visit, not a wait per request (about 150 instructions each before).
+fn finish_all(requests: &mut [Request<'_, '_>]) {
+    let Some(rt) = requests.first().map(|r| r.rt) else {
+        return;
+    };
+    let mut i = 0;
+    while i < requests.len() {
+        i = rt.engine.with(|e| {
+            e.enter("wait_all");
+            let mut j = i;
+            while let Some(r) = requests.get_mut(j) {
+                if let ReqState::Pending(id) = r.state {
+                    if !std::ptr::eq(r.rt, rt) {
+                        break;
+                    }
+                    match e.test(id) {
+                        Some(st) => r.state = ReqState::Done(st),
+                        None => break,
+                    }
+                }
+                j += 1;
+            }
+            j
+        });
+        rt.engine.run_parked();
+        let Some(r) = requests.get_mut(i) else {
+            break;
+        };
+        // The first that has not finished: waited for on its own, as `wait` does.
+        if let ReqState::Pending(id) = r.state {
+            r.state = ReqState::Done(h::wait_id(r.rt, id, "wait_all"));
+        }
+        i += 1;
     }
 }
 

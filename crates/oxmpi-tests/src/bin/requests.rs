@@ -20,10 +20,43 @@ fn main() {
     scope_with_thousands_of_requests(&world);
     handle_layer(&universe, &world);
     if world.size() >= 2 && me < 2 {
+        wait_all_in_order_whatever_finishes_first(&world);
         scope_waits_before_resuming_a_panic(&world);
     }
     println!("rank {me}: requests OK");
     universe.finalize().unwrap();
+}
+
+/// wait_all over receives that finish out of order (ranks 0 and 1): the second and third
+/// have arrived while the first waits for a message rank 1 sends only after rank 0 signals
+/// that it is waiting; each status and each byte lands at its own request.
+fn wait_all_in_order_whatever_finishes_first(world: &Communicator) {
+    let me = world.rank();
+    if me == 1 {
+        world.send(&[2u32; 3][..], 0, 31).unwrap();
+        world.send(&[3u32; 5][..], 0, 32).unwrap();
+        world.receive_into(&mut [0u8; 1][..], 0, 33).unwrap();
+        world.send(&[1u32; 2][..], 0, 30).unwrap();
+        return;
+    }
+    let (mut a, mut b, mut c) = ([0u32; 2], [0u32; 3], [0u32; 5]);
+    let st = oxmpi::scope(|s| {
+        let ra = world.immediate_receive_into(s, &mut a[..], 1, 30).unwrap();
+        let rb = world.immediate_receive_into(s, &mut b[..], 1, 31).unwrap();
+        let rc = world.immediate_receive_into(s, &mut c[..], 1, 32).unwrap();
+        // Rank 1 sends the first request's message only after this one.
+        world.send(&[0u8][..], 1, 33).unwrap();
+        wait_all(vec![ra, rb, rc]).unwrap()
+    });
+    let counts: Vec<_> = st.iter().map(|s| (s.count(), s.tag())).collect();
+    check!(
+        counts == [(Some(2), 30), (Some(3), 31), (Some(5), 32)],
+        "{counts:?}"
+    );
+    check!(
+        a == [1; 2] && b == [2; 3] && c == [3; 5],
+        "{a:?} {b:?} {c:?}"
+    );
 }
 
 /// A scope whose list of requests grows past its first room and its pruning threshold: half
