@@ -315,7 +315,8 @@ const SPARE_MAX: usize = 16 << 20;
 thread_local! {
     /// The scratch of this thread's last finished program, for the next one: a large
     /// collective's scratch was otherwise allocated and zeroed on every call (a 64 KiB
-    /// reduce spent longer zeroing than combining). Programs write scratch before reading it.
+    /// reduce spent longer zeroing than combining). A program reads only scratch it wrote
+    /// first, so an earlier program's bytes never reach a result.
     static SPARE: std::cell::Cell<Vec<u128>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
