@@ -756,7 +756,9 @@ pub(crate) mod sim {
     /// on a size mismatch, or on an invalid step.
     pub fn run(progs: &[Program], bufs: &mut [Bufs], combine: Option<&Combine>) {
         let p = progs.len();
-        let mut tmp: Vec<Vec<u8>> = progs.iter().map(|g| vec![0u8; g.tmp]).collect();
+        // Scratch starts as garbage, as a reused spare does: a program that read scratch it had
+        // not written would fail its test.
+        let mut tmp: Vec<Vec<u8>> = progs.iter().map(|g| vec![0xA5u8; g.tmp]).collect();
         let mut pc = vec![0usize; p];
         let mut queues: Vec<VecDeque<Vec<u8>>> = vec![VecDeque::new(); p * p];
         let mut posted: Vec<Vec<(usize, Span)>> = vec![Vec::new(); p];
