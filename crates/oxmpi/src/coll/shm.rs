@@ -458,6 +458,41 @@ impl<L: ThreadLevel> Communicator<L> {
         }
     }
 
+    /// Enters collective `at` with `data` and, in the same engine visit, looks up to the
+    /// inner spin count for the arrival of `from` (every member for `None`); once there, runs
+    /// `then` on the node. The arrival, the wait and the work of a small collective cost one
+    /// visit instead of three or four when the others are there already, the usual case.
+    /// `Ok(Ok(r))`: done; `Ok(Err(Some(n)))`: entered as `n`, the others not seen yet;
+    /// `Ok(Err(None))`: not entered (a member is still in the previous collective).
+    fn shm_arrive_then<R>(
+        &self,
+        at: Meet,
+        data: &[u8],
+        from: Option<u32>,
+        then: impl FnOnce(&mut dyn Node, u64) -> Result<R>,
+    ) -> Result<std::result::Result<R, Option<u64>>> {
+        let members = &self.state.members;
+        let spins = self.rt.wait.inner_spin.max(1);
+        self.rt.engine.with(|e| {
+            let node = node_released(e)?;
+            let prev = node.next_arrival(at) - 1;
+            if prev != 0 && !node.arrived(at, members, prev)? {
+                return Ok(Err(None));
+            }
+            let n = node.arrive(at, data);
+            for _ in 0..spins {
+                let there = match from {
+                    Some(r) => node.arrived_rank(at, r, n)?,
+                    None => node.arrived(at, members, n)?,
+                };
+                if there {
+                    return then(node, n).map(Ok);
+                }
+            }
+            Ok(Err(Some(n)))
+        })
+    }
+
     /// Waits until every member has arrived at shared-memory collective `n`.
     fn shm_coll_wait(&self, at: Meet, n: u64) -> Result<()> {
         self.shm_wait_from(at, None, n)
@@ -517,8 +552,30 @@ impl<L: ThreadLevel> Communicator<L> {
     pub(super) fn shm_bcast(&self, at: Meet, root: u32, buf: &mut [u8]) -> Result<()> {
         let is_root = self.state.rank == root;
         let owner = self.state.members[root as usize];
-        let n = self.shm_arrive(at, if is_root { buf } else { &[] })?;
-        if Self::shm_rooted_early() {
+        let copy = |node: &mut dyn Node, n: u64, buf: &mut [u8]| -> Result<()> {
+            let sent = node.slot_len(at, owner, n)?;
+            if sent != buf.len() {
+                return Err(count_mismatch("broadcast", root, sent, buf.len()));
+            }
+            let slot = node.slot(at, owner, n)?;
+            // SAFETY: the root's slot holds the `buf.len()` bytes it published before arrival
+            // `n` (the same count on every rank) in a live mapping; the root does not rewrite
+            // it until we have arrived at `n + 1`.
+            let theirs = unsafe { std::slice::from_raw_parts(slot, buf.len()) };
+            buf.copy_from_slice(theirs);
+            Ok(())
+        };
+        let early = Self::shm_rooted_early();
+        let n = if !is_root && early {
+            match self.shm_arrive_then(at, &[], Some(owner), |node, n| copy(node, n, buf))? {
+                Ok(()) => return Ok(()),
+                Err(Some(n)) => n,
+                Err(None) => self.shm_arrive(at, &[])?,
+            }
+        } else {
+            self.shm_arrive(at, if is_root { buf } else { &[] })?
+        };
+        if early {
             if is_root {
                 return Ok(());
             }
@@ -529,19 +586,7 @@ impl<L: ThreadLevel> Communicator<L> {
                 return Ok(());
             }
         }
-        self.rt.engine.with(|e| -> Result<()> {
-            let sent = node_of(e)?.slot_len(at, owner, n)?;
-            if sent != buf.len() {
-                return Err(count_mismatch("broadcast", root, sent, buf.len()));
-            }
-            let slot = node_of(e)?.slot(at, owner, n)?;
-            // SAFETY: the root's slot holds the `buf.len()` bytes it published before arrival
-            // `n` (the same count on every rank) in a live mapping; the root does not rewrite
-            // it until we have arrived at `n + 1`.
-            let theirs = unsafe { std::slice::from_raw_parts(slot, buf.len()) };
-            buf.copy_from_slice(theirs);
-            Ok(())
-        })
+        self.rt.engine.with(|e| copy(node_of(e)?, n, buf))
     }
 
     /// Small allgather(v) through the slots: every rank publishes its block (`send`, or its
@@ -652,10 +697,57 @@ impl<L: ThreadLevel> Communicator<L> {
         op: &Op,
     ) -> Result<()> {
         let kernel = op.kernel_for::<T>()?;
-        let mine = send.unwrap_or(recv);
-        let len = mine.len();
-        let n = self.shm_arrive(at, bytes(mine))?;
+        let len = send.map_or(recv.len(), <[T]>::len);
         let leaf = root.is_some_and(|r| r != self.state.rank);
+        let p = self.size() as usize;
+        let members = &self.state.members;
+        // Checks every member's count, then combines their slots in rank order into `recv`
+        // (a predefined operation, under the engine).
+        let combine = |node: &mut dyn Node, n: u64, recv: &mut [T]| -> Result<()> {
+            let recv = &mut recv[..len];
+            for (r, &w) in members.iter().enumerate() {
+                let sent = node.slot_len(at, w, n)?;
+                if sent != size_of_val(recv) {
+                    return Err(count_mismatch("reduce", r as u32, sent, size_of_val(recv)));
+                }
+            }
+            for (k, rank) in members.iter().enumerate().rev() {
+                let slot = node.slot(at, *rank, n)?.cast::<T>();
+                // SAFETY: the slot is 16-byte aligned (enough for every `Reducible`) in a
+                // live mapping and holds `len` values published before arrival `n`; its
+                // owner does not rewrite it until we have arrived at `n + 1`. Our own slot
+                // was copied when we arrived, so `recv` (our input in place) may be
+                // overwritten now.
+                let theirs = unsafe { std::slice::from_raw_parts(slot, len) };
+                if k == p - 1 {
+                    recv.copy_from_slice(theirs);
+                } else {
+                    kernel.call(bytes(theirs), bytes_mut(recv));
+                }
+            }
+            Ok(())
+        };
+        let n = if !leaf && !kernel.is_user() {
+            let mut held: [u8; COLL_SLOT_BYTES];
+            let mine: &[u8] = match send {
+                Some(s) => bytes(s),
+                None => {
+                    // In place our contribution is `recv`, which the combination (in the
+                    // same engine visit as the arrival) writes: copied out first.
+                    held = [0u8; COLL_SLOT_BYTES];
+                    let b = &mut held[..size_of::<T>() * len];
+                    b.copy_from_slice(bytes(&recv[..len]));
+                    b
+                }
+            };
+            match self.shm_arrive_then(at, mine, None, |node, n| combine(node, n, recv))? {
+                Ok(()) => return Ok(()),
+                Err(Some(n)) => n,
+                Err(None) => self.shm_arrive(at, mine)?,
+            }
+        } else {
+            self.shm_arrive(at, bytes(send.unwrap_or(recv)))?
+        };
         if leaf && Self::shm_rooted_early() {
             // Our slot stays until everyone has entered the next collective.
             return Ok(());
@@ -664,23 +756,22 @@ impl<L: ThreadLevel> Communicator<L> {
         if leaf {
             return Ok(());
         }
-        let recv = &mut recv[..len];
-        let p = self.size() as usize;
-        self.rt.engine.with(|e| -> Result<()> {
-            for (r, &w) in self.state.members.iter().enumerate() {
-                let sent = node_of(e)?.slot_len(at, w, n)?;
-                if sent != size_of_val(recv) {
-                    return Err(count_mismatch("reduce", r as u32, sent, size_of_val(recv)));
-                }
-            }
-            Ok(())
-        })?;
         if kernel.is_user() {
+            let recv = &mut recv[..len];
+            self.rt.engine.with(|e| -> Result<()> {
+                for (r, &w) in members.iter().enumerate() {
+                    let sent = node_of(e)?.slot_len(at, w, n)?;
+                    if sent != size_of_val(recv) {
+                        return Err(count_mismatch("reduce", r as u32, sent, size_of_val(recv)));
+                    }
+                }
+                Ok(())
+            })?;
             // User code may call MPI: copy the contributions out (at most a slot each) and
-            // combine them with the engine unlocked, in the same order as below.
+            // combine them with the engine unlocked, in the same order as `combine`.
             let mut all: Vec<T> = Vec::with_capacity(p * len);
             self.rt.engine.with(|e| -> Result<()> {
-                for rank in &self.state.members {
+                for rank in members {
                     let slot = node_of(e)?.slot(at, *rank, n)?.cast::<T>();
                     // SAFETY: the slot is aligned for `T` (16 bytes) in a live mapping and
                     // holds `len` values published before arrival `n`; its owner does not
@@ -695,23 +786,7 @@ impl<L: ThreadLevel> Communicator<L> {
             }
             return Ok(());
         }
-        self.rt.engine.with(|e| -> Result<()> {
-            let members = &self.state.members;
-            for (k, rank) in members.iter().enumerate().rev() {
-                let slot = node_of(e)?.slot(at, *rank, n)?.cast::<T>();
-                // SAFETY: the slot is 16-byte aligned (enough for every `Reducible`) in a
-                // live mapping and holds `len` values published before arrival `n`; its
-                // owner does not rewrite it until we have arrived at `n + 1`. Our own slot was copied when we arrived, so
-                // `recv` (our input in place) may be overwritten now.
-                let theirs = unsafe { std::slice::from_raw_parts(slot, len) };
-                if k == p - 1 {
-                    recv.copy_from_slice(theirs);
-                } else {
-                    kernel.call(bytes(theirs), bytes_mut(recv));
-                }
-            }
-            Ok(())
-        })
+        self.rt.engine.with(|e| combine(node_of(e)?, n, recv))
     }
 
     /// Where a large reduction or broadcast of `len` bytes (at least `min`) can meet for
