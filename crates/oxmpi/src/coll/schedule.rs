@@ -923,6 +923,26 @@ mod tests {
         p
     }
 
+    /// The schedule of [`self_reduce`] over `send` and `recv` with `c`, tagged `tag`.
+    ///
+    /// # Safety
+    /// `send` and `recv` must outlive the schedule (run it to its end before they go).
+    unsafe fn self_reduce_exec(send: &[u32], recv: &mut [u32], c: Combine, tag: i32) -> Exec {
+        // SAFETY: the caller keeps both buffers alive while the schedule runs.
+        unsafe {
+            Exec::new(
+                "test",
+                self_reduce(size_of_val(send)),
+                Raw::read(bytemuck::cast_slice(send)),
+                Raw::write(bytemuck::cast_slice_mut(recv)),
+                Some(c),
+                comm(),
+                tag,
+            )
+        }
+        .unwrap()
+    }
+
     /// Drives schedule `id` like a wait loop does; panics if it does not finish.
     fn wait(cell: &EngineCell, id: ReqId) -> crate::p2p::request::Status {
         for _ in 0..1000 {
@@ -962,20 +982,9 @@ mod tests {
             });
             let send: Vec<u32> = (0..100).collect();
             let mut recv = vec![0u32; 100];
-            let prog = self_reduce(400);
+            let c = crate::coll::combine::<u32>(&op).unwrap();
             // SAFETY: `send` and `recv` outlive the schedule, which `wait` runs to the end.
-            let exec = unsafe {
-                Exec::new(
-                    "test",
-                    prog,
-                    Raw::read(bytemuck::cast_slice(&send)),
-                    Raw::write(bytemuck::cast_slice_mut(&mut recv)),
-                    Some(crate::coll::combine::<u32>(&op).unwrap()),
-                    comm(),
-                    7,
-                )
-            }
-            .unwrap();
+            let exec = unsafe { self_reduce_exec(&send, &mut recv, c, 7) };
             let id = cell.with(|e| e.start_schedule(Box::new(exec))).unwrap();
             assert!(wait(&cell, id).error.is_none());
             let want: Vec<u32> = send.iter().map(|&x| x * 3 + x).collect();
@@ -1017,18 +1026,7 @@ mod tests {
             let send: Vec<u32> = (0..64).map(|i| i * 7 + round).collect();
             let mut recv = vec![0u32; 64];
             // SAFETY: `send` and `recv` outlive the schedule, which `wait` runs to the end.
-            let exec = unsafe {
-                Exec::new(
-                    "test",
-                    self_reduce(256),
-                    Raw::read(bytemuck::cast_slice(&send)),
-                    Raw::write(bytemuck::cast_slice_mut(&mut recv)),
-                    Some(c.clone()),
-                    comm(),
-                    9 + round as i32,
-                )
-            }
-            .unwrap();
+            let exec = unsafe { self_reduce_exec(&send, &mut recv, c.clone(), 9 + round as i32) };
             let id = cell.with(|e| e.start_schedule(Box::new(exec))).unwrap();
             assert!(wait(&cell, id).error.is_none());
             cell.run_parked();
@@ -1064,18 +1062,7 @@ mod tests {
             let send = [5u32; 4];
             let mut recv = [0u32; 4];
             // SAFETY: as above.
-            let exec = unsafe {
-                Exec::new(
-                    "test",
-                    self_reduce(16),
-                    Raw::read(bytemuck::cast_slice(&send)),
-                    Raw::write(bytemuck::cast_slice_mut(&mut recv)),
-                    Some(c),
-                    comm(),
-                    8,
-                )
-            }
-            .unwrap();
+            let exec = unsafe { self_reduce_exec(&send, &mut recv, c, 8) };
             let id = cell.with(|e| e.start_schedule(Box::new(exec))).unwrap();
             assert!(wait(&cell, id).error.is_none());
             assert_eq!(recv, [10; 4]);
@@ -1092,18 +1079,8 @@ mod tests {
         let op = Op::user::<u32>(true, |_, _| panic!("user op fails"));
         let (send, mut recv) = ([1u32; 4], [0u32; 4]);
         // SAFETY: as above.
-        let exec = unsafe {
-            Exec::new(
-                "test",
-                self_reduce(16),
-                Raw::read(bytemuck::cast_slice(&send)),
-                Raw::write(bytemuck::cast_slice_mut(&mut recv)),
-                Some(crate::coll::combine::<u32>(&op).unwrap()),
-                comm(),
-                9,
-            )
-        }
-        .unwrap();
+        let c = crate::coll::combine::<u32>(&op).unwrap();
+        let exec = unsafe { self_reduce_exec(&send, &mut recv, c, 9) };
         let id = cell.with(|e| e.start_schedule(Box::new(exec))).unwrap();
         let caught = std::panic::catch_unwind(AssertUnwindSafe(|| wait(&cell, id)));
         assert!(caught.is_err(), "the user's panic reaches the waiter");

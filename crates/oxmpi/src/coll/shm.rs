@@ -701,16 +701,22 @@ impl<L: ThreadLevel> Communicator<L> {
         let leaf = root.is_some_and(|r| r != self.state.rank);
         let p = self.size() as usize;
         let members = &self.state.members;
-        // Checks every member's count, then combines their slots in rank order into `recv`
-        // (a predefined operation, under the engine).
-        let combine = |node: &mut dyn Node, n: u64, recv: &mut [T]| -> Result<()> {
-            let recv = &mut recv[..len];
+        // Every member published `len` elements with arrival `n`.
+        let counts_agree = |node: &mut dyn Node, n: u64| -> Result<()> {
+            let want = size_of::<T>() * len;
             for (r, &w) in members.iter().enumerate() {
                 let sent = node.slot_len(at, w, n)?;
-                if sent != size_of_val(recv) {
-                    return Err(count_mismatch("reduce", r as u32, sent, size_of_val(recv)));
+                if sent != want {
+                    return Err(count_mismatch("reduce", r as u32, sent, want));
                 }
             }
+            Ok(())
+        };
+        // Checks the counts, then combines the slots in rank order into `recv` (a predefined
+        // operation, under the engine).
+        let combine = |node: &mut dyn Node, n: u64, recv: &mut [T]| -> Result<()> {
+            let recv = &mut recv[..len];
+            counts_agree(node, n)?;
             for (k, rank) in members.iter().enumerate().rev() {
                 let slot = node.slot(at, *rank, n)?.cast::<T>();
                 // SAFETY: the slot is 16-byte aligned (enough for every `Reducible`) in a
@@ -758,15 +764,7 @@ impl<L: ThreadLevel> Communicator<L> {
         }
         if kernel.is_user() {
             let recv = &mut recv[..len];
-            self.rt.engine.with(|e| -> Result<()> {
-                for (r, &w) in members.iter().enumerate() {
-                    let sent = node_of(e)?.slot_len(at, w, n)?;
-                    if sent != size_of_val(recv) {
-                        return Err(count_mismatch("reduce", r as u32, sent, size_of_val(recv)));
-                    }
-                }
-                Ok(())
-            })?;
+            self.rt.engine.with(|e| counts_agree(node_of(e)?, n))?;
             // User code may call MPI: copy the contributions out (at most a slot each) and
             // combine them with the engine unlocked, in the same order as `combine`.
             let mut all: Vec<T> = Vec::with_capacity(p * len);
