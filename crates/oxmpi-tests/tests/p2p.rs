@@ -234,24 +234,29 @@ fn stat_line(so: &str, name: &str) -> u64 {
 
 #[test]
 fn large_derived_datatype_messages_move_as_iovec_lists_or_packed() {
-    // Below OXMPI_SINGLE_COPY_MIN a sender packs as it pushes, and a receiver with large
-    // blocks gathers a contiguous sender's data; from it on senders offer pieces too.
-    for (np, env) in [
-        (2, ("OXMPI_SINGLE_COPY_MIN", "16M")),
-        (3, ("OXMPI_SINGLE_COPY_MIN", "16M")),
-        (4, ("OXMPI_SINGLE_COPY_MIN", "16M")),
-        (2, ("OXMPI_SINGLE_COPY_MIN", "64K")),
-        (3, ("OXMPI_SINGLE_COPY_MIN", "64K")),
-    ] {
-        let so = run_ok(np, env!("CARGO_BIN_EXE_ddt_iov"), &[], &[env]);
+    // Outside the pushed band (by default every size here) senders with large blocks offer
+    // pieces, and a receiver with large blocks gathers a contiguous sender's data too; finer
+    // senders pack as they push. In the band (OXMPI_PUSH_MIN to OXMPI_SINGLE_COPY_MIN),
+    // where a lone contiguous message is pushed, every sender packs as it pushes.
+    let band = [("OXMPI_PUSH_MIN", "0"), ("OXMPI_SINGLE_COPY_MIN", "16M")];
+    for np in [2, 3, 4] {
+        let so = run_ok(np, env!("CARGO_BIN_EXE_ddt_iov"), &[], &[]);
         assert_eq!(so.matches("iov OK").count(), np, "{so}");
         assert!(
             stat_line(&so, "iov_pulls") > 0,
-            "np {np} {env:?}: no message went as pieces: {so}"
+            "np {np}: no message went as pieces: {so}"
         );
+        let outside = stat_line(&so, "packed_pushes");
         assert!(
-            stat_line(&so, "packed_pushes") > 0,
-            "np {np} {env:?}: no message was packed as it went: {so}"
+            outside > 0,
+            "np {np}: no message was packed as it went: {so}"
+        );
+        let so = run_ok(np, env!("CARGO_BIN_EXE_ddt_iov"), &[], &band);
+        assert_eq!(so.matches("iov OK").count(), np, "{so}");
+        assert!(
+            stat_line(&so, "packed_pushes") > outside,
+            "np {np}: senders with large blocks did not pack in the pushed band \
+             ({outside} packed outside it): {so}"
         );
     }
     // Single copy off, or a crossover above every block: everything is packed, same bytes.

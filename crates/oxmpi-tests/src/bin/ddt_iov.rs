@@ -148,7 +148,7 @@ fn cases(rng: &mut Rng) -> Vec<Case> {
             recv: random_runs(rng, mib, 8192, true),
         },
         Case {
-            name: "8 KiB blocks -> 16 KiB blocks (packed, unpacked as pushed)",
+            name: "8 KiB blocks -> 16 KiB blocks (pieces; in the pushed band packed, unpacked as pushed)",
             send: random_runs(rng, mib, 8192, false),
             recv: random_runs(rng, mib, 16384, true),
         },

@@ -742,12 +742,14 @@ impl Engine {
 
     /// Whether a `len`-byte message in `pieces` pieces should be registered as pieces: a
     /// receive (`send` false) from the policy's smallest message on, as the place a
-    /// contiguous or gathered sender's data lands in one copy; a send only from
-    /// `send_pieces_min` on.
+    /// contiguous or gathered sender's data lands in one copy; a send too, except in the
+    /// policy's band of packed sends.
     pub fn wants_iov(&self, len: usize, pieces: u64, send: bool) -> bool {
-        self.proto.iov_policy.is_some_and(|p| {
-            let min = if send { p.send_pieces_min } else { p.min_len };
-            len >= min && pieces > 0 && (len as u64) / pieces >= p.min_block
+        self.proto.iov_policy.as_ref().is_some_and(|p| {
+            len >= p.min_len
+                && !(send && p.packed_sends.contains(&len))
+                && pieces > 0
+                && (len as u64) / pieces >= p.min_block
         })
     }
 
@@ -758,7 +760,11 @@ impl Engine {
     /// allows, is packed and unpacked chunk by chunk as it is pushed.
     pub fn wants_chunks(&self, len: usize) -> bool {
         (len >= self.ddt_direct.0 && len <= self.ddt_direct.1)
-            || self.proto.iov_policy.is_some_and(|p| len >= p.min_len)
+            || self
+                .proto
+                .iov_policy
+                .as_ref()
+                .is_some_and(|p| len >= p.min_len)
     }
 
     /// Messages through non-contiguous datatypes of `min..=max` bytes are registered to be

@@ -25,13 +25,15 @@ use std::sync::{Arc, OnceLock};
 pub use crate::transport::Seg;
 
 /// Which derived-datatype operations the layer above registers with the protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IovPolicy {
     /// Smallest message registered at all (packed chunk by chunk, or as pieces).
     pub min_len: usize,
-    /// Smallest send offered as pieces (one gathering copy by the receiver); a smaller one is
-    /// packed chunk by chunk as it is pushed, both cores copying.
-    pub send_pieces_min: usize,
+    /// The band of sends packed chunk by chunk as they are pushed, both cores copying
+    /// (`push_min..single_copy_min`, a lone contiguous message's pushed band); a send outside
+    /// it is offered as pieces (one gathering copy by the receiver), like a lone contiguous
+    /// message copied once.
+    pub packed_sends: std::ops::Range<usize>,
     /// Smallest average piece worth moving as pieces.
     pub min_block: u64,
 }

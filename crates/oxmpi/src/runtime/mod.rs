@@ -247,7 +247,7 @@ impl Runtime {
         let iov_policy =
             (shm.is_some() && config.single_copy).then_some(crate::p2p::iov::IovPolicy {
                 min_len: config.eager_limit + 1,
-                send_pieces_min: config.single_copy_min.max(config.eager_limit + 1),
+                packed_sends: config.push_min..config.single_copy_min,
                 min_block: config.ddt_iov_min_block as u64,
             });
         let mut engine = Engine::new(rank, size, shm, &shm_peers);
