@@ -1294,6 +1294,82 @@ mod tests {
         assert_eq!(b.stats().single_copy_pulls, 3, "{:?}", b.stats());
     }
 
+    /// A large receive posted for each of many small messages advertises every time; the
+    /// sender drops each advert with the message it was for (eager, never written), so they
+    /// do not pile up, and a large message after them is still written into its receive.
+    #[test]
+    fn adverts_for_small_messages_do_not_pile_up() {
+        let (mut a, mut b) = shm_pair("adverts");
+        let cap = 100_000;
+        let mut got = vec![0u8; cap];
+        for i in 0..200u8 {
+            // SAFETY: `got` and `x` outlive the requests, each waited for here.
+            unsafe {
+                let id = match b
+                    .irecv_from(got.as_mut_ptr(), cap, 0, 0, 7, Some(0))
+                    .unwrap()
+                {
+                    RecvStart::Pending(id) => id,
+                    RecvStart::Done(_) => panic!("nothing was sent yet"),
+                };
+                // The advert reaches the sender before its message goes.
+                for _ in 0..10 {
+                    a.progress();
+                }
+                let x = [i; 8];
+                let s = a
+                    .isend(SendMode::Standard, x.as_ptr(), 8, 1, envelope(7))
+                    .unwrap();
+                let st = wait_both(&mut b, id, &mut a);
+                assert_eq!((st.bytes, got[..8] == x), (8, true));
+                if let Some(s) = s {
+                    wait_both(&mut a, s, &mut b);
+                }
+            }
+            assert!(
+                a.proto.adverts.len() <= 1,
+                "{} adverts held",
+                a.proto.adverts.len()
+            );
+        }
+        assert_eq!(a.stats().recv_writes, 0, "small messages go eager");
+        let big: Vec<u8> = (0..cap).map(|k| (k * 7) as u8).collect();
+        // SAFETY: as above.
+        unsafe {
+            let id = match b
+                .irecv_from(got.as_mut_ptr(), cap, 0, 0, 7, Some(0))
+                .unwrap()
+            {
+                RecvStart::Pending(id) => id,
+                RecvStart::Done(_) => panic!("nothing was sent yet"),
+            };
+            for _ in 0..10 {
+                a.progress();
+            }
+            let s = a
+                .isend(SendMode::Standard, big.as_ptr(), cap, 1, envelope(7))
+                .unwrap();
+            assert_eq!(wait_both(&mut b, id, &mut a).bytes as usize, cap);
+            if let Some(s) = s {
+                wait_both(&mut a, s, &mut b);
+            }
+        }
+        assert_eq!(got, big);
+        assert_eq!(a.stats().recv_writes, 1, "{:?}", a.stats());
+    }
+
+    /// Progresses `e` and `other` until `id` of `e` completes.
+    fn wait_both(e: &mut Engine, id: ReqId, other: &mut Engine) -> Status {
+        for _ in 0..1_000_000 {
+            if let Some(st) = e.test(id) {
+                return st;
+            }
+            e.progress();
+            other.progress();
+        }
+        panic!("request {id:?} never completed");
+    }
+
     /// A lone rendezvous message is copied once below `push_min` and from `single_copy_min`
     /// on, and pushed in between.
     #[test]

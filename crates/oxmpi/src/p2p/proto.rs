@@ -131,8 +131,9 @@ pub struct Proto {
     arrived: SeqCounters,
     /// Matching messages we sent per (receiver, context): the sender side of recv_write.
     sent: SeqCounters,
-    /// Adverts received from peers, waiting for our next large send to them.
-    adverts: Vec<Advert>,
+    /// Adverts received from peers, waiting for our next large send to them; each is for
+    /// our next message to its peer on its context, and dropped with that message.
+    pub(super) adverts: Vec<Advert>,
     /// Our posted receives that a peer may write into (they cannot be cancelled).
     pub(super) advertised: Vec<u32>,
     /// Chunked eager messages being assembled, by sender world rank.
@@ -398,6 +399,7 @@ impl Proto {
         }
         // As `isend` counts every message to (`to`, context), for advertised receives.
         self.sent.bump(to, env.ctx);
+        self.drop_adverts(to, env.ctx);
         true
     }
 
@@ -423,6 +425,10 @@ impl Proto {
         }
         let protocol = Protocol::choose(&limits, len);
         let seq = self.sent.bump(to, env.ctx);
+        if protocol != Protocol::Rendezvous {
+            // Never written into an advertised receive: adverts for it are stale now.
+            self.drop_adverts(to, env.ctx);
+        }
         // Data in pieces travels as its list when the receiver can gather it in one copy;
         // every other path sends the packed bytes, gathered now (`buf` is only a key then).
         let mut buf = buf;
@@ -481,6 +487,8 @@ impl Proto {
                 return Ok(None);
             }
         }
+        // A rendezvous not written (pieces, arena memory, no fitting advert) stales them too.
+        self.drop_adverts(to, env.ctx);
         if protocol == Protocol::ChunkedEager {
             // SAFETY: forwarded from our caller.
             return unsafe {
@@ -644,6 +652,16 @@ impl Proto {
     fn queue(&mut self, p: Pending) {
         self.pending_to[p.to as usize] += 1;
         self.pending.push_back(p);
+    }
+
+    /// Drops the adverts from `to` on context `ctx`: each was for the message just sent
+    /// there, written into it or not, and would otherwise pile up behind every message that
+    /// is not (a large receive posted for small messages advertises each time).
+    #[inline]
+    fn drop_adverts(&mut self, to: u32, ctx: u32) {
+        if !self.adverts.is_empty() {
+            self.adverts.retain(|a| a.from != to || a.ctx != ctx);
+        }
     }
 
     /// Writes a rendezvous-size message straight into the receiver's buffer if it advertised
