@@ -1303,29 +1303,9 @@ mod tests {
         let cap = 100_000;
         let mut got = vec![0u8; cap];
         for i in 0..200u8 {
-            // SAFETY: `got` and `x` outlive the requests, each waited for here.
-            unsafe {
-                let id = match b
-                    .irecv_from(got.as_mut_ptr(), cap, 0, 0, 7, Some(0))
-                    .unwrap()
-                {
-                    RecvStart::Pending(id) => id,
-                    RecvStart::Done(_) => panic!("nothing was sent yet"),
-                };
-                // The advert reaches the sender before its message goes.
-                for _ in 0..10 {
-                    a.progress();
-                }
-                let x = [i; 8];
-                let s = a
-                    .isend(SendMode::Standard, x.as_ptr(), 8, 1, envelope(7))
-                    .unwrap();
-                let st = wait_both(&mut b, id, &mut a);
-                assert_eq!((st.bytes, got[..8] == x), (8, true));
-                if let Some(s) = s {
-                    wait_both(&mut a, s, &mut b);
-                }
-            }
+            let x = [i; 8];
+            assert_eq!(advertised_exchange(&mut a, &mut b, &x, &mut got), 8);
+            assert_eq!(got[..8], x);
             assert!(
                 a.proto.adverts.len() <= 1,
                 "{} adverts held",
@@ -1334,10 +1314,18 @@ mod tests {
         }
         assert_eq!(a.stats().recv_writes, 0, "small messages go eager");
         let big: Vec<u8> = (0..cap).map(|k| (k * 7) as u8).collect();
-        // SAFETY: as above.
+        assert_eq!(advertised_exchange(&mut a, &mut b, &big, &mut got), cap);
+        assert_eq!(got, big);
+        assert_eq!(a.stats().recv_writes, 1, "{:?}", a.stats());
+    }
+
+    /// `b` posts a receive of all of `got` from rank 0 (tag 7), which advertises it; once the
+    /// advert has reached `a`, `a` sends `data`. Returns the bytes received.
+    fn advertised_exchange(a: &mut Engine, b: &mut Engine, data: &[u8], got: &mut [u8]) -> usize {
+        // SAFETY: `got` and `data` outlive both requests, each waited for here.
         unsafe {
             let id = match b
-                .irecv_from(got.as_mut_ptr(), cap, 0, 0, 7, Some(0))
+                .irecv_from(got.as_mut_ptr(), got.len(), 0, 0, 7, Some(0))
                 .unwrap()
             {
                 RecvStart::Pending(id) => id,
@@ -1347,15 +1335,20 @@ mod tests {
                 a.progress();
             }
             let s = a
-                .isend(SendMode::Standard, big.as_ptr(), cap, 1, envelope(7))
+                .isend(
+                    SendMode::Standard,
+                    data.as_ptr(),
+                    data.len(),
+                    1,
+                    envelope(7),
+                )
                 .unwrap();
-            assert_eq!(wait_both(&mut b, id, &mut a).bytes as usize, cap);
+            let st = wait_both(b, id, a);
             if let Some(s) = s {
-                wait_both(&mut a, s, &mut b);
+                wait_both(a, s, b);
             }
+            st.bytes as usize
         }
-        assert_eq!(got, big);
-        assert_eq!(a.stats().recv_writes, 1, "{:?}", a.stats());
     }
 
     /// Progresses `e` and `other` until `id` of `e` completes.
