@@ -398,8 +398,8 @@ impl Proto {
             return false;
         }
         // As `isend` counts every message to (`to`, context), for advertised receives.
-        self.sent.bump(to, env.ctx);
-        self.drop_adverts(to, env.ctx);
+        let seq = self.sent.bump(to, env.ctx);
+        self.take_advert(to, env, seq, len);
         true
     }
 
@@ -425,10 +425,7 @@ impl Proto {
         }
         let protocol = Protocol::choose(&limits, len);
         let seq = self.sent.bump(to, env.ctx);
-        if protocol != Protocol::Rendezvous {
-            // Never written into an advertised receive: adverts for it are stale now.
-            self.drop_adverts(to, env.ctx);
-        }
+        let advert = self.take_advert(to, env, seq, len);
         // Data in pieces travels as its list when the receiver can gather it in one copy;
         // every other path sends the packed bytes, gathered now (`buf` is only a key then).
         let mut buf = buf;
@@ -454,15 +451,12 @@ impl Proto {
                 let list = link.expose(d.segs().as_ptr().cast(), std::mem::size_of_val(d.segs()));
                 if protocol == Protocol::Rendezvous && d.chunks().is_some() {
                     // Packed chunk by chunk as it is pushed.
-                    self.adverts.retain(|a| a.from != to || a.ctx != env.ctx);
                     pieces = Some((Remote::default(), 0));
                 } else if protocol == Protocol::Rendezvous
                     && limits.iov_max > 0
                     && list.flags == 0
                     && u32::try_from(d.segs().len()).is_ok()
                 {
-                    // Adverts from `to` on this context go stale: this message is not written.
-                    self.adverts.retain(|a| a.from != to || a.ctx != env.ctx);
                     pieces = Some((list, d.segs().len() as u32));
                 } else {
                     // SAFETY: the send is pending, so the layer above keeps its data (and
@@ -477,18 +471,14 @@ impl Proto {
             _ => Remote::default(),
         };
         // Memory the receiver reaches with a plain copy (flags set) beats any write.
-        if protocol == Protocol::Rendezvous
-            && pieces.is_none()
-            && exposed.flags == 0
-            && !self.adverts.is_empty()
-        {
-            // SAFETY: forwarded from our caller.
-            if unsafe { self.try_recv_write(link, buf, len, to, env, seq)? } {
-                return Ok(None);
+        if let Some(a) = advert {
+            if protocol == Protocol::Rendezvous && pieces.is_none() && exposed.flags == 0 {
+                // SAFETY: forwarded from our caller.
+                if unsafe { self.try_recv_write(link, buf, len, to, env, a)? } {
+                    return Ok(None);
+                }
             }
         }
-        // A rendezvous not written (pieces, arena memory, no fitting advert) stales them too.
-        self.drop_adverts(to, env.ctx);
         if protocol == Protocol::ChunkedEager {
             // SAFETY: forwarded from our caller.
             return unsafe {
@@ -654,18 +644,30 @@ impl Proto {
         self.pending.push_back(p);
     }
 
-    /// Drops the adverts from `to` on context `ctx`: each was for the message just sent
-    /// there, written into it or not, and would otherwise pile up behind every message that
-    /// is not (a large receive posted for small messages advertises each time).
+    /// Takes the advert from `to` that message `seq` (`len` bytes, `env`) may be written
+    /// into, if any, and drops every other advert from `to` on that context: each was for
+    /// this message, used now or stale after it, whatever path it takes (left behind, they
+    /// would pile up: a large receive posted for small messages advertises each time).
     #[inline]
-    fn drop_adverts(&mut self, to: u32, ctx: u32) {
-        if !self.adverts.is_empty() {
-            self.adverts.retain(|a| a.from != to || a.ctx != ctx);
+    fn take_advert(&mut self, to: u32, env: Envelope, seq: u64, len: usize) -> Option<Advert> {
+        if self.adverts.is_empty() {
+            return None;
         }
+        let mut hit = None;
+        self.adverts.retain(|a| {
+            if a.from != to || a.ctx != env.ctx {
+                return true;
+            }
+            if hit.is_none() && a.accepts(env.ctx, seq, env.tag, len) {
+                hit = Some(*a);
+            }
+            false
+        });
+        hit
     }
 
-    /// Writes a rendezvous-size message straight into the receiver's buffer if it advertised
-    /// one that this message is sure to match; returns whether it did.
+    /// Writes a rendezvous-size message straight into the buffer that advert `a` (taken for
+    /// this message) names; returns whether it did.
     ///
     /// # Safety
     /// As for [`isend`](Self::isend).
@@ -676,22 +678,8 @@ impl Proto {
         len: usize,
         to: u32,
         env: Envelope,
-        seq: u64,
+        a: Advert,
     ) -> Result<bool> {
-        let mut hit = None;
-        // Every advert from `to` on this context is used now or stale after this message.
-        self.adverts.retain(|a| {
-            if a.from != to || a.ctx != env.ctx {
-                return true;
-            }
-            if hit.is_none() && a.accepts(env.ctx, seq, env.tag, len) {
-                hit = Some(*a);
-            }
-            false
-        });
-        let Some(a) = hit else {
-            return Ok(false);
-        };
         if !link.limits().put {
             return Ok(false);
         }
