@@ -12,7 +12,7 @@ use std::ffi::{c_int, c_void};
 
 use oxmpi::handle::comm::{comm_p2p, comm_typed, with_p2p, CommHandle};
 use oxmpi::handle::env;
-use oxmpi::handle::request::{AnyDone, RequestId, Requests, SendMode};
+use oxmpi::handle::request::{self, AnyDone, RequestId, Requests, SendMode};
 use oxmpi::{Communicator, ErrorClass, Result, Single, Source, Status, Tag};
 
 use crate::boundary::{
@@ -234,16 +234,17 @@ unsafe fn isend(
         return with_p2p(comm(c), |comm| {
             // SAFETY: forwarded from our caller.
             let ptr = unsafe { send_buf(name, buf, len)? }.as_ptr();
-            let id = with_requests(name, |r| {
+            let id = if persistent {
                 // SAFETY: the caller keeps the buffer valid while the request is active.
-                unsafe {
-                    if persistent {
-                        r.send_init(comm, mode, ptr, len, dest, t)
-                    } else {
-                        r.isend(comm, mode, ptr, len, dest, t)
-                    }
-                }
-            })?;
+                with_requests(name, |r| unsafe {
+                    r.send_init(comm, mode, ptr, len, dest, t)
+                })?
+            } else {
+                // A nonpersistent request lives in the engine, so the thread's table (a
+                // thread-local behind a borrow flag) is not reached (msgrate's `MPI_Isend`).
+                // SAFETY: as above.
+                unsafe { request::isend(comm, mode, ptr, len, dest, t)? }
+            };
             // SAFETY: `out` is non-null and valid for a write by the caller's contract.
             unsafe { out.write_unaligned(req_handle(id)) };
             Ok(())
@@ -339,17 +340,16 @@ unsafe fn irecv(
         return with_p2p(comm(c), |comm| {
             // SAFETY: forwarded from our caller.
             let ptr = unsafe { recv_buf(name, buf, len)? }.as_mut_ptr();
-            let id = with_requests(name, |r| {
+            let (from, tg) = (source(src), tag(t));
+            let id = if persistent {
                 // SAFETY: the caller keeps the buffer valid and unused while the request is
                 // active.
-                unsafe {
-                    if persistent {
-                        r.recv_init(comm, ptr, len, source(src), tag(t))
-                    } else {
-                        r.irecv(comm, ptr, len, source(src), tag(t))
-                    }
-                }
-            })?;
+                with_requests(name, |r| unsafe { r.recv_init(comm, ptr, len, from, tg) })?
+            } else {
+                // As in `isend`: no table for a nonpersistent request.
+                // SAFETY: as above.
+                unsafe { request::irecv(comm, ptr, len, from, tg)? }
+            };
             // SAFETY: `out` is non-null and valid for a write by the caller's contract.
             unsafe { out.write_unaligned(req_handle(id)) };
             Ok(())

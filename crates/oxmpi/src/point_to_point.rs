@@ -144,16 +144,35 @@ impl<L: ThreadLevel> Communicator<L> {
         dest: i32,
         tag: i32,
     ) -> Result<Option<Option<ReqId>>> {
+        let bytes = buf.bytes();
+        // SAFETY: `bytes` is borrowed for the whole operation: blocking sends wait before
+        // returning, nonblocking ones tie the borrow to their Request, which waits on drop,
+        // and the Request's Scope waits even for leaked requests.
+        unsafe { self.start_send_raw(call, mode, bytes.as_ptr(), bytes.len(), dest, tag) }
+    }
+
+    /// [`start_send`](Self::start_send) of the `len` bytes at `ptr`: `None` for a send to
+    /// `PROC_NULL`, otherwise the engine's request if the send has not completed.
+    ///
+    /// # Safety
+    /// `ptr` is valid for reads of `len` bytes until the send completes.
+    #[inline]
+    pub(crate) unsafe fn start_send_raw(
+        &self,
+        call: &'static str,
+        mode: SendMode,
+        ptr: *const u8,
+        len: usize,
+        dest: i32,
+        tag: i32,
+    ) -> Result<Option<Option<ReqId>>> {
         self.check_finalized(call)?;
         let env = self.envelope(call, tag)?;
         let Some(to) = self.dest(call, dest)? else {
             return Ok(None);
         };
-        let bytes = buf.bytes();
-        // SAFETY: `bytes` is borrowed for the whole operation: blocking sends wait before
-        // returning, nonblocking ones tie the borrow to their Request, which waits on drop,
-        // and the Request's Scope waits even for leaked requests.
-        let r = unsafe { self.isend_raw(call, mode, bytes.as_ptr(), bytes.len(), to, env) }?;
+        // SAFETY: forwarded from our caller.
+        let r = unsafe { self.isend_raw(call, mode, ptr, len, to, env) }?;
         Ok(Some(r))
     }
 
@@ -325,7 +344,7 @@ impl<L: ThreadLevel> Communicator<L> {
     ///
     /// # Safety
     /// As for [`start_receive`](Self::start_receive), for the `cap` bytes at `ptr`.
-    unsafe fn start_receive_raw(
+    pub(crate) unsafe fn start_receive_raw(
         &self,
         call: &'static str,
         ptr: *mut u8,

@@ -405,6 +405,68 @@ struct PSlot {
     active: Option<Active>,
 }
 
+/// Starts a send of `len` bytes at `buf` to rank `dest` of `comm` (`MPI_Isend`, `MPI_Issend`,
+/// `MPI_Irsend`, `MPI_Ibsend`), as [`Requests::isend`] does: a nonpersistent request lives in
+/// the engine, so starting one needs no table.
+///
+/// # Safety
+/// `buf` must be valid for reads of `len` bytes until the request completes.
+pub unsafe fn isend<L: ThreadLevel>(
+    comm: &Communicator<L>,
+    mode: SendMode,
+    buf: *const u8,
+    len: usize,
+    dest: i32,
+    tag: i32,
+) -> Result<RequestId> {
+    let mode = match mode {
+        SendMode::Standard | SendMode::Ready => EngineSendMode::Standard,
+        SendMode::Synchronous => EngineSendMode::Synchronous,
+        SendMode::Buffered => {
+            let op = send_op(comm, "isend", mode, buf, len, dest, tag)?;
+            // SAFETY: forwarded from our caller.
+            unsafe { start_op(&comm.rt, &op)? };
+            return Ok(RequestId::SENT);
+        }
+    };
+    // The typed API's own start, with no operation record in between (msgrate's `MPI_Isend`).
+    // SAFETY: forwarded from our caller.
+    Ok(
+        match unsafe { comm.start_send_raw("isend", mode, buf, len, dest, tag)? } {
+            Some(Some(r)) => RequestId::engine(r),
+            None | Some(None) => RequestId::SENT,
+        },
+    )
+}
+
+/// Starts a receive into `cap` bytes at `buf` (`MPI_Irecv`), as [`Requests::irecv`] does,
+/// with no table (see [`isend`]).
+///
+/// # Safety
+/// `buf` must be valid for writes of `cap` bytes, and not otherwise used, until the request
+/// completes.
+pub unsafe fn irecv<L: ThreadLevel>(
+    comm: &Communicator<L>,
+    buf: *mut u8,
+    cap: usize,
+    source: Source,
+    tag: Tag,
+) -> Result<RequestId> {
+    // SAFETY: forwarded from our caller.
+    let start = unsafe { comm.start_receive_raw("irecv", buf, cap, source, tag)? };
+    Ok(id_of(&comm.rt, start))
+}
+
+/// The id of an operation as it started.
+fn id_of(rt: &Runtime, start: RecvStart) -> RequestId {
+    match start {
+        RecvStart::Pending(r) => RequestId::engine(r),
+        // Every operation gets an id, even one that finished as it started, so that its
+        // status waits in the engine's slab like any other.
+        RecvStart::Done(st) => RequestId::engine(rt.engine.with(|e| e.completed(st))),
+    }
+}
+
 /// What [`Requests::test_any`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AnyDone {
@@ -480,12 +542,8 @@ impl<L: ThreadLevel> Requests<L> {
         dest: i32,
         tag: i32,
     ) -> Result<RequestId> {
-        let op = send_op(comm, "isend", mode, buf, len, dest, tag)?;
         // SAFETY: forwarded from our caller.
-        Ok(match unsafe { start_op(&self.rt, &op)? } {
-            RecvStart::Done(_) => RequestId::SENT,
-            RecvStart::Pending(r) => RequestId::engine(r),
-        })
+        unsafe { isend(comm, mode, buf, len, dest, tag) }
     }
 
     /// Starts a receive into `cap` bytes at `buf` (`MPI_Irecv`).
@@ -501,10 +559,8 @@ impl<L: ThreadLevel> Requests<L> {
         source: Source,
         tag: Tag,
     ) -> Result<RequestId> {
-        let op = recv_op(comm, "irecv", buf, cap, source, tag)?;
         // SAFETY: forwarded from our caller.
-        let start = unsafe { start_op(&self.rt, &op)? };
-        Ok(self.id_of(start))
+        unsafe { irecv(comm, buf, cap, source, tag) }
     }
 
     /// A request already complete with `st` (an operation with nothing to do, such as the
@@ -859,12 +915,7 @@ impl<L: ThreadLevel> Requests<L> {
     }
 
     fn id_of(&mut self, start: RecvStart) -> RequestId {
-        match start {
-            RecvStart::Pending(r) => RequestId::engine(r),
-            // Every operation gets an id, even one that finished as it started, so that its
-            // status waits in the engine's slab like any other.
-            RecvStart::Done(st) => RequestId::engine(self.rt.engine.with(|e| e.completed(st))),
-        }
+        id_of(&self.rt, start)
     }
 
     fn add_persistent(&mut self, op: PersistentOp) -> RequestId {
