@@ -116,8 +116,8 @@ tunables! {
         "blocks in each rank's send pool";
     shm_block_size: u32 = 8192 => "8192", "OXMPI_SHM_BLOCK_SIZE",
         "bytes per pool block: the largest fragment and the two-copy chunk size";
-    shm_inline_max: usize = 64 => "64", "OXMPI_SHM_INLINE_MAX",
-        "largest payload carried inline in cells rather than in a pool block; 64 keeps a message within two 64-byte cells, and a payload spread over more cells was slower than one pool block (np 2 latency, interleaved rounds: 256 B 0.25 -> 0.21 us, 1 KiB 0.33 -> 0.24; at 64 B the two paths were within noise)";
+    shm_inline_max: usize = 512 => "512", "OXMPI_SHM_INLINE_MAX",
+        "largest payload carried inline in cells rather than in a pool block (oxmpi-info --calibrate measures the crossover, which differs by host; np 2, 3 interleaved rounds, inline against pool: latency 128 B 0.28-0.33 against 0.38-0.43 us, 512 B 0.43-0.48 against 0.52-0.59, msgrate 128-512 B 5.4-8.8 against 3.0-4.5 M/s, bw and bibw 128-512 B 1.2-2x; 1 KiB a tie. An earlier host had the pool ahead from 256 B: 0.21 against 0.25 us)";
     transport: String = "auto".to_owned() => "auto", "OXMPI_TRANSPORT",
         "auto: shared memory within a host, TCP between hosts; tcp: TCP between every pair of ranks (tests, comparisons)";
     tcp_if: String = String::new() => "(unset)", "OXMPI_TCP_IF",
