@@ -69,8 +69,10 @@ impl PoolRef {
     }
 }
 
-/// Largest fragment that takes a block of the hot set (see [`PoolOwner`]).
-pub const HOT_MAX: usize = 2048;
+/// Largest fragment that takes a block of the hot set (see [`PoolOwner`]). Payloads this
+/// small normally travel inline in ring cells (`OXMPI_SHM_INLINE_MAX`, 512 B by default); the
+/// hot set serves them where a host's calibration set that lower.
+pub const HOT_MAX: usize = 512;
 
 /// The owner's allocator over its pool.
 ///
@@ -79,10 +81,14 @@ pub const HOT_MAX: usize = 2048;
 /// the few blocks they have had in flight at once. Handing every block out in turn made a short
 /// run touch all of them (2 MiB at the defaults) cold, once each: 128 B latency over 200
 /// iterations 0.45-0.72 us against 0.21-0.27 with reuse (np 2, interleaved). Larger fragments
-/// take the other blocks in turn, as before: there reuse was slower in long runs (4 KiB 0.92
-/// against 0.65 us, 1 MiB up to 1.5x), the sender rewriting lines the receiver still caches.
-/// Each set lends to the other when it runs out. The owner's private bookkeeping knows which
-/// hot blocks it handed out; the shared flags say which came back.
+/// take the other blocks in turn: there reuse was slower, the sender rewriting lines the
+/// receiver still caches (4 KiB latency 0.92 against 0.65 us, 1 MiB up to 1.5x). That held
+/// from 1 KiB on when the hot set took fragments up to 2 KiB (np 2, 3 interleaved rounds, in
+/// turn against reuse: msgrate 1 KiB 3.3-3.7 against 2.1-2.4 M/s, 2 KiB 2.8-3.0 against
+/// 1.3-1.6; bw 2 KiB 5.3-6.4 against 3.0-3.4 GB/s; latency 1 KiB 0.55 against 0.75-0.91 us),
+/// and a stream's window of more messages than hot blocks rescanned every in-flight flag on
+/// each allocation. Each set lends to the other when it runs out. The owner's private
+/// bookkeeping knows which hot blocks it handed out; the shared flags say which came back.
 #[derive(Debug)]
 pub struct PoolOwner {
     pool: PoolRef,
