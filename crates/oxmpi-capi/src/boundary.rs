@@ -291,32 +291,44 @@ pub fn span(
 ///
 /// # Safety
 /// `p` must be valid for reads of `len` bytes for `'a`.
+// Inlined, with the error out of line: every send's short path goes through here.
+#[inline]
 pub unsafe fn send_buf<'a>(name: &str, p: *const c_void, len: usize) -> Result<&'a [u8]> {
-    if len > 0 && p.is_null() {
-        return Err(err(
-            ErrorClass::Buffer,
-            name,
-            "the buffer is NULL with a non-zero count",
-        ));
+    if len == 0 {
+        return Ok(&[]);
     }
-    // SAFETY: forwarded from our caller.
-    unsafe { slice(name, p.cast::<u8>(), len) }
+    if p.is_null() {
+        return Err(null_buffer(name));
+    }
+    // SAFETY: non-null, valid for `len` reads by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) })
 }
 
 /// A receive buffer of `len` bytes: null with `len > 0` is [`ErrorClass::Buffer`].
 ///
 /// # Safety
 /// `p` must be valid for writes of `len` bytes for `'a`, and not otherwise used.
+#[inline]
 pub unsafe fn recv_buf<'a>(name: &str, p: *mut c_void, len: usize) -> Result<&'a mut [u8]> {
-    if len > 0 && p.is_null() {
-        return Err(err(
-            ErrorClass::Buffer,
-            name,
-            "the buffer is NULL with a non-zero count",
-        ));
+    if len == 0 {
+        return Ok(&mut []);
     }
-    // SAFETY: forwarded from our caller.
-    unsafe { slice_mut(name, p.cast::<u8>(), len) }
+    if p.is_null() {
+        return Err(null_buffer(name));
+    }
+    // SAFETY: non-null, valid for `len` reads and writes by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) })
+}
+
+/// The error of a NULL buffer with a non-zero count.
+#[cold]
+#[inline(never)]
+fn null_buffer(name: &str) -> Error {
+    err(
+        ErrorClass::Buffer,
+        name,
+        "the buffer is NULL with a non-zero count",
+    )
 }
 
 /// A NUL-terminated C string as UTF-8; null or invalid UTF-8 is [`ErrorClass::Arg`].

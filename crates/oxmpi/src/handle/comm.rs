@@ -504,37 +504,50 @@ thread_local! {
 /// [`comm_p2p`] gives it (same checks, same errors; an intercommunicator as its
 /// point-to-point view), lending `MPI_COMM_WORLD` and `MPI_COMM_SELF` from a per-thread
 /// copy: the C ABI's point-to-point calls go through here.
-// Always inlined, the closure with it: the C ABI's short paths then run without spilling the
-// closure's captures to the stack (a few call sites only, all in that layer).
+// Always inlined, the closure with it, and `f` called in one place on a reference from either
+// way: the C ABI's short paths then run without the closure's captures stored to the stack
+// for a slow path that takes it by value (a few call sites only, all in that layer).
 #[inline(always)]
 pub fn with_p2p<R>(
     c: CommHandle,
     f: impl FnOnce(&crate::Communicator<crate::Single>) -> Result<R>,
 ) -> Result<R> {
+    let owned;
+    let comm = match lent(c) {
+        Some(comm) => comm,
+        None => {
+            owned = typed_slow(c)?;
+            &owned
+        }
+    };
+    f(comm)
+}
+
+/// The thread's copy of `MPI_COMM_WORLD` or `MPI_COMM_SELF` if `c` is one of them and the
+/// thread has its copies.
+#[inline(always)]
+fn lent(c: CommHandle) -> Option<&'static crate::Communicator<crate::Single>> {
     if c == CommHandle::WORLD || c == CommHandle::SELF {
         // The copies exist on a thread only once `runtime` let it call, and neither the
         // thread level nor the calling thread changes after that: finalize is the one check
         // left.
         if let Some(both) = TYPED.with(Cell::get) {
             if !crate::runtime::is_finalized() {
-                return f(&both[usize::from(c == CommHandle::SELF)]);
+                return Some(&both[usize::from(c == CommHandle::SELF)]);
             }
         }
     }
-    with_typed_slow(c, f)
+    None
 }
 
 /// [`with_p2p`] on a thread's first call, after finalize, and for communicators other than
 /// the predefined two (out of line, so that the short path stays short).
 #[inline(never)]
-fn with_typed_slow<R>(
-    c: CommHandle,
-    f: impl FnOnce(&crate::Communicator<crate::Single>) -> Result<R>,
-) -> Result<R> {
+fn typed_slow(c: CommHandle) -> Result<crate::Communicator<crate::Single>> {
     match c {
-        CommHandle::WORLD => f(&typed_first(c)?[0]),
-        CommHandle::SELF => f(&typed_first(c)?[1]),
-        _ => f(&comm_p2p::<crate::Single>(c)?),
+        CommHandle::WORLD => Ok(typed_first(c)?[0].clone()),
+        CommHandle::SELF => Ok(typed_first(c)?[1].clone()),
+        _ => comm_p2p::<crate::Single>(c),
     }
 }
 
