@@ -206,18 +206,6 @@ fn null_buffer(name: &str) -> oxmpi::Error {
     )
 }
 
-/// An in-place form that needs a copy taken now: nonblocking only.
-fn copy_in_place(name: &str, how: How) -> Result<()> {
-    if how == How::Init {
-        return Err(err(
-            ErrorClass::Buffer,
-            name,
-            "MPI_IN_PLACE is not accepted by the persistent form of this call in oxmpi",
-        ));
-    }
-    Ok(())
-}
-
 /// Send and receive blocks of a regular collective must hold the same bytes.
 fn same_block(name: &str, send: usize, recv: usize) -> Result<()> {
     if send != recv {
@@ -502,13 +490,9 @@ mod typed_ops {
             let r = unsafe { recv_ptr::<T>(name, how, rbuf, total * size, &mut k)? };
             if block {
                 // The handle layer's block form has no in-place variant: reduce a copy.
-                copy_in_place(name, how)?;
                 // SAFETY: in place, `rbuf` holds the whole input (the MPI contract).
-                let v =
-                    unsafe { std::slice::from_raw_parts(r.cast::<u8>(), total * size) }.to_vec();
-                let at = v.as_ptr().cast::<T>();
-                k.sends.push(v);
-                (at, r)
+                let at = unsafe { snapshot(how, r.cast::<u8>(), 0, total * size, &mut k) };
+                (at.cast::<T>(), r)
             } else {
                 (std::ptr::null(), r)
             }
@@ -963,13 +947,33 @@ unsafe fn allgather(
     }
 }
 
-/// A block of `len` bytes at `at` of `base`, copied into `k`.
+/// The `len` bytes at `at` of `base` as they are when the operation starts, kept in `k`:
+/// copied now, or, persistent, staged and copied again at each start. An in-place form's
+/// input, which the operation then overwrites where it lies.
 ///
 /// # Safety
-/// `base + at` valid for reads of `len` bytes.
-unsafe fn copy_block(base: *const u8, at: usize, len: usize, k: &mut Kept) -> *const u8 {
+/// `base + at` valid for reads of `len` bytes now, or at each start if persistent (after
+/// the buffers staged in `k` before it are packed: `base` may be one of them).
+unsafe fn snapshot(how: How, base: *const u8, at: usize, len: usize, k: &mut Kept) -> *const u8 {
     if len == 0 {
         return empty();
+    }
+    if how == How::Init {
+        let bytes = oxmpi::datatype::Type::predefined(oxmpi::datatype::Predefined::BYTE);
+        // SAFETY: forwarded; `read` without `write`: packed at each start, never unpacked.
+        let p = unsafe { base.add(at) };
+        return unsafe {
+            stage(
+                how,
+                p.cast(),
+                one(bytes, len as u64, len),
+                len,
+                None,
+                (true, false),
+                k,
+            )
+        }
+        .cast_const();
     }
     // SAFETY: forwarded.
     let v = unsafe { std::slice::from_raw_parts(base.add(at), len) }.to_vec();
@@ -1020,9 +1024,8 @@ unsafe fn gatherv<C: AbiInt, D: AbiInt>(
         let ip = in_place(sbuf);
         let b = blocks(name, how, p, rcounts, displs, rdt, rbuf, (ip, true), &mut k)?;
         let (s, slen) = if ip {
-            copy_in_place(name, how)?;
             let i = me as usize;
-            (copy_block(b.at, b.bd[i], b.bc[i], &mut k), b.bc[i])
+            (snapshot(how, b.at, b.bd[i], b.bc[i], &mut k), b.bc[i])
         } else {
             src(name, how, sbuf, sn, sdt, 1, &mut k)?
         };
@@ -1098,13 +1101,12 @@ unsafe fn scatterv<C: AbiInt, D: AbiInt>(
     }
 }
 
-/// The send side of an alltoallv/w: the receive blocks as they are now when in place (a
-/// copy, so nonblocking only), else the send blocks.
+/// The send side of an alltoallv/w: in place, the receive blocks as they are when the
+/// operation starts ([`snapshot`]), else the send blocks.
 ///
 /// # Safety
-/// `r`'s bytes readable now.
+/// `r`'s bytes readable now (at each start, if persistent).
 unsafe fn in_place_input(
-    name: &str,
     how: How,
     r: &Blocks,
     k: &mut Kept,
@@ -1114,10 +1116,9 @@ unsafe fn in_place_input(
     if !ip {
         return send(k);
     }
-    copy_in_place(name, how)?;
     Ok(Blocks {
         // SAFETY: forwarded.
-        at: unsafe { copy_block(r.at, 0, r.extent, k) }.cast_mut(),
+        at: unsafe { snapshot(how, r.at, 0, r.extent, k) }.cast_mut(),
         bc: r.bc.clone(),
         bd: r.bd.clone(),
         extent: r.extent,
@@ -1143,17 +1144,8 @@ unsafe fn alltoall_blocks(
     let p = comm.size() as usize;
     let ip = in_place(sbuf);
     let r = build(p, false, (ip, true), &mut k)?;
-    // SAFETY: the receive blocks are readable now (the MPI contract).
-    let s = unsafe {
-        in_place_input(
-            name,
-            how,
-            &r,
-            &mut k,
-            |k| build(p, true, (true, false), k),
-            ip,
-        )?
-    };
+    // SAFETY: the receive blocks are readable now, or at each start (the MPI contract).
+    let s = unsafe { in_place_input(how, &r, &mut k, |k| build(p, true, (true, false), k), ip)? };
     // SAFETY: the caller's buffers (or staged ones, kept), valid until the request completes.
     unsafe {
         launch(name, how, out, k, |q| {

@@ -469,8 +469,13 @@ mpi_fn! {
     /// `MPI_Win_get_name`: `name` must hold `MPI_MAX_OBJECT_NAME` bytes; a window never
     /// named has the empty name.
     fn Win_get_name = MPI_Win_get_name / PMPI_Win_get_name(w: Handle, name: *mut c_char, len: *mut c_int) on on_win(w) => {
-        hw::check("Win_get_name", win(w))?;
-        let n = oxmpi::handle::name::comm_get_name(on_win(w))?;
+        // As `MPI_Comm_get_name`: the null handle is named like the predefined ones.
+        let n = if win(w) == WinHandle::NULL {
+            "MPI_WIN_NULL".to_string()
+        } else {
+            hw::check("Win_get_name", win(w))?;
+            oxmpi::handle::name::comm_get_name(on_win(w))?
+        };
         let written = put_str("Win_get_name", name, crate::comm::MAX_OBJECT_NAME, &n)?;
         put("Win_get_name", len, written)
     }

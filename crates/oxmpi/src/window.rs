@@ -71,9 +71,10 @@ impl<L: ThreadLevel> std::fmt::Debug for Window<'_, L> {
 /// ([`Window::shared_query`]).
 #[derive(Debug, Clone, Copy)]
 pub struct SharedRegion {
-    /// Start of the member's memory, valid while the window lives.
+    /// Start of the member's memory, valid while the window lives; null when the memory is
+    /// not mapped here (a window over memory MPI did not allocate).
     pub ptr: *mut u8,
-    /// Its size in bytes.
+    /// Its size in bytes (0 when not mapped here).
     pub size: usize,
     /// Its displacement unit.
     pub disp_unit: usize,
@@ -282,7 +283,8 @@ impl<'a, L: ThreadLevel> Window<'a, L> {
     }
 
     /// `MPI_Win_shared_query`: where member `rank`'s memory is mapped here (`PROC_NULL`: the
-    /// first member with memory). [`ErrorClass::RmaFlavor`] for `create` and dynamic windows.
+    /// first member with memory). For `create` and dynamic windows, whose memory MPI did not
+    /// allocate, a null region of size 0.
     pub fn shared_query(&self, rank: i32) -> Result<SharedRegion> {
         let (ptr, size, disp_unit) = self.core.shared_query(rank)?;
         Ok(SharedRegion {

@@ -73,6 +73,8 @@ int main(int argc, char **argv) {
         rc = MPI_Wait(&bogus, MPI_STATUS_IGNORE);
         CHECK(rc == want, "bogus request: %d", rc);
         MPI_Request null = MPI_REQUEST_NULL;
+        rc = MPI_Cancel(&null);
+        CHECK(rc == want, "cancel of MPI_REQUEST_NULL: %d", rc);
         rc = MPI_Request_free(&null);
     } else if (!strcmp(which, "keyval")) {
         want = MPI_ERR_KEYVAL;

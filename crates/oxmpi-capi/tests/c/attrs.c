@@ -10,9 +10,15 @@ static int copy_fn(MPI_Comm c, int k, void *extra, void *in, void *out, int *fla
     *flag = 1;
     return MPI_SUCCESS;
 }
+static int live_in_delete = 1;
 static int delete_fn(MPI_Comm c, int k, void *val, void *extra) {
-    (void)c; (void)k; (void)val; (void)extra;
+    (void)k; (void)val; (void)extra;
     deletes++;
+    /* The communicator being freed is still live while its attributes are deleted. */
+    int inter = -1, size = -1;
+    if (MPI_Comm_test_inter(c, &inter) != MPI_SUCCESS || inter != 0 ||
+        MPI_Comm_size(c, &size) != MPI_SUCCESS || size < 1)
+        live_in_delete = 0;
     return MPI_SUCCESS;
 }
 
@@ -38,6 +44,7 @@ int main(int argc, char **argv) {
     CHECK(flag && v == (void *)101, "copied value %p", v);
     MUST(MPI_Comm_free(&dup));
     CHECK(deletes == 1, "delete callback on free %d", deletes);
+    CHECK(live_in_delete && dup == MPI_COMM_NULL, "the communicator was live in its delete callback");
     MUST(MPI_Comm_delete_attr(MPI_COMM_WORLD, key));
     CHECK(deletes == 2, "delete callback on delete %d", deletes);
     MUST(MPI_Comm_get_attr(MPI_COMM_WORLD, key, &v, &flag));

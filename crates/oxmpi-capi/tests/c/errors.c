@@ -40,9 +40,15 @@ int main(int argc, char **argv) {
     rc = MPI_Recv(&rank, -1, MPI_INT, 0, 0, dup, MPI_STATUS_IGNORE);
     CHECK(rc == MPI_ERR_COUNT && calls == 3, "ERRORS_RETURN: rc %d", rc);
 
-    int myclass, mycode;
+    int myclass, mycode, *lastused, found;
+    MUST(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &lastused, &found));
+    CHECK(found && *lastused == MPI_ERR_LASTCODE, "LASTUSEDCODE before any added: %d", *lastused);
     MUST(MPI_Add_error_class(&myclass));
+    MUST(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &lastused, &found));
+    CHECK(found && *lastused == myclass && myclass > MPI_ERR_LASTCODE, "LASTUSEDCODE %d after class %d", *lastused, myclass);
     MUST(MPI_Add_error_code(myclass, &mycode));
+    MUST(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &lastused, &found));
+    CHECK(found && *lastused == mycode, "LASTUSEDCODE %d after code %d", *lastused, mycode);
     MUST(MPI_Add_error_string(mycode, "the frobnicator is out of order"));
     MUST(MPI_Error_class(mycode, &cls));
     CHECK(cls == myclass, "added code's class %d", cls);

@@ -310,6 +310,34 @@ static void persistent(int rank, int size) {
         CHECK(rout[0] == 100 * tri + size * (rank + round), "reduce_scatter_init %d", rout[0]);
     }
     for (int i = 0; i < 11; i++) MUST(MPI_Request_free(&q[i]));
+
+    /* In place, persistent: each start reads the buffer as it is then, not as it was at init. */
+    int agv[16], a2v[16], rsi[32], ones[16], od[16];
+    for (int i = 0; i < size; i++) { ones[i] = 1; od[i] = i; }
+    MPI_Request ip[3];
+    MUST(MPI_Allgatherv_init(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, agv, ones, od, MPI_INT,
+                             MPI_COMM_WORLD, MPI_INFO_NULL, &ip[0]));
+    MUST(MPI_Alltoallv_init(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, a2v, ones, od, MPI_INT,
+                            MPI_COMM_WORLD, MPI_INFO_NULL, &ip[1]));
+    MUST(MPI_Reduce_scatter_block_init(MPI_IN_PLACE, rsi, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
+                                       MPI_INFO_NULL, &ip[2]));
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < size; i++) {
+            agv[i] = i == rank ? 50 * rank + round : -1;
+            a2v[i] = 1000 * rank + 10 * i + round;
+            rsi[2 * i] = rank + i + round;
+            rsi[2 * i + 1] = round;
+        }
+        MUST(MPI_Startall(3, ip));
+        MUST(MPI_Waitall(3, ip, MPI_STATUSES_IGNORE));
+        for (int i = 0; i < size; i++) {
+            CHECK(agv[i] == 50 * i + round, "allgatherv_init in place round %d: [%d] %d", round, i, agv[i]);
+            CHECK(a2v[i] == 1000 * i + 10 * rank + round, "alltoallv_init in place round %d: [%d] %d", round, i, a2v[i]);
+        }
+        CHECK(rsi[0] == tri + size * (rank + round) && rsi[1] == size * round,
+              "reduce_scatter_block_init in place round %d: %d %d", round, rsi[0], rsi[1]);
+    }
+    for (int i = 0; i < 3; i++) MUST(MPI_Request_free(&ip[i]));
 }
 
 static void errors(int rank, int size) {

@@ -200,13 +200,20 @@ static void error_classes(void) {
     MPI_Aint qs;
     int qd;
     void *p;
-    CHECK(class_of(MPI_Win_shared_query(win, 0, &qs, &qd, &p)) == MPI_ERR_RMA_FLAVOR,
-          "shared_query on a created window");
+    /* MPI-4.1: memory MPI did not allocate is not reachable by loads and stores here. */
+    p = &mem;
+    MUST(MPI_Win_shared_query(win, 0, &qs, &qd, &p));
+    CHECK(qs == 0 && p == NULL && qd == 1, "shared_query on a created window: %ld %p %d",
+          (long)qs, p, qd);
     CHECK(class_of(MPI_Win_attach(win, &mem, 4)) == MPI_ERR_RMA_FLAVOR, "attach to created");
     MUST(MPI_Win_free(&win));
     MPI_Win bad = MPI_WIN_NULL;
     MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     CHECK(class_of(MPI_Win_fence(0, bad)) == MPI_ERR_WIN, "MPI_WIN_NULL");
+    char wname[MPI_MAX_OBJECT_NAME];
+    int wlen = 0;
+    MUST(MPI_Win_get_name(MPI_WIN_NULL, wname, &wlen));
+    CHECK(strcmp(wname, "MPI_WIN_NULL") == 0 && wlen == 12, "name of MPI_WIN_NULL: %s", wname);
     CHECK(class_of(MPI_Win_create(&mem, 4, 0, MPI_INFO_NULL, MPI_COMM_WORLD, &win)) ==
               MPI_ERR_DISP,
           "zero disp_unit");

@@ -289,9 +289,12 @@ pub fn comm_free(c: &mut CommHandle) -> Result<()> {
             "comm_free: the predefined communicators cannot be freed",
         ));
     }
-    let comm = COMMS.remove(c.0).ok_or_else(|| bad_comm("comm_free", *c))?;
-    let id = std::mem::replace(c, CommHandle::NULL);
-    comm.free(id.0)
+    // The attributes' delete callbacks run first, while `*c` is still live: they are called
+    // with it, and may query it (mpi4py asks whether it is an intercommunicator).
+    let deleted = get("comm_free", *c)?.free(c.0);
+    COMMS.remove(c.0).ok_or_else(|| bad_comm("comm_free", *c))?;
+    *c = CommHandle::NULL;
+    deleted
 }
 
 /// Disconnects `*c` (`MPI_Comm_disconnect`): waits until the point-to-point operations this
@@ -476,7 +479,12 @@ pub fn comm_set_attr(c: CommHandle, k: KeyvalHandle, value: usize) -> Result<()>
 pub fn comm_get_attr(c: CommHandle, k: KeyvalHandle) -> Result<Option<usize>> {
     let comm = get("comm_get_attr", c)?;
     let def = keydef("comm_get_attr", k)?;
-    Ok(comm.state.attrs.get(def.id).as_ref().map(word))
+    let v = comm.state.attrs.get(def.id).as_ref().map(word);
+    // `MPI_LASTUSEDCODE` moves with every code added since the attribute was set.
+    if def.id == super::attr::Predefined::LastUsedCode as u32 {
+        return Ok(v.map(|_| super::errhandler::last_used_code() as isize as usize));
+    }
+    Ok(v)
 }
 
 /// Deletes attribute `k` of `c` (`MPI_Comm_delete_attr`), running its delete callback; if

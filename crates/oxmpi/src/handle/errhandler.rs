@@ -336,6 +336,12 @@ pub fn add_error_class() -> Result<i32> {
     }))
 }
 
+/// The largest error code in use (the value of `MPI_LASTUSEDCODE`): `MPI_ERR_LASTCODE` until
+/// a class or code is added, then the last one added.
+pub fn last_used_code() -> i32 {
+    with_codes(|c| c.next - 1)
+}
+
 /// A new error code of class `class` (`MPI_Add_error_code`).
 pub fn add_error_code(class: i32) -> Result<i32> {
     check_ready("add_error_code")?;

@@ -733,8 +733,14 @@ impl<L: ThreadLevel> Requests<L> {
 
     /// Asks to cancel `id` (`MPI_Cancel`): a receive not yet matched completes as cancelled
     /// ([`Status::cancelled`]); anything else completes normally. Either way it must still be
-    /// completed or freed.
+    /// completed or freed. `MPI_REQUEST_NULL` is [`ErrorClass::Request`].
     pub fn cancel(&mut self, id: RequestId) -> Result<()> {
+        if id.is_null() {
+            return Err(Error::new(
+                ErrorClass::Request,
+                "cancel: the request is MPI_REQUEST_NULL",
+            ));
+        }
         if let Target::Engine(r) = self.engine_id("cancel", id)? {
             let live = self.rt.engine.with(|e| {
                 let live = e.is_live(r);

@@ -609,13 +609,17 @@ impl Core {
     }
 
     /// `MPI_Win_shared_query`: where member `rank`'s memory is mapped here, its size and
-    /// displacement unit. `PROC_NULL` names the first member with a non-empty window.
+    /// displacement unit. `PROC_NULL` names the first member with a non-empty window. Memory
+    /// MPI did not allocate (a created or dynamic window) is not mapped here: size 0 and a
+    /// null address, as MPI-4.1 has it for memory not reachable by loads and stores.
     pub(crate) fn shared_query(&self, rank: i32) -> Result<(*mut u8, usize, usize)> {
         if !matches!(self.flavor, Flavor::Shared | Flavor::Allocate) {
-            return Err(err(
-                ErrorClass::RmaFlavor,
-                "win_shared_query: the window was not allocated by MPI (create or dynamic)",
-            ));
+            let unit = if rank == PROC_NULL {
+                1
+            } else {
+                self.targets[self.check_rank("win_shared_query", rank)?].disp_unit as usize
+            };
+            return Ok((std::ptr::null_mut(), 0, unit));
         }
         let r = if rank == PROC_NULL {
             self.targets.iter().position(|t| t.size > 0).unwrap_or(0)
