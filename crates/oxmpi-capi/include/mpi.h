@@ -555,6 +555,8 @@ int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, i
             MPI_Comm comm, MPI_Request *request);
 int MPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
 int MPI_Buffer_detach(void *buffer_addr, int *size);
+int MPI_Buffer_attach_c(void *buffer, MPI_Count size);
+int MPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size);
 
 int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
               MPI_Comm comm);
@@ -631,6 +633,8 @@ int PMPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, 
             MPI_Comm comm, MPI_Request *request);
 int PMPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
 int PMPI_Buffer_detach(void *buffer_addr, int *size);
+int PMPI_Buffer_attach_c(void *buffer, MPI_Count size);
+int PMPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size);
 
 /* Status fields */
 
@@ -1549,6 +1553,9 @@ int MPI_Error_string(int errorcode, char *string, int *resultlen);
 int MPI_Add_error_class(int *errorclass);
 int MPI_Add_error_code(int errorclass, int *errorcode);
 int MPI_Add_error_string(int errorcode, const char *string);
+int MPI_Remove_error_class(int errorclass);
+int MPI_Remove_error_code(int errorcode);
+int MPI_Remove_error_string(int errorcode);
 
 int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn,
                                 MPI_Errhandler *errhandler);
@@ -1561,6 +1568,9 @@ int PMPI_Error_string(int errorcode, char *string, int *resultlen);
 int PMPI_Add_error_class(int *errorclass);
 int PMPI_Add_error_code(int errorclass, int *errorcode);
 int PMPI_Add_error_string(int errorcode, const char *string);
+int PMPI_Remove_error_class(int errorclass);
+int PMPI_Remove_error_code(int errorcode);
+int PMPI_Remove_error_string(int errorcode);
 
 /* ---- Attributes and keyvals ---------------------------------------------------------- */
 
@@ -1595,6 +1605,7 @@ int PMPI_Attr_delete(MPI_Comm comm, int keyval);
 /* ---- Info objects -------------------------------------------------------------------- */
 
 int MPI_Info_create(MPI_Info *info);
+int MPI_Info_create_env(int argc, char *argv[], MPI_Info *info);
 int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
 int MPI_Info_set(MPI_Info info, const char *key, const char *value);
 int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag);
@@ -1606,6 +1617,7 @@ int MPI_Info_get_nthkey(MPI_Info info, int n, char *key);
 int MPI_Info_free(MPI_Info *info);
 
 int PMPI_Info_create(MPI_Info *info);
+int PMPI_Info_create_env(int argc, char *argv[], MPI_Info *info);
 int PMPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
 int PMPI_Info_set(MPI_Info info, const char *key, const char *value);
 int PMPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag);

@@ -156,6 +156,21 @@ mpi_fn! {
     fn Add_error_string = MPI_Add_error_string / PMPI_Add_error_string(code: c_int, s: *const c_char) on CommHandle::WORLD => {
         he::add_error_string(code, str_arg("Add_error_string", s)?)
     }
+
+    /// `MPI_Remove_error_class`.
+    fn Remove_error_class = MPI_Remove_error_class / PMPI_Remove_error_class(class: c_int) on CommHandle::WORLD => {
+        he::remove_error_class(class)
+    }
+
+    /// `MPI_Remove_error_code`.
+    fn Remove_error_code = MPI_Remove_error_code / PMPI_Remove_error_code(code: c_int) on CommHandle::WORLD => {
+        he::remove_error_code(code)
+    }
+
+    /// `MPI_Remove_error_string`.
+    fn Remove_error_string = MPI_Remove_error_string / PMPI_Remove_error_string(code: c_int) on CommHandle::WORLD => {
+        he::remove_error_string(code)
+    }
 }
 
 /// `MPI_Comm_call_errhandler`: invokes the error handler of `c` with `code`; returns

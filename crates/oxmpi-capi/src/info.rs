@@ -6,7 +6,9 @@ use oxmpi::handle::comm::CommHandle;
 use oxmpi::handle::info::{self as hi, InfoHandle};
 use oxmpi::ErrorClass;
 
-use crate::boundary::{count, err, get, handle_of, int_of, mpi_fn, put, put_str, str_arg, Handle};
+use crate::boundary::{
+    count, err, get, handle_of, int_of, mpi_fn, put, put_str, slice, str_arg, Handle,
+};
 
 /// `MPI_MAX_INFO_KEY`.
 const MAX_INFO_KEY: usize = 256;
@@ -22,6 +24,27 @@ mpi_fn! {
             return Err(err(ErrorClass::Arg, "Info_create", "info is NULL"));
         }
         put("Info_create", out, handle_of(hi::info_create()?.to_int()))
+    }
+
+    /// `MPI_Info_create_env`: what `MPI_INFO_ENV` holds, with `argv` (if given) as the
+    /// command and its arguments; callable before `MPI_Init`.
+    fn Info_create_env = MPI_Info_create_env / PMPI_Info_create_env(argc: c_int, argv: *const *const c_char, out: *mut Handle) on CommHandle::WORLD => {
+        if out.is_null() {
+            return Err(err(ErrorClass::Arg, "Info_create_env", "info is NULL"));
+        }
+        let args = if argc > 0 && !argv.is_null() {
+            // SAFETY: `argv` holds `argc` strings (the C `main`'s contract).
+            let ptrs = unsafe { slice("Info_create_env", argv, argc as usize)? };
+            let mut v = Vec::with_capacity(ptrs.len());
+            for &p in ptrs {
+                // SAFETY: each a NUL-terminated string, as above.
+                v.push(unsafe { str_arg("Info_create_env", p)? }.to_string());
+            }
+            Some(v)
+        } else {
+            None
+        };
+        put("Info_create_env", out, handle_of(hi::info_create_env(args)?.to_int()))
     }
 
     /// `MPI_Info_dup`.

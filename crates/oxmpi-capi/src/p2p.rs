@@ -1249,6 +1249,23 @@ mpi_fn! {
         put("Buffer_detach", buf.cast::<*mut c_void>(), p.cast::<c_void>())?;
         put("Buffer_detach", size, len as c_int)
     }
+
+    /// `MPI_Buffer_attach_c`: `MPI_Buffer_attach` with an `MPI_Count` size.
+    fn Buffer_attach_c = MPI_Buffer_attach_c / PMPI_Buffer_attach_c(buf: *mut c_void, size: i64) on CommHandle::WORLD => {
+        let len = count("Buffer_attach_c", size)?;
+        if buf.is_null() && len > 0 {
+            return Err(err(ErrorClass::Buffer, "Buffer_attach_c", "the buffer is NULL"));
+        }
+        // SAFETY: the caller does not touch the buffer until it is detached (MPI contract).
+        env::buffer_attach(buf.cast::<u8>(), len)
+    }
+
+    /// `MPI_Buffer_detach_c`: `MPI_Buffer_detach` with an `MPI_Count` size.
+    fn Buffer_detach_c = MPI_Buffer_detach_c / PMPI_Buffer_detach_c(buf: *mut c_void, size: *mut i64) on CommHandle::WORLD => {
+        let (p, len) = env::buffer_detach()?;
+        put("Buffer_detach_c", buf.cast::<*mut c_void>(), p.cast::<c_void>())?;
+        put("Buffer_detach_c", size, len as i64)
+    }
 }
 
 /// A blocking send and receive (`MPI_Sendrecv`, `MPI_Sendrecv_c`).

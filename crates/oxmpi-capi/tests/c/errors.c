@@ -67,6 +67,18 @@ int main(int argc, char **argv) {
 
     MUST(MPI_Comm_free(&dup));
     MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+
+    /* MPI-4.1 removals: a string before its code, codes before their class. */
+    CHECK(MPI_Remove_error_class(myclass) != MPI_SUCCESS, "class with a code removed");
+    CHECK(MPI_Remove_error_code(mycode) != MPI_SUCCESS, "code with a string removed");
+    MUST(MPI_Remove_error_string(mycode));
+    MUST(MPI_Error_string(mycode, msg, &len));
+    CHECK(len == 0, "removed string reads empty: %s", msg);
+    MUST(MPI_Remove_error_code(mycode));
+    CHECK(MPI_Remove_error_code(mycode) != MPI_SUCCESS, "code removed twice");
+    MUST(MPI_Remove_error_class(myclass));
+    CHECK(MPI_Remove_error_class(myclass) != MPI_SUCCESS, "class removed twice");
+    CHECK(MPI_Remove_error_class(MPI_ERR_RANK) != MPI_SUCCESS, "predefined class removed");
     MUST(MPI_Finalize());
     return 0;
 }

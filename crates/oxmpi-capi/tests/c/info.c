@@ -6,6 +6,22 @@ int main(int argc, char **argv) {
     MPI_Info info, copy;
     int n, flag, len;
     char key[MPI_MAX_INFO_KEY], val[MPI_MAX_INFO_VAL];
+    /* MPI_Info_create_env works before MPI_Init, with the arguments given or the process's. */
+    MPI_Info env0;
+    char *fake[] = {"/bin/solver", "-n", "3", NULL};
+    MUST(MPI_Info_create_env(3, fake, &env0));
+    len = sizeof val;
+    MUST(MPI_Info_get_string(env0, "command", &len, val, &flag));
+    CHECK(flag && strcmp(val, "/bin/solver") == 0, "create_env command %s", val);
+    len = sizeof val;
+    MUST(MPI_Info_get_string(env0, "argv", &len, val, &flag));
+    CHECK(flag && strcmp(val, "-n 3") == 0, "create_env argv %s", val);
+    MUST(MPI_Info_free(&env0));
+    MUST(MPI_Info_create_env(0, NULL, &env0));
+    len = sizeof val;
+    MUST(MPI_Info_get_string(env0, "command", &len, val, &flag));
+    CHECK(flag && strstr(val, "info") != NULL, "create_env's own command %s", val);
+    MUST(MPI_Info_free(&env0));
     MUST(MPI_Init(&argc, &argv));
     MUST(MPI_Info_create(&info));
     MUST(MPI_Info_set(info, "color", "red"));

@@ -35,10 +35,13 @@ static void p2p(int rank, int size) {
             MUST(MPI_Issend_c(out, (MPI_Count)N, MPI_INT, next, k, MPI_COMM_WORLD, &r[1]));
             MUST(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
         } else if (k == 3) {
-            MUST(MPI_Buffer_attach(buf, sizeof buf));
+            MPI_Count csize = 0;
+            MUST(MPI_Buffer_attach_c(buf, (MPI_Count)sizeof buf));
             MUST(MPI_Ibsend_c(out, (MPI_Count)N, MPI_INT, next, k, MPI_COMM_WORLD, &r[1]));
             MUST(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
-            MUST(MPI_Buffer_detach(&old, &oldsize));
+            MUST(MPI_Buffer_detach_c(&old, &csize));
+            CHECK(old == (void *)buf && csize == (MPI_Count)sizeof buf, "buffer_detach_c %p %lld",
+                  old, (long long)csize);
         } else if (k == 4) {
             MUST(MPI_Barrier(MPI_COMM_WORLD));
             MUST(MPI_Irsend_c(out, (MPI_Count)N, MPI_INT, next, k, MPI_COMM_WORLD, &r[1]));

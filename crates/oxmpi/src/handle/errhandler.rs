@@ -376,6 +376,65 @@ pub fn add_error_string(code: i32, s: &str) -> Result<()> {
     })
 }
 
+/// Removes added class `class` (`MPI_Remove_error_class`): [`ErrorClass::Arg`] for a
+/// predefined or unknown class, and for one that still has codes or a string (remove
+/// those first).
+pub fn remove_error_class(class: i32) -> Result<()> {
+    check_ready("remove_error_class")?;
+    with_codes(|c| {
+        if class < FIRST_USER_CODE || c.class.get(&class) != Some(&class) {
+            return Err(bad_code("remove_error_class", class));
+        }
+        if c.class.iter().any(|(&k, &cl)| cl == class && k != class) {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("remove_error_class: class {class} still has error codes"),
+            ));
+        }
+        if c.strings.contains_key(&class) {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("remove_error_class: class {class} still has a string"),
+            ));
+        }
+        c.class.remove(&class);
+        Ok(())
+    })
+}
+
+/// Removes added code `code` (`MPI_Remove_error_code`): [`ErrorClass::Arg`] for a
+/// predefined or unknown code, a class, or a code that still has a string.
+pub fn remove_error_code(code: i32) -> Result<()> {
+    check_ready("remove_error_code")?;
+    with_codes(|c| {
+        match c.class.get(&code) {
+            Some(&cl) if code >= FIRST_USER_CODE && cl != code => {}
+            _ => return Err(bad_code("remove_error_code", code)),
+        }
+        if c.strings.contains_key(&code) {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!("remove_error_code: code {code} still has a string"),
+            ));
+        }
+        c.class.remove(&code);
+        Ok(())
+    })
+}
+
+/// Removes the string of added code or class `code` (`MPI_Remove_error_string`); it then
+/// reads as the empty string. [`ErrorClass::Arg`] for a predefined or unknown code.
+pub fn remove_error_string(code: i32) -> Result<()> {
+    check_ready("remove_error_string")?;
+    with_codes(|c| {
+        if code < FIRST_USER_CODE || !c.class.contains_key(&code) {
+            return Err(bad_code("remove_error_string", code));
+        }
+        c.strings.remove(&code);
+        Ok(())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

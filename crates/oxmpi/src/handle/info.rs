@@ -4,7 +4,8 @@
 //! Errors: an id that is null, freed or never issued is [`ErrorClass::Info`]; an empty key or
 //! one of more than [`MAX_KEY`] bytes is [`ErrorClass::InfoKey`], a value of more than
 //! [`MAX_VAL`] bytes [`ErrorClass::InfoValue`], deleting a missing key
-//! [`ErrorClass::InfoNoKey`].
+//! [`ErrorClass::InfoNoKey`]. As the standard allows, info objects work before init and after
+//! finalize too: they need no runtime.
 //!
 //! # Standard sections
 //! MPI-5.0 §10 (the info object), §11.2.3 (`MPI_INFO_ENV`).
@@ -47,7 +48,6 @@ type Pairs = Arc<Mutex<Vec<(String, String)>>>;
 static INFOS: Table<Pairs> = Table::new();
 
 fn pairs(call: &str, h: InfoHandle) -> Result<Pairs> {
-    check_ready(call)?;
     if h == InfoHandle::ENV {
         return Ok(Arc::new(Mutex::new(env_pairs())));
     }
@@ -69,8 +69,13 @@ fn lock(p: &Pairs) -> std::sync::MutexGuard<'_, Vec<(String, String)>> {
 
 /// The keys of `MPI_INFO_ENV` this process can answer.
 fn env_pairs() -> Vec<(String, String)> {
+    env_pairs_of(std::env::args())
+}
+
+/// [`env_pairs`] with `args` (the command, then its arguments) for `command` and `argv`.
+fn env_pairs_of(args: impl IntoIterator<Item = String>) -> Vec<(String, String)> {
     let mut v = Vec::new();
-    let mut args = std::env::args();
+    let mut args = args.into_iter();
     if let Some(cmd) = args.next() {
         v.push(("command".to_string(), cmd));
         let rest: Vec<String> = args.collect();
@@ -129,9 +134,19 @@ fn put(call: &str, v: Vec<(String, String)>) -> Result<InfoHandle> {
         })
 }
 
+/// A new info object holding what `MPI_INFO_ENV` holds, with `args` (the command, then its
+/// arguments; `None`: this process's) for `command` and `argv` (`MPI_Info_create_env`). Also
+/// before init and after finalize, where `thread_level` is left out.
+pub fn info_create_env(args: Option<Vec<String>>) -> Result<InfoHandle> {
+    let v = match args {
+        Some(a) => env_pairs_of(a),
+        None => env_pairs(),
+    };
+    put("info_create_env", v)
+}
+
 /// A new, empty info object (`MPI_Info_create`).
 pub fn info_create() -> Result<InfoHandle> {
-    check_ready("info_create")?;
     put("info_create", Vec::new())
 }
 
