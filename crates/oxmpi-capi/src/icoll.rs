@@ -1223,26 +1223,35 @@ unsafe fn wblocks<C: AbiInt, D: AbiInt>(
         // SAFETY: forwarded.
         return unsafe { staged_blocks(name, how, &each, ty, false, base, rw, k) };
     }
-    let (mut bc, mut bd, mut extent) = (Vec::with_capacity(n), Vec::with_capacity(n), 0);
-    for (i, &(x, di)) in each.iter().enumerate() {
+    let mut bc = Vec::with_capacity(n);
+    for (i, &(x, _)) in each.iter().enumerate() {
         let len = x
             .checked_mul(crate::datatypes::lookup(name, t[i] as usize)?.size)
             .ok_or_else(|| err(ErrorClass::Count, name, "count × datatype size overflows"))?;
-        let at = usize::try_from(di).map_err(|_| {
-            err(
-                ErrorClass::Arg,
-                name,
-                format!("displacement {di} is negative"),
-            )
-        })?;
-        extent = extent.max(at.checked_add(len).ok_or_else(|| beyond(name))?);
         bc.push(len);
-        bd.push(at);
+    }
+    // The region runs from the lowest block to the end of the highest, so displacements may
+    // be negative, or absolute addresses from `MPI_BOTTOM` (a null `base`).
+    let spans = || each.iter().zip(&bc).filter(|(_, &len)| len > 0);
+    let lo = spans().map(|(&(_, di), _)| di).min().unwrap_or(0);
+    let mut extent = 0usize;
+    for (&(_, di), &len) in spans() {
+        let end = usize::try_from(i128::from(di) - i128::from(lo))
+            .ok()
+            .and_then(|at| at.checked_add(len))
+            .ok_or_else(|| beyond(name))?;
+        extent = extent.max(end);
     }
     if extent > isize::MAX as usize {
         return Err(beyond(name));
     }
-    let at = whole(name, base, extent)?.cast_mut();
+    let bd = each
+        .iter()
+        .zip(&bc)
+        .map(|(&(_, di), &len)| if len > 0 { (di - lo) as usize } else { 0 })
+        .collect();
+    let start = base.cast::<u8>().wrapping_offset(lo as isize);
+    let at = whole(name, start, extent)?.cast_mut();
     Ok(Blocks { bc, bd, extent, at })
 }
 

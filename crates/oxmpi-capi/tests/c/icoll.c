@@ -169,6 +169,23 @@ static void nonblocking(int rank, int size) {
         for (int i = 0; i < size; i++) { wout[i].d = rank + i / 2.0; wt[i] = MPI_DOUBLE; wsd[i] += (int)sizeof(double); }
         MUST(MPI_Alltoallw(wout, wc, wsd, wt, win, wc, wsd, wt, MPI_COMM_WORLD));
         for (int i = 0; i < size; i++) CHECK(win[i].d == i + rank / 2.0, "alltoallw double %d", i);
+
+        /* MPI_BOTTOM and absolute addresses (the _c form's MPI_Aint displacements), the send
+         * blocks in falling order. */
+        MPI_Count cc[16];
+        MPI_Aint sa[16], ra[16];
+        for (int i = 0; i < size; i++) {
+            cc[i] = 1;
+            wt[i] = MPI_INT;
+            wout[i].i = 1000 * rank + i;
+            MUST(MPI_Get_address(&wout[size - 1 - i].i, &sa[i]));
+            MUST(MPI_Get_address(&win[i].i, &ra[i]));
+        }
+        memset(win, 0, sizeof win);
+        MUST(MPI_Alltoallw_c(MPI_BOTTOM, cc, sa, wt, MPI_BOTTOM, cc, ra, wt, MPI_COMM_WORLD));
+        for (int i = 0; i < size; i++)
+            CHECK(win[i].i == 1000 * i + (size - 1 - rank), "alltoallw at MPI_BOTTOM from %d: %d",
+                  i, win[i].i);
     }
 
     /* Reductions, several outstanding at once. */
