@@ -299,6 +299,9 @@ typedef struct MPI_ABI_Win *MPI_Win;
 typedef void MPI_User_function(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
 typedef void MPI_Comm_errhandler_function(MPI_Comm *comm, int *error_code, ...);
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
+typedef int MPI_Grequest_query_function(void *extra_state, MPI_Status *status);
+typedef int MPI_Grequest_free_function(void *extra_state);
+typedef int MPI_Grequest_cancel_function(void *extra_state, int complete);
 typedef int MPI_Comm_copy_attr_function(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
                                         void *attribute_val_in, void *attribute_val_out,
                                         int *flag);
@@ -538,6 +541,11 @@ int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
 int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
                  int array_of_indices[], MPI_Status array_of_statuses[]);
 int MPI_Cancel(MPI_Request *request);
+int MPI_Grequest_start(MPI_Grequest_query_function *query_fn,
+                      MPI_Grequest_free_function *free_fn,
+                      MPI_Grequest_cancel_function *cancel_fn, void *extra_state,
+                      MPI_Request *request);
+int MPI_Grequest_complete(MPI_Request request);
 int MPI_Request_free(MPI_Request *request);
 int MPI_Test_cancelled(const MPI_Status *status, int *flag);
 int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
@@ -616,6 +624,11 @@ int PMPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
 int PMPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
                   int array_of_indices[], MPI_Status array_of_statuses[]);
 int PMPI_Cancel(MPI_Request *request);
+int PMPI_Grequest_start(MPI_Grequest_query_function *query_fn,
+                      MPI_Grequest_free_function *free_fn,
+                      MPI_Grequest_cancel_function *cancel_fn, void *extra_state,
+                      MPI_Request *request);
+int PMPI_Grequest_complete(MPI_Request request);
 int PMPI_Request_free(MPI_Request *request);
 int PMPI_Test_cancelled(const MPI_Status *status, int *flag);
 int PMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);

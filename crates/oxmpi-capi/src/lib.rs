@@ -23,6 +23,7 @@ pub mod convert;
 pub mod dynamic;
 pub mod env;
 pub mod errors;
+pub mod grequest;
 pub mod icoll;
 pub mod info;
 pub mod longdouble;

@@ -21,6 +21,7 @@ use crate::boundary::{
 };
 use crate::comm::UNDEFINED;
 use crate::datatypes::{data, Data};
+use crate::grequest;
 use crate::staging::{self, Staged};
 
 /// `MPI_REQUEST_NULL`.
@@ -618,6 +619,29 @@ fn write_back(hs: &mut [Handle], ids: &[RequestId]) {
     }
 }
 
+/// The requests as they were before a call completes (and nulls) some: for the staged
+/// buffers and generalized requests that completion concerns, if there are any.
+fn snapshot(ids: &[RequestId]) -> Vec<RequestId> {
+    if grequest::any() {
+        ids.to_vec()
+    } else {
+        staging::snapshot(ids)
+    }
+}
+
+/// `res` of a call completing several requests, made `MPI_ERR_IN_STATUS` if a generalized
+/// request's callback gave one of `sts` an error.
+fn in_status(name: &str, res: Result<()>, sts: &[Status]) -> Result<()> {
+    if res.is_ok() && sts.iter().any(|s| s.error().is_some()) {
+        return Err(err(
+            ErrorClass::InStatus,
+            name,
+            "an operation failed (its status holds its error)",
+        ));
+    }
+    res
+}
+
 /// A status slot per request (the empty status), for the calls that report each one.
 fn statuses(n: usize) -> Vec<Status> {
     vec![oxmpi::handle::request::empty_status(); n]
@@ -811,7 +835,8 @@ mpi_fn! {
                 put_status(status, &oxmpi::handle::request::empty_status());
                 put(name, flag, 1)
             }
-            Some(Some((i, st))) => {
+            Some(Some((i, mut st))) => {
+                grequest::reported(ids[i], &mut st, false);
                 staging::completed(ids[i], &st, true);
                 put(name, index, i as c_int)?;
                 put_status(status, &st);
@@ -843,7 +868,8 @@ mpi_fn! {
         })?;
         match done {
             None => put(name, flag, 0),
-            Some(all) => {
+            Some(mut all) => {
+                grequest::reported_all(&ids, &mut all, false);
                 for (id, st) in ids.iter().zip(&all) {
                     staging::completed(*id, st, true);
                 }
@@ -877,9 +903,12 @@ mpi_fn! {
             }
             Ok(active.then_some(done))
         })?;
-        let Some(done) = found else {
+        let Some(mut done) = found else {
             return put(name, outcount, UNDEFINED);
         };
+        for (i, st) in &mut done {
+            grequest::reported(ids[*i], st, false);
+        }
         let idx = slice_mut(name, indices, done.len())?;
         for (d, (i, st)) in idx.iter_mut().zip(&done) {
             staging::completed(ids[*i], st, true);
@@ -1002,7 +1031,8 @@ mpi_fn! {
     fn Wait = MPI_Wait / PMPI_Wait(r: *mut Handle, status: *mut MpiStatus) on CommHandle::WORLD => {
         let mut id = req(get("Wait", r)?)?;
         let was = id;
-        let st = with_requests("Wait", |t| t.wait(&mut id))?;
+        let mut st = with_requests("Wait", |t| t.wait(&mut id))?;
+        grequest::reported(was, &mut st, true);
         staging::completed(was, &st, false);
         put("Wait", r, req_handle(id))?;
         put_status(status, &st);
@@ -1016,8 +1046,9 @@ mpi_fn! {
             return Err(err(ErrorClass::Arg, "Test", "flag is NULL"));
         }
         let was = id;
-        let st = with_requests("Test", |t| t.test(&mut id))?;
-        if let Some(st) = &st {
+        let mut st = with_requests("Test", |t| t.test(&mut id))?;
+        if let Some(st) = &mut st {
+            grequest::reported(was, st, true);
             staging::completed(was, st, false);
         }
         put("Test", r, req_handle(id))?;
@@ -1037,8 +1068,9 @@ mpi_fn! {
         if flag.is_null() {
             return Err(err(ErrorClass::Arg, "Request_get_status", "flag is NULL"));
         }
-        let st = with_requests("Request_get_status", |t| t.get_status(id))?;
-        if let Some(st) = &st {
+        let mut st = with_requests("Request_get_status", |t| t.get_status(id))?;
+        if let Some(st) = &mut st {
+            grequest::reported(id, st, false);
             staging::completed(id, st, true);
         }
         put("Request_get_status", flag, st.is_some() as c_int)?;
@@ -1057,8 +1089,12 @@ mpi_fn! {
         }
         let (hs, mut ids) = requests("Waitall", n, r)?;
         let mut st = statuses(ids.len());
-        let was = staging::snapshot(&ids);
-        let res = with_requests("Waitall", |t| t.wait_all(&mut ids, &mut st));
+        let was = snapshot(&ids);
+        let mut res = with_requests("Waitall", |t| t.wait_all(&mut ids, &mut st));
+        if grequest::any() {
+            grequest::reported_all(&was, &mut st, true);
+            res = in_status("Waitall", res, &st);
+        }
         if !staging::is_empty() {
             for (id, s) in was.iter().zip(&st) {
                 staging::completed(*id, s, false);
@@ -1076,10 +1112,14 @@ mpi_fn! {
             return Err(err(ErrorClass::Arg, "Testall", "flag is NULL"));
         }
         let mut st = statuses(ids.len());
-        let was = staging::snapshot(&ids);
-        let res = with_requests("Testall", |t| t.test_all(&mut ids, &mut st));
+        let was = snapshot(&ids);
+        let mut res = with_requests("Testall", |t| t.test_all(&mut ids, &mut st));
         write_back(hs, &ids);
         let done = matches!(res, Ok(true) | Err(_));
+        if done && grequest::any() {
+            grequest::reported_all(&was, &mut st, true);
+            res = in_status("Testall", res.map(drop), &st).map(|()| true);
+        }
         if done && !staging::is_empty() {
             for (id, s) in was.iter().zip(&st) {
                 staging::completed(*id, s, false);
@@ -1095,10 +1135,12 @@ mpi_fn! {
     /// `MPI_Waitany`: `MPI_UNDEFINED` if every request is null or inactive.
     fn Waitany = MPI_Waitany / PMPI_Waitany(n: c_int, r: *mut Handle, index: *mut c_int, status: *mut MpiStatus) on CommHandle::WORLD => {
         let (hs, mut ids) = requests("Waitany", n, r)?;
-        let was = staging::snapshot(&ids);
-        let got = with_requests("Waitany", |t| Ok(t.wait_any(&mut ids)))?;
-        if let Some((i, st)) = &got {
-            staging::completed(was.get(*i).copied().unwrap_or(RequestId::NULL), st, false);
+        let was = snapshot(&ids);
+        let mut got = with_requests("Waitany", |t| Ok(t.wait_any(&mut ids)))?;
+        if let Some((i, st)) = &mut got {
+            let id = was.get(*i).copied().unwrap_or(RequestId::NULL);
+            grequest::reported(id, st, true);
+            staging::completed(id, st, false);
         }
         write_back(hs, &ids);
         match got {
@@ -1120,10 +1162,12 @@ mpi_fn! {
         if flag.is_null() || index.is_null() {
             return Err(err(ErrorClass::Arg, "Testany", "flag or index is NULL"));
         }
-        let was = staging::snapshot(&ids);
-        let got = with_requests("Testany", |t| Ok(t.test_any(&mut ids)))?;
-        if let AnyDone::Done(i, st) = &got {
-            staging::completed(was.get(*i).copied().unwrap_or(RequestId::NULL), st, false);
+        let was = snapshot(&ids);
+        let mut got = with_requests("Testany", |t| Ok(t.test_any(&mut ids)))?;
+        if let AnyDone::Done(i, st) = &mut got {
+            let id = was.get(*i).copied().unwrap_or(RequestId::NULL);
+            grequest::reported(id, st, true);
+            staging::completed(id, st, false);
         }
         write_back(hs, &ids);
         match got {
@@ -1158,6 +1202,9 @@ mpi_fn! {
     /// `MPI_Cancel`.
     fn Cancel = MPI_Cancel / PMPI_Cancel(r: *mut Handle) on CommHandle::WORLD => {
         let id = req(get("Cancel", r)?)?;
+        if grequest::cancel(id)? {
+            return Ok(());
+        }
         with_requests("Cancel", |t| t.cancel(id))
     }
 
@@ -1169,6 +1216,7 @@ mpi_fn! {
         let done = !staging::is_empty()
             && with_requests("Request_free", |t| t.get_status(id)).ok().flatten().is_some();
         with_requests("Request_free", |t| t.free(&mut id))?;
+        grequest::freed(was)?;
         staging::freed(was, done);
         crate::convert::request_freed(was);
         put("Request_free", r, req_handle(id))
@@ -1497,8 +1545,8 @@ unsafe fn some(
     // SAFETY: forwarded from our caller.
     let (hs, mut ids) = unsafe { requests(name, n, r)? };
     let mut done = Vec::new();
-    let was = staging::snapshot(&ids);
-    let res = with_requests(name, |t| {
+    let was = snapshot(&ids);
+    let mut res = with_requests(name, |t| {
         if wait {
             t.wait_some(&mut ids, &mut done)
         } else {
@@ -1506,8 +1554,17 @@ unsafe fn some(
         }
     });
     write_back(hs, &ids);
-    for (i, st) in &done {
-        staging::completed(was.get(*i).copied().unwrap_or(RequestId::NULL), st, false);
+    for (i, st) in &mut done {
+        let id = was.get(*i).copied().unwrap_or(RequestId::NULL);
+        grequest::reported(id, st, true);
+        staging::completed(id, st, false);
+    }
+    if grequest::any() && done.iter().any(|(_, st)| st.error().is_some()) {
+        res = res.and(Err(err(
+            ErrorClass::InStatus,
+            name,
+            "an operation failed (its status holds its error)",
+        )));
     }
     let active = match &res {
         Ok(a) => *a,

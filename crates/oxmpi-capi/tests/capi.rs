@@ -163,6 +163,11 @@ fn requests() {
 }
 
 #[test]
+fn generalized_requests() {
+    corpus("grequest", &[1, 2]);
+}
+
+#[test]
 fn request_integers_are_reused_and_round_trip() {
     corpus("request_ints", &[1, 2]);
 }

@@ -94,6 +94,57 @@ pub enum ErrorClass {
     Errhandler = 61,
 }
 
+impl ErrorClass {
+    /// The class whose ABI value is `code`, if oxmpi has it (a class a program added with
+    /// `MPI_Add_error_class`, or a standard one oxmpi never raises, has none).
+    pub fn from_code(code: i32) -> Option<ErrorClass> {
+        Some(match code {
+            1 => ErrorClass::Buffer,
+            2 => ErrorClass::Count,
+            3 => ErrorClass::Type,
+            4 => ErrorClass::Tag,
+            5 => ErrorClass::Comm,
+            6 => ErrorClass::Rank,
+            7 => ErrorClass::Request,
+            8 => ErrorClass::Root,
+            9 => ErrorClass::Group,
+            10 => ErrorClass::Op,
+            11 => ErrorClass::Topology,
+            12 => ErrorClass::Dims,
+            13 => ErrorClass::Arg,
+            14 => ErrorClass::Unknown,
+            15 => ErrorClass::Truncate,
+            16 => ErrorClass::Other,
+            17 => ErrorClass::Intern,
+            19 => ErrorClass::InStatus,
+            18 => ErrorClass::Pending,
+            22 => ErrorClass::Assert,
+            24 => ErrorClass::Base,
+            26 => ErrorClass::Disp,
+            31 => ErrorClass::InfoKey,
+            32 => ErrorClass::InfoNoKey,
+            33 => ErrorClass::InfoValue,
+            34 => ErrorClass::Info,
+            36 => ErrorClass::Keyval,
+            37 => ErrorClass::Locktype,
+            39 => ErrorClass::NoMem,
+            46 => ErrorClass::RmaAttach,
+            47 => ErrorClass::RmaConflict,
+            48 => ErrorClass::RmaRange,
+            49 => ErrorClass::RmaShared,
+            50 => ErrorClass::RmaSync,
+            52 => ErrorClass::Size,
+            53 => ErrorClass::Spawn,
+            55 => ErrorClass::UnsupportedOperation,
+            56 => ErrorClass::Win,
+            57 => ErrorClass::RmaFlavor,
+            58 => ErrorClass::ProcAborted,
+            61 => ErrorClass::Errhandler,
+            _ => return None,
+        })
+    }
+}
+
 /// An MPI error: its class and a message naming the call and cause.
 ///
 /// Boxed, so that a `Result<T>` of a small `T` (a send's `Option<ReqId>`) is two registers:
@@ -174,6 +225,17 @@ mod tests {
         assert_eq!(ErrorClass::RmaFlavor as i32, 57);
         assert_eq!(ErrorClass::Locktype as i32, 37);
         assert_eq!(ErrorClass::Spawn as i32, 53);
+        for c in [
+            ErrorClass::Buffer,
+            ErrorClass::Other,
+            ErrorClass::RmaFlavor,
+            ErrorClass::Errhandler,
+        ] {
+            assert_eq!(ErrorClass::from_code(c as i32), Some(c));
+        }
+        assert_eq!(ErrorClass::from_code(0), None);
+        assert_eq!(ErrorClass::from_code(20), None);
+        assert_eq!(ErrorClass::from_code(16384), None);
         let e = Error::new(ErrorClass::Tag, "send: tag -5 is negative");
         assert_eq!(e.class(), ErrorClass::Tag);
         assert_eq!(e.to_string(), "send: tag -5 is negative (Tag)");

@@ -731,6 +731,29 @@ impl<L: ThreadLevel> Requests<L> {
         live.ok_or_else(|| stale("get_status"))
     }
 
+    /// A generalized request (`MPI_Grequest_start`): an operation the program carries out
+    /// itself, pending until [`grequest_complete`](Self::grequest_complete), then waited for,
+    /// tested and freed like any other.
+    pub fn grequest_start(&mut self) -> RequestId {
+        RequestId::engine(self.rt.engine.with(|e| e.start_external()))
+    }
+
+    /// Completes generalized request `id` (`MPI_Grequest_complete`); [`ErrorClass::Request`]
+    /// if it is no generalized request still pending.
+    pub fn grequest_complete(&mut self, id: RequestId) -> Result<()> {
+        let done = match id.kind() {
+            Kind::Engine(r) => self.rt.engine.with(|e| e.complete_external(r)),
+            _ => false,
+        };
+        if !done {
+            return Err(Error::new(
+                ErrorClass::Request,
+                "grequest_complete: not a generalized request still pending",
+            ));
+        }
+        Ok(())
+    }
+
     /// Asks to cancel `id` (`MPI_Cancel`): a receive not yet matched completes as cancelled
     /// ([`Status::cancelled`]); anything else completes normally. Either way it must still be
     /// completed or freed. `MPI_REQUEST_NULL` is [`ErrorClass::Request`].

@@ -610,6 +610,22 @@ impl Engine {
         self.proto.reqs.alloc_done(status)
     }
 
+    /// A request for an operation outside the library (`MPI_Grequest_start`): pending until
+    /// [`complete_external`](Self::complete_external).
+    pub fn start_external(&mut self) -> ReqId {
+        self.proto.reqs.alloc(State::External)
+    }
+
+    /// Completes external request `id` with an empty status; false if `id` is no pending
+    /// external request.
+    pub fn complete_external(&mut self, id: ReqId) -> bool {
+        if !matches!(self.proto.reqs.state(id), Some(State::External)) {
+            return false;
+        }
+        self.proto.reqs.complete(id.idx, Status::default());
+        true
+    }
+
     /// Whether `id` names a request not yet collected.
     pub fn is_live(&mut self, id: ReqId) -> bool {
         self.proto.reqs.is_live(id)
@@ -990,7 +1006,9 @@ impl Engine {
                     proto.matcher.cancel(ctx, id.idx);
                     proto.advertised.retain(|&r| r != id.idx);
                 }
-                Some(State::Done | State::Free | State::Schedule) | None => continue,
+                Some(State::Done | State::Free | State::Schedule | State::External) | None => {
+                    continue
+                }
                 _ => {}
             }
             proto.pushing.retain(|&r| r != id);

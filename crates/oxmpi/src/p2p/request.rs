@@ -136,6 +136,9 @@ pub enum State {
     SendQueued,
     /// A multi-step operation (collective) advanced by the engine's schedule list.
     Schedule,
+    /// An operation outside the library (a generalized request, `MPI_Grequest_start`): only
+    /// its owner completes it ([`Engine::complete_external`](super::engine::Engine::complete_external)).
+    External,
 }
 
 #[derive(Debug)]
@@ -207,7 +210,7 @@ impl Slab {
             // would cost every receive a store).
             State::Recv { ctx, .. } => s.detached && on(ctx),
             State::RecvChunks { .. } => s.detached && s.ctx != NO_CTX && on(s.ctx),
-            State::Free | State::Done | State::Schedule => false,
+            State::Free | State::Done | State::Schedule | State::External => false,
         })
     }
 
