@@ -119,16 +119,6 @@ pub(crate) fn reported(id: RequestId, st: &mut Status, freeing: bool) {
     }
 }
 
-/// [`reported`] for requests `ids` completed with `sts` (`freeing` as there); the ids as
-/// they were before the call that completed them.
-pub(crate) fn reported_all(ids: &[RequestId], sts: &mut [Status], freeing: bool) {
-    if any() {
-        for (id, st) in ids.iter().zip(sts) {
-            reported(*id, st, freeing);
-        }
-    }
-}
-
 /// `MPI_Cancel` of `id`: for a generalized request, runs its `cancel_fn` and returns true.
 pub(crate) fn cancel(id: RequestId) -> Result<bool> {
     if !any() {

@@ -629,17 +629,39 @@ fn snapshot(ids: &[RequestId]) -> Vec<RequestId> {
     }
 }
 
+/// Request `id` was reported complete with `st`, by a wait or test that frees it
+/// (`freeing`) or by a get-status call: a generalized request's callbacks fill in `st`, and
+/// the buffers staged for it are unpacked. The one place each of those calls tells both.
+fn reported(id: RequestId, st: &mut Status, freeing: bool) {
+    grequest::reported(id, st, freeing);
+    staging::completed(id, st, !freeing);
+}
+
+/// [`reported`] for requests `ids` (as they were before the call) completed with `sts`.
+fn reported_all(ids: &[RequestId], sts: &mut [Status], freeing: bool) {
+    if grequest::any() || !staging::is_empty() {
+        for (id, st) in ids.iter().zip(sts) {
+            reported(*id, st, freeing);
+        }
+    }
+}
+
 /// `res` of a call completing several requests, made `MPI_ERR_IN_STATUS` if a generalized
 /// request's callback gave one of `sts` an error.
 fn in_status(name: &str, res: Result<()>, sts: &[Status]) -> Result<()> {
     if res.is_ok() && sts.iter().any(|s| s.error().is_some()) {
-        return Err(err(
-            ErrorClass::InStatus,
-            name,
-            "an operation failed (its status holds its error)",
-        ));
+        return Err(in_status_error(name));
     }
     res
+}
+
+/// `MPI_ERR_IN_STATUS` of call `name`.
+fn in_status_error(name: &str) -> oxmpi::Error {
+    err(
+        ErrorClass::InStatus,
+        name,
+        "an operation failed (its status holds its error)",
+    )
 }
 
 /// A status slot per request (the empty status), for the calls that report each one.
@@ -836,8 +858,7 @@ mpi_fn! {
                 put(name, flag, 1)
             }
             Some(Some((i, mut st))) => {
-                grequest::reported(ids[i], &mut st, false);
-                staging::completed(ids[i], &st, true);
+                reported(ids[i], &mut st, false);
                 put(name, index, i as c_int)?;
                 put_status(status, &st);
                 put(name, flag, 1)
@@ -869,10 +890,7 @@ mpi_fn! {
         match done {
             None => put(name, flag, 0),
             Some(mut all) => {
-                grequest::reported_all(&ids, &mut all, false);
-                for (id, st) in ids.iter().zip(&all) {
-                    staging::completed(*id, st, true);
-                }
+                reported_all(&ids, &mut all, false);
                 put_statuses(name, out, &all)?;
                 put(name, flag, 1)
             }
@@ -907,11 +925,10 @@ mpi_fn! {
             return put(name, outcount, UNDEFINED);
         };
         for (i, st) in &mut done {
-            grequest::reported(ids[*i], st, false);
+            reported(ids[*i], st, false);
         }
         let idx = slice_mut(name, indices, done.len())?;
-        for (d, (i, st)) in idx.iter_mut().zip(&done) {
-            staging::completed(ids[*i], st, true);
+        for (d, (i, _)) in idx.iter_mut().zip(&done) {
             *d = *i as c_int;
         }
         if !out.is_null() {
@@ -1032,8 +1049,7 @@ mpi_fn! {
         let mut id = req(get("Wait", r)?)?;
         let was = id;
         let mut st = with_requests("Wait", |t| t.wait(&mut id))?;
-        grequest::reported(was, &mut st, true);
-        staging::completed(was, &st, false);
+        reported(was, &mut st, true);
         put("Wait", r, req_handle(id))?;
         put_status(status, &st);
         status_error("Wait", &st)
@@ -1048,8 +1064,7 @@ mpi_fn! {
         let was = id;
         let mut st = with_requests("Test", |t| t.test(&mut id))?;
         if let Some(st) = &mut st {
-            grequest::reported(was, st, true);
-            staging::completed(was, st, false);
+            reported(was, st, true);
         }
         put("Test", r, req_handle(id))?;
         put("Test", flag, st.is_some() as c_int)?;
@@ -1070,8 +1085,7 @@ mpi_fn! {
         }
         let mut st = with_requests("Request_get_status", |t| t.get_status(id))?;
         if let Some(st) = &mut st {
-            grequest::reported(id, st, false);
-            staging::completed(id, st, true);
+            reported(id, st, false);
         }
         put("Request_get_status", flag, st.is_some() as c_int)?;
         if let Some(st) = st {
@@ -1091,14 +1105,9 @@ mpi_fn! {
         let mut st = statuses(ids.len());
         let was = snapshot(&ids);
         let mut res = with_requests("Waitall", |t| t.wait_all(&mut ids, &mut st));
-        if grequest::any() {
-            grequest::reported_all(&was, &mut st, true);
+        if grequest::any() || !staging::is_empty() {
+            reported_all(&was, &mut st, true);
             res = in_status("Waitall", res, &st);
-        }
-        if !staging::is_empty() {
-            for (id, s) in was.iter().zip(&st) {
-                staging::completed(*id, s, false);
-            }
         }
         write_back(hs, &ids);
         put_statuses("Waitall", out, &st)?;
@@ -1116,14 +1125,9 @@ mpi_fn! {
         let mut res = with_requests("Testall", |t| t.test_all(&mut ids, &mut st));
         write_back(hs, &ids);
         let done = matches!(res, Ok(true) | Err(_));
-        if done && grequest::any() {
-            grequest::reported_all(&was, &mut st, true);
+        if done && (grequest::any() || !staging::is_empty()) {
+            reported_all(&was, &mut st, true);
             res = in_status("Testall", res.map(drop), &st).map(|()| true);
-        }
-        if done && !staging::is_empty() {
-            for (id, s) in was.iter().zip(&st) {
-                staging::completed(*id, s, false);
-            }
         }
         put("Testall", flag, done as c_int)?;
         if done {
@@ -1139,8 +1143,7 @@ mpi_fn! {
         let mut got = with_requests("Waitany", |t| Ok(t.wait_any(&mut ids)))?;
         if let Some((i, st)) = &mut got {
             let id = was.get(*i).copied().unwrap_or(RequestId::NULL);
-            grequest::reported(id, st, true);
-            staging::completed(id, st, false);
+            reported(id, st, true);
         }
         write_back(hs, &ids);
         match got {
@@ -1166,8 +1169,7 @@ mpi_fn! {
         let mut got = with_requests("Testany", |t| Ok(t.test_any(&mut ids)))?;
         if let AnyDone::Done(i, st) = &mut got {
             let id = was.get(*i).copied().unwrap_or(RequestId::NULL);
-            grequest::reported(id, st, true);
-            staging::completed(id, st, false);
+            reported(id, st, true);
         }
         write_back(hs, &ids);
         match got {
@@ -1556,15 +1558,10 @@ unsafe fn some(
     write_back(hs, &ids);
     for (i, st) in &mut done {
         let id = was.get(*i).copied().unwrap_or(RequestId::NULL);
-        grequest::reported(id, st, true);
-        staging::completed(id, st, false);
+        reported(id, st, true);
     }
-    if grequest::any() && done.iter().any(|(_, st)| st.error().is_some()) {
-        res = res.and(Err(err(
-            ErrorClass::InStatus,
-            name,
-            "an operation failed (its status holds its error)",
-        )));
+    if res.is_ok() && done.iter().any(|(_, st)| st.error().is_some()) {
+        res = Err(in_status_error(name));
     }
     let active = match &res {
         Ok(a) => *a,
