@@ -501,6 +501,22 @@ pub fn wait_all(mut requests: Vec<Request<'_, '_>>) -> std::result::Result<Vec<S
     // Each request completes where it lies: moved out first, its ~80 bytes were copied and
     // reloaded at once, a failed store forward per request. Collected, they drop for free.
     for r in requests.iter_mut() {
+        // A request that finished cleanly: its status copied from where it lies into the
+        // answer. Taken through `wait_in`'s `Result<Status>`, it went through stack
+        // temporaries whose narrow stores its wide reloads waited for (a failed store
+        // forward or three per request; wait_all was 15% of the sending side of msgrate).
+        if results.is_none() && r.waker.is_none() {
+            if let ReqState::Done(st) = &r.state {
+                if st.error.is_none() {
+                    statuses.push(Status {
+                        elem: r.elem,
+                        ..*st
+                    });
+                    r.state = ReqState::Collected;
+                    continue;
+                }
+            }
+        }
         let res = r.wait_in("wait_all");
         match (&mut results, res) {
             (None, Ok(st)) => statuses.push(st),

@@ -142,9 +142,10 @@ fn stream(
             }
         } else {
             oxmpi::scope(|s| -> oxmpi::Result<()> {
-                let reqs = (0..w)
-                    .map(|_| ctx.world.immediate_send(s, &sbuf[..size], peer, TAG_DATA))
-                    .collect::<oxmpi::Result<Vec<_>>>()?;
+                let mut reqs = Vec::with_capacity(w);
+                for _ in 0..w {
+                    reqs.push(ctx.world.immediate_send(s, &sbuf[..size], peer, TAG_DATA)?);
+                }
                 oxmpi::request::wait_all(reqs)?;
                 Ok(())
             })?;
