@@ -1295,7 +1295,7 @@ mpi_fn! {
 
     /// `MPI_Buffer_detach`: `buf` receives the address (it is a `void **` in practice).
     fn Buffer_detach = MPI_Buffer_detach / PMPI_Buffer_detach(buf: *mut c_void, size: *mut c_int) on CommHandle::WORLD => {
-        let (p, len) = env::buffer_detach()?;
+        let (p, len) = env::buffer_detach(c_int::MAX as usize)?;
         put("Buffer_detach", buf.cast::<*mut c_void>(), p.cast::<c_void>())?;
         put("Buffer_detach", size, len as c_int)
     }
@@ -1312,7 +1312,7 @@ mpi_fn! {
 
     /// `MPI_Buffer_detach_c`: `MPI_Buffer_detach` with an `MPI_Count` size.
     fn Buffer_detach_c = MPI_Buffer_detach_c / PMPI_Buffer_detach_c(buf: *mut c_void, size: *mut i64) on CommHandle::WORLD => {
-        let (p, len) = env::buffer_detach()?;
+        let (p, len) = env::buffer_detach(i64::MAX as usize)?;
         put("Buffer_detach_c", buf.cast::<*mut c_void>(), p.cast::<c_void>())?;
         put("Buffer_detach_c", size, len as i64)
     }

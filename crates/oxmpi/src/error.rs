@@ -90,6 +90,9 @@ pub enum ErrorClass {
     RmaFlavor = 57,
     /// `MPI_ERR_PROC_ABORTED`: a peer process aborted.
     ProcAborted = 58,
+    /// `MPI_ERR_VALUE_TOO_LARGE`: a value does not fit the (`int`) argument that would return
+    /// it; the call's `_c` form takes it.
+    ValueTooLarge = 59,
     /// `MPI_ERR_ERRHANDLER`: invalid error handler.
     Errhandler = 61,
 }
@@ -139,6 +142,7 @@ impl ErrorClass {
             56 => ErrorClass::Win,
             57 => ErrorClass::RmaFlavor,
             58 => ErrorClass::ProcAborted,
+            59 => ErrorClass::ValueTooLarge,
             61 => ErrorClass::Errhandler,
             _ => return None,
         })
@@ -225,10 +229,12 @@ mod tests {
         assert_eq!(ErrorClass::RmaFlavor as i32, 57);
         assert_eq!(ErrorClass::Locktype as i32, 37);
         assert_eq!(ErrorClass::Spawn as i32, 53);
+        assert_eq!(ErrorClass::ValueTooLarge as i32, 59);
         for c in [
             ErrorClass::Buffer,
             ErrorClass::Other,
             ErrorClass::RmaFlavor,
+            ErrorClass::ValueTooLarge,
             ErrorClass::Errhandler,
         ] {
             assert_eq!(ErrorClass::from_code(c as i32), Some(c));

@@ -1,6 +1,8 @@
 /* The large-count (_c) forms of point-to-point and blocking collectives, which take
  * MPI_Count counts and run the same code as the int forms, the non-destructive
  * MPI_Request_get_status_any/all/some, and their bad-input cases. */
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include "check.h"
 
@@ -240,6 +242,21 @@ static void bad_input(void) {
     CHECK(MPI_Request_get_status_some(1, &r, NULL, idx, &st) == MPI_ERR_ARG, "null outcount");
     CHECK(MPI_Request_get_status_any(1, &r, NULL, &flag, &st) == MPI_ERR_ARG, "null index");
     (void)count;
+    {
+        /* A buffer attached with the _c form whose size an int cannot hold: the int detach
+           refuses it and leaves it attached; the _c form gives it back. Its pages are never
+           touched, so the allocation costs address space only. */
+        MPI_Count big = (MPI_Count)INT_MAX + 4096, csize = 0;
+        char *region = malloc((size_t)big);
+        void *old = NULL;
+        int isize = 0;
+        CHECK(region != NULL, "malloc %lld", (long long)big);
+        MUST(MPI_Buffer_attach_c(region, big));
+        CHECK(MPI_Buffer_detach(&old, &isize) == MPI_ERR_VALUE_TOO_LARGE, "int detach of a big buffer");
+        MUST(MPI_Buffer_detach_c(&old, &csize));
+        CHECK(old == (void *)region && csize == big, "detach_c %p %lld", old, (long long)csize);
+        free(region);
+    }
 }
 
 int main(int argc, char **argv) {

@@ -636,7 +636,7 @@ fn buffered_sends(me: i32, p: i32) {
     let world: Communicator = must("typed", hc::comm_typed(W));
     if me == 0 {
         check!(
-            class(env::buffer_detach()) == ErrorClass::Buffer,
+            class(env::buffer_detach(usize::MAX)) == ErrorClass::Buffer,
             "detach without attach"
         );
         // Exactly room for three messages; the last is long enough to need the receiver
@@ -664,7 +664,13 @@ fn buffered_sends(me: i32, p: i32) {
             .unwrap_err();
         check!(e.class() == ErrorClass::Buffer, "full buffer: {e}");
         must("barrier", world.barrier());
-        let (dp, dl) = must("detach", env::buffer_detach());
+        // A size the caller's argument cannot hold (an `int`, for a region attached with
+        // `MPI_Buffer_attach_c`): refused, and the region stays attached.
+        check!(
+            class(env::buffer_detach(len - 1)) == ErrorClass::ValueTooLarge,
+            "detach into a size argument too small"
+        );
+        let (dp, dl) = must("detach", env::buffer_detach(len));
         check!(dp == ptr && dl == len, "detach returns the region");
         drop(region);
     } else if me == 1 {

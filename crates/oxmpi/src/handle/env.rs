@@ -128,9 +128,21 @@ pub unsafe fn buffer_attach(ptr: *mut u8, len: usize) -> Result<()> {
 
 /// Waits until every buffered send has drained, then detaches the buffer and returns its
 /// address and length (`MPI_Buffer_detach`). Errors: [`ErrorClass::Buffer`] if none is
-/// attached.
-pub fn buffer_detach() -> Result<(*mut u8, usize)> {
+/// attached; [`ErrorClass::ValueTooLarge`], with the buffer left attached, if it has more
+/// than `max_len` bytes (the `int` form of the call cannot return its size).
+pub fn buffer_detach(max_len: usize) -> Result<(*mut u8, usize)> {
     let rt = runtime("buffer_detach")?;
+    if let Some(len) = rt.engine.with(|e| e.buffer_attached_len()) {
+        if len > max_len {
+            return Err(Error::new(
+                ErrorClass::ValueTooLarge,
+                format!(
+                    "buffer_detach: the attached buffer has {len} bytes, more than the size \
+                     argument can hold ({max_len}); detach it with the _c form"
+                ),
+            ));
+        }
+    }
     let r = crate::environment::detach_region(rt)?;
     Ok((r.ptr, r.len))
 }

@@ -141,6 +141,11 @@ impl BsendBuffer {
         !self.inflight.is_empty()
     }
 
+    /// Bytes of the attached region, if one is attached.
+    pub fn attached_len(&self) -> Option<usize> {
+        self.region.as_ref().map(|r| r.len)
+    }
+
     /// Detaches the region once nothing is in flight and returns it.
     pub fn detach(&mut self) -> Result<Region> {
         if self.busy() {

@@ -743,6 +743,11 @@ impl Engine {
         self.bsend.busy()
     }
 
+    /// Bytes of the attached buffered-send region, if one is attached.
+    pub fn buffer_attached_len(&self) -> Option<usize> {
+        self.bsend.attached_len()
+    }
+
     /// Detaches the buffered-send region and returns it; fails while
     /// [`bsend_busy`](Self::bsend_busy) is true.
     pub fn buffer_detach(&mut self) -> Result<super::bsend::Region> {
