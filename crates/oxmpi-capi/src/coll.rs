@@ -6,10 +6,11 @@
 //! operation is applied to elements of the datatype's size and is told the C datatype
 //! handle of the call (set per call in [`CALL_DATATYPE`]).
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 
-use oxmpi::handle::comm::{comm_coll, comm_typed, CommHandle};
+use oxmpi::handle::comm::{comm_coll_lent, comm_typed, CommHandle};
 use oxmpi::handle::op::{self as hop, OpHandle};
 use oxmpi::op::{ByteFn, Datatype};
 use oxmpi::{Communicator, ErrorClass, InterCommunicator, Op, Reducible, Result, Single};
@@ -42,15 +43,15 @@ pub(crate) fn typed(c: Handle) -> Result<Communicator<Single>> {
 #[allow(clippy::type_complexity)]
 pub(crate) fn either(
     c: Handle,
-) -> Result<std::result::Result<Communicator<Single>, InterCommunicator<Single>>> {
-    comm_coll::<Single>(comm(c))
+) -> Result<std::result::Result<Cow<'static, Communicator<Single>>, InterCommunicator<Single>>> {
+    comm_coll_lent(comm(c))
 }
 
 /// The communicator of a varying-count collective, of either kind: the calls below take
 /// the same byte buffers, counts and displacements for both, with the root argument as C
 /// gives it (a rank, or on an intercommunicator also `MPI_ROOT` and `MPI_PROC_NULL`).
 pub(crate) enum VComm {
-    Intra(Communicator<Single>),
+    Intra(Cow<'static, Communicator<Single>>),
     Inter(InterCommunicator<Single>),
 }
 
