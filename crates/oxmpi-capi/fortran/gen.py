@@ -34,6 +34,7 @@ INTS = {"MPI_Aint", "MPI_Count", "MPI_Offset"}
 # Written by hand in runtime.c (callbacks, argc/argv, attribute values as integers, varargs).
 HANDWRITTEN = {
     "MPI_Init", "MPI_Init_thread", "MPI_Pcontrol", "MPI_Alloc_mem", "MPI_Buffer_detach",
+    "MPI_Buffer_detach_c", "MPI_Comm_detach_buffer", "MPI_Comm_detach_buffer_c",
     "MPI_Op_create", "MPI_Op_free", "MPI_Comm_create_errhandler", "MPI_Comm_create_keyval",
     "MPI_Keyval_create", "MPI_Type_create_keyval", "MPI_Comm_set_attr", "MPI_Comm_get_attr",
     "MPI_Attr_put", "MPI_Attr_get", "MPI_Type_set_attr", "MPI_Type_get_attr",

@@ -37,6 +37,9 @@ NOT_GENERATED = {
     "MPI_Win_create_keyval": "hand-written",
     "MPI_Alloc_mem": "hand-written",
     "MPI_Buffer_detach": "hand-written",
+    "MPI_Buffer_detach_c": "returns the buffer's C address (TYPE(C_PTR)); no binding written yet",
+    "MPI_Comm_detach_buffer": "returns the buffer's C address (TYPE(C_PTR)); no binding written yet",
+    "MPI_Comm_detach_buffer_c": "returns the buffer's C address (TYPE(C_PTR)); no binding written yet",
     "MPI_Pcontrol": "hand-written",
 }
 

@@ -108,6 +108,28 @@ OXF_EXPORT void pmpi_buffer_detach_(void *buffer_addr, MPI_Fint *size, MPI_Fint 
     *ierr = MPI_Buffer_detach(&addr, size);
 }
 
+/* The other detaches likewise: the address stays out of the caller's BUFFER_ADDR, which is
+ * the buffer itself or an INTEGER, not room for a C pointer. */
+OXF_EXPORT void pmpi_buffer_detach_c_(void *buffer_addr, MPI_Count *size, MPI_Fint *ierr) {
+    (void)buffer_addr;
+    void *addr = NULL;
+    *ierr = MPI_Buffer_detach_c(&addr, size);
+}
+
+OXF_EXPORT void pmpi_comm_detach_buffer_(MPI_Fint *comm, void *buffer_addr, MPI_Fint *size,
+                                         MPI_Fint *ierr) {
+    (void)buffer_addr;
+    void *addr = NULL;
+    *ierr = MPI_Comm_detach_buffer(OXF_F2C(MPI_Comm, *comm), &addr, size);
+}
+
+OXF_EXPORT void pmpi_comm_detach_buffer_c_(MPI_Fint *comm, void *buffer_addr, MPI_Count *size,
+                                           MPI_Fint *ierr) {
+    (void)buffer_addr;
+    void *addr = NULL;
+    *ierr = MPI_Comm_detach_buffer_c(OXF_F2C(MPI_Comm, *comm), &addr, size);
+}
+
 /* ---- Fortran callbacks ------------------------------------------------------------------
  * The C ABI calls back without user context, so each Fortran function gets a slot with a C
  * trampoline of its own; the trampoline converts the handles to integers. */
@@ -488,6 +510,9 @@ OXF_PROFILED(mpi_init_thread_)
 OXF_PROFILED(mpi_pcontrol_)
 OXF_PROFILED(mpi_alloc_mem_)
 OXF_PROFILED(mpi_buffer_detach_)
+OXF_PROFILED(mpi_buffer_detach_c_)
+OXF_PROFILED(mpi_comm_detach_buffer_)
+OXF_PROFILED(mpi_comm_detach_buffer_c_)
 OXF_PROFILED(mpi_op_create_)
 OXF_PROFILED(mpi_op_free_)
 OXF_PROFILED(mpi_comm_create_errhandler_)

@@ -33,6 +33,45 @@ thread_local! {
 
 /// `MPI_User_function`.
 pub type UserFunction = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut Handle);
+/// `MPI_User_function_c`: the large-count form, with an `MPI_Count` length.
+pub type UserFunctionC = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut i64, *mut Handle);
+
+/// A reduction kernel calling a C user function `call(in, inout, len, datatype)` on `n`
+/// elements of the reduction's datatype, at most `max` elements per call: an `int` length
+/// cannot name more than `INT_MAX`, so a larger reduction calls it once per slice.
+fn user_kernel<L: Copy + TryFrom<usize> + Send + Sync + 'static>(
+    max: usize,
+    call: impl Fn(*mut c_void, *mut c_void, &mut L, &mut Handle) + Send + Sync + 'static,
+) -> ByteFn {
+    std::sync::Arc::new(
+        move |input: &[u8], inout: &mut [u8], n: usize, dt: Datatype| {
+            let token = CALL_DATATYPE.with(|c| c.get());
+            let mut dth: Handle = if dt.token != Datatype::RUST_TYPE {
+                dt.token
+            } else {
+                token
+            } as Handle;
+            let size = input.len().checked_div(n).unwrap_or(0);
+            let mut done = 0;
+            loop {
+                let k = (n - done).min(max);
+                let Ok(mut len) = L::try_from(k) else { return };
+                // Slice `done..done + k` of the `n` elements the two buffers hold.
+                let at = done * size;
+                call(
+                    input.as_ptr().wrapping_add(at).cast_mut().cast(),
+                    inout.as_mut_ptr().wrapping_add(at).cast(),
+                    &mut len,
+                    &mut dth,
+                );
+                done += k;
+                if done >= n {
+                    break;
+                }
+            }
+        },
+    )
+}
 
 pub(crate) fn typed(c: Handle) -> Result<Communicator<Single>> {
     comm_typed::<Single>(comm(c))
@@ -1134,16 +1173,28 @@ mpi_fn! {
         if out.is_null() {
             return Err(err(ErrorClass::Arg, "Op_create", "op is NULL"));
         }
-        let kernel: ByteFn = std::sync::Arc::new(move |input: &[u8], inout: &mut [u8], n: usize, dt: Datatype| {
-            let mut len = n as c_int;
-            let token = CALL_DATATYPE.with(|c| c.get());
-            let mut dth: Handle = if dt.token != Datatype::RUST_TYPE { dt.token } else { token } as Handle;
-            // SAFETY: FFI call of the user's MPI_User_function with buffers of `n` elements
-            // it may read (`input`) and write (`inout`), and valid count and datatype cells.
-            unsafe { f(input.as_ptr().cast_mut().cast(), inout.as_mut_ptr().cast(), &mut len, &mut dth) };
+        let kernel = user_kernel::<c_int>(c_int::MAX as usize, move |a, b, len, dt| {
+            // SAFETY: FFI call of the user's MPI_User_function with buffers of `*len`
+            // elements it may read (`a`) and write (`b`), and valid count and datatype cells.
+            unsafe { f(a, b, len, dt) }
         });
         let h = hop::op_create(kernel, commute != 0)?;
         put("Op_create", out, handle_of(h.to_int()))
+    }
+
+    /// `MPI_Op_create_c`: `MPI_Op_create` with a user function taking an `MPI_Count`
+    /// length.
+    fn Op_create_c = MPI_Op_create_c / PMPI_Op_create_c(f: Option<UserFunctionC>, commute: c_int, out: *mut Handle) on CommHandle::WORLD => {
+        let f = f.ok_or_else(|| err(ErrorClass::Arg, "Op_create_c", "the function is NULL"))?;
+        if out.is_null() {
+            return Err(err(ErrorClass::Arg, "Op_create_c", "op is NULL"));
+        }
+        let kernel = user_kernel::<i64>(usize::MAX, move |a, b, len, dt| {
+            // SAFETY: as for `MPI_Op_create`, with the large-count function.
+            unsafe { f(a, b, len, dt) }
+        });
+        let h = hop::op_create(kernel, commute != 0)?;
+        put("Op_create_c", out, handle_of(h.to_int()))
     }
 
     /// `MPI_Op_free`.

@@ -18,6 +18,15 @@ fn info(h: Handle) -> InfoHandle {
 }
 
 mpi_fn! {
+    /// `MPI_Get_hw_resource_info` (MPI-4.1): a new info object describing the hardware this
+    /// process runs on (see `oxmpi::environment::hw_resources` for its keys).
+    fn Get_hw_resource_info = MPI_Get_hw_resource_info / PMPI_Get_hw_resource_info(out: *mut Handle) on CommHandle::WORLD => {
+        if out.is_null() {
+            return Err(err(ErrorClass::Arg, "Get_hw_resource_info", "hw_info is NULL"));
+        }
+        put("Get_hw_resource_info", out, handle_of(hi::hw_resource_info()?.to_int()))
+    }
+
     /// `MPI_Info_create`.
     fn Info_create = MPI_Info_create / PMPI_Info_create(out: *mut Handle) on CommHandle::WORLD => {
         if out.is_null() {

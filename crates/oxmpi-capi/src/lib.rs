@@ -17,6 +17,7 @@ mod datatypes;
 mod staging;
 
 pub mod attrs;
+pub mod buffers;
 pub mod coll;
 pub mod comm;
 pub mod convert;

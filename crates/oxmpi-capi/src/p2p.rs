@@ -1,6 +1,6 @@
 //! Point-to-point: blocking sends in every mode, receives, probes, sendrecv(_replace),
 //! immediate and persistent operations, the request calls (start, wait, test and their
-//! families, cancel, free, get_status), buffer attach/detach, and status queries.
+//! families, cancel, free, get_status), and status queries.
 //!
 //! Requests live in the handle layer's [`Requests`] table. It carries the thread level as a
 //! type; the C layer uses it at `Single` (no promise about other threads), one table per
@@ -11,7 +11,6 @@ use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
 
 use oxmpi::handle::comm::{comm_p2p, comm_typed, with_p2p, CommHandle};
-use oxmpi::handle::env;
 use oxmpi::handle::request::{self, AnyDone, RequestId, Requests, SendMode};
 use oxmpi::{Communicator, ErrorClass, Result, Single, Source, Status, Tag};
 
@@ -1281,40 +1280,6 @@ mpi_fn! {
         let mut st = get("Status_set_error", status)?;
         st.error = v;
         put("Status_set_error", status, st)
-    }
-
-    /// `MPI_Buffer_attach`.
-    fn Buffer_attach = MPI_Buffer_attach / PMPI_Buffer_attach(buf: *mut c_void, size: c_int) on CommHandle::WORLD => {
-        let len = count("Buffer_attach", size)?;
-        if buf.is_null() && len > 0 {
-            return Err(err(ErrorClass::Buffer, "Buffer_attach", "the buffer is NULL"));
-        }
-        // SAFETY: the caller does not touch the buffer until it is detached (MPI contract).
-        env::buffer_attach(buf.cast::<u8>(), len)
-    }
-
-    /// `MPI_Buffer_detach`: `buf` receives the address (it is a `void **` in practice).
-    fn Buffer_detach = MPI_Buffer_detach / PMPI_Buffer_detach(buf: *mut c_void, size: *mut c_int) on CommHandle::WORLD => {
-        let (p, len) = env::buffer_detach(c_int::MAX as usize)?;
-        put("Buffer_detach", buf.cast::<*mut c_void>(), p.cast::<c_void>())?;
-        put("Buffer_detach", size, len as c_int)
-    }
-
-    /// `MPI_Buffer_attach_c`: `MPI_Buffer_attach` with an `MPI_Count` size.
-    fn Buffer_attach_c = MPI_Buffer_attach_c / PMPI_Buffer_attach_c(buf: *mut c_void, size: i64) on CommHandle::WORLD => {
-        let len = count("Buffer_attach_c", size)?;
-        if buf.is_null() && len > 0 {
-            return Err(err(ErrorClass::Buffer, "Buffer_attach_c", "the buffer is NULL"));
-        }
-        // SAFETY: the caller does not touch the buffer until it is detached (MPI contract).
-        env::buffer_attach(buf.cast::<u8>(), len)
-    }
-
-    /// `MPI_Buffer_detach_c`: `MPI_Buffer_detach` with an `MPI_Count` size.
-    fn Buffer_detach_c = MPI_Buffer_detach_c / PMPI_Buffer_detach_c(buf: *mut c_void, size: *mut i64) on CommHandle::WORLD => {
-        let (p, len) = env::buffer_detach(i64::MAX as usize)?;
-        put("Buffer_detach_c", buf.cast::<*mut c_void>(), p.cast::<c_void>())?;
-        put("Buffer_detach_c", size, len as i64)
     }
 }
 

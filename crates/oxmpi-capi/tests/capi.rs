@@ -143,6 +143,11 @@ fn point_to_point() {
 }
 
 #[test]
+fn buffered_send_buffers_of_the_process_and_of_communicators() {
+    corpus("buffers", &[1, 2, 3, 4]);
+}
+
+#[test]
 fn intercommunicators() {
     corpus("intercomm", &[2, 3, 4, 5]);
 }

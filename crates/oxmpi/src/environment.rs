@@ -183,7 +183,12 @@ pub(crate) fn attach_boxed(rt: &Runtime, buffer: Box<[u8]>) -> Result<()> {
     };
     // SAFETY: the region is the allocation just released by `Box::into_raw`: valid for
     // writes of `len` bytes and reachable by nobody else until `detach_boxed` rebuilds the box.
-    let r = rt.engine.with(|e| unsafe { e.buffer_attach(region) });
+    let r = rt.engine.with(|e| unsafe {
+        e.buffer_attach(
+            &crate::p2p::bsend::BufferScope::Process,
+            crate::p2p::bsend::Space::Region(region),
+        )
+    });
     if r.is_err() {
         // SAFETY: the engine refused the region, so this is still the only pointer to the
         // allocation `Box::into_raw` gave.
@@ -192,26 +197,33 @@ pub(crate) fn attach_boxed(rt: &Runtime, buffer: Box<[u8]>) -> Result<()> {
     r
 }
 
-/// Waits until every buffered send has drained, then detaches the region.
-pub(crate) fn detach_region(rt: &Runtime) -> Result<crate::p2p::bsend::Region> {
+/// Waits until every buffered send from the buffer `scope` names has drained, then detaches
+/// that buffer.
+pub(crate) fn detach_space(
+    rt: &Runtime,
+    scope: &crate::p2p::bsend::BufferScope,
+) -> Result<crate::p2p::bsend::Space> {
     crate::request::block_on(rt, || {
         rt.engine.with(|e| {
             e.progress();
-            Ok((!e.bsend_busy()).then_some(()))
+            Ok((!e.bsend_busy_in(scope)).then_some(()))
         })
     })?;
-    rt.engine.with(|e| e.buffer_detach())
+    rt.engine.with(|e| e.buffer_detach(scope))
 }
 
 /// Detaches a buffer attached with [`attach_boxed`] and gives it back.
 pub(crate) fn detach_boxed(rt: &Runtime) -> Result<Box<[u8]>> {
-    let region = detach_region(rt)?;
-    if !region.boxed {
-        return Err(Error::new(
-            ErrorClass::Buffer,
-            "buffer_detach: the attached buffer was not attached through this API",
-        ));
-    }
+    use crate::p2p::bsend::{BufferScope, Space};
+    let region = match detach_space(rt, &BufferScope::Process)? {
+        Space::Region(r) if r.boxed => r,
+        _ => {
+            return Err(Error::new(
+                ErrorClass::Buffer,
+                "buffer_detach: the attached buffer was not attached through this API",
+            ))
+        }
+    };
     // SAFETY: `boxed` regions come only from `Box::into_raw` in `attach_boxed`; detach
     // returned this one, so nothing references it any more.
     Ok(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(region.ptr, region.len)) })
@@ -240,6 +252,47 @@ pub fn time_resolution() -> f64 {
 /// This host's name (`MPI_Get_processor_name`).
 pub fn processor_name() -> String {
     crate::runtime::processor_name()
+}
+
+/// What this process runs on at the moment of the call (`MPI_Get_hw_resource_info`), as
+/// (key, value) pairs: `oxmpi_host` (the processor name), `oxmpi_cpus` (the CPUs it may run
+/// on, as a kernel CPU list such as `0-3,8`), and how many hardware threads
+/// (`oxmpi_hw_threads`), cores (`oxmpi_cores`), packages (`oxmpi_packages`) and NUMA nodes
+/// (`oxmpi_numa_nodes`) those CPUs span, from the kernel's topology (sysfs).
+pub fn hw_resources() -> Vec<(String, String)> {
+    let topo = oxmpi_pmi::topology::Topology::host();
+    let mut cpus: Vec<usize> = crate::transport::tcp::affinity::own_cpus()
+        .into_iter()
+        .map(|c| c as usize)
+        .collect();
+    cpus.sort_unstable();
+    let known: Vec<_> = cpus.iter().filter_map(|&c| topo.cpu(c)).collect();
+    let distinct = |key: &dyn Fn(&oxmpi_pmi::topology::Cpu) -> usize| {
+        let mut v: Vec<usize> = known.iter().map(|c| key(c)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v.len()
+    };
+    vec![
+        ("oxmpi_host".into(), processor_name()),
+        (
+            "oxmpi_cpus".into(),
+            oxmpi_pmi::topology::format_cpu_list(&cpus),
+        ),
+        ("oxmpi_hw_threads".into(), cpus.len().to_string()),
+        (
+            "oxmpi_cores".into(),
+            distinct(&|c| c.core_cpus.first().copied().unwrap_or(c.id)).to_string(),
+        ),
+        (
+            "oxmpi_packages".into(),
+            distinct(&|c| c.package as usize).to_string(),
+        ),
+        (
+            "oxmpi_numa_nodes".into(),
+            distinct(&|c| c.numa as usize).to_string(),
+        ),
+    ]
 }
 
 /// The MPI standard version implemented (`MPI_Get_version`): `(5, 0)`.

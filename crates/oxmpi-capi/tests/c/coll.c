@@ -1,11 +1,23 @@
 /* Collectives over predefined datatypes: every blocking collective, MPI_IN_PLACE forms,
  * MINLOC/MAXLOC pairs, a user operation, reduce_local. */
+#include <stdint.h>
 #include "check.h"
 
 /* Element-wise a*b over ints (commutative) that also checks the datatype it is given. */
 static void times(void *in, void *inout, int *len, MPI_Datatype *dt) {
     if (*dt != MPI_INT) exit(3);
     for (int i = 0; i < *len; i++) ((int *)inout)[i] *= ((int *)in)[i];
+}
+
+/* MPI_Op_create_c's large-count function: a op b = a (the earlier operand), associative
+ * but not commutative, so the operand order shows; `seen` is the largest length it was
+ * called with. */
+static MPI_Count seen;
+static void affine_c(void *in, void *inout, MPI_Count *len, MPI_Datatype *dt) {
+    if (*dt != MPI_INT64_T) exit(4);
+    if (*len > seen) seen = *len;
+    for (MPI_Count i = 0; i < *len; i++)
+        ((int64_t *)inout)[i] = ((int64_t *)in)[i];
 }
 
 int main(int argc, char **argv) {
@@ -118,6 +130,26 @@ int main(int argc, char **argv) {
     CHECK(c[2] == 21, "reduce_local sum");
     MUST(MPI_Op_free(&op));
     CHECK(op == MPI_OP_NULL, "op freed");
+
+    /* The large-count user function: reduce_local with the operands in order, then an
+     * allreduce checked against the serial fold over ranks 0, 1, ... */
+    MUST(MPI_Op_create_c(affine_c, 0, &op));
+    MUST(MPI_Op_commutative(op, &commute));
+    CHECK(commute == 0, "not commutative");
+    int64_t in5[5], io5[5];
+    for (int i = 0; i < 5; i++) { in5[i] = i; io5[i] = 100 + i; }
+    MUST(MPI_Reduce_local_c(in5, io5, 5, MPI_INT64_T, op));
+    for (int i = 0; i < 5; i++) CHECK(io5[i] == i, "reduce_local_c element %d", i);
+    CHECK(seen == 5, "called with length %lld", (long long)seen);
+    int64_t mine64[3], all64[3];
+    for (int i = 0; i < 3; i++) mine64[i] = (rank + 1) * 10 + i;
+    MUST(MPI_Allreduce_c(mine64, all64, 3, MPI_INT64_T, op, MPI_COMM_WORLD));
+    /* In rank order, x_0 op x_1 op ... is rank 0's contribution. */
+    for (int i = 0; i < 3; i++)
+        CHECK(all64[i] == 10 + i, "allreduce_c element %d: %lld", i, (long long)all64[i]);
+    MUST(MPI_Op_free(&op));
+    MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    CHECK(MPI_Op_create_c(NULL, 1, &op) == MPI_ERR_ARG, "a NULL function is refused");
 
     MUST(MPI_Finalize());
     return 0;

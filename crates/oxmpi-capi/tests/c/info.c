@@ -1,6 +1,42 @@
-/* Info objects: set, get, replace, delete, count, nth key, dup, MPI_INFO_ENV. */
+/* Info objects: set, get, replace, delete, count, nth key, dup, MPI_INFO_ENV, and
+ * MPI_Get_hw_resource_info. */
+#define _GNU_SOURCE
+#include <sched.h>
 #include <string.h>
 #include "check.h"
+
+/* The integer value of `key` in `info`, which must be there. */
+static long int_value(MPI_Info info, const char *key)
+{
+    char val[MPI_MAX_INFO_VAL];
+    int len = sizeof val, flag = 0;
+    MUST(MPI_Info_get_string(info, key, &len, val, &flag));
+    CHECK(flag, "hw_resource_info has %s", key);
+    return strtol(val, NULL, 10);
+}
+
+/* The hardware the process runs on, against what the kernel tells it directly. */
+static void hw_resources(void)
+{
+    MPI_Info hw;
+    MUST(MPI_Get_hw_resource_info(&hw));
+    CHECK(hw != MPI_INFO_NULL, "a new info object");
+    cpu_set_t set;
+    CHECK(sched_getaffinity(0, sizeof set, &set) == 0, "sched_getaffinity");
+    long threads = int_value(hw, "oxmpi_hw_threads"), cores = int_value(hw, "oxmpi_cores");
+    CHECK(threads == CPU_COUNT(&set), "hw threads %ld against %d", threads, CPU_COUNT(&set));
+    CHECK(cores >= 1 && cores <= threads, "cores %ld", cores);
+    long packages = int_value(hw, "oxmpi_packages"), numa = int_value(hw, "oxmpi_numa_nodes");
+    CHECK(packages >= 1 && packages <= cores && numa >= 1 && numa <= threads,
+          "packages %ld numa nodes %ld", packages, numa);
+    char host[MPI_MAX_PROCESSOR_NAME], val[MPI_MAX_INFO_VAL];
+    int hlen, len = sizeof val, flag = 0;
+    MUST(MPI_Get_processor_name(host, &hlen));
+    MUST(MPI_Info_get_string(hw, "oxmpi_host", &len, val, &flag));
+    CHECK(flag && strcmp(val, host) == 0, "host %s against %s", val, host);
+    MUST(MPI_Info_free(&hw));
+    CHECK(MPI_Get_hw_resource_info(NULL) == MPI_ERR_ARG, "NULL hw_info");
+}
 
 int main(int argc, char **argv) {
     MPI_Info info, copy;
@@ -53,6 +89,7 @@ int main(int argc, char **argv) {
     CHECK(info == MPI_INFO_NULL, "freed");
     MUST(MPI_Info_get_nkeys(MPI_INFO_ENV, &n));
     CHECK(n >= 1, "MPI_INFO_ENV has keys");
+    hw_resources();
     MUST(MPI_Finalize());
     return 0;
 }

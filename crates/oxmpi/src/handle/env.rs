@@ -13,6 +13,7 @@ use std::cell::Cell;
 use std::sync::{Arc, OnceLock};
 
 use crate::error::{Error, ErrorClass, Result};
+use crate::p2p::bsend::{BufferScope, Space};
 use crate::runtime::Runtime;
 use crate::threading::Threading;
 
@@ -108,31 +109,63 @@ pub fn finalize() -> Result<()> {
     rt.finalize().and(attrs)
 }
 
-/// Attaches `len` bytes at `ptr` for buffered sends (`MPI_Buffer_attach`); each message takes
-/// its size plus [`BSEND_OVERHEAD`](crate::p2p::bsend::BSEND_OVERHEAD). Errors:
-/// [`ErrorClass::Buffer`] if a buffer is attached already.
-///
-/// # Safety
-/// `ptr` must be valid for writes of `len` bytes, and nothing may read or write them until
-/// [`buffer_detach`] (or finalize) has returned.
-pub unsafe fn buffer_attach(ptr: *mut u8, len: usize) -> Result<()> {
-    let rt = runtime("buffer_attach")?;
-    let region = crate::p2p::bsend::Region {
-        ptr,
-        len,
-        boxed: false,
-    };
-    // SAFETY: the caller guarantees the region valid and unshared until detach returns it.
-    rt.engine.with(|e| unsafe { e.buffer_attach(region) })
+/// A buffered-send buffer as the C calls pass it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendBuffer {
+    /// `len` bytes at `ptr`, owned by the caller.
+    Region(*mut u8, usize),
+    /// `MPI_BUFFER_AUTOMATIC` (MPI-4.1): the library allocates each copy itself.
+    Automatic,
 }
 
-/// Waits until every buffered send has drained, then detaches the buffer and returns its
-/// address and length (`MPI_Buffer_detach`). Errors: [`ErrorClass::Buffer`] if none is
-/// attached; [`ErrorClass::ValueTooLarge`], with the buffer left attached, if it has more
-/// than `max_len` bytes (the `int` form of the call cannot return its size).
-pub fn buffer_detach(max_len: usize) -> Result<(*mut u8, usize)> {
+/// The engine's name for the buffer of communicator `of`, or of the process for `None`.
+fn scope(call: &str, of: Option<super::comm::CommHandle>) -> Result<BufferScope> {
+    Ok(match of {
+        None => BufferScope::Process,
+        Some(h) => {
+            let c = super::comm::get(call, h)?;
+            let core: Arc<dyn std::any::Any + Send + Sync> = c.state.core.clone();
+            BufferScope::Comm {
+                ctx: c.state.context,
+                owner: Arc::downgrade(&core),
+            }
+        }
+    })
+}
+
+/// Attaches `b` for the buffered sends of communicator `of`, or of every communicator
+/// without a buffer of its own for `None` (`MPI_Comm_attach_buffer`, `MPI_Buffer_attach`);
+/// each message takes its size plus [`BSEND_OVERHEAD`](crate::p2p::bsend::BSEND_OVERHEAD)
+/// of a region. Errors: [`ErrorClass::Buffer`] if that buffer is attached already.
+///
+/// # Safety
+/// A region's `ptr` must be valid for writes of its `len` bytes, and nothing may read or
+/// write them until [`buffer_detach`] (or finalize) has returned them.
+pub unsafe fn buffer_attach(of: Option<super::comm::CommHandle>, b: SendBuffer) -> Result<()> {
+    let rt = runtime("buffer_attach")?;
+    let scope = scope("buffer_attach", of)?;
+    let space = match b {
+        SendBuffer::Region(ptr, len) => Space::Region(crate::p2p::bsend::Region {
+            ptr,
+            len,
+            boxed: false,
+        }),
+        SendBuffer::Automatic => Space::Automatic,
+    };
+    // SAFETY: the caller guarantees a region valid and unshared until detach returns it.
+    rt.engine
+        .with(|e| unsafe { e.buffer_attach(&scope, space) })
+}
+
+/// Waits until every buffered send from the buffer of `of` (the process's for `None`) has
+/// drained, then detaches it and returns it (`MPI_Comm_detach_buffer`, `MPI_Buffer_detach`).
+/// Errors: [`ErrorClass::Buffer`] if none is attached; [`ErrorClass::ValueTooLarge`], with
+/// the buffer left attached, if it has more than `max_len` bytes (the `int` form of the call
+/// cannot return its size).
+pub fn buffer_detach(of: Option<super::comm::CommHandle>, max_len: usize) -> Result<SendBuffer> {
     let rt = runtime("buffer_detach")?;
-    if let Some(len) = rt.engine.with(|e| e.buffer_attached_len()) {
+    let scope = scope("buffer_detach", of)?;
+    if let Some(len) = rt.engine.with(|e| e.buffer_attached_len(&scope)) {
         if len > max_len {
             return Err(Error::new(
                 ErrorClass::ValueTooLarge,
@@ -143,8 +176,34 @@ pub fn buffer_detach(max_len: usize) -> Result<(*mut u8, usize)> {
             ));
         }
     }
-    let r = crate::environment::detach_region(rt)?;
-    Ok((r.ptr, r.len))
+    Ok(match crate::environment::detach_space(rt, &scope)? {
+        Space::Region(r) => SendBuffer::Region(r.ptr, r.len),
+        Space::Automatic => SendBuffer::Automatic,
+    })
+}
+
+/// Waits until every buffered send now in flight from the buffer of `of` (the process's for
+/// `None`) has been sent, leaving the buffer attached (`MPI_Comm_flush_buffer`,
+/// `MPI_Buffer_flush`). A communicator without a buffer of its own has nothing to flush.
+pub fn buffer_flush(of: Option<super::comm::CommHandle>) -> Result<()> {
+    let rt = runtime("buffer_flush")?;
+    let scope = scope("buffer_flush", of)?;
+    let ids = rt.engine.with(|e| e.bsend_inflight(&scope));
+    crate::request::block_on(rt, || {
+        rt.engine.with(|e| {
+            e.progress();
+            e.reclaim_bsend();
+            Ok((!e.bsend_holds_any(&ids)).then_some(()))
+        })
+    })
+}
+
+/// Starts [`buffer_flush`] as a request (`MPI_Comm_iflush_buffer`, `MPI_Buffer_iflush`).
+pub fn buffer_iflush(of: Option<super::comm::CommHandle>) -> Result<super::request::RequestId> {
+    let rt = runtime("buffer_iflush")?;
+    let scope = scope("buffer_iflush", of)?;
+    let id = rt.engine.with(|e| e.start_bsend_flush(&scope))?;
+    Ok(super::request::RequestId::engine(id))
 }
 
 /// Ends every rank of the job with exit `code` through the launcher, after printing

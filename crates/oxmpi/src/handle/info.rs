@@ -162,6 +162,13 @@ pub fn info_from(pairs: &[(&str, &str)]) -> Result<InfoHandle> {
     )
 }
 
+/// A new info object describing the hardware this process runs on
+/// (`MPI_Get_hw_resource_info`; the keys are [`crate::environment::hw_resources`]'s).
+pub fn hw_resource_info() -> Result<InfoHandle> {
+    check_ready("get_hw_resource_info")?;
+    put("get_hw_resource_info", crate::environment::hw_resources())
+}
+
 /// A copy of `h` (`MPI_Info_dup`).
 pub fn info_dup(h: InfoHandle) -> Result<InfoHandle> {
     let v = lock(&pairs("info_dup", h)?).clone();

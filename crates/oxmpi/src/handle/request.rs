@@ -341,7 +341,7 @@ impl RequestId {
         }
     }
 
-    fn engine(id: ReqId) -> RequestId {
+    pub(crate) fn engine(id: ReqId) -> RequestId {
         // `idx + 1` keeps every engine id distinct from NULL.
         RequestId(((id.idx as u64 + 1) << 32) | id.gen as u64)
     }

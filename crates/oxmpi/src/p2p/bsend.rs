@@ -8,7 +8,10 @@
 //! only keeps that promise. [`Arena`] is the allocator (first fit over a sorted free list,
 //! neighbours merged on release), pure logic with no engine in it.
 
-use super::engine::{Engine, SendMode};
+use std::any::Any;
+use std::sync::Weak;
+
+use super::engine::{Advance, Engine, Schedule, SendMode};
 use super::request::ReqId;
 use super::wire::Envelope;
 use crate::error::{Error, ErrorClass, Result};
@@ -106,33 +109,73 @@ pub struct Region {
 // detach returns it (see `Engine::buffer_attach`).
 unsafe impl Send for Region {}
 
-/// One copy in flight: its request and its bytes in the arena.
+/// The space buffered copies go into: a region the user attached, or memory the library
+/// allocates per message (`MPI_BUFFER_AUTOMATIC`, MPI-4.1), so that no buffered send fails
+/// for want of space.
+#[derive(Debug, Clone, Copy)]
+pub enum Space {
+    /// A region the user attached.
+    Region(Region),
+    /// Allocated per message and freed when its send completes.
+    Automatic,
+}
+
+/// Which attached buffer an operation means: the process's (`MPI_Buffer_attach`) or one
+/// communicator's (`MPI_Comm_attach_buffer`, MPI-4.1), which that communicator's buffered
+/// sends use instead.
+#[derive(Debug, Clone)]
+pub enum BufferScope {
+    /// The process's buffer.
+    Process,
+    /// The buffer of the communicator whose point-to-point context is `ctx`. `owner` is that
+    /// communicator's shared state: once it is gone the context may name another
+    /// communicator, so the buffer is the old one's no more.
+    Comm {
+        /// Point-to-point context id.
+        ctx: u32,
+        /// The communicator's shared state.
+        owner: Weak<dyn Any + Send + Sync>,
+    },
+}
+
+/// Where one copy in flight lies.
+#[derive(Debug)]
+enum Hold {
+    /// `len` bytes at `off` of the attached region.
+    Range { off: usize, len: usize },
+    /// Its own allocation (automatic buffering); freed when the send completes.
+    Owned(#[allow(dead_code)] Box<[u8]>),
+}
+
+/// One copy in flight: its request and where its bytes lie.
 #[derive(Debug)]
 struct Inflight {
     id: ReqId,
-    off: usize,
-    len: usize,
+    hold: Hold,
 }
 
-/// The attached region, its allocator, and the copies in flight.
+/// The attached space, its allocator, and the copies in flight.
 #[derive(Debug, Default)]
 pub struct BsendBuffer {
-    region: Option<Region>,
+    space: Option<Space>,
     arena: Arena,
     inflight: Vec<Inflight>,
 }
 
 impl BsendBuffer {
-    /// Attaches `region`. Fails ([`ErrorClass::Buffer`]) if a region is already attached.
-    pub fn attach(&mut self, region: Region) -> Result<()> {
-        if self.region.is_some() {
+    /// Attaches `space`. Fails ([`ErrorClass::Buffer`]) if one is already attached.
+    pub fn attach(&mut self, space: Space) -> Result<()> {
+        if self.space.is_some() {
             return Err(Error::new(
                 ErrorClass::Buffer,
                 "buffer_attach: a buffer is already attached",
             ));
         }
-        self.region = Some(region);
-        self.arena = Arena::new(region.len);
+        self.arena = match space {
+            Space::Region(r) => Arena::new(r.len),
+            Space::Automatic => Arena::default(),
+        };
+        self.space = Some(space);
         Ok(())
     }
 
@@ -141,24 +184,119 @@ impl BsendBuffer {
         !self.inflight.is_empty()
     }
 
-    /// Bytes of the attached region, if one is attached.
+    /// Bytes of the attached region (0 for automatic buffering), if one is attached.
     pub fn attached_len(&self) -> Option<usize> {
-        self.region.as_ref().map(|r| r.len)
+        self.space.as_ref().map(|s| match s {
+            Space::Region(r) => r.len,
+            Space::Automatic => 0,
+        })
     }
 
-    /// Detaches the region once nothing is in flight and returns it.
-    pub fn detach(&mut self) -> Result<Region> {
+    /// Detaches the space once nothing is in flight and returns it.
+    pub fn detach(&mut self) -> Result<Space> {
         if self.busy() {
             return Err(Error::new(
                 ErrorClass::Intern,
                 "buffer_detach: buffered sends are still in flight",
             ));
         }
-        let r = self.region.take().ok_or_else(|| {
+        let s = self.space.take().ok_or_else(|| {
             Error::new(ErrorClass::Buffer, "buffer_detach: no buffer is attached")
         })?;
         self.arena = Arena::default();
-        Ok(r)
+        Ok(s)
+    }
+
+    /// Whether any of `ids` is still in flight from this buffer.
+    fn holds_any(&self, ids: &[ReqId]) -> bool {
+        self.inflight.iter().any(|f| ids.contains(&f.id))
+    }
+}
+
+/// A communicator's buffer, found by the context its sends carry.
+#[derive(Debug)]
+struct CommBuffer {
+    ctx: u32,
+    owner: Weak<dyn Any + Send + Sync>,
+    buf: BsendBuffer,
+}
+
+/// Every buffer of this process: its own, its communicators', and those of communicators
+/// freed while copies were still in flight (drained, then dropped).
+#[derive(Debug, Default)]
+pub struct Buffers {
+    process: BsendBuffer,
+    comms: Vec<CommBuffer>,
+    orphans: Vec<BsendBuffer>,
+}
+
+impl Buffers {
+    /// Moves the buffers of communicators that are gone to the orphans (or drops them if
+    /// nothing is in flight): their context may be reused by a new communicator.
+    fn prune(&mut self) {
+        if self.comms.iter().all(|c| c.owner.strong_count() > 0) {
+            return;
+        }
+        let mut i = 0;
+        while i < self.comms.len() {
+            if self.comms[i].owner.strong_count() > 0 {
+                i += 1;
+                continue;
+            }
+            let c = self.comms.swap_remove(i);
+            if c.buf.busy() {
+                self.orphans.push(c.buf);
+            }
+        }
+    }
+
+    /// The buffer `scope` names, if it exists (a communicator's only once attached).
+    fn get(&mut self, scope: &BufferScope) -> Option<&mut BsendBuffer> {
+        match scope {
+            BufferScope::Process => Some(&mut self.process),
+            BufferScope::Comm { ctx, owner } => self
+                .comms
+                .iter_mut()
+                .find(|c| c.ctx == *ctx && Weak::ptr_eq(&c.owner, owner))
+                .map(|c| &mut c.buf),
+        }
+    }
+
+    /// The buffer a buffered send on context `ctx` copies into.
+    fn for_send(&mut self, ctx: u32) -> &mut BsendBuffer {
+        self.prune();
+        match self.comms.iter().position(|c| c.ctx == ctx) {
+            Some(i) => &mut self.comms[i].buf,
+            None => &mut self.process,
+        }
+    }
+
+    fn all(&mut self) -> impl Iterator<Item = &mut BsendBuffer> {
+        std::iter::once(&mut self.process)
+            .chain(self.comms.iter_mut().map(|c| &mut c.buf))
+            .chain(self.orphans.iter_mut())
+    }
+}
+
+/// `MPI_Buffer_iflush` and its communicator form: done once every copy that was in flight
+/// when it started has been sent.
+#[derive(Debug)]
+struct Flush {
+    ids: Vec<ReqId>,
+}
+
+impl Schedule for Flush {
+    fn advance(&mut self, e: &mut Engine) -> Result<Advance> {
+        e.reclaim_bsend();
+        Ok(if e.bsend_holds_any(&self.ids) {
+            Advance::Running
+        } else {
+            Advance::Done
+        })
+    }
+
+    fn run_unlocked(&mut self) -> std::thread::Result<()> {
+        Ok(())
     }
 }
 
@@ -166,66 +304,171 @@ impl Engine {
     /// Frees the space of buffered sends that have completed.
     pub fn reclaim_bsend(&mut self) {
         let mut b = std::mem::take(&mut self.bsend);
-        b.inflight.retain(|f| {
-            if self.test(f.id).is_some() {
-                b.arena.release(f.off, f.len);
+        for buf in b.all() {
+            buf.inflight.retain(|f| {
+                if self.test(f.id).is_none() {
+                    return true;
+                }
+                if let Hold::Range { off, len } = f.hold {
+                    buf.arena.release(off, len);
+                }
                 false
-            } else {
-                true
-            }
-        });
+            });
+        }
+        b.orphans.retain(BsendBuffer::busy);
         self.bsend = b;
     }
 
-    /// Copies `data` into the attached region and starts sending the copy to world rank `to`.
-    /// Fails with [`ErrorClass::Buffer`] when no region is attached or no free range of the
-    /// region holds `data.len() + BSEND_OVERHEAD` bytes.
+    /// Attaches `space` as the buffer `scope` names ([`ErrorClass::Buffer`] if that one is
+    /// attached already).
+    ///
+    /// # Safety
+    /// A region's `ptr` must be valid for writes of its `len` bytes, and nothing else may
+    /// read or write the region until [`buffer_detach`](Self::buffer_detach) has returned it.
+    pub unsafe fn buffer_attach(&mut self, scope: &BufferScope, space: Space) -> Result<()> {
+        self.bsend.prune();
+        match scope {
+            BufferScope::Process => self.bsend.process.attach(space),
+            BufferScope::Comm { ctx, owner } => {
+                if let Some(b) = self.bsend.get(scope) {
+                    return b.attach(space);
+                }
+                let mut buf = BsendBuffer::default();
+                buf.attach(space)?;
+                self.bsend.comms.push(CommBuffer {
+                    ctx: *ctx,
+                    owner: owner.clone(),
+                    buf,
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether buffered sends are still in flight from any buffer (finalize waits for them).
+    pub fn bsend_busy(&mut self) -> bool {
+        self.reclaim_bsend();
+        self.bsend.all().any(|b| b.busy())
+    }
+
+    /// Whether buffered sends are still in flight from the buffer `scope` names (detach
+    /// waits for them).
+    pub fn bsend_busy_in(&mut self, scope: &BufferScope) -> bool {
+        self.reclaim_bsend();
+        self.bsend.get(scope).is_some_and(|b| b.busy())
+    }
+
+    /// Bytes of the buffer `scope` names (0 for automatic buffering), if one is attached.
+    pub fn buffer_attached_len(&mut self, scope: &BufferScope) -> Option<usize> {
+        self.bsend.get(scope).and_then(|b| b.attached_len())
+    }
+
+    /// Detaches the buffer `scope` names and returns it; fails while
+    /// [`bsend_busy_in`](Self::bsend_busy_in) is true, and with [`ErrorClass::Buffer`] when
+    /// none is attached.
+    pub fn buffer_detach(&mut self, scope: &BufferScope) -> Result<Space> {
+        self.reclaim_bsend();
+        let b = self.bsend.get(scope).ok_or_else(|| {
+            Error::new(ErrorClass::Buffer, "buffer_detach: no buffer is attached")
+        })?;
+        let s = b.detach()?;
+        if let BufferScope::Comm { .. } = scope {
+            self.bsend
+                .comms
+                .retain(|c| c.buf.space.is_some() || c.buf.busy());
+        }
+        Ok(s)
+    }
+
+    /// The copies in flight from the buffer `scope` names: a flush waits for these.
+    pub fn bsend_inflight(&mut self, scope: &BufferScope) -> Vec<ReqId> {
+        self.reclaim_bsend();
+        self.bsend
+            .get(scope)
+            .map(|b| b.inflight.iter().map(|f| f.id).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether any of `ids` is still in flight from any buffer.
+    pub fn bsend_holds_any(&mut self, ids: &[ReqId]) -> bool {
+        !ids.is_empty() && self.bsend.all().any(|b| b.holds_any(ids))
+    }
+
+    /// Starts a flush of the buffer `scope` names (`MPI_Buffer_iflush`): the request
+    /// completes once every copy in flight from it now has been sent.
+    pub fn start_bsend_flush(&mut self, scope: &BufferScope) -> Result<ReqId> {
+        let ids = self.bsend_inflight(scope);
+        self.start_schedule(Box::new(Flush { ids }))
+    }
+
+    /// Copies `data` into the buffer of the communicator of `env.ctx`, or else the process's,
+    /// and starts sending the copy to world rank `to`. Fails with [`ErrorClass::Buffer`] when
+    /// no buffer is attached or no free range of the region holds `data.len() +
+    /// BSEND_OVERHEAD` bytes.
     pub fn bsend(&mut self, data: &[u8], to: u32, env: Envelope) -> Result<()> {
         self.reclaim_bsend();
-        let Some(region) = self.bsend.region else {
-            return Err(Error::new(
-                ErrorClass::Buffer,
-                "buffered_send: no buffer is attached (use buffer_attach)",
-            ));
+        let buf = self.bsend.for_send(env.ctx);
+        let (copy, hold) = match buf.space {
+            None => {
+                return Err(Error::new(
+                    ErrorClass::Buffer,
+                    "buffered_send: no buffer is attached (use buffer_attach)",
+                ))
+            }
+            Some(Space::Automatic) => {
+                let owned: Box<[u8]> = data.into();
+                (owned.as_ptr(), Hold::Owned(owned))
+            }
+            Some(Space::Region(region)) => {
+                let need = data.len() + BSEND_OVERHEAD;
+                let Some(off) = buf.arena.alloc(need) else {
+                    return Err(Error::new(
+                        ErrorClass::Buffer,
+                        format!(
+                            "buffered_send: {} bytes do not fit: {} of {} attached bytes in use, largest free range {} (each message also takes {BSEND_OVERHEAD})",
+                            data.len(),
+                            buf.arena.used(),
+                            region.len,
+                            buf.arena.largest_free(),
+                        ),
+                    ));
+                };
+                // SAFETY: `[off, off + need)` lies inside the attached region (the arena
+                // covers exactly `region.len` bytes), no other copy in flight owns any of it,
+                // and whoever attached the region guaranteed it valid and unused by anyone
+                // else until detach, which waits for every copy to drain. `data` is a
+                // separate borrow of the caller's memory, so the ranges do not overlap.
+                let copy = unsafe {
+                    let dst = region.ptr.add(off);
+                    crate::bytecopy::copy(dst, data.as_ptr(), data.len());
+                    dst as *const u8
+                };
+                (copy, Hold::Range { off, len: need })
+            }
         };
-        let need = data.len() + BSEND_OVERHEAD;
-        let Some(off) = self.bsend.arena.alloc(need) else {
-            return Err(Error::new(
-                ErrorClass::Buffer,
-                format!(
-                    "buffered_send: {} bytes do not fit: {} of {} attached bytes in use, largest free range {} (each message also takes {BSEND_OVERHEAD})",
-                    data.len(),
-                    self.bsend.arena.used(),
-                    region.len,
-                    self.bsend.arena.largest_free(),
-                ),
-            ));
-        };
-        // SAFETY: `[off, off + need)` lies inside the attached region (the arena covers
-        // exactly `region.len` bytes), no other copy in flight owns any of it, and whoever
-        // attached the region guaranteed it valid and unused by anyone else until detach,
-        // which waits for every copy to drain. `data` is a separate borrow of the caller's
-        // memory, so the ranges do not overlap.
-        let copy = unsafe {
-            let dst = region.ptr.add(off);
-            crate::bytecopy::copy(dst, data.as_ptr(), data.len());
-            dst as *const u8
-        };
-        // SAFETY: the copy stays valid and unchanged until the send completes: its range is
-        // released only by `reclaim_bsend` once the request is done, and the region is
-        // detached only when nothing is in flight.
+        // SAFETY: the copy stays valid and unchanged until the send completes: a range is
+        // released, and an owned copy dropped, only by `reclaim_bsend` once the request is
+        // done (or below, when the send did not start or finished at once); a region is
+        // detached only when nothing is in flight, and the buffer of a freed communicator
+        // is kept among the orphans until its copies have drained.
         let started = unsafe { self.isend(SendMode::Standard, copy, data.len(), to, env) };
+        let buf = self.bsend.for_send(env.ctx);
+        let release = |buf: &mut BsendBuffer, hold: Hold| {
+            if let Hold::Range { off, len } = hold {
+                buf.arena.release(off, len);
+            }
+        };
         match started {
             Ok(Some(id)) => {
-                self.bsend.inflight.push(Inflight { id, off, len: need });
+                buf.inflight.push(Inflight { id, hold });
                 Ok(())
             }
             Ok(None) => {
-                self.bsend.arena.release(off, need);
+                release(buf, hold);
                 Ok(())
             }
             Err(e) => {
-                self.bsend.arena.release(off, need);
+                release(buf, hold);
                 Err(e)
             }
         }
@@ -236,6 +479,7 @@ impl Engine {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::sync::Arc;
 
     fn region(len: usize) -> Region {
         Region {
@@ -249,14 +493,52 @@ mod tests {
     fn attach_twice_and_detach_without_attach_are_errors() {
         let mut b = BsendBuffer::default();
         assert_eq!(b.detach().unwrap_err().class(), ErrorClass::Buffer);
-        b.attach(region(100)).unwrap();
+        b.attach(Space::Region(region(100))).unwrap();
         assert_eq!(
-            b.attach(region(100)).unwrap_err().class(),
+            b.attach(Space::Automatic).unwrap_err().class(),
             ErrorClass::Buffer
         );
         assert!(!b.busy());
-        assert_eq!(b.detach().unwrap().len, 100);
+        assert_eq!(b.attached_len(), Some(100));
+        assert!(matches!(b.detach().unwrap(), Space::Region(r) if r.len == 100));
         assert_eq!(b.detach().unwrap_err().class(), ErrorClass::Buffer);
+        b.attach(Space::Automatic).unwrap();
+        assert_eq!(b.attached_len(), Some(0), "automatic buffering has no size");
+        assert!(matches!(b.detach().unwrap(), Space::Automatic));
+    }
+
+    /// A communicator's buffer is found by its context only while the communicator lives;
+    /// afterwards the context (which a new communicator may reuse) leads to the process's.
+    #[test]
+    fn a_freed_communicators_buffer_is_no_longer_its_contexts() {
+        let mut all = Buffers::default();
+        all.process.attach(Space::Region(region(10))).unwrap();
+        let owner: Arc<dyn Any + Send + Sync> = Arc::new(0u8);
+        let scope = BufferScope::Comm {
+            ctx: 4,
+            owner: Arc::downgrade(&owner),
+        };
+        all.comms.push(CommBuffer {
+            ctx: 4,
+            owner: Arc::downgrade(&owner),
+            buf: BsendBuffer::default(),
+        });
+        all.get(&scope).unwrap().attach(Space::Automatic).unwrap();
+        assert!(matches!(all.for_send(4).space, Some(Space::Automatic)));
+        assert!(matches!(all.for_send(6).space, Some(Space::Region(_))));
+        // Another communicator on the same context is not the owner.
+        let other: Arc<dyn Any + Send + Sync> = Arc::new(1u8);
+        let stranger = BufferScope::Comm {
+            ctx: 4,
+            owner: Arc::downgrade(&other),
+        };
+        assert!(all.get(&stranger).is_none());
+        drop(owner);
+        assert!(matches!(all.for_send(4).space, Some(Space::Region(_))));
+        assert!(
+            all.comms.is_empty() && all.orphans.is_empty(),
+            "nothing was in flight"
+        );
     }
 
     #[test]

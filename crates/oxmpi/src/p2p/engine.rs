@@ -116,7 +116,7 @@ pub struct Engine {
     call: &'static str,
     /// The first fault seen.
     fault: Option<Error>,
-    pub(super) bsend: super::bsend::BsendBuffer,
+    pub(super) bsend: super::bsend::Buffers,
 }
 
 impl std::fmt::Debug for Engine {
@@ -726,33 +726,6 @@ impl Engine {
         !self.proto.pending.is_empty()
             || !self.proto.pushing.is_empty()
             || self.transports.iter().any(AnyTransport::has_outgoing)
-    }
-
-    /// Attaches `region` for buffered sends ([`ErrorClass::Buffer`] if one is attached).
-    ///
-    /// # Safety
-    /// `region.ptr` must be valid for writes of `region.len` bytes, and nothing else may read
-    /// or write the region until [`buffer_detach`](Self::buffer_detach) has returned it.
-    pub unsafe fn buffer_attach(&mut self, region: super::bsend::Region) -> Result<()> {
-        self.bsend.attach(region)
-    }
-
-    /// Whether buffered sends are still in flight (detach must wait for them).
-    pub fn bsend_busy(&mut self) -> bool {
-        self.reclaim_bsend();
-        self.bsend.busy()
-    }
-
-    /// Bytes of the attached buffered-send region, if one is attached.
-    pub fn buffer_attached_len(&self) -> Option<usize> {
-        self.bsend.attached_len()
-    }
-
-    /// Detaches the buffered-send region and returns it; fails while
-    /// [`bsend_busy`](Self::bsend_busy) is true.
-    pub fn buffer_detach(&mut self) -> Result<super::bsend::Region> {
-        self.reclaim_bsend();
-        self.bsend.detach()
     }
 
     /// Which derived-datatype operations are registered as pieces or chunks (see `iov`);

@@ -459,7 +459,10 @@ impl Runtime {
         }
         // Finalize detaches the buffered-send buffer (MPI-5.0 §3.6.1); one the Rust API
         // attached is ours to free.
-        if let Ok(region) = self.engine.with(|e| e.buffer_detach()) {
+        let process = crate::p2p::bsend::BufferScope::Process;
+        if let Ok(crate::p2p::bsend::Space::Region(region)) =
+            self.engine.with(|e| e.buffer_detach(&process))
+        {
             if region.boxed {
                 // SAFETY: `boxed` regions come only from `Box::into_raw` in
                 // `environment::attach_boxed`; detach returned it, so it is unreferenced.
