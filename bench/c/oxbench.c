@@ -242,8 +242,9 @@ static int parse_count(const char *s, long lo, long hi, long *out)
 static const char *const usage =
     "usage: oxbench BENCHMARK [--min SIZE] [--max SIZE] [--iters N] [--warmup N] [--window W]\n"
     "       oxbench init [--report-mem]\n"
-    "benchmarks: latency bw bibw msgrate multi-bw multi-lat barrier bcast reduce allreduce\n"
-    "            gather scatter allgather alltoall allreduce-init put_latency get_latency\n"
+    "benchmarks: latency latency-fresh bw bibw msgrate multi-bw multi-lat barrier bcast reduce\n"
+    "            allreduce"
+    " gather scatter allgather alltoall allreduce-init put_latency get_latency\n"
     "            put_bw get_bw acc_latency fop_counter ddt-contig ddt-vector ddt-vector64k\n"
     "            ddt-indexed ddt-struct ddt-pack-vector ddt-pack-indexed ddt-pack-struct init\n";
 
@@ -371,8 +372,11 @@ static void require_np(const struct ctx *c, int exactly, int even)
 /* ------------------------------------------------------------------------------------------ */
 /* Point-to-point                                                                             */
 
-/* Ping-pong between `me` and `peer`; the lower rank starts. Returns the one-way latency (us). */
-static double pingpong(const struct ctx *c, int peer, size_t size, uint8_t *sbuf, uint8_t *rbuf)
+/* Ping-pong between `me` and `peer`; the lower rank starts. Returns the one-way latency (us).
+ * With `src`, each rank copies its message from `src` into `sbuf` before every send, as a
+ * program sending newly computed data writes it first (the copy is timed too). */
+static double pingpong(const struct ctx *c, int peer, size_t size, uint8_t *sbuf, uint8_t *rbuf,
+                       uint8_t *src)
 {
     long iters = iters_for(c, ITERS_LAT, size), warmup = warmup_for(c, ITERS_LAT, size);
     int n = mpi_count(c, size);
@@ -380,17 +384,21 @@ static double pingpong(const struct ctx *c, int peer, size_t size, uint8_t *sbuf
     uint64_t out_seed = seed_of(size, c->rank, peer), in_seed = seed_of(size, peer, c->rank);
     double t0 = 0.0;
 
-    fill(sbuf, size, out_seed);
+    fill(src ? src : sbuf, size, out_seed);
     poison(rbuf, size, in_seed);
     MPI_Barrier(MPI_COMM_WORLD);
     for (long i = 0; i < warmup + iters; i++) {
         if (i == warmup)
             t0 = MPI_Wtime();
         if (first) {
+            if (src)
+                memcpy(sbuf, src, size);
             MPI_Send(sbuf, n, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD);
             MPI_Recv(rbuf, n, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else {
             MPI_Recv(rbuf, n, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (src)
+                memcpy(sbuf, src, size);
             MPI_Send(sbuf, n, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD);
         }
     }
@@ -399,7 +407,7 @@ static double pingpong(const struct ctx *c, int peer, size_t size, uint8_t *sbuf
     return t * 1e6 / (2.0 * (double)iters);
 }
 
-static void bench_latency(const struct ctx *c, int multi)
+static void bench_latency(const struct ctx *c, int multi, int fresh)
 {
     if (multi)
         require_np(c, 0, 1);
@@ -408,16 +416,22 @@ static void bench_latency(const struct ctx *c, int multi)
     int pairs = c->np / 2;
     int peer = c->rank < pairs ? c->rank + pairs : c->rank - pairs;
     uint8_t *sbuf = xalloc(c, c->opt.max), *rbuf = xalloc(c, c->opt.max);
+    uint8_t *src = fresh ? xalloc(c, c->opt.max) : NULL;
 
-    header(c, multi ? "one-way latency, mean over pairs" : "one-way latency", "us");
+    header(c,
+           multi   ? "one-way latency, mean over pairs"
+           : fresh ? "one-way latency, each send of newly written data (its copy timed too)"
+                   : "one-way latency",
+           "us");
     for (size_t size = c->opt.min; size <= c->opt.max; size = next_size(size)) {
-        double lat = pingpong(c, peer, size, sbuf, rbuf);
+        double lat = pingpong(c, peer, size, sbuf, rbuf, src);
         double mine = c->rank < pairs ? lat : 0.0, sum = 0.0;
         MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
         row(c, size, sum / pairs);
     }
     free(sbuf);
     free(rbuf);
+    free(src);
 }
 
 /* One window-streaming run from the lower half to the upper half (and back if `bidir`).
@@ -1172,7 +1186,8 @@ struct bench_def {
 };
 
 static const struct bench_def benches[] = {
-    {"latency", 0, 4u << 20},   {"bw", 1, 4u << 20},        {"bibw", 1, 4u << 20},
+    {"latency", 0, 4u << 20},   {"latency-fresh", 0, 4u << 20},
+    {"bw", 1, 4u << 20},        {"bibw", 1, 4u << 20},
     {"msgrate", 1, 4u << 20},   {"multi-bw", 1, 4u << 20},  {"multi-lat", 0, 4u << 20},
     {"barrier", 0, 0},          {"bcast", 4, 1u << 20},     {"reduce", 4, 1u << 20},
     {"allreduce", 4, 1u << 20}, {"gather", 4, 1u << 20},    {"scatter", 4, 1u << 20},
@@ -1222,10 +1237,12 @@ int main(int argc, char **argv)
     if (strcmp(c.name, "init") == 0) {
         if (c.opt.report_mem)
             report_mem(&c);
+    } else if (strcmp(c.name, "latency-fresh") == 0) {
+        bench_latency(&c, 0, 1);
     } else if (strcmp(c.name, "latency") == 0) {
-        bench_latency(&c, 0);
+        bench_latency(&c, 0, 0);
     } else if (strcmp(c.name, "multi-lat") == 0) {
-        bench_latency(&c, 1);
+        bench_latency(&c, 1, 0);
     } else if (strcmp(c.name, "bw") == 0) {
         bench_bw(&c, BW_UNI);
     } else if (strcmp(c.name, "bibw") == 0) {

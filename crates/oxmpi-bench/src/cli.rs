@@ -52,8 +52,8 @@ pub struct CompareArgs {
     /// holds mpicc and mpiexec. May be repeated.
     #[arg(long = "peer-prefix", value_name = "NAME=PATH")]
     pub peer_prefix: Vec<String>,
-    /// Benchmarks to run, comma-separated, or `all`: latency bw bibw msgrate multi-bw
-    /// multi-lat barrier bcast reduce allreduce gather scatter allgather alltoall
+    /// Benchmarks to run, comma-separated, or `all`: latency latency-fresh bw bibw msgrate
+    /// multi-bw multi-lat barrier bcast reduce allreduce gather scatter allgather alltoall
     /// allreduce-init put_latency get_latency put_bw get_bw acc_latency fop_counter ddt-contig
     /// ddt-vector ddt-vector64k ddt-indexed ddt-struct ddt-pack-vector ddt-pack-indexed
     /// ddt-pack-struct startup mem.

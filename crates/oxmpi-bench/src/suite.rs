@@ -51,6 +51,9 @@ pub enum RankPolicy {
 pub enum Benchmark {
     /// One-way ping-pong latency, ranks 0 and 1.
     Latency,
+    /// Ping-pong latency of data written just before each send (the copy is timed too): what
+    /// a program sending newly computed data sees, which `Latency`'s unchanged buffer hides.
+    LatencyFresh,
     /// Unidirectional windowed bandwidth.
     Bw,
     /// Bidirectional windowed bandwidth.
@@ -116,8 +119,9 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every benchmark, in report order.
-    pub const ALL: [Benchmark; 31] = [
+    pub const ALL: [Benchmark; 32] = [
         Benchmark::Latency,
+        Benchmark::LatencyFresh,
         Benchmark::Bw,
         Benchmark::Bibw,
         Benchmark::Msgrate,
@@ -154,6 +158,7 @@ impl Benchmark {
     pub fn name(self) -> &'static str {
         match self {
             Benchmark::Latency => "latency",
+            Benchmark::LatencyFresh => "latency-fresh",
             Benchmark::Bw => "bw",
             Benchmark::Bibw => "bibw",
             Benchmark::Msgrate => "msgrate",
@@ -221,6 +226,9 @@ impl Benchmark {
     pub fn quantity(self) -> &'static str {
         match self {
             Benchmark::Latency => "one-way latency",
+            Benchmark::LatencyFresh => {
+                "one-way latency, each send of newly written data (its copy timed too)"
+            }
             Benchmark::Bw => "bandwidth",
             Benchmark::Bibw => "bidirectional bandwidth",
             Benchmark::Msgrate => "aggregate message rate, np/2 pairs",
@@ -290,6 +298,7 @@ impl Benchmark {
     pub fn iter_class(self) -> IterClass {
         match self {
             Benchmark::Latency
+            | Benchmark::LatencyFresh
             | Benchmark::MultiLat
             | Benchmark::PutLatency
             | Benchmark::GetLatency
@@ -310,6 +319,7 @@ impl Benchmark {
     pub fn rank_policy(self) -> RankPolicy {
         match self {
             Benchmark::Latency
+            | Benchmark::LatencyFresh
             | Benchmark::Bw
             | Benchmark::Bibw
             | Benchmark::PutLatency
@@ -327,7 +337,7 @@ impl Benchmark {
     /// The default size range `(min, max)` in bytes, as in the C program.
     pub fn default_sizes(self) -> (u64, u64) {
         match self {
-            Benchmark::Latency | Benchmark::MultiLat => (0, 4 << 20),
+            Benchmark::Latency | Benchmark::LatencyFresh | Benchmark::MultiLat => (0, 4 << 20),
             Benchmark::Bw | Benchmark::Bibw | Benchmark::Msgrate | Benchmark::MultiBw => {
                 (1, 4 << 20)
             }
@@ -541,7 +551,7 @@ mod tests {
             parse_benchmark_list("bw, latency,bw").unwrap(),
             vec![Benchmark::Latency, Benchmark::Bw]
         );
-        assert_eq!(parse_benchmark_list("all").unwrap().len(), 31);
+        assert_eq!(parse_benchmark_list("all").unwrap().len(), 32);
         let err = parse_benchmark_list("latency,nope").unwrap_err();
         assert!(err.contains("unknown benchmark 'nope'"), "{err}");
         assert!(parse_benchmark_list(" , ").is_err());

@@ -186,8 +186,9 @@ pub fn run(args: &[String]) -> ExitCode {
     let result = match benchmark {
         Benchmark::Startup if parsed.report_mem => mem::report(&ctx),
         Benchmark::Startup | Benchmark::Mem => Ok(()),
-        Benchmark::Latency => p2p::latency(&ctx, false),
-        Benchmark::MultiLat => p2p::latency(&ctx, true),
+        Benchmark::Latency => p2p::latency(&ctx, false, false),
+        Benchmark::LatencyFresh => p2p::latency(&ctx, false, true),
+        Benchmark::MultiLat => p2p::latency(&ctx, true, false),
         Benchmark::Bw | Benchmark::Bibw | Benchmark::Msgrate | Benchmark::MultiBw => {
             p2p::bandwidth(&ctx)
         }

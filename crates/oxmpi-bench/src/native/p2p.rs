@@ -39,7 +39,7 @@ fn mean_over_pairs(ctx: &Ctx<'_>, mine: f64) -> oxmpi::Result<f64> {
 }
 
 /// One-way latency by ping-pong (`multi`: every pair at once, mean over pairs).
-pub fn latency(ctx: &Ctx<'_>, multi: bool) -> oxmpi::Result<()> {
+pub fn latency(ctx: &Ctx<'_>, multi: bool, fresh: bool) -> oxmpi::Result<()> {
     if multi {
         require_np(ctx, None, true)?;
     } else {
@@ -50,6 +50,9 @@ pub fn latency(ctx: &Ctx<'_>, multi: bool) -> oxmpi::Result<()> {
     let max = sizes.iter().copied().max().unwrap_or(0);
     let mut sbuf = ctx.buffer(max)?;
     let mut rbuf = ctx.buffer(max)?;
+    // With `fresh`, each send's data is copied in from here first, as a program writes newly
+    // computed data before sending it.
+    let mut src = if fresh { vec![0u8; max] } else { Vec::new() };
     ctx.header();
     for size in sizes {
         let (iters, warmup) = (
@@ -57,7 +60,11 @@ pub fn latency(ctx: &Ctx<'_>, multi: bool) -> oxmpi::Result<()> {
             ctx.warmup(IterClass::Latency, size),
         );
         let (out_seed, in_seed) = (seed_of(size, ctx.rank, peer), seed_of(size, peer, ctx.rank));
-        fill(&mut sbuf[..size], out_seed);
+        if fresh {
+            fill(&mut src[..size], out_seed);
+        } else {
+            fill(&mut sbuf[..size], out_seed);
+        }
         poison(&mut rbuf[..size], in_seed);
         let first = ctx.rank < peer;
         ctx.world.barrier()?;
@@ -67,10 +74,16 @@ pub fn latency(ctx: &Ctx<'_>, multi: bool) -> oxmpi::Result<()> {
                 t0 = oxmpi::time();
             }
             if first {
+                if fresh {
+                    sbuf[..size].copy_from_slice(&src[..size]);
+                }
                 ctx.world.send(&sbuf[..size], peer, TAG_DATA)?;
                 ctx.world.receive_into(&mut rbuf[..size], peer, TAG_DATA)?;
             } else {
                 ctx.world.receive_into(&mut rbuf[..size], peer, TAG_DATA)?;
+                if fresh {
+                    sbuf[..size].copy_from_slice(&src[..size]);
+                }
                 ctx.world.send(&sbuf[..size], peer, TAG_DATA)?;
             }
         }
