@@ -30,6 +30,7 @@ pub mod info;
 pub mod longdouble;
 pub mod message;
 pub mod p2p;
+pub mod partitioned;
 pub mod rma;
 pub mod topo;
 pub mod types;

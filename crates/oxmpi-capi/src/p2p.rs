@@ -120,16 +120,20 @@ fn predefined_len(n: i64, dt: Handle) -> Option<usize> {
 
 /// A receive's tag: non-negative or `MPI_ANY_TAG`.
 fn check_recv_tag(name: &str, t: c_int) -> Result<()> {
-    if t < 0 && t != ANY_TAG {
-        return Err(err(ErrorClass::Tag, name, format!("tag {t} is negative")));
+    if t != ANY_TAG {
+        check_send_tag(name, t)?;
     }
     Ok(())
 }
 
 /// A send's tag: non-negative.
-fn check_send_tag(name: &str, t: c_int) -> Result<()> {
-    if t < 0 {
-        return Err(err(ErrorClass::Tag, name, format!("tag {t} is negative")));
+pub(crate) fn check_send_tag(name: &str, t: c_int) -> Result<()> {
+    if !(0..=oxmpi::TAG_UB).contains(&t) {
+        return Err(err(
+            ErrorClass::Tag,
+            name,
+            format!("tag {t} is outside 0..={}", oxmpi::TAG_UB),
+        ));
     }
     Ok(())
 }
@@ -1390,12 +1394,12 @@ unsafe fn request_ids(name: &str, n: c_int, r: *const Handle) -> Result<Vec<Requ
 }
 
 /// `p` moved by a datatype's lower bound (wrapping: with `MPI_BOTTOM` the bound is an address).
-fn at(p: *const c_void, offset: isize) -> *const c_void {
+pub(crate) fn at(p: *const c_void, offset: isize) -> *const c_void {
     p.cast::<u8>().wrapping_offset(offset).cast()
 }
 
 /// As [`at`], mutable.
-fn at_mut(p: *mut c_void, offset: isize) -> *mut c_void {
+pub(crate) fn at_mut(p: *mut c_void, offset: isize) -> *mut c_void {
     p.cast::<u8>().wrapping_offset(offset).cast()
 }
 

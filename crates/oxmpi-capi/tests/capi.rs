@@ -148,6 +148,11 @@ fn buffered_send_buffers_of_the_process_and_of_communicators() {
 }
 
 #[test]
+fn partitioned_communication() {
+    corpus("partitioned", &[1, 2, 3, 4]);
+}
+
+#[test]
 fn intercommunicators() {
     corpus("intercomm", &[2, 3, 4, 5]);
 }

@@ -24,8 +24,9 @@ use crate::request::{
 use crate::runtime::Runtime;
 use crate::threading::ThreadLevel;
 
-/// Largest tag value (`MPI_TAG_UB`).
-pub const TAG_UB: i32 = i32::MAX;
+/// Largest tag value (`MPI_TAG_UB`): `i32::MAX - 2`, so that partitioned communication's
+/// tags, mapped below zero (`i32::MIN + tag`), never reach the wildcard `ANY_TAG` (-2).
+pub const TAG_UB: i32 = i32::MAX - 2;
 
 pub use crate::p2p::request::Status;
 
@@ -69,6 +70,15 @@ impl From<i32> for Tag {
     }
 }
 
+/// The error for a tag outside `0..=TAG_UB`.
+#[cold]
+fn bad_tag(call: &str, tag: i32) -> Error {
+    Error::new(
+        ErrorClass::Tag,
+        format!("{call}: tag {tag} is outside 0..={TAG_UB}"),
+    )
+}
+
 impl<L: ThreadLevel> Communicator<L> {
     pub(crate) fn check_finalized(&self, call: &str) -> Result<()> {
         if crate::runtime::is_finalized() {
@@ -103,11 +113,8 @@ impl<L: ThreadLevel> Communicator<L> {
     }
 
     pub(crate) fn envelope(&self, call: &str, tag: i32) -> Result<Envelope> {
-        if tag < 0 {
-            return Err(Error::new(
-                ErrorClass::Tag,
-                format!("{call}: tag {tag} is negative (valid tags are 0..={TAG_UB})"),
-            ));
+        if !(0..=TAG_UB).contains(&tag) {
+            return Err(bad_tag(call, tag));
         }
         Ok(Envelope {
             ctx: self.state.context,
@@ -125,13 +132,8 @@ impl<L: ThreadLevel> Communicator<L> {
         };
         let tag = match tag {
             Tag::Any => ANY_TAG,
-            Tag::Is(t) if t >= 0 => t,
-            Tag::Is(t) => {
-                return Err(Error::new(
-                    ErrorClass::Tag,
-                    format!("{call}: tag {t} is negative"),
-                ))
-            }
+            Tag::Is(t) if (0..=TAG_UB).contains(&t) => t,
+            Tag::Is(t) => return Err(bad_tag(call, t)),
         };
         Ok((src, tag))
     }

@@ -252,7 +252,10 @@ fn attributes(me: i32, p: i32) {
             hc::comm_get_attr(W, KeyvalHandle::predefined(k)),
         )
     };
-    check!(get(Predefined::TagUb) == Some(i32::MAX as usize), "TAG_UB");
+    check!(
+        get(Predefined::TagUb) == Some(oxmpi::TAG_UB as usize),
+        "TAG_UB"
+    );
     check!(
         get(Predefined::UniverseSize) == Some(p as usize),
         "UNIVERSE_SIZE"

@@ -33,7 +33,15 @@ fn main() {
     check!(e.class() == ErrorClass::Tag, "{e}");
     let e = world.buffered_send(&1u8, 0, 0).unwrap_err();
     check!(e.class() == ErrorClass::Buffer, "bsend without buffer: {e}");
-    check!(oxmpi::TAG_UB == i32::MAX, "tag bound");
+    check!(oxmpi::TAG_UB == i32::MAX - 2, "tag bound");
+    for bad in [oxmpi::TAG_UB + 1, i32::MAX] {
+        let e = world.send(&1u8, 0, bad).unwrap_err();
+        check!(e.class() == ErrorClass::Tag, "send tag {bad}: {e}");
+        let e = world
+            .receive_into(&mut x, Source::Any, Tag::Is(bad))
+            .unwrap_err();
+        check!(e.class() == ErrorClass::Tag, "receive tag {bad}: {e}");
+    }
 
     // PROC_NULL: sends vanish, receives complete empty at once.
     world

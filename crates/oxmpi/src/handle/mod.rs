@@ -47,6 +47,7 @@ pub mod group;
 pub mod info;
 pub mod name;
 pub mod op;
+pub(crate) mod partitioned;
 pub mod request;
 pub(crate) mod table;
 pub mod topo;

@@ -168,6 +168,8 @@ pub(crate) enum PersistentOp {
     },
     /// Run a planned collective (`MPI_Bcast_init` and the other persistent collectives).
     Coll(crate::coll::persistent::Kept),
+    /// A partitioned send or receive (`MPI_Psend_init`, `MPI_Precv_init`).
+    Part(std::sync::Arc<super::partitioned::Partitioned>),
 }
 
 /// Starts `op`.
@@ -224,6 +226,8 @@ pub(crate) unsafe fn start_op(rt: &Runtime, op: &PersistentOp) -> Result<RecvSta
                 .with(|e| unsafe { e.irecv_from(buf, cap, ctx, src, tag, world_src) })
         }
         PersistentOp::Coll(ref c) => c.start(rt),
+        // SAFETY: forwarded from our caller.
+        PersistentOp::Part(ref p) => rt.engine.with(|e| unsafe { p.start(e) }),
     }
 }
 
@@ -673,6 +677,105 @@ impl<L: ThreadLevel> Requests<L> {
     ) -> Result<RequestId> {
         let op = recv_op(comm, "recv_init", buf, cap, source, tag)?;
         Ok(self.add_persistent(op))
+    }
+
+    /// A persistent partitioned send (`MPI_Psend_init`) of `len` bytes at `buf`, in
+    /// `partitions` equal partitions, to rank `dest` with tag `tag`: inactive until
+    /// [`start`](Self::start), then sent once every partition is marked ready
+    /// ([`pready`](Self::pready)).
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads of `len` bytes whenever the request is active, until it
+    /// is freed.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn psend_init(
+        &mut self,
+        comm: &Communicator<L>,
+        buf: *const u8,
+        len: usize,
+        partitions: usize,
+        dest: i32,
+        tag: i32,
+    ) -> Result<RequestId> {
+        let p = super::partitioned::Partitioned::send(
+            comm,
+            "psend_init",
+            buf,
+            len,
+            partitions,
+            dest,
+            tag,
+        )?;
+        Ok(self.add_persistent(PersistentOp::Part(std::sync::Arc::new(p))))
+    }
+
+    /// A persistent partitioned receive (`MPI_Precv_init`) of up to `cap` bytes into `buf`,
+    /// in `partitions` partitions, from rank `source` with tag `tag` (no wildcards).
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `cap` bytes, and not otherwise used, whenever the
+    /// request is active, until it is freed.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn precv_init(
+        &mut self,
+        comm: &Communicator<L>,
+        buf: *mut u8,
+        cap: usize,
+        partitions: usize,
+        source: i32,
+        tag: i32,
+    ) -> Result<RequestId> {
+        let p = super::partitioned::Partitioned::recv(
+            comm,
+            "precv_init",
+            buf,
+            cap,
+            partitions,
+            source,
+            tag,
+        )?;
+        Ok(self.add_persistent(PersistentOp::Part(std::sync::Arc::new(p))))
+    }
+
+    /// The partitioned operation behind `id`.
+    fn partitioned(
+        &self,
+        call: &str,
+        id: RequestId,
+    ) -> Result<std::sync::Arc<super::partitioned::Partitioned>> {
+        let slot = self.pslot(call, id)?;
+        match &self.persistent[slot].op {
+            Some(PersistentOp::Part(p)) => Ok(p.clone()),
+            _ => Err(Error::new(
+                ErrorClass::Request,
+                format!("{call}: the request is not a partitioned one"),
+            )),
+        }
+    }
+
+    /// Marks partitions `parts` of started partitioned send `id` ready (`MPI_Pready`,
+    /// `MPI_Pready_range`, `MPI_Pready_list`); `before_last` runs once, before the data may
+    /// go, in the call that marks the last one.
+    pub fn pready(
+        &mut self,
+        call: &str,
+        id: RequestId,
+        parts: impl IntoIterator<Item = i64>,
+        before_last: &mut dyn FnMut(),
+    ) -> Result<()> {
+        self.partitioned(call, id)?
+            .pready(call, parts, before_last)?;
+        // Let the message go now rather than at the next call that progresses.
+        self.rt.engine.with(|e| e.progress());
+        Ok(())
+    }
+
+    /// Whether partition `part` of partitioned receive `id` has arrived (`MPI_Parrived`),
+    /// after making progress: the message's status if it has.
+    pub fn parrived(&mut self, call: &str, id: RequestId, part: i64) -> Result<Option<Status>> {
+        let p = self.partitioned(call, id)?;
+        self.rt.engine.with(|e| e.progress());
+        p.arrived(call, part)
     }
 
     /// Starts persistent request `id` (`MPI_Start`). Starting an active one is an error.

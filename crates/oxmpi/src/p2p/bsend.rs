@@ -143,8 +143,10 @@ pub enum BufferScope {
 enum Hold {
     /// `len` bytes at `off` of the attached region.
     Range { off: usize, len: usize },
-    /// Its own allocation (automatic buffering); freed when the send completes.
-    Owned(#[allow(dead_code)] Box<[u8]>),
+    /// Its own allocation (automatic buffering), dropped when the send completes. Held, not
+    /// read: the send reads it through the pointer it was given. A `Vec`, not a `Box`, whose
+    /// move would assert unique access and void that pointer.
+    Owned(#[allow(dead_code)] Vec<u8>),
 }
 
 /// One copy in flight: its request and where its bytes lie.
@@ -262,10 +264,18 @@ impl Buffers {
         }
     }
 
-    /// The buffer a buffered send on context `ctx` copies into.
-    fn for_send(&mut self, ctx: u32) -> &mut BsendBuffer {
+    /// Which buffer a buffered send on context `ctx` copies into: a communicator's (its
+    /// index in `comms`) or the process's (`None`). The index stays valid until the next
+    /// [`prune`](Self::prune): a communicator dropped meanwhile (another thread may drop its
+    /// last handle) does not move its entry.
+    fn for_send(&mut self, ctx: u32) -> Option<usize> {
         self.prune();
-        match self.comms.iter().position(|c| c.ctx == ctx) {
+        self.comms.iter().position(|c| c.ctx == ctx)
+    }
+
+    /// The buffer [`for_send`](Self::for_send) chose.
+    fn chosen(&mut self, i: Option<usize>) -> &mut BsendBuffer {
+        match i {
             Some(i) => &mut self.comms[i].buf,
             None => &mut self.process,
         }
@@ -407,7 +417,8 @@ impl Engine {
     /// BSEND_OVERHEAD` bytes.
     pub fn bsend(&mut self, data: &[u8], to: u32, env: Envelope) -> Result<()> {
         self.reclaim_bsend();
-        let buf = self.bsend.for_send(env.ctx);
+        let which = self.bsend.for_send(env.ctx);
+        let buf = self.bsend.chosen(which);
         let (copy, hold) = match buf.space {
             None => {
                 return Err(Error::new(
@@ -416,7 +427,7 @@ impl Engine {
                 ))
             }
             Some(Space::Automatic) => {
-                let owned: Box<[u8]> = data.into();
+                let owned = data.to_vec();
                 (owned.as_ptr(), Hold::Owned(owned))
             }
             Some(Space::Region(region)) => {
@@ -452,7 +463,8 @@ impl Engine {
         // detached only when nothing is in flight, and the buffer of a freed communicator
         // is kept among the orphans until its copies have drained.
         let started = unsafe { self.isend(SendMode::Standard, copy, data.len(), to, env) };
-        let buf = self.bsend.for_send(env.ctx);
+        // The same buffer: `isend` does not touch the buffers, and nothing pruned them since.
+        let buf = self.bsend.chosen(which);
         let release = |buf: &mut BsendBuffer, hold: Hold| {
             if let Hold::Range { off, len } = hold {
                 buf.arena.release(off, len);
@@ -524,8 +536,12 @@ mod tests {
             buf: BsendBuffer::default(),
         });
         all.get(&scope).unwrap().attach(Space::Automatic).unwrap();
-        assert!(matches!(all.for_send(4).space, Some(Space::Automatic)));
-        assert!(matches!(all.for_send(6).space, Some(Space::Region(_))));
+        let mut space_for = |ctx| {
+            let i = all.for_send(ctx);
+            all.chosen(i).space
+        };
+        assert!(matches!(space_for(4), Some(Space::Automatic)));
+        assert!(matches!(space_for(6), Some(Space::Region(_))));
         // Another communicator on the same context is not the owner.
         let other: Arc<dyn Any + Send + Sync> = Arc::new(1u8);
         let stranger = BufferScope::Comm {
@@ -534,7 +550,8 @@ mod tests {
         };
         assert!(all.get(&stranger).is_none());
         drop(owner);
-        assert!(matches!(all.for_send(4).space, Some(Space::Region(_))));
+        let i = all.for_send(4);
+        assert!(matches!(all.chosen(i).space, Some(Space::Region(_))));
         assert!(
             all.comms.is_empty() && all.orphans.is_empty(),
             "nothing was in flight"
