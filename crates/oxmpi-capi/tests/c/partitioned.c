@@ -1,6 +1,7 @@
 /* Partitioned communication: MPI_Psend_init/MPI_Precv_init round a ring, partitions marked
  * ready one by one, by range and by list, data written after MPI_Start (the message carries
- * what the partitions hold when marked), a derived datatype, MPI_PROC_NULL, isolation from
+ * what the partitions hold when marked), a derived datatype, sender and receiver with
+ * different partition counts across an intercommunicator, MPI_PROC_NULL, isolation from
  * ordinary receives, and the argument errors. */
 #include <string.h>
 #include "check.h"
@@ -108,6 +109,41 @@ static void strided(void)
     MUST(MPI_Type_free(&vec));
 }
 
+/* Across an intercommunicator: the lower half sends to the upper half, rank for rank. */
+static void across(void)
+{
+    if (size < 2) return;
+    int half = size / 2, low = rank < half;
+    MPI_Comm inter;
+    MPI_Comm local;
+    MUST(MPI_Comm_split(MPI_COMM_WORLD, low, rank, &local));
+    MUST(MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, low ? half : 0, 11, &inter));
+    int me, remote;
+    MUST(MPI_Comm_rank(inter, &me));
+    MUST(MPI_Comm_remote_size(inter, &remote));
+    double buf[3 * 2];
+    MPI_Request r;
+    if (me < remote && (low || me < half)) {
+        if (low) {
+            MUST(MPI_Psend_init(buf, 3, 2, MPI_DOUBLE, me, 4, inter, MPI_INFO_NULL, &r));
+            MUST(MPI_Start(&r));
+            for (int i = 0; i < 6; i++) buf[i] = value(rank, 9, i);
+            MUST(MPI_Pready_range(0, 2, r));
+        } else {
+            for (int i = 0; i < 6; i++) buf[i] = -1;
+            MUST(MPI_Precv_init(buf, 2, 3, MPI_DOUBLE, me, 4, inter, MPI_INFO_NULL, &r));
+            MUST(MPI_Start(&r));
+        }
+        MUST(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        if (!low)
+            for (int i = 0; i < 6; i++)
+                CHECK(buf[i] == value(me, 9, i), "across element %d: %g", i, buf[i]);
+        MUST(MPI_Request_free(&r));
+    }
+    MUST(MPI_Comm_free(&inter));
+    MUST(MPI_Comm_free(&local));
+}
+
 int main(int argc, char **argv)
 {
     MUST(MPI_Init(&argc, &argv));
@@ -131,6 +167,9 @@ int main(int argc, char **argv)
     MPI_Status st;
     MUST(MPI_Wait(&any, &st));
     CHECK(plain == 42 && st.MPI_TAG == 9 && st.MPI_SOURCE == prev, "the plain message");
+    /* After the wildcard receive: MPI_Intercomm_create talks on MPI_COMM_WORLD, where that
+     * receive would take its leaders' message. */
+    across();
 
     /* MPI_PROC_NULL: the send completes once ready, the receive at once. */
     double x[2] = {1, 2};
