@@ -3,7 +3,8 @@
 //! partitioned requests.
 //!
 //! Like every persistent request of this C layer, a partitioned request lives in the table of
-//! the thread that created it: `MPI_Pready` and `MPI_Parrived` are called from that thread.
+//! the thread that created it, which starts, waits for and frees it; `MPI_Pready` and
+//! `MPI_Parrived` also find it from other threads (`Requests::pready` looks it up by id).
 //! Through a non-contiguous datatype, a send is packed when its last partition is marked
 //! ready, and a receive is unpacked when `MPI_Parrived` first sees it arrived (and, as any
 //! receive, at completion).

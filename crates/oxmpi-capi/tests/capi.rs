@@ -153,6 +153,11 @@ fn partitioned_communication() {
 }
 
 #[test]
+fn partitions_marked_and_read_by_other_threads() {
+    corpus("partitioned_threads", &[1, 2, 3]);
+}
+
+#[test]
 fn intercommunicators() {
     corpus("intercomm", &[2, 3, 4, 5]);
 }

@@ -15,12 +15,37 @@
 //! records its arrival for [`Partitioned::arrived`].
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::engine::{Advance, Engine, RecvStart, Schedule, SendMode};
 use crate::p2p::request::{ReqId, Status};
 use crate::p2p::wire::Envelope;
+
+/// Every live partitioned request by its id, for threads other than the one whose request
+/// table holds it (requests tables are per thread in the C layer; the threads that fill or
+/// read partitions are usually others).
+static SHARED: Mutex<Vec<(u64, Weak<Partitioned>)>> = Mutex::new(Vec::new());
+
+/// Makes `p`, whose request id is `raw`, reachable from other threads; entries of freed
+/// requests are dropped.
+pub(crate) fn share(raw: u64, p: &Arc<Partitioned>) {
+    let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    shared.retain(|(_, w)| w.strong_count() > 0);
+    shared.push((raw, Arc::downgrade(p)));
+}
+
+/// The live partitioned request with id `raw`, if exactly one has it (ids are unique per
+/// thread's table only: two tables' requests may share one, and then neither is guessed).
+pub(crate) fn shared(raw: u64) -> Option<Arc<Partitioned>> {
+    let shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    let mut live = shared
+        .iter()
+        .filter(|(r, _)| *r == raw)
+        .filter_map(|(_, w)| w.upgrade());
+    let first = live.next()?;
+    live.next().is_none().then_some(first)
+}
 
 /// The internal tag of user tag `tag` (`0..=TAG_UB`): below zero, never `ANY_TAG`.
 fn wire_tag(tag: i32) -> i32 {

@@ -515,6 +515,10 @@ pub struct Requests<L: ThreadLevel> {
     rt: Arc<Runtime>,
     persistent: Vec<PSlot>,
     free: Vec<u32>,
+    /// First generation of this table's slots: each table starts its own range, so that the
+    /// ids of two tables' live requests rarely coincide (a partitioned request is found by
+    /// its id from other threads, see `partitioned::shared`).
+    gen_base: u32,
     /// Inside [`immediately`](Self::immediately): collectives start now instead of persisting.
     immediate: bool,
     _level: L::Marker,
@@ -523,10 +527,14 @@ pub struct Requests<L: ThreadLevel> {
 impl<L: ThreadLevel> Requests<L> {
     /// A table for requests on the communicators of `comm`'s process.
     pub fn new(comm: &Communicator<L>) -> Self {
+        static TABLES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         Requests {
             rt: comm.rt.clone(),
             persistent: Vec::new(),
             free: Vec::new(),
+            gen_base: TABLES
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                .wrapping_mul(1 << 20),
             immediate: false,
             _level: L::Marker::default(),
         }
@@ -706,7 +714,7 @@ impl<L: ThreadLevel> Requests<L> {
             dest,
             tag,
         )?;
-        Ok(self.add_persistent(PersistentOp::Part(std::sync::Arc::new(p))))
+        Ok(self.add_partitioned(p))
     }
 
     /// A persistent partitioned receive (`MPI_Precv_init`) of up to `cap` bytes into `buf`,
@@ -734,22 +742,32 @@ impl<L: ThreadLevel> Requests<L> {
             source,
             tag,
         )?;
-        Ok(self.add_persistent(PersistentOp::Part(std::sync::Arc::new(p))))
+        Ok(self.add_partitioned(p))
     }
 
-    /// The partitioned operation behind `id`.
+    /// Adds partitioned request `p`, also where other threads find it by id.
+    fn add_partitioned(&mut self, p: super::partitioned::Partitioned) -> RequestId {
+        let p = std::sync::Arc::new(p);
+        let id = self.add_persistent(PersistentOp::Part(p.clone()));
+        super::partitioned::share(id.to_raw(), &p);
+        id
+    }
+
+    /// The partitioned operation behind `id`: one of this table's, or else one another
+    /// thread's table made (`MPI_Pready` and `MPI_Parrived` from the threads that fill and
+    /// read the partitions).
     fn partitioned(
         &self,
         call: &str,
         id: RequestId,
     ) -> Result<std::sync::Arc<super::partitioned::Partitioned>> {
-        let slot = self.pslot(call, id)?;
-        match &self.persistent[slot].op {
-            Some(PersistentOp::Part(p)) => Ok(p.clone()),
-            _ => Err(Error::new(
+        match self.pslot(call, id).map(|slot| &self.persistent[slot].op) {
+            Ok(Some(PersistentOp::Part(p))) => Ok(p.clone()),
+            Ok(_) => Err(Error::new(
                 ErrorClass::Request,
                 format!("{call}: the request is not a partitioned one"),
             )),
+            Err(e) => super::partitioned::shared(id.to_raw()).ok_or(e),
         }
     }
 
@@ -1055,7 +1073,7 @@ impl<L: ThreadLevel> Requests<L> {
             Some(i) => i,
             None => {
                 self.persistent.push(PSlot {
-                    gen: 0,
+                    gen: self.gen_base,
                     op: None,
                     active: None,
                 });
