@@ -302,6 +302,7 @@ def mpif_h(consts):
     for var, dims, block in [
         ("MPI_BOTTOM", "", "mpi_fortran_bottom"),
         ("MPI_IN_PLACE", "", "mpi_fortran_in_place"),
+        ("MPI_BUFFER_AUTOMATIC", "", "mpi_fortran_buffer_automatic"),
         ("MPI_STATUS_IGNORE", "(8)", "mpi_fortran_status_ignore"),
         ("MPI_STATUSES_IGNORE", "(8,1)", "mpi_fortran_statuses_ignore"),
         ("MPI_ERRCODES_IGNORE", "(1)", "mpi_fortran_errcodes_ignore"),

@@ -263,6 +263,7 @@ def write(funcs, consts, out):
     for var, ty, sym in [
         ("MPI_BOTTOM", "integer", "mpi_fortran_bottom_"),
         ("MPI_IN_PLACE", "integer", "mpi_fortran_in_place_"),
+        ("MPI_BUFFER_AUTOMATIC", "integer", "mpi_fortran_buffer_automatic_"),
         ("MPI_STATUS_IGNORE", "type(MPI_Status)", "mpi_fortran_status_ignore_"),
         ("MPI_STATUSES_IGNORE(1)", "type(MPI_Status)", "mpi_fortran_statuses_ignore_"),
         ("MPI_ERRCODES_IGNORE(1)", "integer", "mpi_fortran_errcodes_ignore_"),
@@ -859,6 +860,9 @@ HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
 HAND_GLUE = """/* MPI_Buffer_detach gives the buffer's address back: TYPE(C_PTR) in mpi_f08. */
 OXF_EXPORT void oxf08_buffer_detach(void **addr, MPI_Fint *size, MPI_Fint *ierr) {
     *ierr = MPI_Buffer_detach(addr, size);
+    /* Automatic buffering comes back as the address of the Fortran MPI_BUFFER_AUTOMATIC. */
+    if (*ierr == MPI_SUCCESS && *addr == MPI_BUFFER_AUTOMATIC)
+        *addr = &mpi_fortran_buffer_automatic_;
 }
 
 /* mpi_f08's MPI_User_function takes the buffers as TYPE(C_PTR) by value and the datatype as

@@ -15,6 +15,7 @@
 /* ---- Sentinels: one definition; a program's common blocks of the same name bind here. */
 OXF_EXPORT MPI_Fint mpi_fortran_bottom_;
 OXF_EXPORT MPI_Fint mpi_fortran_in_place_;
+OXF_EXPORT MPI_Fint mpi_fortran_buffer_automatic_;
 OXF_EXPORT MPI_Fint mpi_fortran_status_ignore_[MPI_F_STATUS_SIZE];
 OXF_EXPORT MPI_Fint mpi_fortran_statuses_ignore_[MPI_F_STATUS_SIZE];
 OXF_EXPORT MPI_Fint mpi_fortran_errcodes_ignore_[1];

@@ -32,18 +32,21 @@
  * addresses, not their values, mean MPI_BOTTOM and the others. */
 extern MPI_Fint mpi_fortran_bottom_;
 extern MPI_Fint mpi_fortran_in_place_;
+extern MPI_Fint mpi_fortran_buffer_automatic_;
 extern MPI_Fint mpi_fortran_status_ignore_[MPI_F_STATUS_SIZE];
 extern MPI_Fint mpi_fortran_statuses_ignore_[MPI_F_STATUS_SIZE];
 extern MPI_Fint mpi_fortran_errcodes_ignore_[1];
 extern MPI_Fint mpi_fortran_unweighted_[1];
 extern MPI_Fint mpi_fortran_weights_empty_[1];
 
-/* A choice buffer: MPI_BOTTOM and MPI_IN_PLACE by address. */
+/* A choice buffer: MPI_BOTTOM, MPI_IN_PLACE and MPI_BUFFER_AUTOMATIC by address. */
 static inline void *oxf_buf(const void *p) {
     if (p == (const void *)&mpi_fortran_bottom_)
         return MPI_BOTTOM;
     if (p == (const void *)&mpi_fortran_in_place_)
         return MPI_IN_PLACE;
+    if (p == (const void *)&mpi_fortran_buffer_automatic_)
+        return MPI_BUFFER_AUTOMATIC;
     return (void *)p;
 }
 

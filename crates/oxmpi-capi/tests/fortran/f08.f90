@@ -226,6 +226,18 @@ program f08
     call check(n == prev, 'bsend')
     call MPI_Buffer_detach(addr, n)
     call check(c_associated(addr, c_loc(bsbuf)) .and. n == 1024, 'buffer detach')
+    ! Automatic buffering (MPI-4.1): no space to give, nothing to run out of.
+    call MPI_Buffer_attach(MPI_BUFFER_AUTOMATIC, 0)
+    do i = 1, 3
+        n = rank + i
+        call MPI_Bsend(n, 1, MPI_INTEGER, next, 10 + i, MPI_COMM_WORLD)
+    end do
+    do i = 1, 3
+        call MPI_Recv(n, 1, MPI_INTEGER, prev, 10 + i, MPI_COMM_WORLD, MPI_STATUS_IGNORE)
+        call check(n == prev + i, 'bsend through automatic buffering')
+    end do
+    call MPI_Buffer_detach(addr, n)
+    call check(n == 0 .and. c_associated(addr), 'detach of automatic buffering')
 
     ! Large-count procedures the generic cannot tell from the default ones (every integer
     ! kind is 8 bytes): called by their _c names.
