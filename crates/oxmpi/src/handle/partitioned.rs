@@ -17,8 +17,10 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
+use super::request::{recv_op, send_op, PersistentOp, SendMode};
 use crate::error::{Error, ErrorClass, Result};
-use crate::p2p::engine::{Advance, Engine, RecvStart, Schedule, SendMode};
+use crate::p2p::engine::{Advance, Engine, RecvStart, Schedule, SendMode as EngineSendMode};
+use crate::p2p::matching::{ANY_SOURCE, ANY_TAG};
 use crate::p2p::request::{ReqId, Status};
 use crate::p2p::wire::Envelope;
 
@@ -52,31 +54,12 @@ fn wire_tag(tag: i32) -> i32 {
     i32::MIN + tag
 }
 
-/// Which way the data goes.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Dir {
-    /// `len` bytes at `buf` to world rank `to` (`None`: `MPI_PROC_NULL`).
-    Send {
-        buf: *const u8,
-        len: usize,
-        to: Option<u32>,
-        env: Envelope,
-    },
-    /// Up to `cap` bytes into `buf` from communicator rank `src` (world rank `world_src`).
-    Recv {
-        buf: *mut u8,
-        cap: usize,
-        ctx: u32,
-        src: i32,
-        tag: i32,
-        world_src: Option<u32>,
-    },
-}
-
-/// One partitioned request: its direction and the state of its current start.
+/// One partitioned request: its operation and the state of its current start.
 #[derive(Debug)]
 pub(crate) struct Partitioned {
-    dir: Dir,
+    /// A standard-mode [`PersistentOp::Send`] or a [`PersistentOp::Recv`], on the collective
+    /// context with the tag mapped below zero.
+    op: PersistentOp,
     /// The user's tag (statuses report it, not the wire's).
     tag: i32,
     /// Which partitions are marked ready in this start (sends).
@@ -93,9 +76,10 @@ pub(crate) struct Partitioned {
     active: AtomicBool,
 }
 
-// SAFETY: the raw buffer pointers are only addresses here; the operation reads or writes
-// them through the engine, under the persistent-request contract (the buffer stays valid
-// while the request lives), from whichever thread drives the engine.
+// SAFETY: `op` is only ever a `Send` or a `Recv` (made by `Partitioned::send`/`recv`), whose
+// raw buffer pointers are only addresses here; the operation reads or writes them through
+// the engine, under the persistent-request contract (the buffer stays valid while the
+// request lives), from whichever thread drives the engine.
 unsafe impl Send for Partitioned {}
 // SAFETY: as above; every field changed after creation is atomic.
 unsafe impl Sync for Partitioned {}
@@ -112,16 +96,12 @@ impl Partitioned {
         dest: i32,
         tag: i32,
     ) -> Result<Partitioned> {
-        comm.check_finalized(call)?;
-        let mut env = comm.envelope(call, tag)?;
-        let to = comm.dest(call, dest)?;
-        env.ctx = comm.state.context + 1;
-        env.tag = wire_tag(tag);
-        Ok(Partitioned::new(
-            Dir::Send { buf, len, to, env },
-            tag,
-            partitions,
-        ))
+        let mut op = send_op(comm, call, SendMode::Standard, buf, len, dest, tag)?;
+        if let PersistentOp::Send { env, .. } = &mut op {
+            env.ctx += 1;
+            env.tag = wire_tag(tag);
+        }
+        Ok(Partitioned::new(op, tag, partitions))
     }
 
     /// A partitioned receive of up to `cap` bytes into `buf` in `partitions` partitions
@@ -135,37 +115,30 @@ impl Partitioned {
         source: i32,
         tag: i32,
     ) -> Result<Partitioned> {
-        comm.check_finalized(call)?;
-        let (src, t) = comm.recv_args(call, crate::Source::from(source), crate::Tag::from(tag))?;
-        if src == crate::p2p::matching::ANY_SOURCE {
-            return Err(Error::new(
-                ErrorClass::Rank,
-                format!("{call}: a partitioned receive names its source (no MPI_ANY_SOURCE)"),
-            ));
+        let mut op = recv_op(comm, call, buf, cap, source.into(), tag.into())?;
+        if let PersistentOp::Recv { ctx, src, tag, .. } = &mut op {
+            let wildcard = if *src == ANY_SOURCE {
+                Some((ErrorClass::Rank, "source (no MPI_ANY_SOURCE)"))
+            } else if *tag == ANY_TAG {
+                Some((ErrorClass::Tag, "tag (no MPI_ANY_TAG)"))
+            } else {
+                None
+            };
+            if let Some((class, what)) = wildcard {
+                return Err(Error::new(
+                    class,
+                    format!("{call}: a partitioned receive names its {what}"),
+                ));
+            }
+            *ctx += 1;
+            *tag = wire_tag(*tag);
         }
-        if t == crate::p2p::matching::ANY_TAG {
-            return Err(Error::new(
-                ErrorClass::Tag,
-                format!("{call}: a partitioned receive names its tag (no MPI_ANY_TAG)"),
-            ));
-        }
-        Ok(Partitioned::new(
-            Dir::Recv {
-                buf,
-                cap,
-                ctx: comm.state.context + 1,
-                src,
-                tag: wire_tag(t),
-                world_src: comm.world_rank_of(src),
-            },
-            t,
-            partitions,
-        ))
+        Ok(Partitioned::new(op, tag, partitions))
     }
 
-    fn new(dir: Dir, tag: i32, partitions: usize) -> Partitioned {
+    fn new(op: PersistentOp, tag: i32, partitions: usize) -> Partitioned {
         Partitioned {
-            dir,
+            op,
             tag,
             marks: (0..partitions).map(|_| AtomicBool::new(false)).collect(),
             missing: AtomicUsize::new(partitions),
@@ -178,7 +151,7 @@ impl Partitioned {
 
     /// Whether this is a partitioned send.
     pub(crate) fn is_send(&self) -> bool {
-        matches!(self.dir, Dir::Send { .. })
+        matches!(self.op, PersistentOp::Send { .. })
     }
 
     /// Starts it: clears the marks and runs its schedule, whose request completes when the
@@ -195,8 +168,10 @@ impl Partitioned {
         self.done.store(false, Ordering::Relaxed);
         self.go.store(self.marks.is_empty(), Ordering::Release);
         self.active.store(true, Ordering::Release);
-        let s: Box<dyn Schedule> = match self.dir {
-            Dir::Send { buf, len, to, env } => Box::new(SendSchedule {
+        let s: Box<dyn Schedule> = match self.op {
+            PersistentOp::Send {
+                buf, len, to, env, ..
+            } => Box::new(SendSchedule {
                 p: self.clone(),
                 buf,
                 len,
@@ -204,7 +179,7 @@ impl Partitioned {
                 env,
                 sent: None,
             }),
-            Dir::Recv {
+            PersistentOp::Recv {
                 buf,
                 cap,
                 ctx,
@@ -226,6 +201,13 @@ impl Partitioned {
                     posted,
                     status: Status::default(),
                 })
+            }
+            PersistentOp::Coll(_) | PersistentOp::Part(_) => {
+                self.active.store(false, Ordering::Release);
+                return Err(Error::new(
+                    ErrorClass::Intern,
+                    "partitioned start: not a send or a receive",
+                ));
             }
         };
         let id = e.start_schedule(s);
@@ -329,7 +311,7 @@ impl Schedule for SendSchedule {
                 // SAFETY: the persistent-request contract keeps `buf` readable until the
                 // operation completes, which is after this send does.
                 Some(to) => unsafe {
-                    e.isend(SendMode::Standard, self.buf, self.len, to, self.env)?
+                    e.isend(EngineSendMode::Standard, self.buf, self.len, to, self.env)?
                 },
             });
         }

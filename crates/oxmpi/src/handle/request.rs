@@ -1773,7 +1773,7 @@ fn in_status(call: &str, statuses: &[Status]) -> Result<()> {
     }
 }
 
-fn send_op<L: ThreadLevel>(
+pub(super) fn send_op<L: ThreadLevel>(
     comm: &Communicator<L>,
     call: &str,
     mode: SendMode,
@@ -1794,7 +1794,7 @@ fn send_op<L: ThreadLevel>(
     })
 }
 
-fn recv_op<L: ThreadLevel>(
+pub(super) fn recv_op<L: ThreadLevel>(
     comm: &Communicator<L>,
     call: &str,
     buf: *mut u8,
