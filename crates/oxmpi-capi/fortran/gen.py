@@ -327,7 +327,7 @@ def mpif_h(consts):
 
 
 # int arguments that are LOGICAL in Fortran.
-LOGICAL = {"flag", "commute", "high", "reorder"}
+LOGICAL = {"flag", "commute", "high", "reorder", "is_set"}
 # int arrays that are LOGICAL arrays in Fortran (gfortran's LOGICAL is a 4-byte 0 or 1, so the
 # F77 wrappers pass them through as ints).
 LOGICAL_ARRAYS = {"periods", "remain_dims"}

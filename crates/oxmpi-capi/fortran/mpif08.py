@@ -15,7 +15,7 @@ HANDLES = ["MPI_Comm", "MPI_Datatype", "MPI_Errhandler", "MPI_File", "MPI_Group"
 KINDS = {"MPI_Aint": "MPI_ADDRESS_KIND", "MPI_Count": "MPI_COUNT_KIND",
          "MPI_Offset": "MPI_OFFSET_KIND"}
 # int arguments that are LOGICAL in Fortran.
-LOGICAL = {"flag", "commute", "high", "reorder"}
+LOGICAL = {"flag", "commute", "high", "reorder", "is_set"}
 LOGICAL_ARRAYS = {"periods", "remain_dims"}
 # Functions mpi_f08 writes by hand below (or leaves out, with the reason).
 NOT_GENERATED = {

@@ -350,6 +350,10 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);
 int MPI_Free_mem(void *base);
 int MPI_Abi_get_version(int *abi_major, int *abi_minor);
 int MPI_Abi_get_info(MPI_Info *info);
+int MPI_Abi_get_fortran_info(MPI_Info *info);
+int MPI_Abi_set_fortran_info(MPI_Info info);
+int MPI_Abi_get_fortran_booleans(int logical_size, void *logical_true, void *logical_false, int *is_set);
+int MPI_Abi_set_fortran_booleans(int logical_size, void *logical_true, void *logical_false);
 int MPI_Pcontrol(const int level, ...);
 
 int PMPI_Init(int *argc, char ***argv);
@@ -369,6 +373,10 @@ int PMPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);
 int PMPI_Free_mem(void *base);
 int PMPI_Abi_get_version(int *abi_major, int *abi_minor);
 int PMPI_Abi_get_info(MPI_Info *info);
+int PMPI_Abi_get_fortran_info(MPI_Info *info);
+int PMPI_Abi_set_fortran_info(MPI_Info info);
+int PMPI_Abi_get_fortran_booleans(int logical_size, void *logical_true, void *logical_false, int *is_set);
+int PMPI_Abi_set_fortran_booleans(int logical_size, void *logical_true, void *logical_false);
 int PMPI_Pcontrol(const int level, ...);
 
 /* ---- Communicators and groups ------------------------------------------------------- */
@@ -1759,6 +1767,7 @@ int MPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_C
 int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name);
 int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen);
 int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
+int MPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype index_type, MPI_Datatype *pair_type);
 int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype);
 int MPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype);
 int MPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype);
@@ -1826,6 +1835,7 @@ int PMPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_
 int PMPI_Type_set_name(MPI_Datatype datatype, const char *type_name);
 int PMPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen);
 int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
+int PMPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype index_type, MPI_Datatype *pair_type);
 int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype);
 int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype);
 int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype);

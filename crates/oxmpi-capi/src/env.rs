@@ -39,6 +39,10 @@ fn init(name: &str, required: Threading) -> oxmpi::Result<Threading> {
     env::init_thread(required)
 }
 
+/// Why the Fortran ABI setters refuse: the standard takes only the first setting.
+const FORTRAN_FIXED: &str =
+    "the Fortran ABI was set by the Fortran bindings built into this library (gfortran's kinds)";
+
 mpi_fn! {
     /// `MPI_Init`: thread level `MPI_THREAD_SINGLE`; `argc`/`argv` are not needed.
     fn Init = MPI_Init / PMPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char)
@@ -160,6 +164,54 @@ mpi_fn! {
             ("mpi_offset_size", "8"),
         ])?;
         put("Abi_get_info", out, handle_of(h.to_int()))
+    }
+
+    /// `MPI_Abi_get_fortran_info`: the sizes of the default Fortran types of the bindings
+    /// built into this library, and which optional Fortran types it supports (every one).
+    fn Abi_get_fortran_info = MPI_Abi_get_fortran_info / PMPI_Abi_get_fortran_info(out: *mut Handle) on CommHandle::WORLD => {
+        if out.is_null() {
+            return Err(err(ErrorClass::Arg, "Abi_get_fortran_info", "info is NULL"));
+        }
+        put("Abi_get_fortran_info", out, handle_of(info::fortran_abi_info()?.to_int()))
+    }
+
+    /// `MPI_Abi_set_fortran_info`: always `MPI_ERR_ABI`, as the standard has for every call
+    /// after the first setting; the Fortran bindings built into this library made that one.
+    fn Abi_set_fortran_info = MPI_Abi_set_fortran_info / PMPI_Abi_set_fortran_info(_info: Handle) on CommHandle::WORLD => {
+        Err(err(ErrorClass::Abi, "Abi_set_fortran_info", FORTRAN_FIXED))
+    }
+
+    /// `MPI_Abi_get_fortran_booleans`: `.TRUE.` and `.FALSE.` of a Fortran `LOGICAL` of
+    /// `size` bytes (1 and 0), set by the library's own Fortran bindings.
+    fn Abi_get_fortran_booleans = MPI_Abi_get_fortran_booleans / PMPI_Abi_get_fortran_booleans(
+        size: c_int,
+        logical_true: *mut c_void,
+        logical_false: *mut c_void,
+        is_set: *mut c_int,
+    ) on CommHandle::WORLD => {
+        let call = "Abi_get_fortran_booleans";
+        let n = usize::try_from(size).unwrap_or(0);
+        let (t, f) = oxmpi::datatype::predefined::fortran_booleans(n)
+            .ok_or_else(|| err(ErrorClass::Arg, call, format!("no Fortran LOGICAL has {size} bytes")))?;
+        if logical_true.is_null() || logical_false.is_null() {
+            return Err(err(ErrorClass::Arg, call, "logical_true or logical_false is NULL"));
+        }
+        // SAFETY: both are non-null and, by the caller's contract, valid for writes of a
+        // LOGICAL of `size` (= n, at most 16) bytes; `t` and `f` are 16-byte locals.
+        unsafe {
+            std::ptr::copy_nonoverlapping(t.as_ptr(), logical_true.cast::<u8>(), n);
+            std::ptr::copy_nonoverlapping(f.as_ptr(), logical_false.cast::<u8>(), n);
+        }
+        put(call, is_set, 1)
+    }
+
+    /// `MPI_Abi_set_fortran_booleans`: always `MPI_ERR_ABI`, as `MPI_Abi_set_fortran_info`.
+    fn Abi_set_fortran_booleans = MPI_Abi_set_fortran_booleans / PMPI_Abi_set_fortran_booleans(
+        _size: c_int,
+        _logical_true: *mut c_void,
+        _logical_false: *mut c_void,
+    ) on CommHandle::WORLD => {
+        Err(err(ErrorClass::Abi, "Abi_set_fortran_booleans", FORTRAN_FIXED))
     }
 }
 

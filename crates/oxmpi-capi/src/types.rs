@@ -753,6 +753,18 @@ mpi_fn! {
         put("Type_match_size", out, handle(hd::type_match_size(class, size)?))
     }
 
+    /// `MPI_Type_get_value_index`: the predefined pair type of `value` and `index`, or
+    /// `MPI_DATATYPE_NULL` when there is none.
+    fn Type_get_value_index = MPI_Type_get_value_index / PMPI_Type_get_value_index(value: Handle, index: Handle, out: *mut Handle) on CommHandle::WORLD => {
+        let (v, i) = (ty("Type_get_value_index", value)?, ty("Type_get_value_index", index)?);
+        let pair = match (v.as_predefined(), i.as_predefined()) {
+            (Some(v), Some(i)) => envelope::value_index(v, i),
+            _ => None,
+        };
+        let h = pair.map_or(crate::datatypes::NULL as Handle, |p| handle(TypeHandle::of(p)));
+        put("Type_get_value_index", out, h)
+    }
+
     /// `MPI_Type_create_f90_integer`.
     fn Type_create_f90_integer = MPI_Type_create_f90_integer / PMPI_Type_create_f90_integer(r: c_int, out: *mut Handle) on CommHandle::WORLD => {
         put("Type_create_f90_integer", out, handle(hd::type_create_f90_integer(r)?))

@@ -95,6 +95,8 @@ pub enum ErrorClass {
     ValueTooLarge = 59,
     /// `MPI_ERR_ERRHANDLER`: invalid error handler.
     Errhandler = 61,
+    /// `MPI_ERR_ABI`: the ABI facts cannot be changed (`MPI_Abi_set_fortran_info`).
+    Abi = 62,
 }
 
 impl ErrorClass {
@@ -144,6 +146,7 @@ impl ErrorClass {
             58 => ErrorClass::ProcAborted,
             59 => ErrorClass::ValueTooLarge,
             61 => ErrorClass::Errhandler,
+            62 => ErrorClass::Abi,
             _ => return None,
         })
     }
@@ -223,6 +226,7 @@ mod tests {
         assert_eq!(ErrorClass::NoMem as i32, 39);
         assert_eq!(ErrorClass::Info as i32, 34);
         assert_eq!(ErrorClass::Errhandler as i32, 61);
+        assert_eq!(ErrorClass::Abi as i32, 62);
         assert_eq!(ErrorClass::RmaSync as i32, 50);
         assert_eq!(ErrorClass::RmaRange as i32, 48);
         assert_eq!(ErrorClass::Win as i32, 56);
@@ -236,6 +240,7 @@ mod tests {
             ErrorClass::RmaFlavor,
             ErrorClass::ValueTooLarge,
             ErrorClass::Errhandler,
+            ErrorClass::Abi,
         ] {
             assert_eq!(ErrorClass::from_code(c as i32), Some(c));
         }

@@ -242,6 +242,35 @@ static void packing(void) {
     }
     MUST(MPI_Type_free(&v));
 
+    /* the MINLOC/MAXLOC pair type of a value and an index type */
+    {
+        const MPI_Datatype val[9] = {MPI_FLOAT, MPI_DOUBLE, MPI_LONG, MPI_INT, MPI_SHORT,
+                                     MPI_LONG_DOUBLE, MPI_REAL, MPI_DOUBLE_PRECISION,
+                                     MPI_INTEGER};
+        const MPI_Datatype idx[9] = {MPI_INT, MPI_INT, MPI_INT, MPI_INT, MPI_INT, MPI_INT,
+                                     MPI_REAL, MPI_DOUBLE_PRECISION, MPI_INTEGER};
+        const MPI_Datatype want[9] = {MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT,
+                                      MPI_SHORT_INT, MPI_LONG_DOUBLE_INT, MPI_2REAL,
+                                      MPI_2DOUBLE_PRECISION, MPI_2INTEGER};
+        MPI_Datatype pair, dup;
+        for (i = 0; i < 9; i++) {
+            MUST(MPI_Type_get_value_index(val[i], idx[i], &pair));
+            CHECK(pair == want[i], "value_index %d", i);
+        }
+        MUST(MPI_Type_get_value_index(MPI_DOUBLE, MPI_FLOAT, &pair));
+        CHECK(pair == MPI_DATATYPE_NULL, "no pair of double and float");
+        MUST(MPI_Type_dup(MPI_DOUBLE, &dup));
+        MUST(MPI_Type_get_value_index(dup, MPI_INT, &pair));
+        CHECK(pair == MPI_DATATYPE_NULL, "a duplicate is not predefined");
+        MUST(MPI_Type_free(&dup));
+        int cls, rc = MPI_Type_get_value_index(MPI_DATATYPE_NULL, MPI_INT, &pair);
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_TYPE, "value_index of MPI_DATATYPE_NULL: class %d", cls);
+        rc = MPI_Type_get_value_index(MPI_INT, MPI_INT, NULL);
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_ARG, "value_index into NULL: class %d", cls);
+    }
+
     /* external32: big-endian, fixed sizes */
     {
         int x[2] = {0x01020304, -2};

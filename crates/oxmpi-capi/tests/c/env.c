@@ -48,6 +48,43 @@ int main(int argc, char **argv) {
     MUST(MPI_Info_free(&info));
     CHECK(info == MPI_INFO_NULL, "info freed");
 
+    /* The Fortran ABI: what the built-in bindings fixed; setting it again is refused. */
+    MUST(MPI_Abi_get_fortran_info(&info));
+    len = sizeof val;
+    MUST(MPI_Info_get_string(info, "mpi_integer_size", &len, val, &flag));
+    CHECK(flag && strcmp(val, "4") == 0, "mpi_integer_size %s", val);
+    len = sizeof val;
+    MUST(MPI_Info_get_string(info, "mpi_double_precision_size", &len, val, &flag));
+    CHECK(flag && strcmp(val, "8") == 0, "mpi_double_precision_size %s", val);
+    {
+        const char *opt[3] = {"mpi_logical16_supported", "mpi_real2_supported",
+                              "mpi_double_complex_supported"};
+        const MPI_Datatype ty[3] = {MPI_LOGICAL16, MPI_REAL2, MPI_DOUBLE_COMPLEX};
+        for (int i = 0; i < 3; i++) {
+            int size;
+            len = sizeof val;
+            MUST(MPI_Info_get_string(info, opt[i], &len, val, &flag));
+            MUST(MPI_Type_size(ty[i], &size));
+            CHECK(flag && strcmp(val, size > 0 ? "true" : "false") == 0, "%s %s", opt[i], val);
+        }
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    {
+        int cls, is_set = 0;
+        long long t = -1, f = -1;
+        MUST(MPI_Abi_get_fortran_booleans(4, &t, &f, &is_set));
+        CHECK(is_set == 1 && (int)t == 1 && (int)f == 0 && (t >> 32) == -1 && (f >> 32) == -1,
+              "LOGICAL*4 booleans %llx %llx set %d", t, f, is_set);
+        MPI_Error_class(MPI_Abi_set_fortran_info(info), &cls);
+        CHECK(cls == MPI_ERR_ABI, "set_fortran_info: class %d", cls);
+        MPI_Error_class(MPI_Abi_set_fortran_booleans(4, &t, &f), &cls);
+        CHECK(cls == MPI_ERR_ABI, "set_fortran_booleans: class %d", cls);
+        MPI_Error_class(MPI_Abi_get_fortran_booleans(3, &t, &f, &is_set), &cls);
+        CHECK(cls == MPI_ERR_ARG, "booleans of 3 bytes: class %d", cls);
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    MUST(MPI_Info_free(&info));
+
     CHECK(MPI_Pcontrol(1) == MPI_SUCCESS, "pcontrol");
     MUST(MPI_Finalize());
     MUST(MPI_Finalized(&flag));

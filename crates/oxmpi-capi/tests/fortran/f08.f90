@@ -4,7 +4,7 @@
 ! reductions on INTEGER, REAL and DOUBLE PRECISION, a user operation, comm split/dup,
 ! a derived type, LOGICAL flags, strings, the deprecated keyval and attribute calls,
 ! MPI_Buffer_detach, large-count procedures by their _c names, Cartesian topologies with
-! LOGICAL arrays, window attributes, and error returns.
+! LOGICAL arrays, window attributes, error returns, and the Fortran ABI queries.
 module f08_checks
     use mpi_f08
     implicit none
@@ -94,6 +94,9 @@ program f08
     logical :: periods(1)
     integer, target :: wbuf(10)
     integer(kind=MPI_ADDRESS_KIND) :: wval
+    type(MPI_Info) :: abi
+    character(len=16) :: val
+    logical :: ftrue, ffalse, is_set
 
     call MPI_Init()
     call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -309,6 +312,23 @@ program f08
     call check(MPI_Aint_diff(exta, lba) == 2 * (storage_size(iv) / 8), 'MPI_Aint_diff')
     call check(MPI_Aint_add(lba, MPI_Aint_diff(exta, lba)) == exta, 'MPI_Aint_add')
     call MPI_Pcontrol(1)
+
+    ! The Fortran ABI as the library reports it, and the pair type of MINLOC/MAXLOC.
+    call MPI_Abi_get_fortran_info(abi)
+    call MPI_Info_get_string(abi, 'mpi_integer_size', n, val, flag)
+    call check(flag .and. val == '4' .and. storage_size(n) == 32, 'mpi_integer_size')
+    call MPI_Info_get_string(abi, 'mpi_logical_size', n, val, flag)
+    call check(flag .and. val == '4' .and. storage_size(flag) == 32, 'mpi_logical_size')
+    call MPI_Abi_get_fortran_booleans(4, ftrue, ffalse, is_set)
+    call check(ftrue .and. .not. ffalse .and. is_set, 'Fortran booleans')
+    call MPI_Abi_set_fortran_info(abi, ierr)
+    call MPI_Error_class(ierr, n)
+    call check(n == MPI_ERR_ABI, 'the Fortran ABI cannot be set again')
+    call MPI_Info_free(abi)
+    call MPI_Type_get_value_index(MPI_DOUBLE_PRECISION, MPI_DOUBLE_PRECISION, pair)
+    call check(pair == MPI_2DOUBLE_PRECISION, 'MPI_Type_get_value_index')
+    call MPI_Type_get_value_index(MPI_REAL, MPI_INTEGER, pair)
+    call check(pair == MPI_DATATYPE_NULL, 'no pair of REAL and INTEGER')
 
     call MPI_Finalize(ierr)
     call check(ierr == MPI_SUCCESS, 'finalize')

@@ -495,6 +495,26 @@ pub fn match_size(class: TypeClass, size: usize) -> Result<Predefined> {
     Ok(found)
 }
 
+/// `MPI_Type_get_value_index`: the predefined MINLOC/MAXLOC pair type whose value is `value`
+/// and whose index is `index`, if there is one (MPI-5.0 §6.9.4; the Fortran pairs hold two
+/// values of one type).
+pub fn value_index(value: Predefined, index: Predefined) -> Option<Predefined> {
+    use Predefined as P;
+    let pair = match (value, index) {
+        (P::FLOAT, P::INT) => P::FLOAT_INT,
+        (P::DOUBLE, P::INT) => P::DOUBLE_INT,
+        (P::LONG, P::INT) => P::LONG_INT,
+        (P::INT, P::INT) => P::TWO_INT,
+        (P::SHORT, P::INT) => P::SHORT_INT,
+        (P::LONG_DOUBLE, P::INT) => P::LONG_DOUBLE_INT,
+        (P::REAL, P::REAL) => P::TWO_REAL,
+        (P::DOUBLE_PRECISION, P::DOUBLE_PRECISION) => P::TWO_DOUBLE_PRECISION,
+        (P::INTEGER, P::INTEGER) => P::TWO_INTEGER,
+        _ => return None,
+    };
+    Some(pair)
+}
+
 /// Types made by the f90 constructors: the standard wants the same handle back for the same
 /// arguments, so each is made once.
 static F90: Mutex<Vec<(F90Key, Type)>> = Mutex::new(Vec::new());
@@ -582,6 +602,32 @@ pub fn create_f90_integer(r: i32) -> Result<Type> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn value_index_names_each_pair_type_by_its_value_and_index() {
+        use crate::datatype::predefined::{OpClass, ALL};
+        let all = || ALL.iter().filter_map(|i| Predefined::from_handle(u32::from(i.handle)));
+        let mut found = Vec::new();
+        for v in all() {
+            for i in all() {
+                if let Some(p) = value_index(v, i) {
+                    let (pi, vi, ii) = (p.info(), v.info(), i.info());
+                    assert_eq!(pi.class, OpClass::Pair, "{}", pi.name);
+                    // The value leads; the index follows at its own alignment.
+                    assert_eq!(pi.repr, vi.repr, "{}", pi.name);
+                    let at = vi.extent.next_multiple_of(ii.align);
+                    assert_eq!(pi.pair_index, Some(at), "{}", pi.name);
+                    found.push(p);
+                }
+            }
+        }
+        let mut pairs: Vec<_> = all().filter(|p| p.info().class == OpClass::Pair).collect();
+        found.sort();
+        pairs.sort();
+        assert_eq!(found, pairs, "each pair type exactly once");
+        assert_eq!(value_index(Predefined::INT, Predefined::FLOAT), None);
+        assert_eq!(value_index(Predefined::INT32_T, Predefined::INT), None);
+    }
 
     #[test]
     fn contents_round_trip_in_integer_and_large_form() {

@@ -331,6 +331,64 @@ impl fmt::Debug for Predefined {
     }
 }
 
+/// The optional Fortran types of the standard ABI, named as `MPI_Abi_get_fortran_info`'s
+/// `mpi_<name>_supported` keys name them.
+const FORTRAN_OPTIONAL: [(&str, Predefined); 19] = [
+    ("logical1", Predefined::LOGICAL1),
+    ("logical2", Predefined::LOGICAL2),
+    ("logical4", Predefined::LOGICAL4),
+    ("logical8", Predefined::LOGICAL8),
+    ("logical16", Predefined::LOGICAL16),
+    ("integer1", Predefined::INTEGER1),
+    ("integer2", Predefined::INTEGER2),
+    ("integer4", Predefined::INTEGER4),
+    ("integer8", Predefined::INTEGER8),
+    ("integer16", Predefined::INTEGER16),
+    ("real2", Predefined::REAL2),
+    ("real4", Predefined::REAL4),
+    ("real8", Predefined::REAL8),
+    ("real16", Predefined::REAL16),
+    ("complex4", Predefined::COMPLEX4),
+    ("complex8", Predefined::COMPLEX8),
+    ("complex16", Predefined::COMPLEX16),
+    ("complex32", Predefined::COMPLEX32),
+    ("double_complex", Predefined::DOUBLE_COMPLEX),
+];
+
+/// What `MPI_Abi_get_fortran_info` reports (MPI-5.0 §20.3): the bytes of the default Fortran
+/// `LOGICAL`, `INTEGER`, `REAL` and `DOUBLE PRECISION` that this library's datatypes and its
+/// Fortran bindings use, and for each optional Fortran type whether it is supported. A type
+/// is supported when `MPI_Type_size` gives it a nonzero size, which here is every one (the
+/// library moves and reduces all of them).
+pub fn fortran_abi_info() -> Vec<(String, String)> {
+    let sizes = [
+        ("logical", Predefined::LOGICAL),
+        ("integer", Predefined::INTEGER),
+        ("real", Predefined::REAL),
+        ("double_precision", Predefined::DOUBLE_PRECISION),
+    ];
+    let size = sizes
+        .iter()
+        .map(|(n, t)| (format!("mpi_{n}_size"), t.info().extent.to_string()));
+    let supported = FORTRAN_OPTIONAL.iter().map(|(n, t)| {
+        let yes = t.info().extent > 0;
+        (format!("mpi_{n}_supported"), yes.to_string())
+    });
+    size.chain(supported).collect()
+}
+
+/// The Fortran `.TRUE.` and `.FALSE.` of a `LOGICAL` of `size` bytes, in its first `size`
+/// bytes (`MPI_Abi_get_fortran_booleans`): 1 and 0, as gfortran stores them and the logical
+/// reductions write them; `None` for a size that no `LOGICAL` kind has.
+pub fn fortran_booleans(size: usize) -> Option<([u8; 16], [u8; 16])> {
+    if !matches!(size, 1 | 2 | 4 | 8 | 16) {
+        return None;
+    }
+    let mut t = [0u8; 16];
+    t[if cfg!(target_endian = "little") { 0 } else { size - 1 }] = 1;
+    Some((t, [0u8; 16]))
+}
+
 /// The Rust types that stand for a predefined datatype (for the typed API and the derive).
 pub trait Basic {
     /// The predefined datatype of this Rust type.
@@ -347,6 +405,35 @@ basic!(i8 => INT8_T, u8 => UINT8_T, i16 => INT16_T, u16 => UINT16_T, i32 => INT3
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fortran_abi_info_gives_default_sizes_and_every_optional_type() {
+        let info = fortran_abi_info();
+        let get = |k: &str| info.iter().find(|(x, _)| x == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("mpi_integer_size"), Some("4"));
+        assert_eq!(get("mpi_double_precision_size"), Some("8"));
+        assert_eq!(get("mpi_real16_supported"), Some("true"));
+        assert_eq!(get("mpi_double_complex_supported"), Some("true"));
+        assert_eq!(info.len(), 4 + 19);
+    }
+
+    #[test]
+    fn fortran_booleans_are_one_and_zero_of_each_logical_kind() {
+        for size in [1usize, 2, 4, 8, 16] {
+            let (t, f) = fortran_booleans(size).unwrap();
+            let one = match size {
+                1 => 1u8.to_ne_bytes().to_vec(),
+                2 => 1u16.to_ne_bytes().to_vec(),
+                4 => 1u32.to_ne_bytes().to_vec(),
+                8 => 1u64.to_ne_bytes().to_vec(),
+                _ => 1u128.to_ne_bytes().to_vec(),
+            };
+            assert_eq!(t[..size], one[..], "size {size}");
+            assert_eq!(f, [0; 16]);
+        }
+        assert_eq!(fortran_booleans(3), None);
+        assert_eq!(fortran_booleans(0), None);
+    }
 
     #[test]
     fn table_is_sorted_by_handle_and_sizes_follow_the_abi_encoding() {

@@ -169,6 +169,16 @@ pub fn hw_resource_info() -> Result<InfoHandle> {
     put("get_hw_resource_info", crate::environment::hw_resources())
 }
 
+/// A new info object with the Fortran ABI facts of this library (`MPI_Abi_get_fortran_info`;
+/// the keys are [`crate::datatype::predefined::fortran_abi_info`]'s).
+pub fn fortran_abi_info() -> Result<InfoHandle> {
+    check_ready("abi_get_fortran_info")?;
+    put(
+        "abi_get_fortran_info",
+        crate::datatype::predefined::fortran_abi_info(),
+    )
+}
+
 /// A copy of `h` (`MPI_Info_dup`).
 pub fn info_dup(h: InfoHandle) -> Result<InfoHandle> {
     let v = lock(&pairs("info_dup", h)?).clone();
