@@ -118,10 +118,11 @@ impl Kernel {
     }
 
     /// Whether calling (or dropping) the kernel runs user code, which may call MPI: such
-    /// kernels never run inside the progress engine's critical section.
+    /// kernels never run inside the progress engine's critical section. Both user forms do
+    /// (a C `MPI_User_function` is a [`Kernel::Bytes`]).
     #[inline]
     pub(crate) fn is_user(&self) -> bool {
-        matches!(self, Kernel::User(_))
+        matches!(self, Kernel::User(_) | Kernel::Bytes(..))
     }
 }
 

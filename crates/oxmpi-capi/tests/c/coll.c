@@ -1,5 +1,5 @@
 /* Collectives over predefined datatypes: every blocking collective, MPI_IN_PLACE forms,
- * MINLOC/MAXLOC pairs, a user operation, reduce_local. */
+ * MINLOC/MAXLOC pairs, user operations (one calling MPI itself), reduce_local. */
 #include <stdint.h>
 #include "check.h"
 
@@ -18,6 +18,58 @@ static void affine_c(void *in, void *inout, MPI_Count *len, MPI_Datatype *dt) {
     if (*len > seen) seen = *len;
     for (MPI_Count i = 0; i < *len; i++)
         ((int64_t *)inout)[i] = ((int64_t *)in)[i];
+}
+
+/* A sum that calls MPI itself (MPI_Iprobe and MPI_Type_size), which user functions may:
+ * every call must succeed, so the library must not run it inside its progress engine. */
+static int probe_failures;
+static void probing_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    int flag, size;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, 12345, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE) !=
+            MPI_SUCCESS ||
+        MPI_Type_size(*dt, &size) != MPI_SUCCESS || size != (int)sizeof(int))
+        probe_failures++;
+    for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
+}
+
+/* probing_sum in a blocking, a nonblocking and a persistent allreduce and a reduce, over a
+ * few ints and past the shared-memory slots and single-copy crossovers. */
+static void user_op_calling_mpi(int rank, int size) {
+    static int x[40000], y[40000];
+    const int ns[3] = {1, 300, 40000};
+    MPI_Op op;
+    MPI_Request q;
+    MUST(MPI_Op_create(probing_sum, 1, &op));
+    for (int t = 0; t < 3; t++) {
+        int n = ns[t];
+        for (int form = 0; form < 4; form++) {
+            for (int i = 0; i < n; i++) { x[i] = rank + i; y[i] = -1; }
+            if (form == 0) MUST(MPI_Allreduce(x, y, n, MPI_INT, op, MPI_COMM_WORLD));
+            if (form == 1) {
+                MUST(MPI_Iallreduce(x, y, n, MPI_INT, op, MPI_COMM_WORLD, &q));
+                MUST(MPI_Wait(&q, MPI_STATUS_IGNORE));
+            }
+            if (form == 2) {
+                MUST(MPI_Allreduce_init(x, y, n, MPI_INT, op, MPI_COMM_WORLD, MPI_INFO_NULL, &q));
+                for (int k = 0; k < 2; k++) {
+                    MUST(MPI_Start(&q));
+                    MUST(MPI_Wait(&q, MPI_STATUS_IGNORE));
+                }
+                MUST(MPI_Request_free(&q));
+            }
+            if (form == 3) {
+                MUST(MPI_Reduce_init(x, y, n, MPI_INT, op, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &q));
+                MUST(MPI_Start(&q));
+                MUST(MPI_Wait(&q, MPI_STATUS_IGNORE));
+                MUST(MPI_Request_free(&q));
+            }
+            for (int i = 0; i < n && (form != 3 || rank == 0); i++)
+                CHECK(y[i] == size * (size - 1) / 2 + size * i,
+                      "user op calling MPI, n %d form %d: y[%d] = %d", n, form, i, y[i]);
+        }
+    }
+    CHECK(probe_failures == 0, "%d MPI calls inside the user function failed", probe_failures);
+    MUST(MPI_Op_free(&op));
 }
 
 int main(int argc, char **argv) {
@@ -148,6 +200,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 3; i++)
         CHECK(all64[i] == 10 + i, "allreduce_c element %d: %lld", i, (long long)all64[i]);
     MUST(MPI_Op_free(&op));
+    user_op_calling_mpi(rank, size);
     MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     CHECK(MPI_Op_create_c(NULL, 1, &op) == MPI_ERR_ARG, "a NULL function is refused");
 
