@@ -1,5 +1,6 @@
 //! Persistent collectives on shared-memory channels of their own (barrier, bcast, reduce,
-//! allreduce of at most a slot), every result checked against a serial reference:
+//! allreduce of at most a slot, and reductions by single copies from the blocking forms'
+//! crossovers), every result checked against a serial reference:
 //! - on the world, a dup and two splits, at counts inside the slots and just past them,
 //!   restarted many times with new contents written before every start (handle layer, raw
 //!   buffers as the C layer drives them), started together and waited in reverse order;
@@ -9,7 +10,8 @@
 //!   taken again);
 //! - more persistent collectives than channels: the rest run as messages, and channels stay
 //!   free for new communicators;
-//! - counts that differ between ranks (an error on every rank, the channel still usable);
+//! - counts that differ between ranks (an error on every rank, the channel still usable;
+//!   for large reductions already at init);
 //! - a user operation (never on shared memory).
 //!
 //! `coll_persist_shm expect|any [RESTARTS]`: with `expect`, every communicator of 2+ ranks
@@ -62,12 +64,20 @@ fn v(r: i32, j: usize, k: usize) -> i64 {
     (r as i64 * 31 + j as i64 * 7 + k as i64 * 13) % 1009 - 500
 }
 
-/// Counts of i64: one element, inside the 1 KiB slots, a full slot, one past it.
-const COUNTS: [usize; 4] = [1, 16, 128, 129];
+/// Counts of i64: one element, inside the 1 KiB slots, a full slot, one past it, the
+/// allreduce's single-copy crossover (32 KiB) and past the reduce's (256 KiB), uneven.
+const COUNTS: [usize; 6] = [1, 16, 128, 129, 4096, 32771];
 
 /// Whether a persistent collective of `n` i64 on `c` must run through shared memory.
 fn want_shm(c: &Communicator, expect: bool, n: usize) -> bool {
     expect && c.size() >= 2 && n * 8 <= 1024
+}
+
+/// Whether a persistent reduction of `n` i64 on `c` must run by single copies between the
+/// members' buffers: from `min` bytes, where the blocking one does, unless they are off.
+fn want_single_copy(c: &Communicator, expect: bool, n: usize, min: usize) -> bool {
+    let on = std::env::var("OXMPI_SINGLE_COPY").as_deref() != Ok("0");
+    expect && on && c.size() >= 2 && n * 8 >= min
 }
 
 fn sum_of(p: i32, j: usize, k: usize) -> i64 {
@@ -124,7 +134,11 @@ fn restarts_with_new_contents(c: &Communicator, expect: bool, restarts: usize, w
         };
         for (i, id) in ids.iter().enumerate() {
             // The barrier (request 0) carries no data: on shared memory at every count.
-            let shm = shm || (i == 0 && want_shm(c, expect, 1));
+            // Large reduces (3, 4) and allreduces (5-7) copy between the buffers instead.
+            let shm = shm
+                || (i == 0 && want_shm(c, expect, 1))
+                || ((3..=4).contains(&i) && want_single_copy(c, expect, n, 256 << 10))
+                || (i >= 5 && want_single_copy(c, expect, n, 32 << 10));
             check!(
                 reqs.runs_on_shared_memory(*id) == shm,
                 "{what} n {n} request {i}: on shared memory {}, expected {shm}",
@@ -390,6 +404,41 @@ fn mismatched_counts(c: &Communicator) {
     must("free", reqs.free(&mut id));
 }
 
+/// Large counts that differ between ranks: every rank's init fails with a count error (the
+/// members compare their buffers there), and a large reduction initialised next works.
+fn mismatched_large_counts(c: &Communicator) {
+    let (me, p) = (c.rank(), c.size());
+    let mut reqs = Requests::new(c);
+    let x = RawBuf::new(8192);
+    let n = if me == 0 { 8192 } else { 8191 };
+    // SAFETY: `x` outlives any request made here, each freed below.
+    let r = unsafe { reqs.allreduce_init(c, std::ptr::null(), x.p, n, OpHandle::SUM) };
+    let class = r.map_err(|e| e.class()).err();
+    check!(
+        matches!(class, Some(ErrorClass::Count | ErrorClass::Truncate)),
+        "large mismatch at init: {class:?}"
+    );
+    // SAFETY: as above.
+    let mut id = unsafe {
+        must(
+            "init",
+            reqs.allreduce_init(c, std::ptr::null(), x.p, 8192, OpHandle::SUM),
+        )
+    };
+    check!(
+        reqs.runs_on_shared_memory(id),
+        "after a large mismatch: not by single copies"
+    );
+    x.set(|j| v(me, j, 3));
+    must("start", reqs.start(id));
+    must("wait", reqs.wait(&mut id));
+    check!(
+        x.get() == (0..8192).map(|j| sum_of(p, j, 3)).collect::<Vec<_>>(),
+        "after a large mismatch"
+    );
+    must("free", reqs.free(&mut id));
+}
+
 /// The Rust API: a user operation keeps its message program; a builtin one of the same
 /// size takes shared memory; both give the serial result, restarted together.
 fn rust_api(c: &Communicator, expect: bool) {
@@ -447,6 +496,9 @@ fn main() {
     free_and_reuse(&dup, expect, "dup");
     if expect && p >= 2 {
         mismatched_counts(&dup);
+        if want_single_copy(&dup, expect, 8192, 32 << 10) {
+            mismatched_large_counts(&dup);
+        }
     }
     rust_api(&world, expect);
     // Last: channels given back drain lazily (each member arrives on a released channel at

@@ -715,8 +715,12 @@ impl<L: ThreadLevel> Communicator<L> {
         }
         let prog = plan_allreduce(x, n * e, e, c.commutative, send.is_none());
         Ok(
-            Planned::new(call, prog, Some(c), input(send), bytes_mut(recv))
-                .on_shm(ShmKind::Reduce { root: None }),
+            Planned::new(call, prog, Some(c), input(send), bytes_mut(recv)).on_shm(
+                ShmKind::Reduce {
+                    root: None,
+                    elem: e,
+                },
+            ),
         )
     }
 

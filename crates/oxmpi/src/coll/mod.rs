@@ -139,8 +139,7 @@ impl<'b> Planned<'b> {
     pub(crate) fn shm_kind(&self) -> Option<shm_kept::ShmKind> {
         self.prog.as_ref()?;
         let kind = self.shm?;
-        kind.fits(self.send.len, self.recv.len, self.combine.as_ref())
-            .then_some(kind)
+        kind.fit(self.send.len, self.recv.len, self.combine.as_ref())
     }
 
     /// A call with nothing to do: it completes at once in every form.
@@ -266,13 +265,13 @@ impl<'b> Planned<'b> {
                     format!("{}: MPI is finalized", self.name),
                 ));
             }
-            let kernel = self.combine.map(|c| c.kernel);
             // SAFETY: as in `exec`: `send` and `recv` come from a shared and an exclusive
             // borrow for `'b` (or are empty), never alias, and the run is only advanced while
             // its request is active, which the callers bound by `'b` (`persist`) or by the
             // contract of `persist_unbound`.
-            let run =
-                unsafe { shm_kept::ShmRun::new(kind, state, claim, self.send, self.recv, kernel) };
+            let run = unsafe {
+                shm_kept::ShmRun::new(kind, state, claim, self.send, self.recv, self.combine)
+            };
             return Ok(persistent::Kept::shm(run, state.clone()));
         }
         Ok(persistent::Kept::new(self.exec(state, 0)?, state.clone()))

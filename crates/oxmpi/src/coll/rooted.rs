@@ -700,8 +700,12 @@ impl<L: ThreadLevel> Communicator<L> {
         let prog = plan_reduce(x, root, n * size_of::<T>(), c.commutative, send.is_none());
         let send = send.map_or(&[][..], bytes);
         Ok(
-            Planned::new(call, prog, Some(c), send, at_root(is_root, recv))
-                .on_shm(ShmKind::Reduce { root: Some(root) }),
+            Planned::new(call, prog, Some(c), send, at_root(is_root, recv)).on_shm(
+                ShmKind::Reduce {
+                    root: Some(root),
+                    elem: size_of::<T>(),
+                },
+            ),
         )
     }
 

@@ -230,6 +230,11 @@ impl<M> Raw<M> {
         self.ptr.as_ptr()
     }
 
+    /// The base address, to show to another process for its single copies.
+    pub(super) fn addr(self) -> u64 {
+        self.ptr.as_ptr() as u64
+    }
+
     /// The region's bytes.
     ///
     /// # Safety

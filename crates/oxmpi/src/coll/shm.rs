@@ -20,6 +20,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use super::shm_kept::ShmKind;
 use super::{bytes, bytes_mut};
 use crate::comm::Communicator;
 use crate::error::{Error, ErrorClass, Result};
@@ -103,6 +104,8 @@ const PERSIST_SPARE: usize = 4;
 pub(crate) struct ChanClaim {
     pub(super) chan: usize,
     pub(super) members: Vec<u32>,
+    /// For a large reduction: every member's buffers and pid, exchanged at init.
+    pub(super) peers: Vec<(Exposed, i32)>,
 }
 
 impl Drop for ChanClaim {
@@ -117,7 +120,7 @@ const REDUCE_CHUNK: usize = 64 * 1024;
 
 /// What a rank publishes with the first arrival of a single-copy collective.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Exposed {
+pub(crate) struct Exposed {
     /// Whether it may copy between processes.
     ok: bool,
     /// Bytes it contributes (or expects, for a broadcast).
@@ -160,27 +163,50 @@ fn copy_error(call: &str, what: &str, rank: usize, e: std::io::Error) -> Error {
     )
 }
 
-/// Combines this rank's slice (elements `me·n/p .. (me+1)·n/p`) of every rank's input, in
-/// rank order, and writes it into the output of every receiver (`root`, or all ranks).
-/// `input` is `None` in place (then `out` holds this rank's input).
+/// Scratch of a shared-memory reduce-scatter: the running fold of one piece and a peer's
+/// piece being folded in, 16-byte aligned (kernels read whole elements). A persistent
+/// reduction keeps one, so its restarts allocate nothing.
+#[derive(Debug, Default)]
+pub(crate) struct SliceScratch {
+    acc: Vec<u128>,
+    tmp: Vec<u128>,
+}
+
+impl SliceScratch {
+    /// The two buffers, each at least `len` bytes (grown on first use only).
+    fn get(&mut self, len: usize) -> (&mut [u8], &mut [u8]) {
+        for v in [&mut self.acc, &mut self.tmp] {
+            if v.len() * 16 < len {
+                *v = super::schedule::aligned(len);
+            }
+        }
+        (
+            &mut bytemuck::cast_slice_mut(&mut self.acc)[..len],
+            &mut bytemuck::cast_slice_mut(&mut self.tmp)[..len],
+        )
+    }
+}
+
+/// Combines this rank's slice (elements `me·n/p .. (me+1)·n/p`, of `es` bytes each) of every
+/// rank's input, in rank order, and writes it into the output of every receiver (`root`, or
+/// all ranks). `input` is `None` in place (then `out` holds this rank's input).
 ///
 /// A receiver that is not in place combines straight into `out`, and with a commutative
 /// operation the last rank starts from its predecessor's input instead of a copy of its
 /// own: a local copy of the slice less each (1 MiB at np 2: a 512 KiB copy of the ~100 µs).
-fn reduce_slice<T: Reducible>(
+#[allow(clippy::too_many_arguments)] // the reduction's one description, split in two callers
+pub(crate) fn reduce_slice(
     kernel: &Kernel,
     commutative: bool,
     all: &[(Exposed, i32)],
     me: usize,
     root: Option<usize>,
-    input: Option<&[T]>,
-    out: &mut [T],
+    es: usize,
+    input: Option<&[u8]>,
+    out: &mut [u8],
+    scratch: &mut SliceScratch,
 ) -> Result<()> {
-    let (p, n, es) = (
-        all.len(),
-        input.map_or(out.len(), <[T]>::len),
-        size_of::<T>(),
-    );
+    let (p, n) = (all.len(), input.map_or(out.len(), <[u8]>::len) / es);
     let (lo, hi) = (me * n / p, (me + 1) * n / p);
     if lo == hi {
         return Ok(());
@@ -189,10 +215,7 @@ fn reduce_slice<T: Reducible>(
     // Combine in `out` itself when we receive and our input is elsewhere.
     let direct = input.is_some() && receivers.contains(&me);
     let ch = (REDUCE_CHUNK / es).max(1).min(hi - lo);
-    let (mut own_acc, mut tmp) = (
-        vec![T::zeroed(); if direct { 0 } else { ch }],
-        vec![T::zeroed(); ch],
-    );
+    let (own_acc, tmp) = scratch.get(ch * es);
     // The last rank's input starts the fold; with a commutative operation and the last rank
     // ourselves, our predecessor's does (x_{p-1} ⊕ x_{p-2} = x_{p-2} ⊕ x_{p-1}).
     let first = if commutative && me == p - 1 && p > 1 {
@@ -237,24 +260,24 @@ fn reduce_slice<T: Reducible>(
     let mut a = lo;
     while a < hi {
         let b = (a + ch).min(hi);
-        let off = (a * es) as u64;
-        let tmp = bytes_mut(&mut tmp[..b - a]);
+        let (off, len) = (a * es, (b - a) * es);
+        let tmp = &mut tmp[..len];
         match input {
             Some(s) if direct => {
-                let acc = bytes_mut(&mut out[a..b]);
-                fold(off, bytes(&s[a..b]), acc, tmp)?;
-                send(off, acc)?;
+                let acc = &mut out[off..off + len];
+                fold(off as u64, &s[off..off + len], acc, tmp)?;
+                send(off as u64, acc)?;
             }
             _ => {
-                let acc = bytes_mut(&mut own_acc[..b - a]);
+                let acc = &mut own_acc[..len];
                 let mine = match input {
-                    Some(s) => bytes(&s[a..b]),
-                    None => bytes(&out[a..b]),
+                    Some(s) => &s[off..off + len],
+                    None => &out[off..off + len],
                 };
-                fold(off, mine, acc, tmp)?;
-                send(off, acc)?;
+                fold(off as u64, mine, acc, tmp)?;
+                send(off as u64, acc)?;
                 if receivers.contains(&me) {
-                    bytes_mut(&mut out[a..b]).copy_from_slice(acc);
+                    out[off..off + len].copy_from_slice(acc);
                 }
             }
         }
@@ -416,13 +439,58 @@ impl<L: ThreadLevel> Communicator<L> {
         let st = &self.state;
         let world =
             st.context == crate::comm::WORLD_CONTEXT && st.members.len() == self.rt.size as usize;
-        if p.shm_kind().is_none() || !self.shm_chan_possible(st.shm.eligible || world) {
+        let Some(kind) = p.shm_kind() else {
+            return Ok(None);
+        };
+        if !self.shm_chan_possible(st.shm.eligible || world) {
             return Ok(None);
         }
-        Ok(self.shm_chan_agree(PERSIST_SPARE)?.map(|chan| ChanClaim {
+        let Some(chan) = self.shm_chan_agree(PERSIST_SPARE)? else {
+            return Ok(None);
+        };
+        let mut claim = ChanClaim {
             chan,
             members: st.members.clone(),
-        }))
+            peers: Vec::new(),
+        };
+        if let ShmKind::ReduceLarge { root, .. } = kind {
+            // Every member shows its buffers on the new channel, once: the runs copy
+            // between them. (A rank whose count made its reduction a small one arrives with
+            // its data instead, which the exposure's length check reports as a mismatch.)
+            let mine = Exposed {
+                ok: self.shm_single_copy()?,
+                len: if p.send.len > 0 {
+                    p.send.len
+                } else {
+                    p.recv.len
+                },
+                input: if p.send.len > 0 {
+                    p.send.addr()
+                } else {
+                    p.recv.addr()
+                },
+                output: if root.is_none_or(|r| r == st.rank) {
+                    p.recv.addr()
+                } else {
+                    0
+                },
+            };
+            let at = Meet::Chan(chan);
+            let Some(all) = self.shm_expose(at, mine)? else {
+                // Single copies are refused on this host: every member agrees to keep the
+                // message program, and the channel goes back.
+                return Ok(None);
+            };
+            if let Some((k, (x, _))) = all.iter().enumerate().find(|(_, (x, _))| x.len != mine.len)
+            {
+                // Every member sees the same lengths, so all fail here together.
+                let e = count_mismatch(p.name, k as u32, x.len, mine.len);
+                self.shm_settle(at, false)?;
+                return Err(e);
+            }
+            claim.peers = all;
+        }
+        Ok(Some(claim))
     }
 
     /// Where an exchange of `len` bytes per rank can meet, if it fits the slots.
@@ -797,7 +865,7 @@ impl<L: ThreadLevel> Communicator<L> {
     }
 
     /// Arrives with `ok` after a phase and waits for everyone; whether every member was ok.
-    fn shm_settle(&self, at: Meet, ok: bool) -> Result<bool> {
+    pub(super) fn shm_settle(&self, at: Meet, ok: bool) -> Result<bool> {
         let n = self.shm_arrive(at, &[u8::from(ok)])?;
         self.shm_coll_wait(at, n)?;
         self.rt.engine.with(|e| -> Result<bool> {
@@ -1093,8 +1161,10 @@ impl<L: ThreadLevel> Communicator<L> {
                 &all,
                 me as usize,
                 root,
-                send,
-                recv,
+                size_of::<T>(),
+                send.map(bytes),
+                bytes_mut(recv),
+                &mut SliceScratch::default(),
             )
         }));
         match work {
@@ -1172,6 +1242,7 @@ mod tests {
         .flat_map(|pn| ops.map(|o| (pn, o)))
         {
             let kernel = Kernel::Fn(f);
+            let mut scratch = SliceScratch::default();
             let want: Vec<u64> = (0..n)
                 .map(|j| {
                     let mut acc = val(0, j).to_le_bytes();
@@ -1209,9 +1280,20 @@ mod tests {
                     })
                     .collect();
                 for me in 0..p {
-                    let input = (!in_place).then(|| &inputs[me][..]);
-                    reduce_slice(&kernel, commutative, &all, me, root, input, &mut outs[me])
-                        .unwrap();
+                    let input = (!in_place).then(|| bytes(&inputs[me][..]));
+                    let out = bytes_mut(&mut outs[me][..]);
+                    reduce_slice(
+                        &kernel,
+                        commutative,
+                        &all,
+                        me,
+                        root,
+                        8,
+                        input,
+                        out,
+                        &mut scratch,
+                    )
+                    .unwrap();
                 }
                 for (r, out) in outs.iter().enumerate() {
                     if root.is_none_or(|root| root == r) {
@@ -1271,8 +1353,10 @@ mod tests {
             &all,
             0,
             None,
-            Some(&[1u64; 8][..]),
-            &mut out,
+            8,
+            Some(bytes(&[1u64; 8][..])),
+            bytes_mut(&mut out[..]),
+            &mut SliceScratch::default(),
         );
         assert_eq!(e.unwrap_err().class(), ErrorClass::Other);
     }

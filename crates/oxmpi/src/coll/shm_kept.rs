@@ -21,12 +21,12 @@
 use std::sync::Arc;
 
 use super::schedule::{Combine, In, Out, Raw};
-use super::shm::{count_mismatch, node_of, ChanClaim};
+use super::shm::{count_mismatch, node_of, reduce_slice, ChanClaim, SliceScratch};
 use crate::comm::CommState;
-use crate::error::Result;
+use crate::error::{Error, ErrorClass, Result};
 use crate::op::Kernel;
 use crate::p2p::engine::{Advance, Engine};
-use crate::transport::shm::node::Meet;
+use crate::transport::shm::node::{Meet, Node};
 use crate::transport::shm::COLL_SLOT_BYTES;
 
 /// The collectives a persistent request can run through a channel's slots.
@@ -37,21 +37,39 @@ pub(crate) enum ShmKind {
     /// The root publishes its buffer; the others copy it.
     Bcast { root: u32 },
     /// Every member publishes its input; `root` (every member for `None`) combines them.
-    Reduce { root: Option<u32> },
+    /// Elements have `elem` bytes.
+    Reduce { root: Option<u32>, elem: usize },
+    /// A reduction larger than a slot, as a reduce-scatter by single copies between the
+    /// buffers the members showed each other at init (`Communicator::shm_persist_claim`):
+    /// arrive, combine this rank's slice of every input into every receiver, arrive again.
+    ReduceLarge { root: Option<u32>, elem: usize },
 }
 
 impl ShmKind {
-    /// Whether a plan over `send` and `recv` bytes with `combine` fits the slots: data of
-    /// 1 byte to a slot, and no user operation (which may call MPI and so cannot run
+    /// The form a plan over `send` and `recv` bytes with `combine` takes, if any: data of
+    /// 1 byte to a slot; a reduction above the slots from the size where the blocking one
+    /// goes by single copies; never a user operation (which may call MPI and so cannot run
     /// inside the engine, where runs complete).
-    pub(crate) fn fits(self, send: usize, recv: usize, combine: Option<&Combine>) -> bool {
+    pub(crate) fn fit(self, send: usize, recv: usize, combine: Option<&Combine>) -> Option<Self> {
         let slot = |n: usize| (1..=COLL_SLOT_BYTES).contains(&n);
         match self {
-            ShmKind::Barrier => true,
-            ShmKind::Bcast { .. } => slot(recv),
-            ShmKind::Reduce { .. } => {
-                combine.is_some_and(|c| !c.kernel.is_user())
-                    && slot(if send > 0 { send } else { recv })
+            ShmKind::Barrier => Some(self),
+            ShmKind::Bcast { .. } => slot(recv).then_some(self),
+            ShmKind::Reduce { root, elem } | ShmKind::ReduceLarge { root, elem } => {
+                if combine.is_none_or(|c| c.kernel.is_user()) {
+                    return None;
+                }
+                let len = if send > 0 { send } else { recv };
+                if slot(len) {
+                    return Some(ShmKind::Reduce { root, elem });
+                }
+                let c = super::select::crossovers();
+                let min = if root.is_some() {
+                    c.shm_reduce_long
+                } else {
+                    c.shm_allreduce_long
+                };
+                (len >= min && len > COLL_SLOT_BYTES).then_some(ShmKind::ReduceLarge { root, elem })
             }
         }
     }
@@ -64,6 +82,9 @@ enum Phase {
     Enter,
     /// Arrived with number `n`; waiting for the arrivals this rank needs.
     Wait(u64),
+    /// A large reduction's copies are done and announced with arrival `n` (with whether
+    /// they succeeded); waiting for every member's, so no buffer is released early.
+    Finish(u64),
 }
 
 /// One persistent shared-memory collective of this rank: its channel, its buffers and the
@@ -81,7 +102,12 @@ pub(crate) struct ShmRun {
     send: Raw<In>,
     recv: Raw<Out>,
     kernel: Option<Kernel>,
+    commutative: bool,
     phase: Phase,
+    /// A large reduction's piece buffers, kept between runs.
+    scratch: SliceScratch,
+    /// This rank's copies of the current large-reduction run failed with this.
+    failed: Option<Error>,
 }
 
 impl std::fmt::Debug for ShmRun {
@@ -107,7 +133,7 @@ impl ShmRun {
         claim: ChanClaim,
         send: Raw<In>,
         recv: Raw<Out>,
-        kernel: Option<Kernel>,
+        combine: Option<Combine>,
     ) -> ShmRun {
         ShmRun {
             kind,
@@ -117,14 +143,18 @@ impl ShmRun {
             early: super::select::crossovers().shm_rooted_early != 0,
             send,
             recv,
-            kernel,
+            commutative: combine.as_ref().is_some_and(|c| c.commutative),
+            kernel: combine.map(|c| c.kernel),
             phase: Phase::Enter,
+            scratch: SliceScratch::default(),
+            failed: None,
         }
     }
 
     /// Prepares a new run (the request checks that the previous one completed).
     pub(crate) fn restart(&mut self) {
         self.phase = Phase::Enter;
+        self.failed = None;
     }
 
     /// The bytes this rank publishes with its arrival.
@@ -135,6 +165,8 @@ impl ShmRun {
             ShmKind::Bcast { .. } => self.recv.as_read(),
             ShmKind::Reduce { .. } if self.send.len > 0 => self.send,
             ShmKind::Reduce { .. } => self.recv.as_read(),
+            // Its buffers were shown at init; an arrival says they are ready.
+            ShmKind::ReduceLarge { .. } => return &[],
         };
         // SAFETY: a run is in progress (the only time `step` calls this), so the region is
         // readable for its length (contract of `new`); the slice lives only for the arrival,
@@ -144,10 +176,13 @@ impl ShmRun {
 
     /// Advances the run as far as it can without waiting.
     pub(crate) fn step(&mut self, e: &mut Engine) -> Result<Advance> {
-        let members = &self.claim.members;
         let node = node_of(e)?;
+        if let ShmKind::ReduceLarge { root, elem } = self.kind {
+            return self.step_large(node, root, elem);
+        }
+        let members = &self.claim.members;
         let n = match self.phase {
-            Phase::Wait(n) => n,
+            Phase::Wait(n) | Phase::Finish(n) => n,
             Phase::Enter => {
                 // Every member must have entered the previous run (so finished reading the
                 // slot this arrival reuses); the channel starts with every member there.
@@ -196,7 +231,7 @@ impl ShmRun {
                 unsafe { std::ptr::copy_nonoverlapping(slot, self.recv.get_mut(), len) };
                 Ok(Advance::Done)
             }
-            ShmKind::Reduce { root } => {
+            ShmKind::Reduce { root, .. } => {
                 let leaf = root.is_some_and(|r| r != self.me);
                 if leaf && self.early {
                     // Our slot stays until everyone has entered the next run.
@@ -241,6 +276,98 @@ impl ShmRun {
                 }
                 Ok(Advance::Done)
             }
+            ShmKind::ReduceLarge { .. } => unreachable!("taken by step_large above"),
         }
     }
+
+    /// [`step`](Self::step) of a large reduction: enter (every member's buffers are then
+    /// ready to be read and written), combine this rank's slice into every receiver by single
+    /// copies, arrive with the outcome, and complete once every member has.
+    fn step_large(
+        &mut self,
+        node: &mut dyn Node,
+        root: Option<u32>,
+        elem: usize,
+    ) -> Result<Advance> {
+        let members = &self.claim.members;
+        let n = match self.phase {
+            Phase::Finish(n) => return finish_large(node, self.at, members, n, &mut self.failed),
+            Phase::Wait(n) => n,
+            Phase::Enter => {
+                let prev = node.next_arrival(self.at) - 1;
+                if !node.arrived(self.at, members, prev)? {
+                    return Ok(Advance::Running);
+                }
+                let n = node.arrive(self.at, &[]);
+                self.phase = Phase::Wait(n);
+                n
+            }
+        };
+        if !node.arrived(self.at, members, n)? {
+            return Ok(Advance::Running);
+        }
+        let kernel = self.kernel.as_ref().expect("a reduction has an operation");
+        // SAFETY: a run is in progress (every member has entered it), so `send` is readable
+        // and `recv` ours to read and write (contract of `new`); they do not overlap. Peers
+        // write into `recv` only their own slices of the result, which this rank neither
+        // reads nor writes, and read only `send` (or, in place, their slices of `recv`).
+        let (input, out) = unsafe {
+            (
+                (self.send.len > 0).then(|| self.send.bytes()),
+                std::slice::from_raw_parts_mut(self.recv.get_mut(), self.recv.len),
+            )
+        };
+        let work = reduce_slice(
+            kernel,
+            self.commutative,
+            &self.claim.peers,
+            self.me as usize,
+            root.map(|r| r as usize),
+            elem,
+            input,
+            out,
+            &mut self.scratch,
+        );
+        if work.is_err() {
+            node.single_copy_refused();
+        }
+        let m = node.arrive(self.at, &[u8::from(work.is_ok())]);
+        self.failed = work.err();
+        self.phase = Phase::Finish(m);
+        finish_large(node, self.at, members, m, &mut self.failed)
+    }
+}
+
+/// Completes a large reduction once every member has announced its copies with arrival `n`:
+/// with this rank's own error (`failed`), or an error if another member's copies failed.
+fn finish_large(
+    node: &mut dyn Node,
+    at: Meet,
+    members: &[u32],
+    n: u64,
+    failed: &mut Option<Error>,
+) -> Result<Advance> {
+    if !node.arrived(at, members, n)? {
+        return Ok(Advance::Running);
+    }
+    if let Some(e) = failed.take() {
+        return Err(e);
+    }
+    for &w in members {
+        if node.slot_len(at, w, n)? != 1 {
+            return Err(Error::new(
+                ErrorClass::Intern,
+                "shared-memory collective: members out of step",
+            ));
+        }
+        // SAFETY: `w` published one byte with arrival `n`, which we saw; it does not rewrite
+        // that slot before we have entered the next run.
+        if unsafe { node.slot(at, w, n)?.read() } != 1 {
+            return Err(Error::new(
+                ErrorClass::Other,
+                "reduce: a cross-process copy of another rank failed",
+            ));
+        }
+    }
+    Ok(Advance::Done)
 }

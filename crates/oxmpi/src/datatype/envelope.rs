@@ -606,7 +606,10 @@ mod tests {
     #[test]
     fn value_index_names_each_pair_type_by_its_value_and_index() {
         use crate::datatype::predefined::{OpClass, ALL};
-        let all = || ALL.iter().filter_map(|i| Predefined::from_handle(u32::from(i.handle)));
+        let all = || {
+            ALL.iter()
+                .filter_map(|i| Predefined::from_handle(u32::from(i.handle)))
+        };
         let mut found = Vec::new();
         for v in all() {
             for i in all() {

@@ -385,7 +385,11 @@ pub fn fortran_booleans(size: usize) -> Option<([u8; 16], [u8; 16])> {
         return None;
     }
     let mut t = [0u8; 16];
-    t[if cfg!(target_endian = "little") { 0 } else { size - 1 }] = 1;
+    t[if cfg!(target_endian = "little") {
+        0
+    } else {
+        size - 1
+    }] = 1;
     Some((t, [0u8; 16]))
 }
 
