@@ -81,9 +81,21 @@ pub(crate) fn wait_engine_until<R>(
                 return (Some(r), true);
             }
             // Spin on the arrival word alone before paying for a full progress pass; bounded
-            // so that, under a lock, other threads get their turn.
+            // so that, under a lock, other threads get their turn. With only schedules in
+            // flight, spin on them instead (a persistent shared-memory collective's peers
+            // arrive in its channel, which the full pass would poll no sooner).
             let mut k = 0;
-            while k < rt.wait.inner_spin && e.quiet() {
+            while k < rt.wait.inner_spin {
+                if !e.quiet() {
+                    if !e.only_schedules() {
+                        break;
+                    }
+                    if e.step_schedules() > 0 {
+                        if let Some(r) = poll(e) {
+                            return (Some(r), true);
+                        }
+                    }
+                }
                 k += 1;
             }
             let n = progress(rt, e);

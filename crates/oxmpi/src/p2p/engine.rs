@@ -799,6 +799,21 @@ impl Engine {
             && self.schedules.is_empty()
     }
 
+    /// Whether schedules are the only work in flight: no transport has an arrival and no
+    /// protocol is pending. A waiter may then advance the schedules alone (a shared-memory
+    /// collective completes on its peers' arrivals, which no transport poll would show).
+    pub fn only_schedules(&self) -> bool {
+        !self.schedules.is_empty()
+            && !self.transports[1..].iter().any(AnyTransport::has_arrival)
+            && self.proto.pending.is_empty()
+            && self.proto.pushing.is_empty()
+    }
+
+    /// Advances every schedule once, without polling transports; how many completed.
+    pub fn step_schedules(&mut self) -> usize {
+        self.advance_schedules()
+    }
+
     /// Polls transports and advances every protocol; returns how much work it did. Errors
     /// land in the statuses of the operations they belong to.
     #[inline]
