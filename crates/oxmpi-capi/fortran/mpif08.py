@@ -36,10 +36,11 @@ NOT_GENERATED = {
     "MPI_Win_create_errhandler": "hand-written",
     "MPI_Win_create_keyval": "hand-written",
     "MPI_Alloc_mem": "hand-written",
+    # The detaches give the buffer's address back as TYPE(C_PTR).
     "MPI_Buffer_detach": "hand-written",
-    "MPI_Buffer_detach_c": "returns the buffer's C address (TYPE(C_PTR)); no binding written yet",
-    "MPI_Comm_detach_buffer": "returns the buffer's C address (TYPE(C_PTR)); no binding written yet",
-    "MPI_Comm_detach_buffer_c": "returns the buffer's C address (TYPE(C_PTR)); no binding written yet",
+    "MPI_Buffer_detach_c": "hand-written",
+    "MPI_Comm_detach_buffer": "hand-written",
+    "MPI_Comm_detach_buffer_c": "hand-written",
     "MPI_Pcontrol": "hand-written",
 }
 
@@ -240,6 +241,7 @@ def write(funcs, consts, out):
         generics.setdefault(generic, []).append(spec)
         done.append(name)
     done += HAND_NAMES + ["MPI_Wtime", "MPI_Wtick", "MPI_Aint_add", "MPI_Aint_diff", "MPI_Pcontrol"]
+    done += [spec[:-4] for specs in HAND_SPECIFICS.values() for spec in specs[1:]]
     L = [HEAD]
     L.append("    integer, parameter :: MPI_ADDRESS_KIND = 8, MPI_OFFSET_KIND = 8, MPI_COUNT_KIND = 8")
     L.append("    integer, parameter :: MPI_INTEGER_KIND = 4, MPI_STATUS_SIZE = 8")
@@ -279,7 +281,8 @@ def write(funcs, consts, out):
     for name, specs in sorted(generics.items()):
         L.append(f"    interface {name}\n        module procedure {', '.join(specs)}\n    end interface {name}")
     for name in HAND_NAMES:
-        L.append(f"    interface {name}\n        module procedure {name}_f08\n    end interface {name}")
+        specs = ", ".join(HAND_SPECIFICS.get(name, [f"{name}_f08"]))
+        L.append(f"    interface {name}\n        module procedure {specs}\n    end interface {name}")
     L.append("    abstract interface")
     L.append("        subroutine MPI_User_function(invec, inoutvec, len, datatype)")
     L.append("            import")
@@ -316,7 +319,14 @@ HAND_NAMES = ["MPI_Init", "MPI_Init_thread", "MPI_Comm_get_attr", "MPI_Comm_set_
               "MPI_Comm_create_keyval", "MPI_Type_create_keyval", "MPI_Type_set_attr",
               "MPI_Type_get_attr", "MPI_Alloc_mem", "MPI_Buffer_detach", "MPI_Keyval_create",
               "MPI_Attr_put", "MPI_Attr_get", "MPI_Win_get_attr", "MPI_Win_set_attr",
-              "MPI_Win_create_errhandler", "MPI_Win_create_keyval"]
+              "MPI_Win_create_errhandler", "MPI_Win_create_keyval", "MPI_Comm_detach_buffer"]
+
+# Hand-written generics with a large-count specific beside the default one (the size
+# argument's kind tells them apart).
+HAND_SPECIFICS = {
+    "MPI_Buffer_detach": ["MPI_Buffer_detach_f08", "MPI_Buffer_detach_c_f08"],
+    "MPI_Comm_detach_buffer": ["MPI_Comm_detach_buffer_f08", "MPI_Comm_detach_buffer_c_f08"],
+}
 
 HAND_ABSTRACT = """        subroutine MPI_Comm_errhandler_function(comm, error_code)
             import
@@ -471,6 +481,27 @@ HAND_IFACES = """        subroutine oxf77_init(ierr) bind(C, name="mpi_init_")
             type(c_ptr) :: addr
             integer(c_int) :: size, ierr
         end subroutine oxf08_buffer_detach
+        subroutine oxf08_buffer_detach_c(addr, size, ierr) bind(C, name="oxf08_buffer_detach_c")
+            import
+            type(c_ptr) :: addr
+            integer(c_int64_t) :: size
+            integer(c_int) :: ierr
+        end subroutine oxf08_buffer_detach_c
+        subroutine oxf08_comm_detach_buffer(comm, addr, size, ierr) &
+                bind(C, name="oxf08_comm_detach_buffer")
+            import
+            type(MPI_Comm) :: comm
+            type(c_ptr) :: addr
+            integer(c_int) :: size, ierr
+        end subroutine oxf08_comm_detach_buffer
+        subroutine oxf08_comm_detach_buffer_c(comm, addr, size, ierr) &
+                bind(C, name="oxf08_comm_detach_buffer_c")
+            import
+            type(MPI_Comm) :: comm
+            type(c_ptr) :: addr
+            integer(c_int64_t) :: size
+            integer(c_int) :: ierr
+        end subroutine oxf08_comm_detach_buffer_c
         subroutine oxf77_keyval_create(copy, del, keyval, extra, ierr) bind(C, name="mpi_keyval_create_")
             import
             type(c_funptr), value :: copy, del
@@ -672,6 +703,36 @@ HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
         call oxf08_buffer_detach(buffer_addr, size, ierr)
         if (present(ierror)) ierror = ierr
     end subroutine MPI_Buffer_detach_f08
+    subroutine MPI_Buffer_detach_c_f08(buffer_addr, size, ierror)
+        type(c_ptr), intent(out) :: buffer_addr
+        integer(kind=MPI_COUNT_KIND), intent(out) :: size
+        integer, optional, intent(out) :: ierror
+        integer :: ierr
+        call oxf08_buffer_detach_c(buffer_addr, size, ierr)
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Buffer_detach_c_f08
+    subroutine MPI_Comm_detach_buffer_f08(comm, buffer_addr, size, ierror)
+        type(MPI_Comm), intent(in) :: comm
+        type(c_ptr), intent(out) :: buffer_addr
+        integer, intent(out) :: size
+        integer, optional, intent(out) :: ierror
+        integer :: ierr
+        type(MPI_Comm) :: c
+        c = comm
+        call oxf08_comm_detach_buffer(c, buffer_addr, size, ierr)
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Comm_detach_buffer_f08
+    subroutine MPI_Comm_detach_buffer_c_f08(comm, buffer_addr, size, ierror)
+        type(MPI_Comm), intent(in) :: comm
+        type(c_ptr), intent(out) :: buffer_addr
+        integer(kind=MPI_COUNT_KIND), intent(out) :: size
+        integer, optional, intent(out) :: ierror
+        integer :: ierr
+        type(MPI_Comm) :: c
+        c = comm
+        call oxf08_comm_detach_buffer_c(c, buffer_addr, size, ierr)
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Comm_detach_buffer_c_f08
     subroutine MPI_Keyval_create_f08(copy_fn, delete_fn, keyval, extra_state, ierror)
         procedure(MPI_Copy_function) :: copy_fn
         procedure(MPI_Delete_function) :: delete_fn
@@ -857,12 +918,29 @@ HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
         ierr = MPI_SUCCESS
     end subroutine MPI_NULL_DELETE_FN"""
 
-HAND_GLUE = """/* MPI_Buffer_detach gives the buffer's address back: TYPE(C_PTR) in mpi_f08. */
+HAND_GLUE = """/* The detaches give the buffer's address back: TYPE(C_PTR) in mpi_f08. Automatic buffering
+ * comes back as the address of the Fortran MPI_BUFFER_AUTOMATIC. */
+static void oxf08_detached(MPI_Fint ierr, void **addr) {
+    if (ierr == MPI_SUCCESS && *addr == MPI_BUFFER_AUTOMATIC)
+        *addr = &mpi_fortran_buffer_automatic_;
+}
 OXF_EXPORT void oxf08_buffer_detach(void **addr, MPI_Fint *size, MPI_Fint *ierr) {
     *ierr = MPI_Buffer_detach(addr, size);
-    /* Automatic buffering comes back as the address of the Fortran MPI_BUFFER_AUTOMATIC. */
-    if (*ierr == MPI_SUCCESS && *addr == MPI_BUFFER_AUTOMATIC)
-        *addr = &mpi_fortran_buffer_automatic_;
+    oxf08_detached(*ierr, addr);
+}
+OXF_EXPORT void oxf08_buffer_detach_c(void **addr, MPI_Count *size, MPI_Fint *ierr) {
+    *ierr = MPI_Buffer_detach_c(addr, size);
+    oxf08_detached(*ierr, addr);
+}
+OXF_EXPORT void oxf08_comm_detach_buffer(MPI_Fint *comm, void **addr, MPI_Fint *size,
+                                         MPI_Fint *ierr) {
+    *ierr = MPI_Comm_detach_buffer(OXF_F2C(MPI_Comm, *comm), addr, size);
+    oxf08_detached(*ierr, addr);
+}
+OXF_EXPORT void oxf08_comm_detach_buffer_c(MPI_Fint *comm, void **addr, MPI_Count *size,
+                                           MPI_Fint *ierr) {
+    *ierr = MPI_Comm_detach_buffer_c(OXF_F2C(MPI_Comm, *comm), addr, size);
+    oxf08_detached(*ierr, addr);
 }
 
 /* mpi_f08's MPI_User_function takes the buffers as TYPE(C_PTR) by value and the datatype as

@@ -241,6 +241,19 @@ program f08
     end do
     call MPI_Buffer_detach(addr, n)
     call check(n == 0 .and. c_associated(addr), 'detach of automatic buffering')
+    ! A communicator's own buffer, and the large-count detaches.
+    call MPI_Comm_attach_buffer(MPI_COMM_WORLD, bsbuf, 1024)
+    call MPI_Bsend(rank, 1, MPI_INTEGER, next, 14, MPI_COMM_WORLD)
+    call MPI_Recv(n, 1, MPI_INTEGER, prev, 14, MPI_COMM_WORLD, MPI_STATUS_IGNORE)
+    call check(n == prev, 'bsend through the communicator buffer')
+    call MPI_Comm_detach_buffer(MPI_COMM_WORLD, addr, n)
+    call check(c_associated(addr, c_loc(bsbuf)) .and. n == 1024, 'MPI_Comm_detach_buffer')
+    call MPI_Comm_attach_buffer(MPI_COMM_WORLD, MPI_BUFFER_AUTOMATIC, 0)
+    call MPI_Comm_detach_buffer(MPI_COMM_WORLD, addr, big)
+    call check(c_associated(addr) .and. big == 0, 'MPI_Comm_detach_buffer_c, automatic')
+    call MPI_Buffer_attach(bsbuf, 1000)
+    call MPI_Buffer_detach(addr, big)
+    call check(c_associated(addr, c_loc(bsbuf)) .and. big == 1000, 'MPI_Buffer_detach_c')
 
     ! Large-count procedures the generic cannot tell from the default ones (every integer
     ! kind is 8 bytes): called by their _c names.
