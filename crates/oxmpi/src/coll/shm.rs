@@ -173,16 +173,16 @@ pub(crate) struct SliceScratch {
 }
 
 impl SliceScratch {
-    /// The two buffers, each at least `len` bytes (grown on first use only).
-    fn get(&mut self, len: usize) -> (&mut [u8], &mut [u8]) {
-        for v in [&mut self.acc, &mut self.tmp] {
+    /// The two buffers, of `acc` and `tmp` bytes (grown when short only).
+    fn get(&mut self, acc: usize, tmp: usize) -> (&mut [u8], &mut [u8]) {
+        for (v, len) in [(&mut self.acc, acc), (&mut self.tmp, tmp)] {
             if v.len() * 16 < len {
                 *v = super::schedule::aligned(len);
             }
         }
         (
-            &mut bytemuck::cast_slice_mut(&mut self.acc)[..len],
-            &mut bytemuck::cast_slice_mut(&mut self.tmp)[..len],
+            &mut bytemuck::cast_slice_mut(&mut self.acc)[..acc],
+            &mut bytemuck::cast_slice_mut(&mut self.tmp)[..tmp],
         )
     }
 }
@@ -215,7 +215,7 @@ pub(crate) fn reduce_slice(
     // Combine in `out` itself when we receive and our input is elsewhere.
     let direct = input.is_some() && receivers.contains(&me);
     let ch = (REDUCE_CHUNK / es).max(1).min(hi - lo);
-    let (own_acc, tmp) = scratch.get(ch * es);
+    let (own_acc, tmp) = scratch.get(if direct { 0 } else { ch * es }, ch * es);
     // The last rank's input starts the fold; with a commutative operation and the last rank
     // ourselves, our predecessor's does (x_{p-1} ⊕ x_{p-2} = x_{p-2} ⊕ x_{p-1}).
     let first = if commutative && me == p - 1 && p > 1 {
