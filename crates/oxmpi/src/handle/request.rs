@@ -1107,7 +1107,14 @@ impl<L: ThreadLevel> Requests<L> {
                 .get(idx as usize)
                 .filter(|p| p.gen == gen && p.op.is_some())
                 .map(|_| idx as usize)
-                .ok_or_else(|| stale(call)),
+                .ok_or_else(|| {
+                    // Each table numbers its slots' generations from its own base.
+                    if gen.wrapping_sub(self.gen_base) >= 1 << 20 {
+                        elsewhere(call)
+                    } else {
+                        stale(call)
+                    }
+                }),
             _ => Err(Error::new(
                 ErrorClass::Request,
                 format!("{call}: not a persistent request"),
@@ -1748,6 +1755,19 @@ fn stale(call: &str) -> Error {
     Error::new(
         ErrorClass::Request,
         format!("{call}: the request id names no request (already completed or freed?)"),
+    )
+}
+
+/// The error of a persistent request used through a table that did not make it.
+#[cold]
+fn elsewhere(call: &str) -> Error {
+    Error::new(
+        ErrorClass::Request,
+        format!(
+            "{call}: the persistent request belongs to another request table (in the C \
+             interface: it was made on another thread, and a persistent request is started, \
+             completed and freed on the thread that made it)"
+        ),
     )
 }
 
