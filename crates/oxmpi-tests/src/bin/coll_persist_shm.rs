@@ -1,6 +1,6 @@
 //! Persistent collectives on shared-memory channels of their own (barrier, bcast, reduce,
-//! allreduce of at most a slot, and reductions by single copies from the blocking forms'
-//! crossovers), every result checked against a serial reference:
+//! allreduce of at most a slot, and broadcasts and reductions by single copies from the
+//! blocking forms' crossovers), every result checked against a serial reference:
 //! - on the world, a dup and two splits, at counts inside the slots and just past them,
 //!   restarted many times with new contents written before every start (handle layer, raw
 //!   buffers as the C layer drives them), started together and waited in reverse order;
@@ -65,7 +65,8 @@ fn v(r: i32, j: usize, k: usize) -> i64 {
 }
 
 /// Counts of i64: one element, inside the 1 KiB slots, a full slot, one past it, the
-/// allreduce's single-copy crossover (32 KiB) and past the reduce's (256 KiB), uneven.
+/// allreduce's single-copy crossover (32 KiB) and past the bcast's and the reduce's (64 and
+/// 256 KiB), uneven.
 const COUNTS: [usize; 6] = [1, 16, 128, 129, 4096, 32771];
 
 /// Whether a persistent collective of `n` i64 on `c` must run through shared memory.
@@ -134,9 +135,11 @@ fn restarts_with_new_contents(c: &Communicator, expect: bool, restarts: usize, w
         };
         for (i, id) in ids.iter().enumerate() {
             // The barrier (request 0) carries no data: on shared memory at every count.
-            // Large reduces (3, 4) and allreduces (5-7) copy between the buffers instead.
+            // Large bcasts (1, 2), reduces (3, 4) and allreduces (5-7) copy between the
+            // buffers instead.
             let shm = shm
                 || (i == 0 && want_shm(c, expect, 1))
+                || ((1..=2).contains(&i) && want_single_copy(c, expect, n, 64 << 10))
                 || ((3..=4).contains(&i) && want_single_copy(c, expect, n, 256 << 10))
                 || (i >= 5 && want_single_copy(c, expect, n, 32 << 10));
             check!(

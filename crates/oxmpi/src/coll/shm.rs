@@ -286,6 +286,36 @@ pub(crate) fn reduce_slice(
     Ok(())
 }
 
+/// This rank's copies of a single-copy broadcast from `root` over the members' exposures
+/// `all` (lengths checked equal): a receiver pulls the head of the root's buffer into `buf`,
+/// the root writes the tail of its `buf` into every receiver (see [`bcast_cut`]).
+pub(crate) fn bcast_copies(
+    all: &[(Exposed, i32)],
+    root: usize,
+    me: usize,
+    buf: &mut [u8],
+) -> Result<()> {
+    let cut = bcast_cut(all, root);
+    if me == root {
+        if cut == buf.len() {
+            return Ok(());
+        }
+        let p = all.len();
+        // Each receiver in turn from the next rank up, as the receivers pull.
+        (1..p).map(|i| (root + i) % p).try_for_each(|q| {
+            let (x, pid) = all[q];
+            cma::write_to(pid, x.output + cut as u64, &buf[cut..])
+                .map_err(|e| copy_error("broadcast", "to", q, e))
+        })
+    } else if cut == 0 {
+        Ok(())
+    } else {
+        let (x, pid) = all[root];
+        cma::read_from(pid, x.input, &mut buf[..cut])
+            .map_err(|e| copy_error("broadcast", "from", root, e))
+    }
+}
+
 /// Where a single-copy broadcast from `root` splits each receiver's buffer: receivers pull
 /// the bytes below, the root writes the rest (1/p of the buffer, ending the head on a cache
 /// line), or nothing when some receiver exposed no buffer. Every member computes the same.
@@ -453,43 +483,69 @@ impl<L: ThreadLevel> Communicator<L> {
             members: st.members.clone(),
             peers: Vec::new(),
         };
-        if let ShmKind::ReduceLarge { root, .. } = kind {
-            // Every member shows its buffers on the new channel, once: the runs copy
-            // between them. (A rank whose count made its reduction a small one arrives with
-            // its data instead, which the exposure's length check reports as a mismatch.)
-            let mine = Exposed {
-                ok: self.shm_single_copy()?,
-                len: if p.send.len > 0 {
-                    p.send.len
+        // A large reduction or broadcast: every member shows its buffers on the new channel,
+        // once; the runs copy between them. (A rank whose count made its collective a small
+        // one arrives with its data instead, which the length check reports as a mismatch.)
+        let (mine, want) = match kind {
+            ShmKind::ReduceLarge { root, .. } => {
+                let (len, input) = if p.send.len > 0 {
+                    (p.send.len, p.send.addr())
                 } else {
-                    p.recv.len
-                },
-                input: if p.send.len > 0 {
-                    p.send.addr()
-                } else {
-                    p.recv.addr()
-                },
-                output: if root.is_none_or(|r| r == st.rank) {
+                    (p.recv.len, p.recv.addr())
+                };
+                let receives = root.is_none_or(|r| r == st.rank);
+                let output = if receives { p.recv.addr() } else { 0 };
+                (
+                    Exposed {
+                        ok: true,
+                        len,
+                        input,
+                        output,
+                    },
+                    None,
+                )
+            }
+            ShmKind::BcastLarge { root } => {
+                // As the blocking broadcast: the root writes part of each receiver's buffer
+                // on few ranks.
+                let split = self.size() as usize <= super::select::crossovers().shm_bcast_split;
+                let output = if split && st.rank != root {
                     p.recv.addr()
                 } else {
                     0
-                },
-            };
-            let at = Meet::Chan(chan);
-            let Some(all) = self.shm_expose(at, mine)? else {
-                // Single copies are refused on this host: every member agrees to keep the
-                // message program, and the channel goes back.
-                return Ok(None);
-            };
-            if let Some((k, (x, _))) = all.iter().enumerate().find(|(_, (x, _))| x.len != mine.len)
-            {
-                // Every member sees the same lengths, so all fail here together.
-                let e = count_mismatch(p.name, k as u32, x.len, mine.len);
-                self.shm_settle(at, false)?;
-                return Err(e);
+                };
+                let (len, input) = (p.recv.len, p.recv.addr());
+                (
+                    Exposed {
+                        ok: true,
+                        len,
+                        input,
+                        output,
+                    },
+                    Some(root as usize),
+                )
             }
-            claim.peers = all;
+            _ => return Ok(Some(claim)),
+        };
+        let mine = Exposed {
+            ok: self.shm_single_copy()?,
+            ..mine
+        };
+        let at = Meet::Chan(chan);
+        let Some(all) = self.shm_expose(at, mine)? else {
+            // Single copies are refused on this host: every member agrees to keep the
+            // message program, and the channel goes back.
+            return Ok(None);
+        };
+        // A broadcast's lengths are checked against the root's, a reduction's against ours.
+        let want = want.map_or(mine.len, |r| all[r].0.len);
+        if let Some((k, (x, _))) = all.iter().enumerate().find(|(_, (x, _))| x.len != want) {
+            // Every member sees the same lengths, so all fail here together.
+            let e = count_mismatch(p.name, k as u32, x.len, want);
+            self.shm_settle(at, false)?;
+            return Err(e);
         }
+        claim.peers = all;
         Ok(Some(claim))
     }
 
@@ -994,25 +1050,7 @@ impl<L: ThreadLevel> Communicator<L> {
             self.shm_settle(at, false)?;
             return Err(e);
         }
-        let cut = bcast_cut(&all, r);
-        let work = if self.state.rank == root {
-            let p = all.len();
-            // Each receiver in turn from the next rank up, as the receivers pull.
-            (1..p).map(|i| (r + i) % p).try_for_each(|q| {
-                let (x, pid) = all[q];
-                if cut == want {
-                    return Ok(());
-                }
-                cma::write_to(pid, x.output + cut as u64, &buf[cut..])
-                    .map_err(|e| copy_error("broadcast", "to", q, e))
-            })
-        } else if cut == 0 {
-            Ok(())
-        } else {
-            let (x, pid) = all[r];
-            cma::read_from(pid, x.input, &mut buf[..cut])
-                .map_err(|e| copy_error("broadcast", "from", r, e))
-        };
+        let work = bcast_copies(&all, r, self.state.rank as usize, buf);
         self.shm_finish(at, "broadcast", work).map(|()| true)
     }
 

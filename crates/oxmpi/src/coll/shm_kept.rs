@@ -1,5 +1,6 @@
 //! Persistent collectives through shared memory: a small barrier, broadcast, reduce or
-//! allreduce kept on a channel of its own.
+//! allreduce kept on a channel of its own, and large broadcasts and reductions by single
+//! copies between buffers the members exchanged at init.
 //!
 //! The slot protocol of `shm` assumes one shared-memory collective in flight per channel,
 //! which overlapping nonblocking collectives would break; a persistent collective is
@@ -21,7 +22,7 @@
 use std::sync::Arc;
 
 use super::schedule::{Combine, In, Out, Raw};
-use super::shm::{count_mismatch, node_of, reduce_slice, ChanClaim, SliceScratch};
+use super::shm::{bcast_copies, count_mismatch, node_of, reduce_slice, ChanClaim, SliceScratch};
 use crate::comm::CommState;
 use crate::error::{Error, ErrorClass, Result};
 use crate::op::Kernel;
@@ -36,6 +37,10 @@ pub(crate) enum ShmKind {
     Barrier,
     /// The root publishes its buffer; the others copy it.
     Bcast { root: u32 },
+    /// A broadcast larger than a slot, by single copies between the buffers the members
+    /// showed each other at init: arrive, copy (the receivers pull the head of the root's
+    /// buffer, the root writes the tail into theirs), arrive again.
+    BcastLarge { root: u32 },
     /// Every member publishes its input; `root` (every member for `None`) combines them.
     /// Elements have `elem` bytes.
     Reduce { root: Option<u32>, elem: usize },
@@ -54,7 +59,13 @@ impl ShmKind {
         let slot = |n: usize| (1..=COLL_SLOT_BYTES).contains(&n);
         match self {
             ShmKind::Barrier => Some(self),
-            ShmKind::Bcast { .. } => slot(recv).then_some(self),
+            ShmKind::Bcast { root } | ShmKind::BcastLarge { root } => {
+                if slot(recv) {
+                    return Some(ShmKind::Bcast { root });
+                }
+                let min = super::select::crossovers().shm_bcast_long;
+                (recv >= min && recv > COLL_SLOT_BYTES).then_some(ShmKind::BcastLarge { root })
+            }
             ShmKind::Reduce { root, elem } | ShmKind::ReduceLarge { root, elem } => {
                 if combine.is_none_or(|c| c.kernel.is_user()) {
                     return None;
@@ -166,7 +177,7 @@ impl ShmRun {
             ShmKind::Reduce { .. } if self.send.len > 0 => self.send,
             ShmKind::Reduce { .. } => self.recv.as_read(),
             // Its buffers were shown at init; an arrival says they are ready.
-            ShmKind::ReduceLarge { .. } => return &[],
+            ShmKind::ReduceLarge { .. } | ShmKind::BcastLarge { .. } => return &[],
         };
         // SAFETY: a run is in progress (the only time `step` calls this), so the region is
         // readable for its length (contract of `new`); the slice lives only for the arrival,
@@ -177,8 +188,8 @@ impl ShmRun {
     /// Advances the run as far as it can without waiting.
     pub(crate) fn step(&mut self, e: &mut Engine) -> Result<Advance> {
         let node = node_of(e)?;
-        if let ShmKind::ReduceLarge { root, elem } = self.kind {
-            return self.step_large(node, root, elem);
+        if let ShmKind::ReduceLarge { .. } | ShmKind::BcastLarge { .. } = self.kind {
+            return self.step_large(node);
         }
         let members = &self.claim.members;
         let n = match self.phase {
@@ -276,19 +287,16 @@ impl ShmRun {
                 }
                 Ok(Advance::Done)
             }
-            ShmKind::ReduceLarge { .. } => unreachable!("taken by step_large above"),
+            ShmKind::ReduceLarge { .. } | ShmKind::BcastLarge { .. } => {
+                unreachable!("taken by step_large above")
+            }
         }
     }
 
-    /// [`step`](Self::step) of a large reduction: enter (every member's buffers are then
-    /// ready to be read and written), combine this rank's slice into every receiver by single
-    /// copies, arrive with the outcome, and complete once every member has.
-    fn step_large(
-        &mut self,
-        node: &mut dyn Node,
-        root: Option<u32>,
-        elem: usize,
-    ) -> Result<Advance> {
+    /// [`step`](Self::step) of a large reduction or broadcast: enter (every member's buffers
+    /// are then ready to be read and written), make this rank's single copies, arrive with
+    /// the outcome, and complete once every member has.
+    fn step_large(&mut self, node: &mut dyn Node) -> Result<Advance> {
         let members = &self.claim.members;
         let n = match self.phase {
             Phase::Finish(n) => return finish_large(node, self.at, members, n, &mut self.failed),
@@ -306,28 +314,34 @@ impl ShmRun {
         if !node.arrived(self.at, members, n)? {
             return Ok(Advance::Running);
         }
-        let kernel = self.kernel.as_ref().expect("a reduction has an operation");
         // SAFETY: a run is in progress (every member has entered it), so `send` is readable
-        // and `recv` ours to read and write (contract of `new`); they do not overlap. Peers
-        // write into `recv` only their own slices of the result, which this rank neither
-        // reads nor writes, and read only `send` (or, in place, their slices of `recv`).
+        // and `recv` ours to read and write (contract of `new`); they do not overlap. In a
+        // reduction peers write into `recv` only their own slices of the result, which this
+        // rank neither reads nor writes, and read only `send` (or, in place, their slices of
+        // `recv`); in a broadcast the root writes only the tail of a receiver's `recv`, which
+        // the receiver does not touch, and receivers only read the root's.
         let (input, out) = unsafe {
             (
                 (self.send.len > 0).then(|| self.send.bytes()),
                 std::slice::from_raw_parts_mut(self.recv.get_mut(), self.recv.len),
             )
         };
-        let work = reduce_slice(
-            kernel,
-            self.commutative,
-            &self.claim.peers,
-            self.me as usize,
-            root.map(|r| r as usize),
-            elem,
-            input,
-            out,
-            &mut self.scratch,
-        );
+        let (peers, me) = (&self.claim.peers, self.me as usize);
+        let work = match self.kind {
+            ShmKind::ReduceLarge { root, elem } => reduce_slice(
+                self.kernel.as_ref().expect("a reduction has an operation"),
+                self.commutative,
+                peers,
+                me,
+                root.map(|r| r as usize),
+                elem,
+                input,
+                out,
+                &mut self.scratch,
+            ),
+            ShmKind::BcastLarge { root } => bcast_copies(peers, root as usize, me, out),
+            _ => unreachable!("step_large runs the large kinds only"),
+        };
         if work.is_err() {
             node.single_copy_refused();
         }
