@@ -193,6 +193,7 @@ impl ShmRun {
         }
         let members = &self.claim.members;
         let n = match self.phase {
+            // (`Finish` is the large kinds' only.)
             Phase::Wait(n) | Phase::Finish(n) => n,
             Phase::Enter => {
                 // Every member must have entered the previous run (so finished reading the
@@ -298,8 +299,14 @@ impl ShmRun {
     /// the outcome, and complete once every member has.
     fn step_large(&mut self, node: &mut dyn Node) -> Result<Advance> {
         let members = &self.claim.members;
+        let call = match self.kind {
+            ShmKind::BcastLarge { .. } => "broadcast",
+            _ => "reduce",
+        };
         let n = match self.phase {
-            Phase::Finish(n) => return finish_large(node, self.at, members, n, &mut self.failed),
+            Phase::Finish(n) => {
+                return finish_large(node, self.at, members, n, call, &mut self.failed)
+            }
             Phase::Wait(n) => n,
             Phase::Enter => {
                 let prev = node.next_arrival(self.at) - 1;
@@ -348,17 +355,19 @@ impl ShmRun {
         let m = node.arrive(self.at, &[u8::from(work.is_ok())]);
         self.failed = work.err();
         self.phase = Phase::Finish(m);
-        finish_large(node, self.at, members, m, &mut self.failed)
+        finish_large(node, self.at, members, m, call, &mut self.failed)
     }
 }
 
-/// Completes a large reduction once every member has announced its copies with arrival `n`:
-/// with this rank's own error (`failed`), or an error if another member's copies failed.
+/// Completes a large collective (`call`) once every member has announced its copies with
+/// arrival `n`: with this rank's own error (`failed`), or an error if another member's copies
+/// failed.
 fn finish_large(
     node: &mut dyn Node,
     at: Meet,
     members: &[u32],
     n: u64,
+    call: &str,
     failed: &mut Option<Error>,
 ) -> Result<Advance> {
     if !node.arrived(at, members, n)? {
@@ -379,7 +388,7 @@ fn finish_large(
         if unsafe { node.slot(at, w, n)?.read() } != 1 {
             return Err(Error::new(
                 ErrorClass::Other,
-                "reduce: a cross-process copy of another rank failed",
+                format!("{call}: a cross-process copy of another rank failed"),
             ));
         }
     }
