@@ -217,6 +217,13 @@ fn derived_datatypes_in_nonblocking_and_persistent_collectives() {
     corpus("ddt_coll", &[1, 2, 3, 4]);
 }
 
+/// Persistent collectives past the single-copy crossovers, with derived and misaligned
+/// operands staged by the C layer.
+#[test]
+fn persistent_collectives_past_the_single_copy_crossovers() {
+    corpus("persist_large", &[1, 2, 3, 4]);
+}
+
 #[test]
 fn long_double_reductions_match_c() {
     corpus("longdouble", &[1, 2, 3, 4]);
