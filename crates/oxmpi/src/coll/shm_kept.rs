@@ -185,28 +185,34 @@ impl ShmRun {
         unsafe { data.bytes() }
     }
 
+    /// This run's arrival number, arriving now if it has not yet: once every member has
+    /// entered the previous run (so finished reading the slot this arrival reuses; the
+    /// channel starts with every member there). `None` while some member has not.
+    fn entered(&mut self, node: &mut dyn Node) -> Result<Option<u64>> {
+        match self.phase {
+            Phase::Wait(n) | Phase::Finish(n) => Ok(Some(n)),
+            Phase::Enter => {
+                let prev = node.next_arrival(self.at) - 1;
+                if !node.arrived(self.at, &self.claim.members, prev)? {
+                    return Ok(None);
+                }
+                let n = node.arrive(self.at, self.published());
+                self.phase = Phase::Wait(n);
+                Ok(Some(n))
+            }
+        }
+    }
+
     /// Advances the run as far as it can without waiting.
     pub(crate) fn step(&mut self, e: &mut Engine) -> Result<Advance> {
         let node = node_of(e)?;
         if let ShmKind::ReduceLarge { .. } | ShmKind::BcastLarge { .. } = self.kind {
             return self.step_large(node);
         }
-        let members = &self.claim.members;
-        let n = match self.phase {
-            // (`Finish` is the large kinds' only.)
-            Phase::Wait(n) | Phase::Finish(n) => n,
-            Phase::Enter => {
-                // Every member must have entered the previous run (so finished reading the
-                // slot this arrival reuses); the channel starts with every member there.
-                let prev = node.next_arrival(self.at) - 1;
-                if !node.arrived(self.at, members, prev)? {
-                    return Ok(Advance::Running);
-                }
-                let n = node.arrive(self.at, self.published());
-                self.phase = Phase::Wait(n);
-                n
-            }
+        let Some(n) = self.entered(node)? else {
+            return Ok(Advance::Running);
         };
+        let members = &self.claim.members;
         match self.kind {
             ShmKind::Barrier => Ok(if node.arrived(self.at, members, n)? {
                 Advance::Done
@@ -298,26 +304,18 @@ impl ShmRun {
     /// are then ready to be read and written), make this rank's single copies, arrive with
     /// the outcome, and complete once every member has.
     fn step_large(&mut self, node: &mut dyn Node) -> Result<Advance> {
-        let members = &self.claim.members;
         let call = match self.kind {
             ShmKind::BcastLarge { .. } => "broadcast",
             _ => "reduce",
         };
-        let n = match self.phase {
-            Phase::Finish(n) => {
-                return finish_large(node, self.at, members, n, call, &mut self.failed)
-            }
-            Phase::Wait(n) => n,
-            Phase::Enter => {
-                let prev = node.next_arrival(self.at) - 1;
-                if !node.arrived(self.at, members, prev)? {
-                    return Ok(Advance::Running);
-                }
-                let n = node.arrive(self.at, &[]);
-                self.phase = Phase::Wait(n);
-                n
-            }
+        if let Phase::Finish(n) = self.phase {
+            let members = &self.claim.members;
+            return finish_large(node, self.at, members, n, call, &mut self.failed);
+        }
+        let Some(n) = self.entered(node)? else {
+            return Ok(Advance::Running);
         };
+        let members = &self.claim.members;
         if !node.arrived(self.at, members, n)? {
             return Ok(Advance::Running);
         }
