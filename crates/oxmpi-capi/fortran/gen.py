@@ -43,6 +43,10 @@ HANDWRITTEN = {
 # C-only by the standard: conversions between the languages' handles.
 C_ONLY = re.compile(r"_(c2f|f2c|toint|fromint|c2f08|f082c|f2f08|f082f)$")
 
+# In-out lengths of an output string that count its NUL in C but not in Fortran
+# (MPI_Info_get_string, MPI_Session_get_nth_pset).
+IN_OUT_STRLEN = ("buflen", "pset_len")
+
 # Arrays of handles: which argument gives their length.
 ARRAY_LEN = ("count", "incount", "max_datatypes", "n")
 # Attribute values are integers in Fortran, pointers in C: bound by hand (runtime.c) or not.
@@ -165,7 +169,13 @@ def c_wrapper(f):
     args, pre, call, post, strlens, cleanup = [], [], [], [], [], []
     for p in f.params:
         b, n = p.base, p.name
-        if b in ("int",) and p.ptr == 0 and p.array == 0:
+        if b == "int" and p.ptr == 1 and n in IN_OUT_STRLEN:
+            # In C the string's length counts its NUL, in Fortran not (the standard).
+            args.append(f"MPI_Fint *{n}")
+            pre.append(f"int c_{n} = *{n} > 0 ? *{n} + 1 : 0;")
+            post.append(f"if (*ierr == MPI_SUCCESS) *{n} = c_{n} > 0 ? c_{n} - 1 : 0;")
+            call.append(f"&c_{n}")
+        elif b in ("int",) and p.ptr == 0 and p.array == 0:
             args.append(f"MPI_Fint *{n}")
             call.append(f"*{n}")
         elif b == "int" and (p.ptr == 1 or p.array):

@@ -2,7 +2,7 @@
 //! `MPI_Comm_attach_buffer`), automatic buffering (`MPI_BUFFER_AUTOMATIC`), and flushing
 //! them (`MPI_Buffer_flush`, `MPI_Comm_iflush_buffer`, ...).
 //!
-//! A session's buffer (`MPI_Session_attach_buffer`) is not here: sessions are not provided.
+//! A session's buffer (`MPI_Session_attach_buffer`) is not provided.
 
 use std::ffi::{c_int, c_void};
 

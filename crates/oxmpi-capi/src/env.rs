@@ -28,17 +28,6 @@ fn level_value(t: Threading) -> c_int {
         .map_or(0, |(v, _)| *v)
 }
 
-fn init(name: &str, required: Threading) -> oxmpi::Result<Threading> {
-    if oxmpi::is_initialized() || oxmpi::is_finalized() {
-        return Err(err(
-            ErrorClass::Other,
-            name,
-            "MPI was initialized already in this process",
-        ));
-    }
-    env::init_thread(required)
-}
-
 /// Why the Fortran ABI setters refuse: the standard takes only the first setting.
 const FORTRAN_FIXED: &str =
     "the Fortran ABI was set by the Fortran bindings built into this library (gfortran's kinds)";
@@ -47,7 +36,7 @@ mpi_fn! {
     /// `MPI_Init`: thread level `MPI_THREAD_SINGLE`; `argc`/`argv` are not needed.
     fn Init = MPI_Init / PMPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char)
         on CommHandle::WORLD => {
-        init("Init", Threading::Single).map(drop)
+        env::init_thread(Threading::Single).map(drop)
     }
 
     /// `MPI_Init_thread`: every level is provided as asked.
@@ -65,7 +54,7 @@ mpi_fn! {
         if provided.is_null() {
             return Err(err(ErrorClass::Arg, "Init_thread", "provided is NULL"));
         }
-        let got = init("Init_thread", level)?;
+        let got = env::init_thread(level)?;
         put("Init_thread", provided, level_value(got))
     }
 
@@ -74,14 +63,17 @@ mpi_fn! {
         env::finalize()
     }
 
-    /// `MPI_Initialized`: callable at any time.
+    /// `MPI_Initialized`: callable at any time; whether `MPI_Init` was called (a session
+    /// alone does not count, MPI-5.0 §11.2.1).
     fn Initialized = MPI_Initialized / PMPI_Initialized(flag: *mut c_int) on CommHandle::WORLD => {
-        put("Initialized", flag, (oxmpi::is_initialized() || oxmpi::is_finalized()) as c_int)
+        put("Initialized", flag, env::world_initialized() as c_int)
     }
 
-    /// `MPI_Finalized`: callable at any time.
+    /// `MPI_Finalized`: callable at any time; whether `MPI_Finalize` was called (sessions
+    /// alone do not count).
     fn Finalized = MPI_Finalized / PMPI_Finalized(flag: *mut c_int) on CommHandle::WORLD => {
-        put("Finalized", flag, oxmpi::is_finalized() as c_int)
+        let done = env::world_finalized() || (env::world_initialized() && oxmpi::is_finalized());
+        put("Finalized", flag, done as c_int)
     }
 
     /// `MPI_Query_thread`.

@@ -32,5 +32,6 @@ pub mod message;
 pub mod p2p;
 pub mod partitioned;
 pub mod rma;
+pub mod session;
 pub mod topo;
 pub mod types;

@@ -133,6 +133,16 @@ fn environment() {
 }
 
 #[test]
+fn sessions_without_mpi_init() {
+    corpus("session", &[1, 2, 3, 4]);
+}
+
+#[test]
+fn sessions_beside_the_world_model() {
+    corpus("session_world", &[1, 2, 3]);
+}
+
+#[test]
 fn communicators_and_groups() {
     corpus("comm", &[1, 2, 3, 4]);
 }

@@ -93,6 +93,8 @@ pub enum ErrorClass {
     /// `MPI_ERR_VALUE_TOO_LARGE`: a value does not fit the (`int`) argument that would return
     /// it; the call's `_c` form takes it.
     ValueTooLarge = 59,
+    /// `MPI_ERR_SESSION`: invalid session.
+    Session = 60,
     /// `MPI_ERR_ERRHANDLER`: invalid error handler.
     Errhandler = 61,
     /// `MPI_ERR_ABI`: the ABI facts cannot be changed (`MPI_Abi_set_fortran_info`).
@@ -145,6 +147,7 @@ impl ErrorClass {
             57 => ErrorClass::RmaFlavor,
             58 => ErrorClass::ProcAborted,
             59 => ErrorClass::ValueTooLarge,
+            60 => ErrorClass::Session,
             61 => ErrorClass::Errhandler,
             62 => ErrorClass::Abi,
             _ => return None,
@@ -234,12 +237,14 @@ mod tests {
         assert_eq!(ErrorClass::Locktype as i32, 37);
         assert_eq!(ErrorClass::Spawn as i32, 53);
         assert_eq!(ErrorClass::ValueTooLarge as i32, 59);
+        assert_eq!(ErrorClass::Session as i32, 60);
         for c in [
             ErrorClass::Buffer,
             ErrorClass::Other,
             ErrorClass::RmaFlavor,
             ErrorClass::ValueTooLarge,
             ErrorClass::Errhandler,
+            ErrorClass::Session,
             ErrorClass::Abi,
         ] {
             assert_eq!(ErrorClass::from_code(c as i32), Some(c));

@@ -35,10 +35,20 @@ int main(int argc, char **argv) {
     CHECK(eh == MPI_ERRHANDLER_NULL, "errhandler freed");
     rc = MPI_Send(&rank, 1, MPI_INT, 0, -5, dup);
     CHECK(calls == 3, "a freed handler stays attached");
+    /* Each id MPI_Comm_get_errhandler gives is a reference of its own: freeing one leaves
+     * the others live, and the handler lives while an object has it set. */
+    MPI_Errhandler again, stale;
+    MUST(MPI_Comm_get_errhandler(dup, &again));
+    CHECK(again == got, "the same handler through the dup");
+    stale = again;
+    MUST(MPI_Errhandler_free(&got));
+    MUST(MPI_Errhandler_free(&again));
+    rc = MPI_Send(&rank, 1, MPI_INT, 0, -5, dup);
+    CHECK(calls == 4, "every id freed, the handler stays attached");
 
     MUST(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
     rc = MPI_Recv(&rank, -1, MPI_INT, 0, 0, dup, MPI_STATUS_IGNORE);
-    CHECK(rc == MPI_ERR_COUNT && calls == 3, "ERRORS_RETURN: rc %d", rc);
+    CHECK(rc == MPI_ERR_COUNT && calls == 4, "ERRORS_RETURN: rc %d", rc);
 
     int myclass, mycode, *lastused, found;
     MUST(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &lastused, &found));
@@ -62,11 +72,14 @@ int main(int argc, char **argv) {
     MUST(MPI_Comm_create_errhandler(handler, &eh));
     MUST(MPI_Comm_set_errhandler(dup, eh));
     MUST(MPI_Comm_call_errhandler(dup, mycode));
-    CHECK(calls == 4 && last_code == mycode, "call_errhandler passes the code");
+    CHECK(calls == 5 && last_code == mycode, "call_errhandler passes the code");
     MUST(MPI_Errhandler_free(&eh));
 
     MUST(MPI_Comm_free(&dup));
     MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    /* The first handler's last holder let it go: its id is no handler now. */
+    rc = MPI_Errhandler_free(&stale);
+    CHECK(rc == MPI_ERR_ERRHANDLER, "freed past its last reference: rc %d", rc);
 
     /* MPI-4.1 removals: a string before its code, codes before their class. */
     CHECK(MPI_Remove_error_class(myclass) != MPI_SUCCESS, "class with a code removed");

@@ -4,7 +4,8 @@
 ! reductions on INTEGER, REAL and DOUBLE PRECISION, a user operation, comm split/dup,
 ! a derived type, LOGICAL flags, strings, the deprecated keyval and attribute calls,
 ! MPI_Buffer_detach, large-count procedures by their _c names, Cartesian topologies with
-! LOGICAL arrays, window attributes, error returns, and the Fortran ABI queries.
+! LOGICAL arrays, window attributes, error returns, the Fortran ABI queries, and a
+! session.
 module f08_checks
     use mpi_f08
     implicit none
@@ -95,6 +96,10 @@ program f08
     integer, target :: wbuf(10)
     integer(kind=MPI_ADDRESS_KIND) :: wval
     type(MPI_Info) :: abi
+    type(MPI_Session) :: sess
+    type(MPI_Group) :: sgroup
+    type(MPI_Comm) :: scomm
+    character(len=MPI_MAX_PSET_NAME_LEN) :: pset
     character(len=16) :: val
     logical :: ftrue, ffalse, is_set
 
@@ -342,6 +347,28 @@ program f08
     call check(pair == MPI_2DOUBLE_PRECISION, 'MPI_Type_get_value_index')
     call MPI_Type_get_value_index(MPI_REAL, MPI_INTEGER, pair)
     call check(pair == MPI_DATATYPE_NULL, 'no pair of REAL and INTEGER')
+
+    ! A session beside the world model: its process sets (lengths without the C NUL), the
+    ! world set's group and a communicator of it.
+    call MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, sess)
+    call MPI_Session_get_num_psets(sess, MPI_INFO_NULL, n)
+    call check(n == 2, 'two process sets')
+    res = 0
+    call MPI_Session_get_nth_pset(sess, MPI_INFO_NULL, 0, res, pset)
+    call check(res == len('mpi://WORLD'), 'the length of the first process set''s name')
+    res = len(pset)
+    call MPI_Session_get_nth_pset(sess, MPI_INFO_NULL, 0, res, pset)
+    call check(pset == 'mpi://WORLD' .and. res == 11, 'the first process set')
+    call MPI_Group_from_session_pset(sess, pset, sgroup)
+    call MPI_Comm_create_from_group(sgroup, 'org.oxmpi.test.f08', MPI_INFO_NULL, &
+        MPI_ERRORS_RETURN, scomm)
+    i = 1
+    call MPI_Allreduce(i, n, 1, MPI_INTEGER, MPI_SUM, scomm)
+    call check(n == size, 'a sum over the session''s world')
+    call MPI_Comm_free(scomm)
+    call MPI_Group_free(sgroup)
+    call MPI_Session_finalize(sess)
+    call check(sess == MPI_SESSION_NULL, 'the session is reset')
 
     call MPI_Finalize(ierr)
     call check(ierr == MPI_SUCCESS, 'finalize')

@@ -1,6 +1,12 @@
 //! Entering and leaving MPI through the handle layer: the thread level chosen at run time
 //! (`MPI_Init_thread`), finalize, and buffered-send buffers given as raw regions.
 //!
+//! The world model (`MPI_Init`, `MPI_Finalize`) and sessions ([`super::session`]) share one
+//! runtime: whichever comes first starts it, and it shuts down (collectively) when the world
+//! model is finalized, or never initialized, and the last session is finalized. So
+//! `MPI_Finalize` with sessions open leaves the runtime to the last `MPI_Session_finalize`,
+//! and a session can be started before `MPI_Init`, which then takes the running runtime.
+//!
 //! The typed API keeps thread levels as types ([`init_with`](crate::init_with)); here the
 //! level is a value, so what the types rule out is checked per call instead: at
 //! [`Threading::Single`] and [`Threading::Funneled`] the engine runs without a lock, and only
@@ -10,7 +16,8 @@
 //! MPI-5.0 §11.2 (initialization), §11.6 (thread support), §3.6 (buffer allocation).
 
 use std::cell::Cell;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::bsend::{BufferScope, Space};
@@ -21,37 +28,124 @@ use crate::threading::Threading;
 static RT: OnceLock<Arc<Runtime>> = OnceLock::new();
 
 thread_local! {
-    /// Whether this thread called `init_thread`.
+    /// Whether this thread started the runtime (`init_thread`, or the first session).
     static MAIN: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Initializes MPI with thread level `required` and returns the level provided
-/// (`MPI_Init_thread`). oxmpi provides every level, so that is `required`. Creates
-/// [`CommHandle::WORLD`](super::comm::CommHandle::WORLD) and
-/// [`CommHandle::SELF`](super::comm::CommHandle::SELF). Errors as [`crate::init`].
-pub fn init_thread(required: Threading) -> Result<Threading> {
-    let rt = Arc::new(Runtime::init(required)?);
+/// The world model's state: [`WORLD_NONE`], [`WORLD_ACTIVE`] or [`WORLD_DONE`].
+static WORLD: AtomicU8 = AtomicU8::new(WORLD_NONE);
+const WORLD_NONE: u8 = 0;
+const WORLD_ACTIVE: u8 = 1;
+const WORLD_DONE: u8 = 2;
+
+/// Sessions initialized and not finalized.
+static SESSIONS: AtomicUsize = AtomicUsize::new(0);
+
+/// Serializes starting the runtime and the world model's and sessions' ends, so that exactly
+/// one of them starts it and exactly one shuts it down.
+static LIFE: Mutex<()> = Mutex::new(());
+
+fn life() -> std::sync::MutexGuard<'static, ()> {
+    // Holds no data: a poisoned lock is usable.
+    LIFE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Starts the runtime at level `level` on this thread (the lock held).
+fn start(level: Threading) -> Result<&'static Arc<Runtime>> {
+    let rt = Arc::new(Runtime::init(level)?);
     MAIN.with(|m| m.set(true));
     super::comm::install_predefined(&rt);
     crate::spawn::connect_parent(&rt)?;
-    if RT.set(rt).is_err() {
-        // `Runtime::init` succeeds once per process, so the cell was empty.
+    // `Runtime::init` succeeds once per process, so the cell was empty.
+    let _ = RT.set(rt);
+    RT.get()
+        .ok_or_else(|| Error::new(ErrorClass::Intern, "the runtime did not start"))
+}
+
+/// Initializes MPI with thread level `required` and returns the level provided
+/// (`MPI_Init_thread`). oxmpi provides every level, so that is `required`, unless a session
+/// started the runtime first at a lower one: then that level. Creates
+/// [`CommHandle::WORLD`](super::comm::CommHandle::WORLD) and
+/// [`CommHandle::SELF`](super::comm::CommHandle::SELF). Errors as [`crate::init`].
+pub fn init_thread(required: Threading) -> Result<Threading> {
+    let _l = life();
+    if WORLD.load(Ordering::Acquire) != WORLD_NONE {
         return Err(Error::new(
-            ErrorClass::Intern,
-            "init_thread: initialized twice",
+            ErrorClass::Other,
+            "init_thread: MPI was initialized already in this process (MPI_Init may be called once)",
         ));
     }
-    Ok(required)
+    let level = match RT.get() {
+        Some(_) if crate::runtime::is_finalized() => {
+            return Err(Error::new(
+                ErrorClass::Other,
+                "init_thread: MPI has shut down in this process and cannot start again",
+            ))
+        }
+        Some(rt) => rt.level.min(required),
+        None => start(required)?.level,
+    };
+    WORLD.store(WORLD_ACTIVE, Ordering::Release);
+    Ok(level)
 }
 
 /// Makes the runtime the typed API started (`oxmpi::init_with`) the handle layer's too, so
 /// that a typed communicator's raw handle (`Communicator::as_raw`) works in C code and the
 /// handle layer's calls.
 pub(crate) fn adopt(rt: &Arc<Runtime>) {
+    let _l = life();
     MAIN.with(|m| m.set(true));
     super::comm::install_predefined(rt);
     // `Runtime::init` succeeds once per process, so the cell is empty.
     let _ = RT.set(rt.clone());
+    WORLD.store(WORLD_ACTIVE, Ordering::Release);
+}
+
+/// Whether the world model was initialized (`MPI_Initialized`), finalized or not.
+pub fn world_initialized() -> bool {
+    WORLD.load(Ordering::Acquire) != WORLD_NONE
+}
+
+/// Whether the world model was finalized (`MPI_Finalized`).
+pub fn world_finalized() -> bool {
+    WORLD.load(Ordering::Acquire) == WORLD_DONE
+}
+
+/// Counts a new session in, starting the runtime at `level` if nothing has; returns the
+/// runtime. The runtime cannot start again once shut down ([`ErrorClass::Other`]).
+pub(crate) fn session_enter(call: &str, level: Threading) -> Result<&'static Arc<Runtime>> {
+    let _l = life();
+    let rt = match RT.get() {
+        Some(_) if crate::runtime::is_finalized() => {
+            return Err(Error::new(
+                ErrorClass::Other,
+                format!("{call}: MPI has shut down in this process and cannot start again"),
+            ))
+        }
+        Some(rt) => rt,
+        None => start(level)?,
+    };
+    SESSIONS.fetch_add(1, Ordering::AcqRel);
+    Ok(rt)
+}
+
+/// Counts a finalized session out; the last one shuts the runtime down (collectively) if
+/// the world model is not in use.
+pub(crate) fn session_leave(call: &str) -> Result<()> {
+    let _l = life();
+    let left = SESSIONS.fetch_sub(1, Ordering::AcqRel) - 1;
+    if left == 0 && WORLD.load(Ordering::Acquire) != WORLD_ACTIVE {
+        return shut_down(call);
+    }
+    Ok(())
+}
+
+/// Shuts the runtime down: first deletes the attributes of `MPI_COMM_SELF` (their delete
+/// callbacks run, MPI-5.0 §11.2.4), then finalizes collectively.
+fn shut_down(call: &str) -> Result<()> {
+    let rt = runtime(call)?;
+    let attrs = super::comm::free_predefined();
+    rt.finalize().and(attrs)
 }
 
 /// The thread level in force (`MPI_Query_thread`).
@@ -100,13 +194,24 @@ pub(crate) fn runtime(call: &str) -> Result<&'static Arc<Runtime>> {
     Ok(rt)
 }
 
-/// Finalizes MPI (`MPI_Finalize`): first deletes the attributes of `MPI_COMM_SELF` (their
-/// delete callbacks run, MPI-5.0 §11.2.4), then shuts down collectively. Returns the first
-/// error, after shutting down either way.
+/// Finalizes the world model (`MPI_Finalize`): first deletes the attributes of
+/// `MPI_COMM_SELF` (their delete callbacks run, MPI-5.0 §11.2.4), then shuts down
+/// collectively, unless sessions are open: then the last session's finalize does. Returns
+/// the first error, after shutting down either way.
 pub fn finalize() -> Result<()> {
-    let rt = runtime("finalize")?;
-    let attrs = super::comm::free_predefined();
-    rt.finalize().and(attrs)
+    let _l = life();
+    runtime("finalize")?;
+    if WORLD.load(Ordering::Acquire) != WORLD_ACTIVE {
+        return Err(Error::new(
+            ErrorClass::Other,
+            "finalize: MPI_Init was not called, or MPI_Finalize was called already",
+        ));
+    }
+    WORLD.store(WORLD_DONE, Ordering::Release);
+    if SESSIONS.load(Ordering::Acquire) > 0 {
+        return Ok(());
+    }
+    shut_down("finalize")
 }
 
 /// A buffered-send buffer as the C calls pass it.

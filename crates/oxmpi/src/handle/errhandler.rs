@@ -66,10 +66,53 @@ pub enum Action {
     Call(HandlerFn),
 }
 
-static HANDLERS: Table<HandlerFn> = Table::new();
+/// A user error handler and its references: the ids the program holds (one from its
+/// creation, one more from each `MPI_*_get_errhandler`) and the objects it is set on. The
+/// last release (`MPI_Errhandler_free`, or the object's end) frees its id.
+struct Handler {
+    f: HandlerFn,
+    refs: usize,
+}
+
+static HANDLERS: Table<Arc<Mutex<Handler>>> = Table::new();
+
+/// The function of live user handler `h`, with one more reference to it.
+fn retain(call: &str, h: ErrhandlerHandle) -> Result<HandlerFn> {
+    let entry = HANDLERS.get(h.0).ok_or_else(|| bad_handler(call, h))?;
+    let mut e = lock(&entry);
+    // A release that took the count to 0 removed the id already, or is about to under this
+    // lock: then the handler is gone for us too.
+    if e.refs == 0 {
+        return Err(bad_handler(call, h));
+    }
+    e.refs += 1;
+    Ok(e.f.clone())
+}
+
+/// Drops one reference to user handler `h`; the last one frees its id. `false` if `h` is
+/// no live user handler.
+fn release(h: ErrhandlerHandle) -> bool {
+    let Some(entry) = HANDLERS.get(h.0) else {
+        return false;
+    };
+    let mut e = lock(&entry);
+    if e.refs == 0 {
+        return false;
+    }
+    e.refs -= 1;
+    if e.refs == 0 {
+        HANDLERS.remove(h.0);
+    }
+    true
+}
+
+fn lock(h: &Mutex<Handler>) -> MutexGuard<'_, Handler> {
+    // Written field by field with no panic between: a poisoned lock is usable.
+    h.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// The handler set on each communicator that has one other than the default; a user handler
-/// is kept here with its function, so freeing its id does not detach it.
+/// is kept here with its function, and counts as a reference to its id.
 static ON_COMM: Mutex<Option<Attached>> = Mutex::new(None);
 
 /// Communicator id → its handler (and the handler's function, for user handlers).
@@ -93,19 +136,27 @@ fn bad_handler(call: &str, h: ErrhandlerHandle) -> Error {
 /// A new error handler calling `f` (`MPI_Comm_create_errhandler`).
 pub fn errhandler_create(f: HandlerFn) -> Result<ErrhandlerHandle> {
     check_ready("comm_create_errhandler")?;
-    HANDLERS.insert(f).map(ErrhandlerHandle).ok_or_else(|| {
+    insert("comm_create_errhandler", f)
+}
+
+/// A new error handler calling `f`, also before MPI is initialized (a session's handler is
+/// made before the session, `MPI_Session_create_errhandler`).
+pub(crate) fn insert(call: &str, f: HandlerFn) -> Result<ErrhandlerHandle> {
+    let h = Arc::new(Mutex::new(Handler { f, refs: 1 }));
+    HANDLERS.insert(h).map(ErrhandlerHandle).ok_or_else(|| {
         Error::new(
             ErrorClass::Other,
-            "comm_create_errhandler: too many error handlers are live",
+            format!("{call}: too many error handlers are live"),
         )
     })
 }
 
 /// Frees `*h` and sets it to [`ErrhandlerHandle::NULL`] (`MPI_Errhandler_free`).
-/// Communicators it is set on keep using it. Freeing a predefined handler only resets `*h`.
+/// Objects it is set on keep using it, and each id `MPI_*_get_errhandler` gave needs a free
+/// of its own. Freeing a predefined handler only resets `*h`.
 pub fn errhandler_free(h: &mut ErrhandlerHandle) -> Result<()> {
     check_ready("errhandler_free")?;
-    if !h.is_predefined() && HANDLERS.remove(h.0).is_none() {
+    if !h.is_predefined() && !release(*h) {
         return Err(bad_handler("errhandler_free", *h));
     }
     *h = ErrhandlerHandle::NULL;
@@ -115,28 +166,45 @@ pub fn errhandler_free(h: &mut ErrhandlerHandle) -> Result<()> {
 /// Sets the error handler of `c` (`MPI_Comm_set_errhandler`).
 pub fn comm_set_errhandler(c: CommHandle, h: ErrhandlerHandle) -> Result<()> {
     super::comm::get("comm_set_errhandler", c)?;
+    set_on(c, h)
+}
+
+/// Sets handler `h` under key `c`: a communicator's id, or another object's key that no
+/// communicator id takes (a session's, [`SessionHandle::error_key`](super::session::SessionHandle::error_key)).
+pub(crate) fn set_on(c: CommHandle, h: ErrhandlerHandle) -> Result<()> {
     let f = if h.is_predefined() {
         None
     } else {
-        Some(
-            HANDLERS
-                .get(h.0)
-                .ok_or_else(|| bad_handler("comm_set_errhandler", h))?,
-        )
+        Some(retain("set_errhandler", h)?)
     };
-    on_comm()
+    let old = on_comm()
         .get_or_insert_with(HashMap::new)
         .insert(c.to_int() as u32, (h, f));
+    if let Some((old, Some(_))) = old {
+        release(old);
+    }
     Ok(())
 }
 
 /// The error handler of `c` (`MPI_Comm_get_errhandler`).
 pub fn comm_get_errhandler(c: CommHandle) -> Result<ErrhandlerHandle> {
     super::comm::get("comm_get_errhandler", c)?;
-    Ok(on_comm()
+    Ok(get_on(c))
+}
+
+/// The handler under key `c` (see [`set_on`]); the default is `MPI_ERRORS_ARE_FATAL`.
+/// A user handler's id comes with a reference of its own, which the caller frees.
+pub(crate) fn get_on(c: CommHandle) -> ErrhandlerHandle {
+    let m = on_comm();
+    let h = m
         .as_ref()
         .and_then(|m| m.get(&(c.to_int() as u32)))
-        .map_or(ErrhandlerHandle::ARE_FATAL, |(h, _)| *h))
+        .map_or(ErrhandlerHandle::ARE_FATAL, |(h, _)| *h);
+    // The attachment holds a reference, so the id is live.
+    if !h.is_predefined() && retain("get_errhandler", h).is_err() {
+        return ErrhandlerHandle::ARE_FATAL;
+    }
+    h
 }
 
 /// Gives `child` the error handler of `parent` (communicators made from another inherit
@@ -145,15 +213,24 @@ pub fn inherit(parent: CommHandle, child: CommHandle) {
     let mut m = on_comm();
     if let Some(map) = m.as_mut() {
         if let Some(e) = map.get(&(parent.to_int() as u32)).cloned() {
-            map.insert(child.to_int() as u32, e);
+            // The parent's attachment keeps the id live.
+            if e.1.is_some() && retain("inherit", e.0).is_err() {
+                return;
+            }
+            if let Some((old, Some(_))) = map.insert(child.to_int() as u32, e) {
+                release(old);
+            }
         }
     }
 }
 
-/// Forgets the handler of a freed communicator.
+/// Forgets the handler of a freed communicator (or another object's, by its key).
 pub fn forget(c: CommHandle) {
-    if let Some(m) = on_comm().as_mut() {
-        m.remove(&(c.to_int() as u32));
+    let old = on_comm()
+        .as_mut()
+        .and_then(|m| m.remove(&(c.to_int() as u32)));
+    if let Some((old, Some(_))) = old {
+        release(old);
     }
 }
 
@@ -187,6 +264,7 @@ pub fn handler_action(h: ErrhandlerHandle) -> Result<Action> {
         _ => Action::Call(
             HANDLERS
                 .get(h.0)
+                .map(|e| lock(&e).f.clone())
                 .ok_or_else(|| bad_handler("errhandler", h))?,
         ),
     })
@@ -438,6 +516,48 @@ pub fn remove_error_string(code: i32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_user_handler_lives_until_its_last_reference_goes() {
+        let h = insert("t", Arc::new(|_, _| {})).unwrap();
+        // A second id from a get, and an object it is set on (a key no communicator has).
+        let key = CommHandle::from_int(i32::MIN | 0x1234);
+        retain("t", h).unwrap();
+        set_on(key, h).unwrap();
+        assert_eq!(get_on(key), h, "the object's handler");
+        // References now: creation, the first get, the object, the second get.
+        for left in [3, 2, 1] {
+            assert!(release(h));
+            assert!(
+                HANDLERS.get(h.0).is_some(),
+                "gone with {left} references left"
+            );
+        }
+        assert!(
+            matches!(action(key), Action::Call(_)),
+            "still set on the object"
+        );
+        forget(key);
+        assert!(
+            HANDLERS.get(h.0).is_none(),
+            "the object's end was the last reference"
+        );
+        assert!(!release(h), "freed past its last reference");
+        assert!(retain("t", h).is_err());
+    }
+
+    #[test]
+    fn replacing_a_handler_lets_the_old_one_go() {
+        let a = insert("t", Arc::new(|_, _| {})).unwrap();
+        let key = CommHandle::from_int(i32::MIN | 0x4321);
+        set_on(key, a).unwrap();
+        assert!(release(a), "the creator's id freed");
+        assert!(HANDLERS.get(a.0).is_some(), "the object holds it");
+        set_on(key, ErrhandlerHandle::RETURN).unwrap();
+        assert!(HANDLERS.get(a.0).is_none(), "replaced, nobody holds it");
+        assert!(matches!(action(key), Action::Return));
+        forget(key);
+    }
 
     #[test]
     fn standard_classes_are_their_own_class_and_have_strings() {

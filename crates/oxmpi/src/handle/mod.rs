@@ -49,6 +49,7 @@ pub mod name;
 pub mod op;
 pub(crate) mod partitioned;
 pub mod request;
+pub mod session;
 pub(crate) mod table;
 pub mod topo;
 pub mod typed;
