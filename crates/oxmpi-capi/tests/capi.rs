@@ -756,6 +756,47 @@ fn a_binary_built_with_mpich_runs_on_oxmpi() {
     assert!(o.contains("LIBRARY oxmpi"), "ran on another library:\n{o}");
 }
 
+/// The sessions corpus program (tests/c/session.c) built against MPICH's standard-ABI
+/// header and library passes on oxmpi: the session functions, `MPI_Session` handles and
+/// constants agree binary for binary.
+#[test]
+fn a_sessions_binary_built_with_mpich_runs_on_oxmpi() {
+    let Some(m) = mpich() else {
+        eprintln!("SKIP: MPICH from PyPI is not installed (scripts/install-peers.sh)");
+        return;
+    };
+    let dir = target_dir().join("capi-interop");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let exe = dir.join("session_mpich");
+    let c = crate_dir().join("tests/c");
+    let out = Command::new(m.join("bin/mpicc_abi"))
+        .arg("-I")
+        .arg(&c)
+        .arg("-o")
+        .arg(&exe)
+        .arg(c.join("session.c"))
+        .output()
+        .expect("mpicc_abi");
+    assert!(out.status.success(), "{:?}", text(&out));
+    let lib = prefix().join("lib").display().to_string();
+    let ldd = Command::new("ldd")
+        .arg(&exe)
+        .env("LD_LIBRARY_PATH", &lib)
+        .output()
+        .expect("ldd");
+    let (o, _) = text(&ldd);
+    assert!(
+        o.lines()
+            .any(|l| l.contains("libmpi_abi.so.1") && l.contains(lib.as_str())),
+        "the binary would not load oxmpi's library:\n{o}"
+    );
+    for np in [1, 3] {
+        let out = mpiexec(np, &exe, &[], &[("LD_LIBRARY_PATH", &lib)]);
+        let (o, e) = text(&out);
+        assert!(out.status.success(), "np {np}:\n{o}\n{e}");
+    }
+}
+
 #[test]
 fn a_binary_built_with_oxmpi_runs_on_mpich() {
     let Some(m) = mpich() else {
