@@ -162,6 +162,9 @@ pub(crate) struct CommState {
     /// The host sub-communicator of the node-aware collectives' intra-host stages, created
     /// collectively on first use and freed with this state.
     pub(crate) host_stage: crate::coll::hier::HostStage,
+    /// The session id this communicator derives from (its buffered sends use that session's
+    /// buffer), or 0 (the world model). Set once, before the communicator is handed out.
+    session: AtomicU32,
 }
 
 impl std::ops::Deref for CommState {
@@ -233,6 +236,7 @@ impl CommState {
             raw: OnceLock::new(),
             shm: crate::coll::shm::ShmChannel::new(shm_eligible),
             host_stage: Default::default(),
+            session: AtomicU32::new(0),
         }
     }
 
@@ -485,12 +489,39 @@ impl Comm {
 
     /// The (local) group.
     pub(crate) fn group(&self) -> Group {
-        Group::new(self.state.members.clone(), self.rt.rank)
+        Group::in_session(self.state.members.clone(), self.rt.rank, self.session())
     }
 
     /// The remote group of an intercommunicator (empty otherwise).
     pub(crate) fn remote_group(&self) -> Group {
-        Group::new(self.state.remote.clone().unwrap_or_default(), self.rt.rank)
+        Group::in_session(
+            self.state.remote.clone().unwrap_or_default(),
+            self.rt.rank,
+            self.session(),
+        )
+    }
+
+    /// The session this communicator derives from, or 0 (the world model).
+    pub(crate) fn session(&self) -> u32 {
+        self.state.session.load(Ordering::Relaxed)
+    }
+
+    /// `c`, just made and not handed out yet, derived from session `session` (0: none):
+    /// its buffered sends use that session's buffer when it has none of its own.
+    fn in_session(c: Comm, session: u32) -> Comm {
+        if session != 0 {
+            c.state.session.store(session, Ordering::Relaxed);
+            let core: Arc<dyn std::any::Any + Send + Sync> = c.state.core.clone();
+            let owner = Arc::downgrade(&core);
+            c.rt.engine
+                .with(|e| e.bsend_link_session(c.state.context, owner, session));
+        }
+        c
+    }
+
+    /// `c`, just made from this communicator, in this one's session.
+    fn derived(&self, c: Comm) -> Comm {
+        Comm::in_session(c, self.session())
     }
 
     /// `MPI_Comm_compare` for intra- and intercommunicators.
@@ -566,12 +597,16 @@ impl Comm {
         // On error `st` drops here and its context pair goes back to the pool.
         st.attrs = self.state.attrs.copy_for_dup(id)?;
         st.topo = self.state.topo.clone();
-        Ok(Comm::new(self.rt.clone(), st))
+        Ok(self.derived(Comm::new(self.rt.clone(), st)))
     }
 
     /// `MPI_Comm_split`: one communicator per `color`, ranks ordered by `key` then by rank
     /// here; [`UNDEFINED`] gets `None`. Collective.
     pub(crate) fn split(&self, color: i32, key: i32) -> Result<Option<Comm>> {
+        Ok(self.split_any(color, key)?.map(|c| self.derived(c)))
+    }
+
+    fn split_any(&self, color: i32, key: i32) -> Result<Option<Comm>> {
         if color < 0 && color != UNDEFINED {
             return Err(Error::new(
                 ErrorClass::Arg,
@@ -684,10 +719,10 @@ impl Comm {
         self.check_subgroup("create", group)?;
         let ks = self.agree_pairs("create", 1)?;
         match group.rank() {
-            Some(r) => Ok(Some(Comm::new(
+            Some(r) => Ok(Some(self.derived(Comm::new(
                 self.rt.clone(),
                 CommState::new(2 * ks[0], r as u32, group.world_ranks().to_vec(), ks),
-            ))),
+            )))),
             None => {
                 release(ks[0]);
                 Ok(None)
@@ -757,9 +792,17 @@ impl Comm {
                 break ks;
             }
         };
-        Ok(Comm::new(
-            self.rt.clone(),
-            CommState::new(2 * ks[0], me as u32, group.world_ranks().to_vec(), ks),
+        // A group from a session's process set makes a communicator of that session.
+        let session = match group.session() {
+            0 => self.session(),
+            s => s,
+        };
+        Ok(Comm::in_session(
+            Comm::new(
+                self.rt.clone(),
+                CommState::new(2 * ks[0], me as u32, group.world_ranks().to_vec(), ks),
+            ),
+            session,
         ))
     }
 
@@ -832,9 +875,9 @@ impl Comm {
 
     /// `MPI_Comm_create_from_group`: the communicator of `group`'s members, collective over
     /// them alone (every one gives the same group and string tag); `None` for an empty
-    /// group, at once. There are no sessions here, so groups come from communicators of this
-    /// job, and a process of another job is [`ErrorClass::Group`], as is a caller outside
-    /// the group.
+    /// group, at once. Groups come from communicators of this job or a session's process
+    /// sets (the communicator is then that session's), and a process of another job is
+    /// [`ErrorClass::Group`], as is a caller outside the group.
     ///
     /// The members agree over the world on a context pair every process reserves at init,
     /// at a tag hashed from the string tag and the group ([`string_tag`]). Concurrent
@@ -960,10 +1003,10 @@ impl Comm {
         let inter = self
             .view()
             .create_intercomm(local_leader, &peer.view(), remote_leader, tag)?;
-        Ok(Comm {
+        Ok(self.derived(Comm {
             rt: inter.rt,
             state: inter.state,
-        })
+        }))
     }
 
     /// `MPI_Intercomm_merge`.
@@ -975,10 +1018,10 @@ impl Comm {
             ));
         }
         let merged = self.inter_view().merge(high)?;
-        Ok(Comm {
+        Ok(self.derived(Comm {
             rt: merged.rt,
             state: merged.state,
-        })
+        }))
     }
 
     /// This intercommunicator as the typed one, for its operations over both groups.

@@ -28,15 +28,30 @@ pub enum Relation {
 pub struct Group {
     members: Arc<[u32]>,
     me: u32,
+    /// The session id it comes from (a process set's group, or one derived from it), or 0
+    /// (the world model): a communicator made from it buffers its sends in that session's
+    /// buffer.
+    session: u32,
 }
 
 impl Group {
     /// The group of world ranks `members`, as seen by world rank `me`.
     pub(crate) fn new(members: Vec<u32>, me: u32) -> Group {
+        Group::in_session(members, me, 0)
+    }
+
+    /// As [`new`](Self::new), derived from session `session` (0: none).
+    pub(crate) fn in_session(members: Vec<u32>, me: u32, session: u32) -> Group {
         Group {
             members: members.into(),
             me,
+            session,
         }
+    }
+
+    /// The session this group comes from, or 0.
+    pub(crate) fn session(&self) -> u32 {
+        self.session
     }
 
     /// World ranks of the members, in group order.
@@ -102,7 +117,7 @@ impl Group {
     }
 
     fn with_members(&self, it: impl Iterator<Item = u32>) -> Group {
-        Group::new(it.collect(), self.me)
+        Group::in_session(it.collect(), self.me, self.session)
     }
 
     /// This group's members, then `other`'s not already in it (`MPI_Group_union`).
@@ -150,7 +165,7 @@ impl Group {
             }
             out.push(w);
         }
-        Ok(Group::new(out, self.me))
+        Ok(Group::in_session(out, self.me, self.session))
     }
 
     /// The members not at `ranks`, in group order (`MPI_Group_excl`).

@@ -2,12 +2,15 @@
  * sessions (thread levels from the info hint); the process sets, their names (the length
  * query, a truncated copy), info and groups; communicators from the sets' groups (size,
  * rank, allreduce, sendrecv around the ring); session error handlers (predefined and user:
- * set, get, call, and an error raised on them); the errors of bad arguments; finalize of
+ * set, get, call, and an error raised on them); session buffers (buffered sends on the
+ * session's communicators and one derived from them, flushes, detach, automatic
+ * buffering, one left attached at finalize); the errors of bad arguments; finalize of
  * both, the last one ending MPI, with MPI_Initialized and MPI_Finalized false throughout. */
 #include <string.h>
 #include "check.h"
 
 static int calls;
+static char *stale_region;
 static int last_code;
 static MPI_Session last_session;
 
@@ -131,6 +134,60 @@ int main(void) {
     CHECK(size == 1 && rank == 0, "self %d/%d", rank, size);
     MUST(MPI_Comm_free(&self));
     MUST(MPI_Comm_free(&world2));
+
+    /* Session buffers (MPI-4.1): buffered sends on the session's communicators, and on one
+     * derived from them, copy into it; flushes; detach gives back what was attached. */
+    {
+        enum { N = 4 };
+        int cap = 2 * (N * (int)sizeof(int) + MPI_BSEND_OVERHEAD);
+        char *region = malloc((size_t)cap);
+        int out[N], in[N], msize = -1;
+        void *addr = NULL;
+        MPI_Comm dup;
+        MPI_Request r;
+        MUST(MPI_Comm_size(world, &size));
+        MUST(MPI_Comm_rank(world, &rank));
+        right = (rank + 1) % size;
+        left = (rank + size - 1) % size;
+        MUST(MPI_Session_attach_buffer(s1, region, cap));
+        MUST(MPI_Comm_dup(world, &dup));
+        for (int round = 0; round < 3; round++) {
+            MPI_Comm c = round == 1 ? dup : world;
+            for (int i = 0; i < N; i++) out[i] = rank * 100 + round * 10 + i;
+            MUST(MPI_Bsend(out, N, MPI_INT, right, 9, c));
+            MUST(MPI_Recv(in, N, MPI_INT, left, 9, c, MPI_STATUS_IGNORE));
+            for (int i = 0; i < N; i++)
+                CHECK(in[i] == left * 100 + round * 10 + i, "bsend round %d [%d] = %d", round,
+                      i, in[i]);
+            if (round == 0) {
+                MUST(MPI_Session_flush_buffer(s1));
+            } else {
+                MUST(MPI_Session_iflush_buffer(s1, &r));
+                MUST(MPI_Wait(&r, MPI_STATUS_IGNORE));
+            }
+        }
+        MUST(MPI_Comm_free(&dup));
+        MUST(MPI_Session_detach_buffer(s1, &addr, &msize));
+        CHECK(addr == region && msize == cap, "detached %p/%d, attached %p/%d", addr, msize,
+              (void *)region, cap);
+        free(region);
+        MUST(MPI_Session_attach_buffer(s1, MPI_BUFFER_AUTOMATIC, 0));
+        MUST(MPI_Bsend(out, N, MPI_INT, right, 9, world));
+        MUST(MPI_Recv(in, N, MPI_INT, left, 9, world, MPI_STATUS_IGNORE));
+        MPI_Count csize = -1;
+        MUST(MPI_Session_detach_buffer_c(s1, &addr, &csize));
+        CHECK(addr == MPI_BUFFER_AUTOMATIC && csize == 0, "automatic detached %p/%lld", addr,
+              (long long)csize);
+        /* Without a buffer, a buffered send has nowhere to go. */
+        int rc = MPI_Bsend(out, N, MPI_INT, right, 9, world);
+        CHECK(class_of(rc) == MPI_ERR_BUFFER, "bsend without a buffer: %d", rc);
+        rc = MPI_Session_detach_buffer(s1, &addr, &msize);
+        CHECK(class_of(rc) == MPI_ERR_BUFFER, "detach without a buffer: %d", rc);
+        /* Left attached at finalize, a buffer is let go there. */
+        region = malloc((size_t)cap);
+        MUST(MPI_Session_attach_buffer(s2, region, cap));
+        stale_region = region;
+    }
     MUST(MPI_Comm_free(&world));
 
     /* Errors on a session that returns them. */
@@ -178,6 +235,7 @@ int main(void) {
 
     MUST(MPI_Session_finalize(&s2));
     CHECK(s2 == MPI_SESSION_NULL, "s2 not reset");
+    free(stale_region);
     MUST(MPI_Session_finalize(&s1));
     CHECK(s1 == MPI_SESSION_NULL, "s1 not reset");
     MUST(MPI_Initialized(&flag));

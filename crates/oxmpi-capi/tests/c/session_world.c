@@ -82,6 +82,23 @@ int main(int argc, char **argv) {
     rc = MPI_Session_finalize(&stale);
     CHECK(class_of(rc) == MPI_ERR_SESSION, "finalized twice: %d", rc);
 
+    /* A session's buffer serves its own communicators only: MPI_COMM_WORLD's buffered
+     * sends still need the process's buffer. */
+    {
+        int cap = 64 + MPI_BSEND_OVERHEAD, x = wrank, y = -1, right = (wrank + 1) % wsize;
+        int left = (wrank + wsize - 1) % wsize;
+        char *region = malloc((size_t)cap);
+        void *addr;
+        MUST(MPI_Session_attach_buffer(s, region, cap));
+        rc = MPI_Bsend(&x, 1, MPI_INT, right, 3, MPI_COMM_WORLD);
+        CHECK(class_of(rc) == MPI_ERR_BUFFER, "world bsend took the session's buffer: %d", rc);
+        MUST(MPI_Bsend(&x, 1, MPI_INT, right, 3, c));
+        MUST(MPI_Recv(&y, 1, MPI_INT, left, 3, c, MPI_STATUS_IGNORE));
+        CHECK(y == left, "bsend on the session's communicator: %d", y);
+        MUST(MPI_Session_detach_buffer(s, &addr, &cap));
+        free(region);
+    }
+
     MUST(MPI_Finalize());
     MUST(MPI_Finalized(&flag));
     CHECK(flag == 1, "MPI_Finalized after MPI_Finalize");

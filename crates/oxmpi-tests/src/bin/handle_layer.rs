@@ -639,7 +639,7 @@ fn buffered_sends(me: i32, p: i32) {
     let world: Communicator = must("typed", hc::comm_typed(W));
     if me == 0 {
         check!(
-            class(env::buffer_detach(None, usize::MAX)) == ErrorClass::Buffer,
+            class(env::buffer_detach(env::BufferOf::Process, usize::MAX)) == ErrorClass::Buffer,
             "detach without attach"
         );
         // Exactly room for three messages; the last is long enough to need the receiver
@@ -651,12 +651,13 @@ fn buffered_sends(me: i32, p: i32) {
         // SAFETY: `region` lives to the end of this block and is not touched until detach
         // returned it.
         must("attach", unsafe {
-            env::buffer_attach(None, env::SendBuffer::Region(ptr, len))
+            env::buffer_attach(env::BufferOf::Process, env::SendBuffer::Region(ptr, len))
         });
         // SAFETY: a second attach is refused before the region is used.
         check!(
-            class(unsafe { env::buffer_attach(None, env::SendBuffer::Region(ptr, len)) })
-                == ErrorClass::Buffer,
+            class(unsafe {
+                env::buffer_attach(env::BufferOf::Process, env::SendBuffer::Region(ptr, len))
+            }) == ErrorClass::Buffer,
             "attach twice"
         );
         for (i, &s) in sizes.iter().enumerate() {
@@ -673,10 +674,10 @@ fn buffered_sends(me: i32, p: i32) {
         // A size the caller's argument cannot hold (an `int`, for a region attached with
         // `MPI_Buffer_attach_c`): refused, and the region stays attached.
         check!(
-            class(env::buffer_detach(None, len - 1)) == ErrorClass::ValueTooLarge,
+            class(env::buffer_detach(env::BufferOf::Process, len - 1)) == ErrorClass::ValueTooLarge,
             "detach into a size argument too small"
         );
-        let back = must("detach", env::buffer_detach(None, len));
+        let back = must("detach", env::buffer_detach(env::BufferOf::Process, len));
         check!(
             back == env::SendBuffer::Region(ptr, len),
             "detach returns the region"

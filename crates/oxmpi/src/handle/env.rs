@@ -223,11 +223,24 @@ pub enum SendBuffer {
     Automatic,
 }
 
-/// The engine's name for the buffer of communicator `of`, or of the process for `None`.
-fn scope(call: &str, of: Option<super::comm::CommHandle>) -> Result<BufferScope> {
+/// Whose buffered-send buffer a call names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BufferOf {
+    /// The process's (`MPI_Buffer_attach`): sends on communicators without one of their own
+    /// or of their session use it.
+    Process,
+    /// A communicator's (`MPI_Comm_attach_buffer`).
+    Comm(super::comm::CommHandle),
+    /// A session's (`MPI_Session_attach_buffer`): sends on the communicators derived from
+    /// the session without one of their own use it.
+    Session(super::session::SessionHandle),
+}
+
+/// The engine's name for the buffer `of` names.
+fn scope(call: &str, of: BufferOf) -> Result<BufferScope> {
     Ok(match of {
-        None => BufferScope::Process,
-        Some(h) => {
+        BufferOf::Process => BufferScope::Process,
+        BufferOf::Comm(h) => {
             let c = super::comm::get(call, h)?;
             let core: Arc<dyn std::any::Any + Send + Sync> = c.state.core.clone();
             BufferScope::Comm {
@@ -235,18 +248,23 @@ fn scope(call: &str, of: Option<super::comm::CommHandle>) -> Result<BufferScope>
                 owner: Arc::downgrade(&core),
             }
         }
+        BufferOf::Session(s) => {
+            super::session::check(call, s)?;
+            BufferScope::Session {
+                id: s.to_int() as u32,
+            }
+        }
     })
 }
 
-/// Attaches `b` for the buffered sends of communicator `of`, or of every communicator
-/// without a buffer of its own for `None` (`MPI_Comm_attach_buffer`, `MPI_Buffer_attach`);
-/// each message takes its size plus [`BSEND_OVERHEAD`](crate::p2p::bsend::BSEND_OVERHEAD)
+/// Attaches `b` as the buffer `of` names (`MPI_Buffer_attach`, `MPI_Comm_attach_buffer`,
+/// `MPI_Session_attach_buffer`); each message takes its size plus [`BSEND_OVERHEAD`](crate::p2p::bsend::BSEND_OVERHEAD)
 /// of a region. Errors: [`ErrorClass::Buffer`] if that buffer is attached already.
 ///
 /// # Safety
 /// A region's `ptr` must be valid for writes of its `len` bytes, and nothing may read or
 /// write them until [`buffer_detach`] (or finalize) has returned them.
-pub unsafe fn buffer_attach(of: Option<super::comm::CommHandle>, b: SendBuffer) -> Result<()> {
+pub unsafe fn buffer_attach(of: BufferOf, b: SendBuffer) -> Result<()> {
     let rt = runtime("buffer_attach")?;
     let scope = scope("buffer_attach", of)?;
     let space = match b {
@@ -262,12 +280,19 @@ pub unsafe fn buffer_attach(of: Option<super::comm::CommHandle>, b: SendBuffer) 
         .with(|e| unsafe { e.buffer_attach(&scope, space) })
 }
 
-/// Waits until every buffered send from the buffer of `of` (the process's for `None`) has
-/// drained, then detaches it and returns it (`MPI_Comm_detach_buffer`, `MPI_Buffer_detach`).
+/// Whether a buffer is attached as `of` names.
+pub(crate) fn buffer_is_attached(of: BufferOf) -> Result<bool> {
+    let rt = runtime("buffer_is_attached")?;
+    let scope = scope("buffer_is_attached", of)?;
+    Ok(rt.engine.with(|e| e.buffer_attached_len(&scope)).is_some())
+}
+
+/// Waits until every buffered send from the buffer `of` names has drained, then detaches it
+/// and returns it (`MPI_Buffer_detach`, `MPI_Comm_detach_buffer`, `MPI_Session_detach_buffer`).
 /// Errors: [`ErrorClass::Buffer`] if none is attached; [`ErrorClass::ValueTooLarge`], with
 /// the buffer left attached, if it has more than `max_len` bytes (the `int` form of the call
 /// cannot return its size).
-pub fn buffer_detach(of: Option<super::comm::CommHandle>, max_len: usize) -> Result<SendBuffer> {
+pub fn buffer_detach(of: BufferOf, max_len: usize) -> Result<SendBuffer> {
     let rt = runtime("buffer_detach")?;
     let scope = scope("buffer_detach", of)?;
     if let Some(len) = rt.engine.with(|e| e.buffer_attached_len(&scope)) {
@@ -287,10 +312,11 @@ pub fn buffer_detach(of: Option<super::comm::CommHandle>, max_len: usize) -> Res
     })
 }
 
-/// Waits until every buffered send now in flight from the buffer of `of` (the process's for
-/// `None`) has been sent, leaving the buffer attached (`MPI_Comm_flush_buffer`,
-/// `MPI_Buffer_flush`). A communicator without a buffer of its own has nothing to flush.
-pub fn buffer_flush(of: Option<super::comm::CommHandle>) -> Result<()> {
+/// Waits until every buffered send now in flight from the buffer `of` names has been sent,
+/// leaving the buffer attached (`MPI_Buffer_flush`, `MPI_Comm_flush_buffer`,
+/// `MPI_Session_flush_buffer`). A communicator or session without a buffer of its own has
+/// nothing to flush.
+pub fn buffer_flush(of: BufferOf) -> Result<()> {
     let rt = runtime("buffer_flush")?;
     let scope = scope("buffer_flush", of)?;
     let ids = rt.engine.with(|e| e.bsend_inflight(&scope));
@@ -304,7 +330,7 @@ pub fn buffer_flush(of: Option<super::comm::CommHandle>) -> Result<()> {
 }
 
 /// Starts [`buffer_flush`] as a request (`MPI_Comm_iflush_buffer`, `MPI_Buffer_iflush`).
-pub fn buffer_iflush(of: Option<super::comm::CommHandle>) -> Result<super::request::RequestId> {
+pub fn buffer_iflush(of: BufferOf) -> Result<super::request::RequestId> {
     let rt = runtime("buffer_iflush")?;
     let scope = scope("buffer_iflush", of)?;
     let id = rt.engine.with(|e| e.start_bsend_flush(&scope))?;

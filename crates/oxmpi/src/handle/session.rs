@@ -139,10 +139,16 @@ pub fn session_init(level: Option<Threading>, eh: ErrhandlerHandle) -> Result<Se
     Ok(s)
 }
 
-/// Ends session `*s` and sets it to [`SessionHandle::NULL`] (`MPI_Session_finalize`); the
-/// last session shuts MPI down (collectively) if the world model is not in use.
+/// Ends session `*s` and sets it to [`SessionHandle::NULL`] (`MPI_Session_finalize`),
+/// after draining and detaching its buffer if one is attached; the last session shuts MPI
+/// down (collectively) if the world model is not in use.
 pub fn session_finalize(s: &mut SessionHandle) -> Result<()> {
     entry("session_finalize", *s)?;
+    // A buffer still attached is drained and let go, as MPI_Finalize does the process's.
+    let of = super::env::BufferOf::Session(*s);
+    if super::env::buffer_is_attached(of)? {
+        super::env::buffer_detach(of, usize::MAX)?;
+    }
     SESSIONS.remove(s.0);
     errhandler::forget(s.error_key());
     *s = SessionHandle::NULL;
@@ -206,7 +212,10 @@ pub fn session_pset_info(s: SessionHandle, name: &str) -> Result<InfoHandle> {
 pub fn group_from_pset(s: SessionHandle, name: &str) -> Result<GroupHandle> {
     check("group_from_session_pset", s)?;
     let (members, me) = pset("group_from_session_pset", name)?;
-    super::group::put("group_from_session_pset", Group::new(members, me))
+    super::group::put(
+        "group_from_session_pset",
+        Group::in_session(members, me, s.0),
+    )
 }
 
 /// A new error handler for sessions calling `f` (`MPI_Session_create_errhandler`), which

@@ -136,6 +136,12 @@ pub enum BufferScope {
         /// The communicator's shared state.
         owner: Weak<dyn Any + Send + Sync>,
     },
+    /// The buffer of session `id` (MPI-4.1 `MPI_Session_attach_buffer`), which the
+    /// communicators derived from it use when they have none of their own.
+    Session {
+        /// The session's id.
+        id: u32,
+    },
 }
 
 /// Where one copy in flight lies.
@@ -223,19 +229,42 @@ struct CommBuffer {
     buf: BsendBuffer,
 }
 
-/// Every buffer of this process: its own, its communicators', and those of communicators
-/// freed while copies were still in flight (drained, then dropped).
+/// A communicator derived from a session, found by the context its sends carry.
+#[derive(Debug)]
+struct SessionLink {
+    ctx: u32,
+    owner: Weak<dyn Any + Send + Sync>,
+    session: u32,
+}
+
+/// Every buffer of this process: its own, its communicators', its sessions', and those of
+/// communicators freed while copies were still in flight (drained, then dropped).
 #[derive(Debug, Default)]
 pub struct Buffers {
     process: BsendBuffer,
     comms: Vec<CommBuffer>,
+    sessions: Vec<(u32, BsendBuffer)>,
+    links: Vec<SessionLink>,
     orphans: Vec<BsendBuffer>,
+}
+
+/// Which buffer a buffered send copies into.
+#[derive(Debug, Clone, Copy)]
+enum Which {
+    Process,
+    /// Index in `comms`.
+    Comm(usize),
+    /// Index in `sessions`.
+    Session(usize),
 }
 
 impl Buffers {
     /// Moves the buffers of communicators that are gone to the orphans (or drops them if
     /// nothing is in flight): their context may be reused by a new communicator.
     fn prune(&mut self) {
+        if !self.links.is_empty() {
+            self.links.retain(|l| l.owner.strong_count() > 0);
+        }
         if self.comms.iter().all(|c| c.owner.strong_count() > 0) {
             return;
         }
@@ -261,29 +290,50 @@ impl Buffers {
                 .iter_mut()
                 .find(|c| c.ctx == *ctx && Weak::ptr_eq(&c.owner, owner))
                 .map(|c| &mut c.buf),
+            BufferScope::Session { id } => self
+                .sessions
+                .iter_mut()
+                .find(|(s, _)| s == id)
+                .map(|(_, b)| b),
         }
     }
 
-    /// Which buffer a buffered send on context `ctx` copies into: a communicator's (its
-    /// index in `comms`) or the process's (`None`). The index stays valid until the next
-    /// [`prune`](Self::prune): a communicator dropped meanwhile (another thread may drop its
-    /// last handle) does not move its entry.
-    fn for_send(&mut self, ctx: u32) -> Option<usize> {
+    /// Which buffer a buffered send on context `ctx` copies into: its communicator's, else
+    /// the buffer of the session the communicator derives from, else the process's. An
+    /// index stays valid until the next [`prune`](Self::prune): a communicator dropped
+    /// meanwhile (another thread may drop its last handle) does not move its entry.
+    fn for_send(&mut self, ctx: u32) -> Which {
         self.prune();
-        self.comms.iter().position(|c| c.ctx == ctx)
+        if let Some(i) = self.comms.iter().position(|c| c.ctx == ctx) {
+            return Which::Comm(i);
+        }
+        if self.sessions.is_empty() {
+            return Which::Process;
+        }
+        self.links
+            .iter()
+            .find(|l| l.ctx == ctx)
+            .and_then(|l| {
+                self.sessions
+                    .iter()
+                    .position(|(s, b)| *s == l.session && b.space.is_some())
+            })
+            .map_or(Which::Process, Which::Session)
     }
 
     /// The buffer [`for_send`](Self::for_send) chose.
-    fn chosen(&mut self, i: Option<usize>) -> &mut BsendBuffer {
-        match i {
-            Some(i) => &mut self.comms[i].buf,
-            None => &mut self.process,
+    fn chosen(&mut self, w: Which) -> &mut BsendBuffer {
+        match w {
+            Which::Comm(i) => &mut self.comms[i].buf,
+            Which::Session(i) => &mut self.sessions[i].1,
+            Which::Process => &mut self.process,
         }
     }
 
     fn all(&mut self) -> impl Iterator<Item = &mut BsendBuffer> {
         std::iter::once(&mut self.process)
             .chain(self.comms.iter_mut().map(|c| &mut c.buf))
+            .chain(self.sessions.iter_mut().map(|(_, b)| b))
             .chain(self.orphans.iter_mut())
     }
 }
@@ -352,7 +402,33 @@ impl Engine {
                 });
                 Ok(())
             }
+            BufferScope::Session { id } => {
+                if let Some(b) = self.bsend.get(scope) {
+                    return b.attach(space);
+                }
+                let mut buf = BsendBuffer::default();
+                buf.attach(space)?;
+                self.bsend.sessions.push((*id, buf));
+                Ok(())
+            }
         }
+    }
+
+    /// Records that the communicator of point-to-point context `ctx` (shared state `owner`)
+    /// derives from session `session`, whose buffer its buffered sends then use when it has
+    /// none of its own.
+    pub fn bsend_link_session(
+        &mut self,
+        ctx: u32,
+        owner: Weak<dyn Any + Send + Sync>,
+        session: u32,
+    ) {
+        self.bsend.prune();
+        self.bsend.links.push(SessionLink {
+            ctx,
+            owner,
+            session,
+        });
     }
 
     /// Whether buffered sends are still in flight from any buffer (finalize waits for them).
@@ -382,10 +458,16 @@ impl Engine {
             Error::new(ErrorClass::Buffer, "buffer_detach: no buffer is attached")
         })?;
         let s = b.detach()?;
-        if let BufferScope::Comm { .. } = scope {
-            self.bsend
+        match scope {
+            BufferScope::Process => {}
+            BufferScope::Comm { .. } => self
+                .bsend
                 .comms
-                .retain(|c| c.buf.space.is_some() || c.buf.busy());
+                .retain(|c| c.buf.space.is_some() || c.buf.busy()),
+            BufferScope::Session { .. } => self
+                .bsend
+                .sessions
+                .retain(|(_, b)| b.space.is_some() || b.busy()),
         }
         Ok(s)
     }
@@ -556,6 +638,55 @@ mod tests {
             all.comms.is_empty() && all.orphans.is_empty(),
             "nothing was in flight"
         );
+    }
+
+    /// A communicator derived from a session copies into the session's buffer when it has
+    /// none of its own, and only while both the buffer is attached and it lives; other
+    /// contexts keep the process's.
+    #[test]
+    fn a_sessions_communicators_use_its_buffer() {
+        let mut all = Buffers::default();
+        all.process.attach(Space::Region(region(10))).unwrap();
+        let owner: Arc<dyn Any + Send + Sync> = Arc::new(0u8);
+        all.links.push(SessionLink {
+            ctx: 8,
+            owner: Arc::downgrade(&owner),
+            session: 7,
+        });
+        let is_session = |w: Which| matches!(w, Which::Session(_));
+        assert!(!is_session(all.for_send(8)), "no session buffer yet");
+        all.sessions.push((7, BsendBuffer::default()));
+        all.get(&BufferScope::Session { id: 7 })
+            .unwrap()
+            .attach(Space::Automatic)
+            .unwrap();
+        assert!(is_session(all.for_send(8)));
+        assert!(
+            matches!(all.for_send(10), Which::Process),
+            "not the session's"
+        );
+        // The communicator's own buffer comes first.
+        all.comms.push(CommBuffer {
+            ctx: 8,
+            owner: Arc::downgrade(&owner),
+            buf: BsendBuffer::default(),
+        });
+        assert!(matches!(all.for_send(8), Which::Comm(_)));
+        all.comms.clear();
+        // Detached: back to the process's.
+        all.get(&BufferScope::Session { id: 7 })
+            .unwrap()
+            .detach()
+            .unwrap();
+        assert!(matches!(all.for_send(8), Which::Process));
+        all.get(&BufferScope::Session { id: 7 })
+            .unwrap()
+            .attach(Space::Automatic)
+            .unwrap();
+        // The communicator gone, its context may be another's: the link goes with it.
+        drop(owner);
+        assert!(matches!(all.for_send(8), Which::Process));
+        assert!(all.links.is_empty());
     }
 
     #[test]
