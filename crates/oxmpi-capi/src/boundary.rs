@@ -137,6 +137,24 @@ pub fn run_on_errhandler(
     dispatch(name, action, CommHandle::NULL, &e, code)
 }
 
+/// `MPI_*_call_errhandler`: after `check` (that the object is live; its error is the
+/// call's, dispatched as any other), invokes the error handler of `on` with `code`, as a
+/// failed call would; returns `MPI_SUCCESS` when the handler returns.
+pub fn call_errhandler(
+    name: &'static str,
+    on: CommHandle,
+    check: impl FnOnce() -> Result<()>,
+    code: c_int,
+) -> c_int {
+    let checked = run(name, on, check);
+    if checked != 0 {
+        return checked;
+    }
+    let e = Error::new(ErrorClass::Other, format!("MPI_{name} with code {code}"));
+    fail(name, on, &e, code);
+    0
+}
+
 /// Hands error `code` of call `name` to the error handler of `on`; returns the code if the
 /// handler returns.
 pub fn fail(name: &str, on: CommHandle, e: &Error, code: c_int) -> c_int {

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use oxmpi::handle::comm::CommHandle;
 use oxmpi::handle::errhandler::{self as he, ErrhandlerHandle};
-use oxmpi::{Error, ErrorClass};
+use oxmpi::ErrorClass;
 
 use crate::boundary::{
-    comm, comm_handle, err, fail, get, handle_of, int_of, mpi_fn, put, put_str, str_arg, Handle,
+    comm, comm_handle, err, get, handle_of, int_of, mpi_fn, put, put_str, str_arg, Handle,
 };
 
 /// `MPI_MAX_ERROR_STRING`.
@@ -181,18 +181,8 @@ mpi_fn! {
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_call_errhandler(c: Handle, code: c_int) -> c_int {
     let on = comm(c);
-    let checked = crate::boundary::run("Comm_call_errhandler", on, || {
-        oxmpi::handle::comm::comm_size(on).map(drop)
-    });
-    if checked != 0 {
-        return checked;
-    }
-    let e = Error::new(
-        ErrorClass::Other,
-        format!("MPI_Comm_call_errhandler with code {code}"),
-    );
-    fail("Comm_call_errhandler", on, &e, code);
-    0
+    let check = || oxmpi::handle::comm::comm_size(on).map(drop);
+    crate::boundary::call_errhandler("Comm_call_errhandler", on, check, code)
 }
 
 /// `MPI_Comm_call_errhandler`.

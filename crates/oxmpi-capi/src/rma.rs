@@ -555,19 +555,8 @@ mpi_fn! {
 /// None beyond the MPI contract (no pointer arguments).
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_call_errhandler(w: Handle, code: c_int) -> c_int {
-    let on = on_win(w);
-    let checked = crate::boundary::run("Win_call_errhandler", on, || {
-        hw::win_attrs(win(w)).map(drop)
-    });
-    if checked != 0 {
-        return checked;
-    }
-    let e = oxmpi::Error::new(
-        oxmpi::ErrorClass::Other,
-        format!("MPI_Win_call_errhandler with code {code}"),
-    );
-    crate::boundary::fail("Win_call_errhandler", on, &e, code);
-    0
+    let check = || hw::win_attrs(win(w)).map(drop);
+    crate::boundary::call_errhandler("Win_call_errhandler", on_win(w), check, code)
 }
 
 /// `MPI_Win_call_errhandler`.

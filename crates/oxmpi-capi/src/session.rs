@@ -13,10 +13,10 @@ use oxmpi::handle::errhandler::ErrhandlerHandle;
 use oxmpi::handle::group::GroupHandle;
 use oxmpi::handle::info::{self as hi, InfoHandle};
 use oxmpi::handle::session::{self as hs, SessionHandle};
-use oxmpi::{Error, ErrorClass};
+use oxmpi::ErrorClass;
 
 use crate::boundary::{
-    err, fail, get, handle_of, int_of, mpi_fn, mpi_fn_on_errhandler, put, str_arg, Handle,
+    err, get, handle_of, int_of, mpi_fn, mpi_fn_on_errhandler, put, str_arg, Handle,
 };
 
 /// `MPI_Session_errhandler_function` (variadic in C; only the two named arguments are
@@ -185,19 +185,8 @@ mpi_fn! {
 /// None beyond the MPI contract (no pointer arguments).
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Session_call_errhandler(s: Handle, code: c_int) -> c_int {
-    let on = on_session(s);
-    let checked = crate::boundary::run("Session_call_errhandler", on, || {
-        hs::check("Session_call_errhandler", session(s))
-    });
-    if checked != 0 {
-        return checked;
-    }
-    let e = Error::new(
-        ErrorClass::Other,
-        format!("MPI_Session_call_errhandler with code {code}"),
-    );
-    fail("Session_call_errhandler", on, &e, code);
-    0
+    let check = || hs::check("Session_call_errhandler", session(s));
+    crate::boundary::call_errhandler("Session_call_errhandler", on_session(s), check, code)
 }
 
 /// `MPI_Session_call_errhandler`.
