@@ -39,6 +39,7 @@ HANDWRITTEN = {
     "MPI_Keyval_create", "MPI_Type_create_keyval", "MPI_Comm_set_attr", "MPI_Comm_get_attr",
     "MPI_Attr_put", "MPI_Attr_get", "MPI_Type_set_attr", "MPI_Type_get_attr",
     "MPI_Win_get_attr", "MPI_Win_create_errhandler", "MPI_Win_create_keyval", "MPI_Win_set_attr",
+    "MPI_Session_create_errhandler",
 }
 # Not bound yet, with the reason bindings.txt gives.
 NOT_BOUND = {

@@ -34,6 +34,7 @@ NOT_GENERATED = {
     "MPI_Win_get_attr": "hand-written",
     "MPI_Win_set_attr": "hand-written",
     "MPI_Win_create_errhandler": "hand-written",
+    "MPI_Session_create_errhandler": "hand-written",
     "MPI_Win_create_keyval": "hand-written",
     "MPI_Alloc_mem": "hand-written",
     # The detaches give the buffer's address back as TYPE(C_PTR).
@@ -319,7 +320,8 @@ HAND_NAMES = ["MPI_Init", "MPI_Init_thread", "MPI_Comm_get_attr", "MPI_Comm_set_
               "MPI_Comm_create_keyval", "MPI_Type_create_keyval", "MPI_Type_set_attr",
               "MPI_Type_get_attr", "MPI_Alloc_mem", "MPI_Buffer_detach", "MPI_Keyval_create",
               "MPI_Attr_put", "MPI_Attr_get", "MPI_Win_get_attr", "MPI_Win_set_attr",
-              "MPI_Win_create_errhandler", "MPI_Win_create_keyval", "MPI_Comm_detach_buffer"]
+              "MPI_Win_create_errhandler", "MPI_Win_create_keyval", "MPI_Comm_detach_buffer",
+              "MPI_Session_create_errhandler"]
 
 # Hand-written generics with a large-count specific beside the default one (the size
 # argument's kind tells them apart).
@@ -375,6 +377,11 @@ HAND_ABSTRACT = """        subroutine MPI_Comm_errhandler_function(comm, error_c
             type(MPI_Win) :: win
             integer :: error_code
         end subroutine MPI_Win_errhandler_function
+        subroutine MPI_Session_errhandler_function(session, error_code)
+            import
+            type(MPI_Session) :: session
+            integer :: error_code
+        end subroutine MPI_Session_errhandler_function
         subroutine MPI_Win_copy_attr_function(oldwin, win_keyval, extra_state, &
                 attribute_val_in, attribute_val_out, flag, ierror)
             import
@@ -535,6 +542,12 @@ HAND_IFACES = """        subroutine oxf77_init(ierr) bind(C, name="mpi_init_")
             type(MPI_Errhandler) :: errhandler
             integer(c_int) :: ierr
         end subroutine oxf77_win_create_errhandler
+        subroutine oxf77_session_create_errhandler(fn, errhandler, ierr) bind(C, name="mpi_session_create_errhandler_")
+            import
+            type(c_funptr), value :: fn
+            type(MPI_Errhandler) :: errhandler
+            integer(c_int) :: ierr
+        end subroutine oxf77_session_create_errhandler
         subroutine oxf77_win_create_keyval(copy, del, keyval, extra, ierr) bind(C, name="mpi_win_create_keyval_")
             import
             type(c_funptr), value :: copy, del
@@ -807,6 +820,15 @@ HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
         call oxf77_win_create_errhandler(c_funloc(win_errhandler_fn), errhandler, ierr)
         if (present(ierror)) ierror = ierr
     end subroutine MPI_Win_create_errhandler_f08
+    subroutine MPI_Session_create_errhandler_f08(session_errhandler_fn, errhandler, ierror)
+        procedure(MPI_Session_errhandler_function) :: session_errhandler_fn
+        type(MPI_Errhandler), intent(out) :: errhandler
+        integer, optional, intent(out) :: ierror
+        integer :: ierr
+        ! The F77 trampolines pass the session and the code by reference, as here.
+        call oxf77_session_create_errhandler(c_funloc(session_errhandler_fn), errhandler, ierr)
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_Session_create_errhandler_f08
     subroutine MPI_Win_create_keyval_f08(win_copy_attr_fn, win_delete_attr_fn, win_keyval, &
             extra_state, ierror)
         procedure(MPI_Win_copy_attr_function) :: win_copy_attr_fn

@@ -183,6 +183,17 @@ OXF_REPEAT64(OXF_WIN_ERRH_TRAMP)
 static MPI_Win_errhandler_function *const win_errh_tramps[OXF_SLOTS] = {
     OXF_REPEAT64(OXF_WIN_ERRH_ENTRY)};
 
+/* Session handlers too. */
+#define OXF_SESSION_ERRH_TRAMP(k)                                                             \
+    static void session_errh_tramp_##k(MPI_Session *session, int *code, ...) {                 \
+        MPI_Fint fs = OXF_C2F(*session);                                                       \
+        errh_slots[0##k](&fs, code);                                                           \
+    }
+OXF_REPEAT64(OXF_SESSION_ERRH_TRAMP)
+#define OXF_SESSION_ERRH_ENTRY(k) session_errh_tramp_##k,
+static MPI_Session_errhandler_function *const session_errh_tramps[OXF_SLOTS] = {
+    OXF_REPEAT64(OXF_SESSION_ERRH_ENTRY)};
+
 OXF_EXPORT void pmpi_op_create_(oxf_user_fn fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierr) {
     pthread_mutex_lock(&cb_lock);
     int k = 0;
@@ -233,29 +244,23 @@ static int errh_slot(oxf_errh_fn fn) {
     return k < OXF_SLOTS ? k : -1;
 }
 
-OXF_EXPORT void pmpi_comm_create_errhandler_(oxf_errh_fn fn, MPI_Fint *errhandler,
-                                            MPI_Fint *ierr) {
-    int k = errh_slot(fn);
-    if (k < 0) {
-        *ierr = MPI_ERR_NO_MEM;
-        return;
+/* pmpi_<kind>_create_errhandler_: the Fortran handler goes in a slot, and the C library
+ * gets the slot's trampoline of the kind's handler type. */
+#define OXF_CREATE_ERRHANDLER(kind, create, tramps)                                           \
+    OXF_EXPORT void pmpi_##kind##_create_errhandler_(oxf_errh_fn fn, MPI_Fint *errhandler,     \
+                                                     MPI_Fint *ierr) {                         \
+        int k = errh_slot(fn);                                                                 \
+        if (k < 0) {                                                                           \
+            *ierr = MPI_ERR_NO_MEM;                                                            \
+            return;                                                                            \
+        }                                                                                      \
+        MPI_Errhandler c = MPI_ERRHANDLER_NULL;                                                \
+        *ierr = create(tramps[k], &c);                                                         \
+        *errhandler = OXF_C2F(c);                                                              \
     }
-    MPI_Errhandler c = MPI_ERRHANDLER_NULL;
-    *ierr = MPI_Comm_create_errhandler(errh_tramps[k], &c);
-    *errhandler = OXF_C2F(c);
-}
-
-OXF_EXPORT void pmpi_win_create_errhandler_(oxf_errh_fn fn, MPI_Fint *errhandler,
-                                           MPI_Fint *ierr) {
-    int k = errh_slot(fn);
-    if (k < 0) {
-        *ierr = MPI_ERR_NO_MEM;
-        return;
-    }
-    MPI_Errhandler c = MPI_ERRHANDLER_NULL;
-    *ierr = MPI_Win_create_errhandler(win_errh_tramps[k], &c);
-    *errhandler = OXF_C2F(c);
-}
+OXF_CREATE_ERRHANDLER(comm, MPI_Comm_create_errhandler, errh_tramps)
+OXF_CREATE_ERRHANDLER(win, MPI_Win_create_errhandler, win_errh_tramps)
+OXF_CREATE_ERRHANDLER(session, MPI_Session_create_errhandler, session_errh_tramps)
 
 /* ---- Attribute keyvals: the Fortran functions and extra state travel as the C extra state. */
 
@@ -529,5 +534,6 @@ OXF_PROFILED(mpi_type_get_attr_)
 OXF_PROFILED(mpi_f_sync_reg_)
 OXF_PROFILED(mpi_win_get_attr_)
 OXF_PROFILED(mpi_win_create_errhandler_)
+OXF_PROFILED(mpi_session_create_errhandler_)
 OXF_PROFILED(mpi_win_create_keyval_)
 OXF_PROFILED(mpi_win_set_attr_)

@@ -35,6 +35,12 @@ contains
         end do
     end subroutine maxabs
 
+    subroutine on_session_error(session, error_code)
+        type(MPI_Session) :: session
+        integer :: error_code
+        if (session /= MPI_SESSION_NULL) last_error = error_code
+    end subroutine on_session_error
+
     subroutine on_error(comm, error_code)
         type(MPI_Comm) :: comm
         integer :: error_code
@@ -97,6 +103,7 @@ program f08
     integer(kind=MPI_ADDRESS_KIND) :: wval
     type(MPI_Info) :: abi
     type(MPI_Session) :: sess
+    type(MPI_Errhandler) :: seh
     type(MPI_Group) :: sgroup
     type(MPI_Comm) :: scomm
     character(len=MPI_MAX_PSET_NAME_LEN) :: pset
@@ -350,7 +357,13 @@ program f08
 
     ! A session beside the world model: its process sets (lengths without the C NUL), the
     ! world set's group and a communicator of it.
-    call MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, sess)
+    call MPI_Session_create_errhandler(on_session_error, seh)
+    call MPI_Session_init(MPI_INFO_NULL, seh, sess)
+    last_error = 0
+    call MPI_Session_call_errhandler(sess, MPI_ERR_OTHER)
+    call check(last_error == MPI_ERR_OTHER, 'a Fortran session error handler')
+    call MPI_Errhandler_free(seh)
+    call MPI_Session_set_errhandler(sess, MPI_ERRORS_RETURN)
     call MPI_Session_get_num_psets(sess, MPI_INFO_NULL, n)
     call check(n == 2, 'two process sets')
     res = 0
