@@ -161,36 +161,26 @@ OXF_REPEAT64(OXF_OP_TRAMP)
 #define OXF_OP_ENTRY(k) op_tramp_##k,
 static MPI_User_function *const op_tramps[OXF_SLOTS] = {OXF_REPEAT64(OXF_OP_ENTRY)};
 
-#define OXF_ERRH_TRAMP(k)                                                                     \
-    static void errh_tramp_##k(MPI_Comm *comm, int *code, ...) {                               \
-        MPI_Fint fc = OXF_C2F(*comm);                                                          \
-        errh_slots[0##k](&fc, code);                                                           \
+/* Error handlers of every kind share the slots (a slot holds only the Fortran function);
+ * slot k's trampoline of handle type T passes the handle as an integer. */
+#define OXF_ERRH_TRAMP_OF(T, kind, k)                                                         \
+    static void kind##_errh_tramp_##k(T *h, int *code, ...) {                                  \
+        MPI_Fint fh = OXF_C2F(*h);                                                             \
+        errh_slots[0##k](&fh, code);                                                           \
     }
-OXF_REPEAT64(OXF_ERRH_TRAMP)
-#define OXF_ERRH_ENTRY(k) errh_tramp_##k,
-static MPI_Comm_errhandler_function *const errh_tramps[OXF_SLOTS] = {
-    OXF_REPEAT64(OXF_ERRH_ENTRY)};
-
-/* Window handlers share the slots (a slot holds only the Fortran function) but need
- * trampolines of the window handler's C type. */
-#define OXF_WIN_ERRH_TRAMP(k)                                                                 \
-    static void win_errh_tramp_##k(MPI_Win *win, int *code, ...) {                             \
-        MPI_Fint fw = OXF_C2F(*win);                                                           \
-        errh_slots[0##k](&fw, code);                                                           \
-    }
+#define OXF_COMM_ERRH_TRAMP(k) OXF_ERRH_TRAMP_OF(MPI_Comm, comm, k)
+#define OXF_WIN_ERRH_TRAMP(k) OXF_ERRH_TRAMP_OF(MPI_Win, win, k)
+#define OXF_SESSION_ERRH_TRAMP(k) OXF_ERRH_TRAMP_OF(MPI_Session, session, k)
+OXF_REPEAT64(OXF_COMM_ERRH_TRAMP)
 OXF_REPEAT64(OXF_WIN_ERRH_TRAMP)
+OXF_REPEAT64(OXF_SESSION_ERRH_TRAMP)
+#define OXF_COMM_ERRH_ENTRY(k) comm_errh_tramp_##k,
 #define OXF_WIN_ERRH_ENTRY(k) win_errh_tramp_##k,
+#define OXF_SESSION_ERRH_ENTRY(k) session_errh_tramp_##k,
+static MPI_Comm_errhandler_function *const comm_errh_tramps[OXF_SLOTS] = {
+    OXF_REPEAT64(OXF_COMM_ERRH_ENTRY)};
 static MPI_Win_errhandler_function *const win_errh_tramps[OXF_SLOTS] = {
     OXF_REPEAT64(OXF_WIN_ERRH_ENTRY)};
-
-/* Session handlers too. */
-#define OXF_SESSION_ERRH_TRAMP(k)                                                             \
-    static void session_errh_tramp_##k(MPI_Session *session, int *code, ...) {                 \
-        MPI_Fint fs = OXF_C2F(*session);                                                       \
-        errh_slots[0##k](&fs, code);                                                           \
-    }
-OXF_REPEAT64(OXF_SESSION_ERRH_TRAMP)
-#define OXF_SESSION_ERRH_ENTRY(k) session_errh_tramp_##k,
 static MPI_Session_errhandler_function *const session_errh_tramps[OXF_SLOTS] = {
     OXF_REPEAT64(OXF_SESSION_ERRH_ENTRY)};
 
@@ -258,7 +248,7 @@ static int errh_slot(oxf_errh_fn fn) {
         *ierr = create(tramps[k], &c);                                                         \
         *errhandler = OXF_C2F(c);                                                              \
     }
-OXF_CREATE_ERRHANDLER(comm, MPI_Comm_create_errhandler, errh_tramps)
+OXF_CREATE_ERRHANDLER(comm, MPI_Comm_create_errhandler, comm_errh_tramps)
 OXF_CREATE_ERRHANDLER(win, MPI_Win_create_errhandler, win_errh_tramps)
 OXF_CREATE_ERRHANDLER(session, MPI_Session_create_errhandler, session_errh_tramps)
 
