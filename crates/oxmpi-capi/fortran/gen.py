@@ -39,12 +39,7 @@ HANDWRITTEN = {
     "MPI_Keyval_create", "MPI_Type_create_keyval", "MPI_Comm_set_attr", "MPI_Comm_get_attr",
     "MPI_Attr_put", "MPI_Attr_get", "MPI_Type_set_attr", "MPI_Type_get_attr",
     "MPI_Win_get_attr", "MPI_Win_create_errhandler", "MPI_Win_create_keyval", "MPI_Win_set_attr",
-    "MPI_Session_create_errhandler",
-}
-# Not bound yet, with the reason bindings.txt gives.
-NOT_BOUND = {
-    "MPI_Session_detach_buffer": "its address out-argument needs a hand-written binding, as MPI_Comm_detach_buffer's has",
-    "MPI_Session_detach_buffer_c": "its address out-argument needs a hand-written binding, as MPI_Comm_detach_buffer_c's has",
+    "MPI_Session_create_errhandler", "MPI_Session_detach_buffer", "MPI_Session_detach_buffer_c",
 }
 # C-only by the standard: conversions between the languages' handles.
 C_ONLY = re.compile(r"_(c2f|f2c|toint|fromint|c2f08|f082c|f2f08|f082f)$")
@@ -170,8 +165,6 @@ def c_wrapper(f):
     """The C text of one F77 wrapper, or raises Skip."""
     if f.name in HANDWRITTEN:
         raise Skip("handwritten")
-    if f.name in NOT_BOUND:
-        raise Skip(NOT_BOUND[f.name])
     if ATTR_VALUE.search(f.name):
         raise Skip("attribute values are integers in Fortran (needs a hand-written binding)")
     args, pre, call, post, strlens, cleanup = [], [], [], [], [], []

@@ -42,6 +42,8 @@ NOT_GENERATED = {
     "MPI_Buffer_detach_c": "hand-written",
     "MPI_Comm_detach_buffer": "hand-written",
     "MPI_Comm_detach_buffer_c": "hand-written",
+    "MPI_Session_detach_buffer": "hand-written",
+    "MPI_Session_detach_buffer_c": "hand-written",
     "MPI_Pcontrol": "hand-written",
 }
 
@@ -296,6 +298,7 @@ def write(funcs, consts, out):
     L.append("    interface")
     L += I
     L.append(HAND_IFACES)
+    L.append(detach_ifaces())
     L.append("    end interface")
     L.append("contains")
     for h in HANDLES:
@@ -306,6 +309,7 @@ def write(funcs, consts, out):
                  f"        oxf08_ne_{s} = a%MPI_VAL /= b%MPI_VAL\n    end function oxf08_ne_{s}")
     L += F
     L.append(HAND_PROCS)
+    L.append(detach_procs())
     L.append("end module mpi_f08")
     open(f"{out}/mpi_f08.f90", "w").write("\n".join(L) + "\n")
     glue = ['/* Written by gen.py: the choice-buffer glue of mpi_f08 (CFI descriptors). */',
@@ -321,13 +325,15 @@ HAND_NAMES = ["MPI_Init", "MPI_Init_thread", "MPI_Comm_get_attr", "MPI_Comm_set_
               "MPI_Type_get_attr", "MPI_Alloc_mem", "MPI_Buffer_detach", "MPI_Keyval_create",
               "MPI_Attr_put", "MPI_Attr_get", "MPI_Win_get_attr", "MPI_Win_set_attr",
               "MPI_Win_create_errhandler", "MPI_Win_create_keyval", "MPI_Comm_detach_buffer",
-              "MPI_Session_create_errhandler"]
+              "MPI_Session_create_errhandler", "MPI_Session_detach_buffer"]
 
 # Hand-written generics with a large-count specific beside the default one (the size
 # argument's kind tells them apart).
 HAND_SPECIFICS = {
     "MPI_Buffer_detach": ["MPI_Buffer_detach_f08", "MPI_Buffer_detach_c_f08"],
     "MPI_Comm_detach_buffer": ["MPI_Comm_detach_buffer_f08", "MPI_Comm_detach_buffer_c_f08"],
+    "MPI_Session_detach_buffer": ["MPI_Session_detach_buffer_f08",
+                                  "MPI_Session_detach_buffer_c_f08"],
 }
 
 HAND_ABSTRACT = """        subroutine MPI_Comm_errhandler_function(comm, error_code)
@@ -396,6 +402,48 @@ HAND_ABSTRACT = """        subroutine MPI_Comm_errhandler_function(comm, error_c
             integer :: win_keyval, ierror
             integer(kind=MPI_ADDRESS_KIND) :: attribute_val, extra_state
         end subroutine MPI_Win_delete_attr_function"""
+
+# The objects whose buffer mpi_f08 detaches by hand (the address comes back as TYPE(C_PTR)):
+# (MPI name part, dummy argument, handle type).
+DETACH_OBJECTS = [("Comm", "comm", "MPI_Comm"), ("Session", "session", "MPI_Session")]
+
+
+def detach_ifaces():
+    """The bind(C) interfaces of the glue's oxf08_<object>_detach_buffer(_c)."""
+    L = []
+    for name, arg, t in DETACH_OBJECTS:
+        for sfx, size in (("", "integer(c_int) :: size, ierr"),
+                          ("_c", "integer(c_int64_t) :: size\n            integer(c_int) :: ierr")):
+            sub = f"oxf08_{arg}_detach_buffer{sfx}"
+            L.append(f"""        subroutine {sub}({arg}, addr, size, ierr) &
+                bind(C, name="{sub}")
+            import
+            type({t}) :: {arg}
+            type(c_ptr) :: addr
+            {size}
+        end subroutine {sub}""")
+    return "\n".join(L)
+
+
+def detach_procs():
+    """MPI_<object>_detach_buffer_f08 and its _c_f08 specific."""
+    L = []
+    for name, arg, t in DETACH_OBJECTS:
+        for sfx, kind in (("", "integer"), ("_c", "integer(kind=MPI_COUNT_KIND)")):
+            sub = f"MPI_{name}_detach_buffer{sfx}_f08"
+            L.append(f"""    subroutine {sub}({arg}, buffer_addr, size, ierror)
+        type({t}), intent(in) :: {arg}
+        type(c_ptr), intent(out) :: buffer_addr
+        {kind}, intent(out) :: size
+        integer, optional, intent(out) :: ierror
+        integer :: ierr
+        type({t}) :: h
+        h = {arg}
+        call oxf08_{arg}_detach_buffer{sfx}(h, buffer_addr, size, ierr)
+        if (present(ierror)) ierror = ierr
+    end subroutine {sub}""")
+    return "\n".join(L)
+
 
 HAND_IFACES = """        subroutine oxf77_init(ierr) bind(C, name="mpi_init_")
             import
@@ -494,21 +542,6 @@ HAND_IFACES = """        subroutine oxf77_init(ierr) bind(C, name="mpi_init_")
             integer(c_int64_t) :: size
             integer(c_int) :: ierr
         end subroutine oxf08_buffer_detach_c
-        subroutine oxf08_comm_detach_buffer(comm, addr, size, ierr) &
-                bind(C, name="oxf08_comm_detach_buffer")
-            import
-            type(MPI_Comm) :: comm
-            type(c_ptr) :: addr
-            integer(c_int) :: size, ierr
-        end subroutine oxf08_comm_detach_buffer
-        subroutine oxf08_comm_detach_buffer_c(comm, addr, size, ierr) &
-                bind(C, name="oxf08_comm_detach_buffer_c")
-            import
-            type(MPI_Comm) :: comm
-            type(c_ptr) :: addr
-            integer(c_int64_t) :: size
-            integer(c_int) :: ierr
-        end subroutine oxf08_comm_detach_buffer_c
         subroutine oxf77_keyval_create(copy, del, keyval, extra, ierr) bind(C, name="mpi_keyval_create_")
             import
             type(c_funptr), value :: copy, del
@@ -724,28 +757,6 @@ HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
         call oxf08_buffer_detach_c(buffer_addr, size, ierr)
         if (present(ierror)) ierror = ierr
     end subroutine MPI_Buffer_detach_c_f08
-    subroutine MPI_Comm_detach_buffer_f08(comm, buffer_addr, size, ierror)
-        type(MPI_Comm), intent(in) :: comm
-        type(c_ptr), intent(out) :: buffer_addr
-        integer, intent(out) :: size
-        integer, optional, intent(out) :: ierror
-        integer :: ierr
-        type(MPI_Comm) :: c
-        c = comm
-        call oxf08_comm_detach_buffer(c, buffer_addr, size, ierr)
-        if (present(ierror)) ierror = ierr
-    end subroutine MPI_Comm_detach_buffer_f08
-    subroutine MPI_Comm_detach_buffer_c_f08(comm, buffer_addr, size, ierror)
-        type(MPI_Comm), intent(in) :: comm
-        type(c_ptr), intent(out) :: buffer_addr
-        integer(kind=MPI_COUNT_KIND), intent(out) :: size
-        integer, optional, intent(out) :: ierror
-        integer :: ierr
-        type(MPI_Comm) :: c
-        c = comm
-        call oxf08_comm_detach_buffer_c(c, buffer_addr, size, ierr)
-        if (present(ierror)) ierror = ierr
-    end subroutine MPI_Comm_detach_buffer_c_f08
     subroutine MPI_Keyval_create_f08(copy_fn, delete_fn, keyval, extra_state, ierror)
         procedure(MPI_Copy_function) :: copy_fn
         procedure(MPI_Delete_function) :: delete_fn
@@ -954,16 +965,20 @@ OXF_EXPORT void oxf08_buffer_detach_c(void **addr, MPI_Count *size, MPI_Fint *ie
     *ierr = MPI_Buffer_detach_c(addr, size);
     oxf08_detached(*ierr, addr);
 }
-OXF_EXPORT void oxf08_comm_detach_buffer(MPI_Fint *comm, void **addr, MPI_Fint *size,
-                                         MPI_Fint *ierr) {
-    *ierr = MPI_Comm_detach_buffer(OXF_F2C(MPI_Comm, *comm), addr, size);
-    oxf08_detached(*ierr, addr);
-}
-OXF_EXPORT void oxf08_comm_detach_buffer_c(MPI_Fint *comm, void **addr, MPI_Count *size,
-                                           MPI_Fint *ierr) {
-    *ierr = MPI_Comm_detach_buffer_c(OXF_F2C(MPI_Comm, *comm), addr, size);
-    oxf08_detached(*ierr, addr);
-}
+/* MPI_Comm_detach_buffer, MPI_Session_detach_buffer and their _c forms. */
+#define OXF08_OBJECT_DETACH(kind, T, C)                                                       \
+    OXF_EXPORT void oxf08_##kind##_detach_buffer(MPI_Fint *h, void **addr, MPI_Fint *size,     \
+                                                 MPI_Fint *ierr) {                             \
+        *ierr = MPI_##C##_detach_buffer(OXF_F2C(T, *h), addr, size);                           \
+        oxf08_detached(*ierr, addr);                                                           \
+    }                                                                                          \
+    OXF_EXPORT void oxf08_##kind##_detach_buffer_c(MPI_Fint *h, void **addr, MPI_Count *size, \
+                                                   MPI_Fint *ierr) {                           \
+        *ierr = MPI_##C##_detach_buffer_c(OXF_F2C(T, *h), addr, size);                         \
+        oxf08_detached(*ierr, addr);                                                           \
+    }
+OXF08_OBJECT_DETACH(comm, MPI_Comm, Comm)
+OXF08_OBJECT_DETACH(session, MPI_Session, Session)
 
 /* mpi_f08's MPI_User_function takes the buffers as TYPE(C_PTR) by value and the datatype as
  * TYPE(MPI_Datatype): the F77 slot's calling convention except for the two buffers, which

@@ -117,19 +117,22 @@ OXF_EXPORT void pmpi_buffer_detach_c_(void *buffer_addr, MPI_Count *size, MPI_Fi
     *ierr = MPI_Buffer_detach_c(&addr, size);
 }
 
-OXF_EXPORT void pmpi_comm_detach_buffer_(MPI_Fint *comm, void *buffer_addr, MPI_Fint *size,
-                                         MPI_Fint *ierr) {
-    (void)buffer_addr;
-    void *addr = NULL;
-    *ierr = MPI_Comm_detach_buffer(OXF_F2C(MPI_Comm, *comm), &addr, size);
-}
-
-OXF_EXPORT void pmpi_comm_detach_buffer_c_(MPI_Fint *comm, void *buffer_addr, MPI_Count *size,
-                                           MPI_Fint *ierr) {
-    (void)buffer_addr;
-    void *addr = NULL;
-    *ierr = MPI_Comm_detach_buffer_c(OXF_F2C(MPI_Comm, *comm), &addr, size);
-}
+/* A communicator's and a session's buffer: pmpi_<kind>_detach_buffer_ and its _c_ form. */
+#define OXF_OBJECT_DETACH(kind, T, C)                                                         \
+    OXF_EXPORT void pmpi_##kind##_detach_buffer_(MPI_Fint *h, void *buffer_addr,               \
+                                                 MPI_Fint *size, MPI_Fint *ierr) {             \
+        (void)buffer_addr;                                                                     \
+        void *addr = NULL;                                                                     \
+        *ierr = MPI_##C##_detach_buffer(OXF_F2C(T, *h), &addr, size);                          \
+    }                                                                                          \
+    OXF_EXPORT void pmpi_##kind##_detach_buffer_c_(MPI_Fint *h, void *buffer_addr,             \
+                                                   MPI_Count *size, MPI_Fint *ierr) {          \
+        (void)buffer_addr;                                                                     \
+        void *addr = NULL;                                                                     \
+        *ierr = MPI_##C##_detach_buffer_c(OXF_F2C(T, *h), &addr, size);                        \
+    }
+OXF_OBJECT_DETACH(comm, MPI_Comm, Comm)
+OXF_OBJECT_DETACH(session, MPI_Session, Session)
 
 /* ---- Fortran callbacks ------------------------------------------------------------------
  * The C ABI calls back without user context, so each Fortran function gets a slot with a C
@@ -509,6 +512,8 @@ OXF_PROFILED(mpi_buffer_detach_)
 OXF_PROFILED(mpi_buffer_detach_c_)
 OXF_PROFILED(mpi_comm_detach_buffer_)
 OXF_PROFILED(mpi_comm_detach_buffer_c_)
+OXF_PROFILED(mpi_session_detach_buffer_)
+OXF_PROFILED(mpi_session_detach_buffer_c_)
 OXF_PROFILED(mpi_op_create_)
 OXF_PROFILED(mpi_op_free_)
 OXF_PROFILED(mpi_comm_create_errhandler_)

@@ -378,6 +378,16 @@ program f08
     i = 1
     call MPI_Allreduce(i, n, 1, MPI_INTEGER, MPI_SUM, scomm)
     call check(n == size, 'a sum over the session''s world')
+    ! The session's buffer serves its communicator's buffered sends.
+    call MPI_Session_attach_buffer(sess, bsbuf, 1024)
+    call MPI_Bsend(rank, 1, MPI_INTEGER, next, 15, scomm)
+    call MPI_Recv(n, 1, MPI_INTEGER, prev, 15, scomm, MPI_STATUS_IGNORE)
+    call check(n == prev, 'bsend through the session buffer')
+    call MPI_Session_detach_buffer(sess, addr, n)
+    call check(c_associated(addr, c_loc(bsbuf)) .and. n == 1024, 'MPI_Session_detach_buffer')
+    call MPI_Session_attach_buffer(sess, MPI_BUFFER_AUTOMATIC, 0)
+    call MPI_Session_detach_buffer(sess, addr, big)
+    call check(c_associated(addr) .and. big == 0, 'MPI_Session_detach_buffer_c, automatic')
     call MPI_Comm_free(scomm)
     call MPI_Group_free(sgroup)
     call MPI_Session_finalize(sess)
