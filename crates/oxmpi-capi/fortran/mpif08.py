@@ -299,6 +299,7 @@ def write(funcs, consts, out):
     L += I
     L.append(HAND_IFACES)
     L.append(detach_ifaces())
+    L.append(errhandler_ifaces())
     L.append("    end interface")
     L.append("contains")
     for h in HANDLES:
@@ -310,6 +311,7 @@ def write(funcs, consts, out):
     L += F
     L.append(HAND_PROCS)
     L.append(detach_procs())
+    L.append(errhandler_procs())
     L.append("end module mpi_f08")
     open(f"{out}/mpi_f08.f90", "w").write("\n".join(L) + "\n")
     glue = ['/* Written by gen.py: the choice-buffer glue of mpi_f08 (CFI descriptors). */',
@@ -408,6 +410,35 @@ HAND_ABSTRACT = """        subroutine MPI_Comm_errhandler_function(comm, error_c
 DETACH_OBJECTS = [("Comm", "comm", "MPI_Comm"), ("Session", "session", "MPI_Session")]
 
 
+# The kinds of error handler mpi_f08 creates by hand: (MPI name part, F77 name part, what
+# the handler receives).
+ERRHANDLER_KINDS = [("Comm", "comm", "communicator"), ("Win", "win", "window"),
+                    ("Session", "session", "session")]
+
+
+def errhandler_ifaces():
+    """The bind(C) interfaces of the F77 mpi_<kind>_create_errhandler_."""
+    return "\n".join(f"""        subroutine oxf77_{k}_create_errhandler(fn, errhandler, ierr) bind(C, name="mpi_{k}_create_errhandler_")
+            import
+            type(c_funptr), value :: fn
+            type(MPI_Errhandler) :: errhandler
+            integer(c_int) :: ierr
+        end subroutine oxf77_{k}_create_errhandler""" for _, k, _ in ERRHANDLER_KINDS)
+
+
+def errhandler_procs():
+    """MPI_<Kind>_create_errhandler_f08, through the F77 binding's trampolines."""
+    return "\n".join(f"""    subroutine MPI_{n}_create_errhandler_f08({k}_errhandler_fn, errhandler, ierror)
+        procedure(MPI_{n}_errhandler_function) :: {k}_errhandler_fn
+        type(MPI_Errhandler), intent(out) :: errhandler
+        integer, optional, intent(out) :: ierror
+        integer :: ierr
+        ! The F77 trampolines pass the {what} and the code by reference, as here.
+        call oxf77_{k}_create_errhandler(c_funloc({k}_errhandler_fn), errhandler, ierr)
+        if (present(ierror)) ierror = ierr
+    end subroutine MPI_{n}_create_errhandler_f08""" for n, k, what in ERRHANDLER_KINDS)
+
+
 def detach_ifaces():
     """The bind(C) interfaces of the glue's oxf08_<object>_detach_buffer(_c)."""
     L = []
@@ -494,12 +525,6 @@ HAND_IFACES = """        subroutine oxf77_init(ierr) bind(C, name="mpi_init_")
             type(MPI_Op) :: op
             integer(c_int) :: ierr
         end subroutine oxf77_op_free
-        subroutine oxf77_comm_create_errhandler(fn, errhandler, ierr) bind(C, name="mpi_comm_create_errhandler_")
-            import
-            type(c_funptr), value :: fn
-            type(MPI_Errhandler) :: errhandler
-            integer(c_int) :: ierr
-        end subroutine oxf77_comm_create_errhandler
         subroutine oxf77_comm_create_keyval(copy, del, keyval, extra, ierr) bind(C, name="mpi_comm_create_keyval_")
             import
             type(c_funptr), value :: copy, del
@@ -569,18 +594,6 @@ HAND_IFACES = """        subroutine oxf77_init(ierr) bind(C, name="mpi_init_")
             integer(c_int) :: keyval, ierr
             integer(c_int64_t) :: val
         end subroutine oxf77_win_set_attr
-        subroutine oxf77_win_create_errhandler(fn, errhandler, ierr) bind(C, name="mpi_win_create_errhandler_")
-            import
-            type(c_funptr), value :: fn
-            type(MPI_Errhandler) :: errhandler
-            integer(c_int) :: ierr
-        end subroutine oxf77_win_create_errhandler
-        subroutine oxf77_session_create_errhandler(fn, errhandler, ierr) bind(C, name="mpi_session_create_errhandler_")
-            import
-            type(c_funptr), value :: fn
-            type(MPI_Errhandler) :: errhandler
-            integer(c_int) :: ierr
-        end subroutine oxf77_session_create_errhandler
         subroutine oxf77_win_create_keyval(copy, del, keyval, extra, ierr) bind(C, name="mpi_win_create_keyval_")
             import
             type(c_funptr), value :: copy, del
@@ -665,15 +678,6 @@ HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
         call oxf77_op_free(op, ierr)
         if (present(ierror)) ierror = ierr
     end subroutine MPI_Op_free_f08
-    subroutine MPI_Comm_create_errhandler_f08(comm_errhandler_fn, errhandler, ierror)
-        procedure(MPI_Comm_errhandler_function) :: comm_errhandler_fn
-        type(MPI_Errhandler), intent(out) :: errhandler
-        integer, optional, intent(out) :: ierror
-        integer :: ierr
-        ! The F77 trampolines pass the communicator and the code by reference, as here.
-        call oxf77_comm_create_errhandler(c_funloc(comm_errhandler_fn), errhandler, ierr)
-        if (present(ierror)) ierror = ierr
-    end subroutine MPI_Comm_create_errhandler_f08
     subroutine MPI_Comm_create_keyval_f08(comm_copy_attr_fn, comm_delete_attr_fn, comm_keyval, &
             extra_state, ierror)
         procedure(MPI_Comm_copy_attr_function) :: comm_copy_attr_fn
@@ -822,24 +826,6 @@ HAND_PROCS = """    subroutine MPI_Init_f08(ierror)
         call oxf77_win_set_attr(w, k, val, ierr)
         if (present(ierror)) ierror = ierr
     end subroutine MPI_Win_set_attr_f08
-    subroutine MPI_Win_create_errhandler_f08(win_errhandler_fn, errhandler, ierror)
-        procedure(MPI_Win_errhandler_function) :: win_errhandler_fn
-        type(MPI_Errhandler), intent(out) :: errhandler
-        integer, optional, intent(out) :: ierror
-        integer :: ierr
-        ! The F77 trampolines pass the window and the code by reference, as here.
-        call oxf77_win_create_errhandler(c_funloc(win_errhandler_fn), errhandler, ierr)
-        if (present(ierror)) ierror = ierr
-    end subroutine MPI_Win_create_errhandler_f08
-    subroutine MPI_Session_create_errhandler_f08(session_errhandler_fn, errhandler, ierror)
-        procedure(MPI_Session_errhandler_function) :: session_errhandler_fn
-        type(MPI_Errhandler), intent(out) :: errhandler
-        integer, optional, intent(out) :: ierror
-        integer :: ierr
-        ! The F77 trampolines pass the session and the code by reference, as here.
-        call oxf77_session_create_errhandler(c_funloc(session_errhandler_fn), errhandler, ierr)
-        if (present(ierror)) ierror = ierr
-    end subroutine MPI_Session_create_errhandler_f08
     subroutine MPI_Win_create_keyval_f08(win_copy_attr_fn, win_delete_attr_fn, win_keyval, &
             extra_state, ierror)
         procedure(MPI_Win_copy_attr_function) :: win_copy_attr_fn
