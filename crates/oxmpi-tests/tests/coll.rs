@@ -164,6 +164,20 @@ fn bad_arguments_return_error_classes() {
 }
 
 const PERSISTENT: &str = env!("CARGO_BIN_EXE_coll_persistent");
+const PERSIST_ALLOC: &str = env!("CARGO_BIN_EXE_coll_persist_alloc");
+
+/// Restarts allocate nothing (see the program's doc): np 1–6 on one host (shared-memory
+/// channels, single copies, message programs past the channels' sizes), and at np 4 with
+/// hosts faked apart two ways (node-aware and flat message programs).
+#[test]
+fn persistent_collective_restarts_allocate_nothing_np1_to_6() {
+    for np in 1..=6 {
+        run(PERSIST_ALLOC, np, &["20"], &[]);
+    }
+    for hosts in ["0,0,1,1", "0,1,0,1"] {
+        run(PERSIST_ALLOC, 4, &["20"], &[("OXMPI_HOST_OVERRIDE", hosts)]);
+    }
+}
 
 #[test]
 fn persistent_collectives_restarted_with_changing_contents_np1_to_6() {

@@ -3,10 +3,9 @@
 //!
 //! Each start takes the communicator's next collective tag (persistent collectives start in
 //! the same order on every rank, like any collective) and lends the executor to the engine
-//! as a schedule; the request completes when that run ends. The executor is shared with the
-//! engine while a run is active and comes back untouched for the next start, so a restart
-//! reuses every buffer the plan made; the only allocation is the engine's box for the
-//! schedule handle (one pointer), which `Engine::start_schedule` takes by value.
+//! as a schedule (`Engine::start_lent`); the request completes when that run ends. The
+//! executor is shared with the engine while a run is active and comes back untouched for the
+//! next start, so a restart reuses every buffer the plan made and allocates nothing.
 //!
 //! A small barrier, broadcast, reduce or allreduce whose members share a host runs instead
 //! through shared memory on a channel agreed for it at init (`shm_kept`): a start publishes
@@ -27,9 +26,9 @@ use crate::runtime::Runtime;
 
 /// An executor shared between a persistent request and the engine running it.
 ///
-/// `Exec` holds raw pointers into the caller's buffers and so is not `Send`; neither is the
-/// engine's `Box<dyn Schedule>`, which holds it the same way for nonblocking collectives.
-/// The mutex orders the request's restarts after the engine's last step of a run.
+/// `Exec` holds raw pointers into the caller's buffers and so is not `Send`; neither are the
+/// engine's schedules, which hold it the same way for nonblocking collectives. The mutex
+/// orders the request's restarts after the engine's last step of a run.
 type Shared = Arc<Mutex<Exec>>;
 
 fn lock<T>(x: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -85,55 +84,28 @@ impl Kept {
                 "start: MPI is finalized (persistent collective)",
             ));
         }
-        let run: Box<dyn Schedule> = match &self.run {
+        let run: Arc<Mutex<dyn Schedule>> = match &self.run {
             None => return Ok(RecvStart::Done(Status::default())),
             Some(Run::Msg(exec)) => {
                 lock(exec).restart(self.state.next_tag())?;
-                Box::new(Lent(exec.clone()))
+                exec.clone()
             }
             Some(Run::Shm(run)) => {
                 lock(run).restart();
-                Box::new(LentShm(run.clone()))
+                run.clone()
             }
         };
-        Ok(RecvStart::Pending(
-            rt.engine.with(|e| e.start_schedule(run))?,
-        ))
+        Ok(RecvStart::Pending(rt.engine.with(|e| e.start_lent(run))?))
     }
 }
 
-/// The engine's handle on a run of a kept shared-memory collective.
-#[derive(Debug)]
-struct LentShm(SharedShm);
-
-impl Schedule for LentShm {
+impl Schedule for ShmRun {
     fn advance(&mut self, e: &mut Engine) -> Result<Advance> {
-        lock(&self.0).step(e)
+        self.step(e)
     }
 
     /// Never reached: a shared-memory run never stops for user code.
     fn run_unlocked(&mut self) -> std::thread::Result<()> {
         Ok(())
-    }
-}
-
-/// The engine's handle on a run of a kept executor.
-#[derive(Debug)]
-struct Lent(Shared);
-
-impl Schedule for Lent {
-    fn advance(&mut self, e: &mut Engine) -> Result<Advance> {
-        lock(&self.0).step(e)
-    }
-
-    fn run_unlocked(&mut self) -> std::thread::Result<()> {
-        lock(&self.0).run_unlocked()
-    }
-
-    /// Dropping the handle usually drops a reference only, but the last one when the request
-    /// was freed while active (handle layer): then a user operation goes with it, outside the
-    /// engine like any schedule's.
-    fn drops_user_code(&self) -> bool {
-        lock(&self.0).user_op()
     }
 }

@@ -21,6 +21,7 @@ use super::wire::Envelope;
 use crate::error::{Error, ErrorClass, Result};
 use crate::transport::shm::{node::Node, ShmTransport};
 use crate::transport::{with_transport, AnyTransport, Transport};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use super::proto::{SendMode, Stats};
 
@@ -79,6 +80,60 @@ pub trait Schedule: std::fmt::Debug {
     }
 }
 
+/// A schedule as the engine holds it while it runs.
+#[derive(Debug)]
+pub enum Running {
+    /// Made for this run (a nonblocking collective), dropped when it ends.
+    Owned(Box<dyn Schedule>),
+    /// Kept by a persistent request and lent to the engine for each start, so a restart
+    /// clones a handle and allocates nothing. The mutex orders the request's next start
+    /// after the engine's last step of this run.
+    Lent(Arc<Mutex<dyn Schedule>>),
+}
+
+/// Locks a lent schedule. A user step that panicked was caught inside the schedule and
+/// recorded as its error, so a poisoned lock still guards a consistent schedule.
+fn lock_lent(s: &Mutex<dyn Schedule>) -> MutexGuard<'_, dyn Schedule + 'static> {
+    s.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Running {
+    /// [`Schedule::advance`] of the schedule.
+    pub fn advance(&mut self, e: &mut Engine) -> Result<Advance> {
+        match self {
+            Running::Owned(s) => s.advance(e),
+            Running::Lent(s) => lock_lent(s).advance(e),
+        }
+    }
+
+    /// [`Schedule::run_unlocked`] of the schedule.
+    pub fn run_unlocked(&mut self) -> std::thread::Result<()> {
+        match self {
+            Running::Owned(s) => s.run_unlocked(),
+            Running::Lent(s) => lock_lent(s).run_unlocked(),
+        }
+    }
+
+    /// [`Schedule::drops_user_code`] of the schedule. Dropping a lent one usually drops a
+    /// reference only, but the last one when its request was freed while active; as the
+    /// owner may drop its reference on another thread at any time, the schedule's answer
+    /// holds for both.
+    pub fn drops_user_code(&self) -> bool {
+        match self {
+            Running::Owned(s) => s.drops_user_code(),
+            Running::Lent(s) => lock_lent(s).drops_user_code(),
+        }
+    }
+
+    /// [`Schedule::status`] of the schedule.
+    pub fn status(&self) -> Status {
+        match self {
+            Running::Owned(s) => s.status(),
+            Running::Lent(s) => lock_lent(s).status(),
+        }
+    }
+}
+
 /// Ends the job with a message; installed by the runtime.
 pub type AbortHook = Box<dyn Fn(&str) + Send + Sync>;
 
@@ -107,7 +162,7 @@ pub struct Engine {
     /// Smallest and largest derived-datatype message packed straight into the transport (see
     /// `wants_chunks`).
     ddt_direct: (usize, usize),
-    schedules: Vec<(ReqId, Box<dyn Schedule>)>,
+    schedules: Vec<(ReqId, Running)>,
     /// Schedules waiting for a caller with the engine unlocked (user steps, user drops).
     unlocked: super::progress::UnlockedWork,
     mode: FaultMode,
@@ -662,6 +717,17 @@ impl Engine {
 
     /// Starts a schedule; the returned request completes when it finishes.
     pub fn start_schedule(&mut self, s: Box<dyn Schedule>) -> Result<ReqId> {
+        self.start_running(Running::Owned(s))
+    }
+
+    /// Starts a run of schedule `s`, kept by its owner for later runs (see
+    /// [`Running::Lent`]); the returned request completes when the run finishes. The owner
+    /// must not start it again before that.
+    pub fn start_lent(&mut self, s: Arc<Mutex<dyn Schedule>>) -> Result<ReqId> {
+        self.start_running(Running::Lent(s))
+    }
+
+    fn start_running(&mut self, s: Running) -> Result<ReqId> {
         let id = self.proto.alloc(State::Schedule, u32::MAX);
         self.schedules.push((id, s));
         self.advance_schedules();
@@ -711,7 +777,7 @@ impl Engine {
 
     /// Takes back parked schedules whose user steps have run; the next progress call
     /// advances them.
-    pub fn resume_schedules(&mut self, parked: &mut Vec<(ReqId, Box<dyn Schedule>)>) {
+    pub fn resume_schedules(&mut self, parked: &mut Vec<(ReqId, Running)>) {
         self.schedules.append(parked);
     }
 

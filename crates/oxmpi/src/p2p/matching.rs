@@ -7,6 +7,7 @@
 
 use std::collections::VecDeque;
 
+pub use super::stored::Stored;
 use super::wire::Envelope;
 
 /// Wildcard source (`MPI_ANY_SOURCE`, ABI value).
@@ -25,64 +26,6 @@ pub struct Posted {
     pub tag: i32,
     /// Request to complete.
     pub req: u32,
-}
-
-/// Largest message kept inside its unexpected-queue entry (no allocation).
-pub const STORED_INLINE: usize = 64;
-
-/// Bytes of an unexpected message: small ones inline, so that an early message costs no
-/// allocation.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Stored {
-    /// Up to [`STORED_INLINE`] bytes.
-    Inline {
-        /// Bytes used.
-        len: u8,
-        /// The bytes.
-        bytes: [u8; STORED_INLINE],
-    },
-    /// Anything larger.
-    Heap(Vec<u8>),
-}
-
-impl Stored {
-    /// `len` bytes written by `fill`.
-    #[inline]
-    pub fn with_len(len: usize, fill: impl FnOnce(&mut [u8])) -> Stored {
-        if len <= STORED_INLINE {
-            let mut bytes = [0u8; STORED_INLINE];
-            fill(&mut bytes[..len]);
-            Stored::Inline {
-                len: len as u8,
-                bytes,
-            }
-        } else {
-            let mut v = vec![0u8; len];
-            fill(&mut v);
-            Stored::Heap(v)
-        }
-    }
-
-    /// The bytes.
-    #[inline]
-    pub fn as_slice(&self) -> &[u8] {
-        match self {
-            Stored::Inline { len, bytes } => &bytes[..*len as usize],
-            Stored::Heap(v) => v,
-        }
-    }
-}
-
-impl From<Vec<u8>> for Stored {
-    fn from(v: Vec<u8>) -> Self {
-        Stored::Heap(v)
-    }
-}
-
-impl std::fmt::Debug for Stored {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Stored({} bytes)", self.as_slice().len())
-    }
 }
 
 /// What an unexpected message holds until a receive matches it.

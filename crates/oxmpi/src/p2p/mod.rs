@@ -2,6 +2,7 @@
 //!
 //! - [`wire`]: fragment kinds and headers;
 //! - [`matching`]: posted and unexpected queues with MPI's ordering rules;
+//! - [`stored`]: the bytes of unexpected messages, in buffers reused from message to message;
 //! - [`request`]: the request slab and statuses;
 //! - [`bsend`]: buffered sends through attached space;
 //! - [`proto`]: the protocols (eager, rendezvous with single copy or pushed chunks) over any
@@ -24,4 +25,5 @@ pub mod proto;
 pub mod protocol;
 pub mod recv_write;
 pub mod request;
+pub mod stored;
 pub mod wire;

@@ -19,12 +19,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::engine::{Engine, Schedule};
+use super::engine::{Engine, Running};
 use super::request::ReqId;
 use crate::transport::Wakeup;
 
 /// A parked schedule and its request.
-pub type Parked = (ReqId, Box<dyn Schedule>);
+pub type Parked = (ReqId, Running);
 
 /// Schedules that wait for a caller with the engine unlocked: parked before a step that runs
 /// user code, or finished with user code to drop. Every wait loop hands them out through
@@ -32,7 +32,7 @@ pub type Parked = (ReqId, Box<dyn Schedule>);
 #[derive(Debug, Default)]
 pub struct UnlockedWork {
     parked: Vec<Parked>,
-    retired: Vec<Box<dyn Schedule>>,
+    retired: Vec<Running>,
     /// Set under the lock when there is work here; read without it by `run_parked`, so that
     /// waiting costs one load while there is none.
     signal: Arc<AtomicBool>,
@@ -40,13 +40,13 @@ pub struct UnlockedWork {
 
 impl UnlockedWork {
     /// Parks schedule `id` until its user step has run.
-    pub fn park(&mut self, id: ReqId, s: Box<dyn Schedule>) {
+    pub fn park(&mut self, id: ReqId, s: Running) {
         self.parked.push((id, s));
         self.signal.store(true, Ordering::Release);
     }
 
     /// Keeps a finished schedule until it can be dropped with the engine unlocked.
-    pub fn retire(&mut self, s: Box<dyn Schedule>) {
+    pub fn retire(&mut self, s: Running) {
         self.retired.push(s);
         self.signal.store(true, Ordering::Release);
     }
@@ -57,7 +57,7 @@ impl UnlockedWork {
         self.parked.is_empty() && self.retired.is_empty()
     }
 
-    fn take(&mut self) -> (Vec<Parked>, Vec<Box<dyn Schedule>>) {
+    fn take(&mut self) -> (Vec<Parked>, Vec<Running>) {
         self.signal.store(false, Ordering::Relaxed);
         (
             std::mem::take(&mut self.parked),

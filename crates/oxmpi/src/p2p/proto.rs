@@ -26,6 +26,7 @@ use super::matching::{Body, Matcher, Stored, Unexpected};
 use super::protocol::Protocol;
 use super::recv_write::{Advert, SeqCounters};
 use super::request::{ReqId, Slab, State, Status};
+use super::stored::StoreCache;
 use super::wire::{am, CtrlHdr, Envelope, MatchHdr, CTRL_HDR_LEN, HDR_MAX};
 use crate::error::{Error, ErrorClass, Result};
 use crate::transport::{Frag, Handler, Limits, Link, Payload, Remote, SendError};
@@ -114,6 +115,8 @@ struct Assembly {
 pub struct Proto {
     pub(super) me: u32,
     pub(super) matcher: Matcher,
+    /// Buffers of early eager messages, given back by the receives that take them.
+    stored: StoreCache,
     pub(super) reqs: Slab,
     /// Fragments waiting for transport room, in send order.
     pub(super) pending: VecDeque<Pending>,
@@ -289,6 +292,7 @@ impl Proto {
         Proto {
             me,
             matcher: Matcher::new(),
+            stored: StoreCache::new(),
             reqs: Slab::default(),
             pending: VecDeque::new(),
             pending_to: vec![0; size as usize],
@@ -1103,6 +1107,7 @@ impl Proto {
             &h,
             &Payload::Bytes(data.as_slice()),
         );
+        self.stored.recycle(data);
         id
     }
 
@@ -1127,10 +1132,10 @@ impl Proto {
                     None => {
                         let body = match kind {
                             am::EAGER => {
-                                Body::Eager(Stored::with_len(data.len(), |b| data.copy_to(b)))
+                                Body::Eager(self.stored.store(data.len(), |b| data.copy_to(b)))
                             }
                             am::EAGER_SYNC => Body::EagerSync {
-                                data: Stored::with_len(data.len(), |b| data.copy_to(b)),
+                                data: self.stored.store(data.len(), |b| data.copy_to(b)),
                                 sreq: h.sreq,
                             },
                             _ => Body::Rts {
