@@ -8,19 +8,21 @@
 //! arena bytes, one-sided transfers) goes through [`copy`], which takes a plain vector loop for
 //! those distances and `memcpy` for all others.
 //!
-//! The loop also takes every copy of 1–4 KiB. Between its 512-byte vector loop and its
+//! [`copy_handoff`] also gives the loop every copy of 1–4 KiB into or out of a shared-memory
+//! pool block, whose lines the other core holds. Between its 512-byte vector loop and its
 //! `rep movsb` threshold (2112 bytes on the AVX-512 Xeon this was measured on), glibc's
-//! `memcpy` moves a pool block another core just wrote markedly slower than this loop does:
-//! np 2 bandwidth at 2 KiB 5.4–7.0 GB/s against 7.9–8.5 with the loop, 1.5 KiB 4.7–5.8
-//! against 6.4–7.1, latency at 2 KiB 0.69 against 0.60 µs; 1, 3 and 4 KiB unchanged
-//! (`oxrun -n 2 --bind-to core oxmpi-bench bw|latency`, 3 interleaved rounds, page-aligned
-//! and page + 16 buffers alike).
+//! `memcpy` moves such a block markedly slower than this loop does: np 2 bandwidth at 2 KiB
+//! 5.4–7.0 GB/s against 7.9–8.5 with the loop, 1.5 KiB 4.7–5.8 against 6.4–7.1, latency at
+//! 2 KiB 0.69 against 0.60 µs; 1, 3 and 4 KiB unchanged (`oxrun -n 2 --bind-to core
+//! oxmpi-bench bw|latency`, 3 interleaved rounds, page-aligned and page + 16 buffers alike).
+//! Copies whose lines this core already holds stay with `memcpy`, which is the faster one in
+//! cache (one-sided puts of 2 KiB: 113 GB/s against 65 through the loop).
 
 /// Smallest copy that glibc may do with `rep movsb` (its threshold is 2 KiB for SSE2 and
 /// grows with the vector width); smaller ones never take the slow path.
 const REP_MOVSB_MIN: usize = 2048;
 
-/// The band of sizes [`copy`] always gives to the loop (see the module's doc).
+/// The band of sizes [`copy_handoff`] always gives to the loop (see the module's doc).
 const LOOP_BAND: std::ops::Range<usize> = 1024..4096;
 
 /// Copies `n` bytes from `src` to `dst`.
@@ -30,12 +32,28 @@ const LOOP_BAND: std::ops::Range<usize> = 1024..4096;
 /// the two ranges disjoint.
 #[inline]
 pub(crate) unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
-    if LOOP_BAND.contains(&n) || (n >= REP_MOVSB_MIN && short_distance(dst, src)) {
+    if n >= REP_MOVSB_MIN && short_distance(dst, src) {
         // SAFETY: the caller's contract, passed on.
         unsafe { copy_loop(dst, src, n) }
     } else {
         // SAFETY: the caller's contract, passed on.
         unsafe { std::ptr::copy_nonoverlapping(src, dst, n) }
+    }
+}
+
+/// [`copy`] of bytes handed between cores: into a shared-memory pool block that the other
+/// core read last, or out of one it just wrote (see the module's doc).
+///
+/// # Safety
+/// As for [`copy`].
+#[inline]
+pub(crate) unsafe fn copy_handoff(dst: *mut u8, src: *const u8, n: usize) {
+    if LOOP_BAND.contains(&n) {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { copy_loop(dst, src, n) }
+    } else {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { copy(dst, src, n) }
     }
 }
 
@@ -217,6 +235,23 @@ mod tests {
                     assert!(
                         dst[d0 + n..].iter().all(|&b| b == 0xAA),
                         "loop after, n={n}"
+                    );
+                    // And the pool blocks' choice between the two.
+                    dst.fill(0xAA);
+                    // SAFETY: as above.
+                    unsafe { copy_handoff(dst.as_mut_ptr().add(d0), src.as_ptr().add(src_off), n) };
+                    assert_eq!(
+                        &dst[d0..d0 + n],
+                        &src[src_off..src_off + n],
+                        "handoff n={n}"
+                    );
+                    assert!(
+                        dst[..d0].iter().all(|&b| b == 0xAA),
+                        "handoff before, n={n}"
+                    );
+                    assert!(
+                        dst[d0 + n..].iter().all(|&b| b == 0xAA),
+                        "handoff after, n={n}"
                     );
                 }
             }

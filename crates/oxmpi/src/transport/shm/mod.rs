@@ -286,7 +286,9 @@ impl Payload<'_> {
         match self.kind {
             // SAFETY: the block holds `len` announced bytes (checked against the pool bounds
             // when the fragment was decoded) and stays untouched until we release it.
-            PayloadKind::Block(p) => unsafe { crate::bytecopy::copy(dst.as_mut_ptr(), p, want) },
+            PayloadKind::Block(p) => unsafe {
+                crate::bytecopy::copy_handoff(dst.as_mut_ptr(), p, want)
+            },
             PayloadKind::Cells {
                 first,
                 first_len,
@@ -746,7 +748,7 @@ impl Link for ShmLink {
         }
         self.send_block(to, am, hdr, payload.len(), |b| {
             // SAFETY: the block is ours and unannounced; the payload fits (checked above).
-            unsafe { crate::bytecopy::copy(b, payload.as_ptr(), payload.len()) }
+            unsafe { crate::bytecopy::copy_handoff(b, payload.as_ptr(), payload.len()) }
         })
     }
 
