@@ -125,6 +125,21 @@ pub fn must<T, E: std::fmt::Display>(what: &str, r: Result<T, E>) -> T {
     })
 }
 
+/// In an MPI test program: MPI started through the handle layer, the C layer's way in (as
+/// `MPI_Init` does), and the world communicator it gives; the arguments after the program's
+/// name.
+pub fn handle_layer_world() -> (oxmpi::Communicator, Vec<String>) {
+    must(
+        "init_thread",
+        oxmpi::handle::env::init_thread(oxmpi::threading::Threading::Single),
+    );
+    let world = must(
+        "world",
+        oxmpi::handle::comm::comm_typed(oxmpi::handle::comm::CommHandle::WORLD),
+    );
+    (world, std::env::args().skip(1).collect())
+}
+
 /// `cmd` without the launcher's environment (PMI and job variables), so the program starts
 /// as a singleton even when the tests themselves run under a launcher.
 pub fn without_launcher(cmd: &mut std::process::Command) -> &mut std::process::Command {

@@ -806,18 +806,8 @@ fn displs_to(p: usize, r: usize) -> Vec<usize> {
 
 fn main() {
     // Through the handle layer, whose operation ids the C layer passes.
-    must(
-        "init_thread",
-        oxmpi::handle::env::init_thread(oxmpi::threading::Threading::Single),
-    );
-    let world: Communicator = must(
-        "world",
-        oxmpi::handle::comm::comm_typed(oxmpi::handle::comm::CommHandle::WORLD),
-    );
-    let restarts: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(20);
+    let (world, args) = oxmpi_tests::handle_layer_world();
+    let restarts: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(20);
     handle_layer(&world, restarts);
     handle_layer_v(&world, restarts);
     rust_api(&world, restarts);
