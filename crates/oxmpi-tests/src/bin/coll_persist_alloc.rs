@@ -1,9 +1,10 @@
 //! A restart of a persistent collective allocates nothing: the plan, its scratch space and the
 //! engine's handle on it are made at init. Counts this thread's heap allocations in the
 //! starts of every persistent collective of the handle layer (the C layer's path), after two
-//! warm-up runs, with the results checked against a serial reference. The engine's own
-//! tables (requests, queues) grow by doubling and keep their room, so a later start may
-//! rarely still find one of them full (seen once in about 20 runs of the test): one start per
+//! warm-up runs, with the results checked against a serial reference. A kept message program
+//! reserves room for all its transfers in flight at init; the engine's own tables (requests,
+//! queues) grow by doubling and keep their room, so a later start may still find one of them
+//! full when its peers' timing leaves more in flight than ever before: one start per
 //! collective may allocate, a second fails, as does any allocation in every start.
 //!
 //! The waits are not counted: a message that arrives before its receive is posted is stored

@@ -59,7 +59,10 @@ pub(crate) struct Kept {
 impl Kept {
     pub(crate) fn new(exec: Option<Exec>, state: Arc<CommState>) -> Kept {
         #[allow(clippy::arc_with_non_send_sync)] // see `Shared`
-        let run = exec.map(|x| Run::Msg(Arc::new(Mutex::new(x))));
+        let run = exec.map(|mut x| {
+            x.reserve_in_flight();
+            Run::Msg(Arc::new(Mutex::new(x)))
+        });
         Kept { run, state }
     }
 

@@ -443,6 +443,22 @@ impl Exec {
         })
     }
 
+    /// Makes room for the most transfers the program has in flight at once (its sends and
+    /// receives between two waits), so that the runs of a kept program never grow it.
+    pub(crate) fn reserve_in_flight(&mut self) {
+        let most = self
+            .steps
+            .split(|s| *s == Step::Wait)
+            .map(|run| {
+                run.iter()
+                    .filter(|s| matches!(s, Step::Send { .. } | Step::Recv { .. }))
+                    .count()
+            })
+            .max()
+            .unwrap_or(0);
+        self.pending.reserve_exact(most);
+    }
+
     /// Prepares a finished program to run again with tag `tag` (persistent collectives):
     /// the steps, scratch and checks of [`new`](Self::new) are kept, so this allocates
     /// nothing. Fails while transfers of an earlier run that failed are still in flight.
@@ -1038,6 +1054,18 @@ mod tests {
             let want: Vec<u32> = send.iter().map(|&x| 2 * x).collect();
             assert_eq!(recv, want, "round {round}");
         }
+    }
+
+    #[test]
+    fn a_kept_program_has_room_for_its_most_transfers_between_waits() {
+        let c = crate::coll::combine::<u32>(&Op::Sum).unwrap();
+        let (send, mut recv) = (vec![1u32; 8], vec![0u32; 8]);
+        // SAFETY: the schedule is never started.
+        let mut exec = unsafe { self_reduce_exec(&send, &mut recv, c, 5) };
+        // `self_reduce`: one send and one receive, then a wait.
+        assert_eq!(exec.pending.capacity(), 0);
+        exec.reserve_in_flight();
+        assert!(exec.pending.capacity() >= 2);
     }
 
     /// Holds the engine weakly and calls into it when dropped.
