@@ -2,10 +2,10 @@
 //! program, algorithm choice and scratch space, started any number of times.
 //!
 //! Each start takes the communicator's next collective tag (persistent collectives start in
-//! the same order on every rank, like any collective) and lends the executor to the engine
-//! as a schedule (`Engine::start_lent`); the request completes when that run ends. The
-//! executor is shared with the engine while a run is active and comes back untouched for the
-//! next start, so a restart reuses every buffer the plan made and allocates nothing.
+//! the same order on every rank, like any collective), locks the executor and lends it to
+//! the engine as a schedule (`Engine::start_lent`); the request completes when that run
+//! ends, and the engine unlocks the executor then. It comes back untouched for the next
+//! start, so a restart reuses every buffer the plan made and allocates nothing.
 //!
 //! A small barrier, broadcast, reduce or allreduce whose members share a host runs instead
 //! through shared memory on a channel agreed for it at init (`shm_kept`): a start publishes
@@ -14,39 +14,25 @@
 //! # Standard sections
 //! MPI-5.0 §6.13 (persistent collective operations).
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use super::schedule::Exec;
 use super::shm_kept::ShmRun;
 use crate::comm::CommState;
 use crate::error::{Error, ErrorClass, Result};
-use crate::p2p::engine::{Advance, Engine, RecvStart, Schedule};
+use crate::p2p::engine::{Advance, Engine, Lent, RecvStart, Schedule};
 use crate::p2p::request::Status;
 use crate::runtime::Runtime;
 
-/// An executor shared between a persistent request and the engine running it.
-///
-/// `Exec` holds raw pointers into the caller's buffers and so is not `Send`; neither are the
-/// engine's schedules, which hold it the same way for nonblocking collectives. The mutex
-/// orders the request's restarts after the engine's last step of a run.
-type Shared = Arc<Mutex<Exec>>;
-
-fn lock<T>(x: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A user step that panicked was caught inside `Exec` (recorded as its error), so a
-    // poisoned lock still guards a consistent executor.
-    x.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// A shared-memory run shared between a persistent request and the engine, as [`Shared`].
-type SharedShm = Arc<Mutex<ShmRun>>;
-
-/// What a start runs.
+/// What a start runs. Either is shared between the persistent request and the engine
+/// running it; `Exec` and `ShmRun` hold raw pointers into the caller's buffers and so are
+/// not `Send`, as the engine's schedules for nonblocking collectives are not.
 #[derive(Debug, Clone)]
 enum Run {
     /// The message program.
-    Msg(Shared),
+    Msg(Lent),
     /// The shared-memory run on the collective's own channel.
-    Shm(SharedShm),
+    Shm(Lent),
 }
 
 /// A planned collective kept for restarts (`None`: a call with nothing to do).
@@ -58,18 +44,18 @@ pub(crate) struct Kept {
 
 impl Kept {
     pub(crate) fn new(exec: Option<Exec>, state: Arc<CommState>) -> Kept {
-        #[allow(clippy::arc_with_non_send_sync)] // see `Shared`
+        #[allow(clippy::arc_with_non_send_sync)] // see `Run`
         let run = exec.map(|mut x| {
             x.reserve_in_flight();
-            Run::Msg(Arc::new(Mutex::new(x)))
+            Run::Msg(Arc::new(parking_lot::Mutex::new(x)))
         });
         Kept { run, state }
     }
 
     /// A collective kept as a shared-memory run.
     pub(crate) fn shm(run: ShmRun, state: Arc<CommState>) -> Kept {
-        #[allow(clippy::arc_with_non_send_sync)] // holds raw buffer pointers, as `Shared`
-        let run = Some(Run::Shm(Arc::new(Mutex::new(run))));
+        #[allow(clippy::arc_with_non_send_sync)] // see `Run`
+        let run = Some(Run::Shm(Arc::new(parking_lot::Mutex::new(run))));
         Kept { run, state }
     }
 
@@ -78,8 +64,8 @@ impl Kept {
         matches!(self.run, Some(Run::Shm(_)))
     }
 
-    /// Starts one run. The caller must not start it again before the run completed (the
-    /// persistent requests check that they are inactive).
+    /// Starts one run. The engine holds the plan locked until the run completes, so a start
+    /// before then is refused (the persistent requests also check that they are inactive).
     pub(crate) fn start(&self, rt: &Runtime) -> Result<RecvStart> {
         if crate::runtime::is_finalized() {
             return Err(Error::new(
@@ -87,18 +73,21 @@ impl Kept {
                 "start: MPI is finalized (persistent collective)",
             ));
         }
-        let run: Arc<Mutex<dyn Schedule>> = match &self.run {
+        let (run, msg) = match &self.run {
             None => return Ok(RecvStart::Done(Status::default())),
-            Some(Run::Msg(exec)) => {
-                lock(exec).restart(self.state.next_tag())?;
-                exec.clone()
-            }
-            Some(Run::Shm(run)) => {
-                lock(run).restart();
-                run.clone()
-            }
+            Some(Run::Msg(run)) => (run, true),
+            Some(Run::Shm(run)) => (run, false),
         };
-        Ok(RecvStart::Pending(rt.engine.with(|e| e.start_lent(run))?))
+        let Some(mut locked) = run.try_lock_arc() else {
+            return Err(Error::new(
+                ErrorClass::Request,
+                "start: the persistent collective is still active",
+            ));
+        };
+        // A shared-memory run sends no message and takes no tag; every member keeps the
+        // same form (agreed at init), so tags stay in step.
+        locked.restart(if msg { self.state.next_tag() } else { 0 })?;
+        Ok(rt.engine.with(|e| e.start_lent(locked)))
     }
 }
 
@@ -109,6 +98,11 @@ impl Schedule for ShmRun {
 
     /// Never reached: a shared-memory run never stops for user code.
     fn run_unlocked(&mut self) -> std::thread::Result<()> {
+        Ok(())
+    }
+
+    fn restart(&mut self, _tag: i32) -> Result<()> {
+        ShmRun::restart(self);
         Ok(())
     }
 }

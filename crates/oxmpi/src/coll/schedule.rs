@@ -705,6 +705,10 @@ impl Schedule for Exec {
     fn drops_user_code(&self) -> bool {
         self.user_op()
     }
+
+    fn restart(&mut self, tag: i32) -> Result<()> {
+        Exec::restart(self, tag)
+    }
 }
 
 impl Drop for Exec {

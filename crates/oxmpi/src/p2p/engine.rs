@@ -21,7 +21,7 @@ use super::wire::Envelope;
 use crate::error::{Error, ErrorClass, Result};
 use crate::transport::shm::{node::Node, ShmTransport};
 use crate::transport::{with_transport, AnyTransport, Transport};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 pub use super::proto::{SendMode, Stats};
 
@@ -78,31 +78,84 @@ pub trait Schedule: std::fmt::Debug {
     fn status(&self) -> Status {
         Status::default()
     }
+    /// Prepares the next run of a schedule a persistent request keeps ([`Lent`]), on
+    /// collective tag `tag`. Schedules made for one run are never restarted.
+    fn restart(&mut self, tag: i32) -> Result<()> {
+        let _ = tag;
+        Ok(())
+    }
 }
 
+/// A schedule a persistent request keeps and lends to the engine for each run
+/// ([`Engine::start_lent`]).
+pub type Lent = Arc<parking_lot::Mutex<dyn Schedule>>;
+
+/// A lent schedule locked for one run.
+pub type LentRun = parking_lot::ArcMutexGuard<parking_lot::RawMutex, dyn Schedule>;
+
 /// A schedule as the engine holds it while it runs.
-#[derive(Debug)]
 pub enum Running {
     /// Made for this run (a nonblocking collective), dropped when it ends.
     Owned(Box<dyn Schedule>),
-    /// Kept by a persistent request and lent to the engine for each start, so a restart
-    /// clones a handle and allocates nothing. The mutex orders the request's next start
-    /// after the engine's last step of this run.
-    Lent(Arc<Mutex<dyn Schedule>>),
+    /// Kept by a persistent request and locked by it for this run, until the engine
+    /// unlocks it when the run ends: a restart clones a handle and allocates nothing, polls
+    /// take no lock, and the request's next start, which must lock it again, comes after the
+    /// engine's last step of this run.
+    Lent(LentRun),
 }
 
-/// Locks a lent schedule. A user step that panicked was caught inside the schedule and
-/// recorded as its error, so a poisoned lock still guards a consistent schedule.
-fn lock_lent(s: &Mutex<dyn Schedule>) -> MutexGuard<'_, dyn Schedule + 'static> {
-    s.lock().unwrap_or_else(|p| p.into_inner())
+impl std::fmt::Debug for Running {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Running::Owned(s) => f.debug_tuple("Owned").field(s).finish(),
+            Running::Lent(s) => f.debug_tuple("Lent").field(&&**s).finish(),
+        }
+    }
+}
+
+/// A finished schedule whose drop may run user code, kept until a caller drops it with the
+/// engine unlocked (see [`UnlockedWork`](super::progress::UnlockedWork)).
+#[derive(Debug)]
+pub enum Retired {
+    /// A nonblocking collective's schedule.
+    Owned(Box<dyn Schedule>),
+    /// A persistent request's, unlocked: what is left to drop is this reference, the last
+    /// one if the request was freed while the run was active.
+    Lent(Lent),
+}
+
+/// How a step of a running schedule ended ([`Running::advance`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Stepped {
+    /// Still running.
+    Running,
+    /// Stopped at a step to run with the engine unlocked ([`Advance::Unlocked`]).
+    Unlocked,
+    /// Finished: its request's status, and whether dropping it may run user code.
+    Done(Status, bool),
 }
 
 impl Running {
-    /// [`Schedule::advance`] of the schedule.
-    pub fn advance(&mut self, e: &mut Engine) -> Result<Advance> {
+    /// [`Schedule::advance`] of the schedule; once done, also its [`Schedule::status`] and
+    /// [`Schedule::drops_user_code`].
+    pub fn advance(&mut self, e: &mut Engine) -> Result<Stepped> {
+        let s: &mut dyn Schedule = match self {
+            Running::Owned(s) => &mut **s,
+            Running::Lent(s) => &mut **s,
+        };
+        Ok(match s.advance(e)? {
+            Advance::Running => Stepped::Running,
+            Advance::Unlocked => Stepped::Unlocked,
+            Advance::Done => Stepped::Done(s.status(), s.drops_user_code()),
+        })
+    }
+
+    /// [`Schedule::drops_user_code`] of the schedule. For a lent one it answers for the
+    /// last reference too, which the owner may drop on another thread at any time.
+    pub fn drops_user_code(&self) -> bool {
         match self {
-            Running::Owned(s) => s.advance(e),
-            Running::Lent(s) => lock_lent(s).advance(e),
+            Running::Owned(s) => s.drops_user_code(),
+            Running::Lent(s) => s.drops_user_code(),
         }
     }
 
@@ -110,26 +163,15 @@ impl Running {
     pub fn run_unlocked(&mut self) -> std::thread::Result<()> {
         match self {
             Running::Owned(s) => s.run_unlocked(),
-            Running::Lent(s) => lock_lent(s).run_unlocked(),
+            Running::Lent(s) => s.run_unlocked(),
         }
     }
 
-    /// [`Schedule::drops_user_code`] of the schedule. Dropping a lent one usually drops a
-    /// reference only, but the last one when its request was freed while active; as the
-    /// owner may drop its reference on another thread at any time, the schedule's answer
-    /// holds for both.
-    pub fn drops_user_code(&self) -> bool {
+    /// Ends the run, unlocking a lent schedule, and keeps what remains to be dropped.
+    pub fn retire(self) -> Retired {
         match self {
-            Running::Owned(s) => s.drops_user_code(),
-            Running::Lent(s) => lock_lent(s).drops_user_code(),
-        }
-    }
-
-    /// [`Schedule::status`] of the schedule.
-    pub fn status(&self) -> Status {
-        match self {
-            Running::Owned(s) => s.status(),
-            Running::Lent(s) => lock_lent(s).status(),
+            Running::Owned(s) => Retired::Owned(s),
+            Running::Lent(s) => Retired::Lent(parking_lot::ArcMutexGuard::into_arc(s)),
         }
     }
 }
@@ -720,11 +762,31 @@ impl Engine {
         self.start_running(Running::Owned(s))
     }
 
-    /// Starts a run of schedule `s`, kept by its owner for later runs (see
-    /// [`Running::Lent`]); the returned request completes when the run finishes. The owner
-    /// must not start it again before that.
-    pub fn start_lent(&mut self, s: Arc<Mutex<dyn Schedule>>) -> Result<ReqId> {
-        self.start_running(Running::Lent(s))
+    /// Starts a run of schedule `s`, kept by its owner for later runs and locked by it for
+    /// this one (see [`Running::Lent`]); the returned request completes when the run
+    /// finishes, and the lock is released then.
+    ///
+    /// A run that completes in its first step (a small shared-memory collective whose peers
+    /// have all arrived) takes no request.
+    pub fn start_lent(&mut self, s: LentRun) -> RecvStart {
+        let mut s = Running::Lent(s);
+        let parked = match self.step_one(&mut s) {
+            Stepped::Running => false,
+            Stepped::Unlocked => true,
+            Stepped::Done(status, user_drop) => {
+                if user_drop {
+                    self.unlocked.retire(s.retire());
+                }
+                return RecvStart::Done(status);
+            }
+        };
+        let id = self.proto.alloc(State::Schedule, u32::MAX);
+        if parked {
+            self.unlocked.park(id, s);
+        } else {
+            self.schedules.push((id, s));
+        }
+        RecvStart::Pending(id)
     }
 
     fn start_running(&mut self, s: Running) -> Result<ReqId> {
@@ -734,33 +796,45 @@ impl Engine {
         Ok(id)
     }
 
+    /// Advances schedule `s`, turning an error into the end of its run with the error in
+    /// its status.
+    fn step_one(&mut self, s: &mut Running) -> Stepped {
+        match s.advance(self) {
+            Ok(st) => st,
+            Err(e) => Stepped::Done(
+                Status {
+                    error: Some(e.class()),
+                    ..Status::default()
+                },
+                // A failed schedule is dropped as a finished one is.
+                s.drops_user_code(),
+            ),
+        }
+    }
+
     /// Advances every schedule; one that fails completes its own request with the error.
     fn advance_schedules(&mut self) -> usize {
         let mut list = std::mem::take(&mut self.schedules);
         let mut done = 0;
         let mut i = 0;
         while i < list.len() {
-            let status = match list[i].1.advance(self) {
-                Ok(Advance::Running) => {
+            let (status, user_drop) = match self.step_one(&mut list[i].1) {
+                Stepped::Running => {
                     i += 1;
                     continue;
                 }
-                Ok(Advance::Unlocked) => {
+                Stepped::Unlocked => {
                     let (id, s) = list.swap_remove(i);
                     self.unlocked.park(id, s);
                     continue;
                 }
-                Ok(Advance::Done) => list[i].1.status(),
-                Err(e) => Status {
-                    error: Some(e.class()),
-                    ..Status::default()
-                },
+                Stepped::Done(status, user_drop) => (status, user_drop),
             };
             let (id, s) = list.swap_remove(i);
             self.proto.reqs.complete(id.idx, status);
             done += 1;
-            if s.drops_user_code() {
-                self.unlocked.retire(s);
+            if user_drop {
+                self.unlocked.retire(s.retire());
             }
         }
         // Schedules started from inside `advance` landed in the (emptied) field.

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::engine::{Engine, Running};
+use super::engine::{Engine, Retired, Running};
 use super::request::ReqId;
 use crate::transport::Wakeup;
 
@@ -32,7 +32,7 @@ pub type Parked = (ReqId, Running);
 #[derive(Debug, Default)]
 pub struct UnlockedWork {
     parked: Vec<Parked>,
-    retired: Vec<Running>,
+    retired: Vec<Retired>,
     /// Set under the lock when there is work here; read without it by `run_parked`, so that
     /// waiting costs one load while there is none.
     signal: Arc<AtomicBool>,
@@ -46,7 +46,7 @@ impl UnlockedWork {
     }
 
     /// Keeps a finished schedule until it can be dropped with the engine unlocked.
-    pub fn retire(&mut self, s: Running) {
+    pub fn retire(&mut self, s: Retired) {
         self.retired.push(s);
         self.signal.store(true, Ordering::Release);
     }
@@ -57,7 +57,7 @@ impl UnlockedWork {
         self.parked.is_empty() && self.retired.is_empty()
     }
 
-    fn take(&mut self) -> (Vec<Parked>, Vec<Running>) {
+    fn take(&mut self) -> (Vec<Parked>, Vec<Retired>) {
         self.signal.store(false, Ordering::Relaxed);
         (
             std::mem::take(&mut self.parked),
