@@ -59,8 +59,10 @@ fn node_aware_intra_host_stages_through_host_communicators() {
     let forced = [
         ("OXMPI_HOST_OVERRIDE", "0,0,0,1,1,1"),
         ("OXMPI_COLL_SHM_ALLREDUCE_LONG", "1"),
+        ("OXMPI_COLL_SHM_ALLREDUCE_LONG_OVERSUBSCRIBED", "1"),
         ("OXMPI_COLL_SHM_REDUCE_LONG", "1"),
         ("OXMPI_COLL_SHM_BCAST_LONG", "1"),
+        ("OXMPI_COLL_SHM_BCAST_LONG_OVERSUBSCRIBED", "1"),
     ];
     run(6, "any", &forced);
     run(
@@ -87,8 +89,10 @@ fn large_shm_paths_forced_at_every_size_and_switched_off() {
     // copies off: every member must fall back to messages together.
     let low = [
         ("OXMPI_COLL_SHM_ALLREDUCE_LONG", "1"),
+        ("OXMPI_COLL_SHM_ALLREDUCE_LONG_OVERSUBSCRIBED", "1"),
         ("OXMPI_COLL_SHM_REDUCE_LONG", "1"),
         ("OXMPI_COLL_SHM_BCAST_LONG", "1"),
+        ("OXMPI_COLL_SHM_BCAST_LONG_OVERSUBSCRIBED", "1"),
         ("OXMPI_COLL_SHM_ALLGATHER_LONG", "1"),
         ("OXMPI_COLL_SHM_GATHER_LONG", "1"),
         ("OXMPI_COLL_SHM_ALLTOALL_LONG", "1"),

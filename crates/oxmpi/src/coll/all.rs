@@ -736,7 +736,8 @@ impl<L: ThreadLevel> Communicator<L> {
             if let Some(at) = self.shm_fits(size_of_val(recv))? {
                 return self.shm_reduce(at, None, send, recv, op);
             }
-            let min = super::select::crossovers().shm_allreduce_long;
+            let min =
+                super::select::crossovers().shm_allreduce_min(crate::runtime::oversubscribed());
             if let Some(at) = self.shm_large(size_of_val(recv), min)? {
                 if self.shm_reduce_large(at, None, send, recv, op)? {
                     return Ok(());

@@ -136,15 +136,17 @@ impl<L: ThreadLevel> Communicator<L> {
                 if let Some(at) = self.shm_fits(bytes.len())? {
                     return self.shm_bcast(at, r, bytes);
                 }
-                let min = super::select::crossovers().shm_bcast_long;
+                let c = super::select::crossovers();
+                let min = c.shm_bcast_min(crate::runtime::oversubscribed());
                 if let Some(at) = self.shm_large(bytes.len(), min)? {
                     if self.shm_bcast_large(at, r, bytes)? {
                         return Ok(());
                     }
                 }
                 // Below the single-copy crossover the host stage's slots lost to messages
-                // (the root waits for every host member's arrival).
-                if bytes.len() >= min {
+                // (the root waits for every host member's arrival). Hosts may differ in
+                // oversubscription, so every rank of the job decides by the same value.
+                if bytes.len() >= c.shm_bcast_long {
                     if let Some(t) = self.two_level()? {
                         return self.two_level_bcast(t, r, bytes, elem);
                     }

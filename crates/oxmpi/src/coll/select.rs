@@ -66,12 +66,16 @@ coll_tunables! {
         "alltoall blocks of at most this many bytes on 8+ ranks: Bruck";
     alltoall_pairwise = 32768, "OXMPI_COLL_ALLTOALL_PAIRWISE",
         "alltoall blocks of at least this many bytes: pairwise exchange (else everything posted at once)";
-    shm_allreduce_long = 32768, "OXMPI_COLL_SHM_ALLREDUCE_LONG",
+    shm_allreduce_long = 16384, "OXMPI_COLL_SHM_ALLREDUCE_LONG",
         "allreduce of at least this many bytes on a communicator within one host: shared-memory reduce-scatter with single copies between processes, instead of messages";
+    shm_allreduce_long_oversubscribed = 32768, "OXMPI_COLL_SHM_ALLREDUCE_LONG_OVERSUBSCRIBED",
+        "OXMPI_COLL_SHM_ALLREDUCE_LONG on a host that runs more ranks than it has cores (every member must be scheduled for each step of the single-copy form)";
     shm_reduce_long = 262144, "OXMPI_COLL_SHM_REDUCE_LONG",
         "reduce of at least this many bytes on a communicator within one host: shared-memory reduce-scatter with single copies, each slice written to the root, instead of messages";
-    shm_bcast_long = 65536, "OXMPI_COLL_SHM_BCAST_LONG",
+    shm_bcast_long = 16384, "OXMPI_COLL_SHM_BCAST_LONG",
         "bcast of at least this many bytes on a communicator within one host: every rank pulls the root's buffer with one copy, instead of messages";
+    shm_bcast_long_oversubscribed = 131072, "OXMPI_COLL_SHM_BCAST_LONG_OVERSUBSCRIBED",
+        "OXMPI_COLL_SHM_BCAST_LONG on a host that runs more ranks than it has cores (every member must be scheduled for each step of the single-copy form)";
     shm_bcast_split = 4, "OXMPI_COLL_SHM_BCAST_SPLIT",
         "single-copy bcast on at most this many ranks (count, not bytes): the root writes the last 1/p of every receiver's buffer while the receivers read the rest; on more ranks (or 0) the receivers read it all";
     shm_allgather_long = 65536, "OXMPI_COLL_SHM_ALLGATHER_LONG",
@@ -113,6 +117,28 @@ impl Crossovers {
                 .ok()
                 .or_else(|| Some(file?.entry(k)?.value.clone()))
         })
+    }
+}
+
+impl Crossovers {
+    /// The smallest bcast that goes by single-copy pulls on a communicator within one host,
+    /// on a host that is `oversubscribed` or not (the same for every member).
+    pub fn shm_bcast_min(&self, oversubscribed: bool) -> usize {
+        if oversubscribed {
+            self.shm_bcast_long_oversubscribed
+        } else {
+            self.shm_bcast_long
+        }
+    }
+
+    /// The smallest allreduce done as a shared-memory reduce-scatter, as
+    /// [`shm_bcast_min`](Self::shm_bcast_min).
+    pub fn shm_allreduce_min(&self, oversubscribed: bool) -> usize {
+        if oversubscribed {
+            self.shm_allreduce_long_oversubscribed
+        } else {
+            self.shm_allreduce_long
+        }
     }
 }
 
@@ -220,8 +246,8 @@ pub fn algorithm_table() -> &'static [AlgorithmChoice] {
         };
     }
     t! {
-        "bcast", "single-copy pulls (shared memory)", "bytes >= OXMPI_COLL_SHM_BCAST_LONG, every rank on this host, single copy allowed: each rank reads the root's buffer once (on at most OXMPI_COLL_SHM_BCAST_SPLIT ranks the root writes the last 1/p of each receiver's buffer meanwhile)";
-        "reduce/allreduce", "shared-memory reduce-scatter", "bytes >= OXMPI_COLL_SHM_REDUCE_LONG (reduce) or OXMPI_COLL_SHM_ALLREDUCE_LONG (allreduce), every rank on this host, single copy allowed: each rank combines its slice from every rank's buffer in rank order and writes it to the receivers";
+        "bcast", "single-copy pulls (shared memory)", "bytes >= OXMPI_COLL_SHM_BCAST_LONG (_OVERSUBSCRIBED with more ranks than cores), every rank on this host, single copy allowed: each rank reads the root's buffer once (on at most OXMPI_COLL_SHM_BCAST_SPLIT ranks the root writes the last 1/p of each receiver's buffer meanwhile)";
+        "reduce/allreduce", "shared-memory reduce-scatter", "bytes >= OXMPI_COLL_SHM_REDUCE_LONG (reduce) or OXMPI_COLL_SHM_ALLREDUCE_LONG (allreduce; _OVERSUBSCRIBED with more ranks than cores), every rank on this host, single copy allowed: each rank combines its slice from every rank's buffer in rank order and writes it to the receivers";
         "bcast/reduce/allreduce", "shared-memory slots", "bytes fit a slot (1 KiB), every rank on this host: each rank publishes its data with its arrival; with OXMPI_COLL_SHM_ROOTED_EARLY=1 the bcast root and the reduce non-roots leave once they have arrived";
         "allgather(v)", "shared-memory slots", "every block fits a slot (1 KiB), every rank on this host: each rank publishes its block and copies every other";
         "alltoall", "shared-memory slots", "the p-1 blocks for the other ranks fit a slot (1 KiB) together, every rank on this host: each rank publishes them and copies its own block out of every peer's slot";
@@ -285,5 +311,27 @@ mod tests {
         assert!(algorithm_table().iter().all(|a| !a.when.is_empty()));
         let names: Vec<_> = COLL_TUNABLES.iter().map(|t| t.name).collect();
         assert!(names.iter().all(|n| n.starts_with("OXMPI_COLL_")));
+    }
+
+    #[test]
+    fn an_oversubscribed_host_takes_its_own_single_copy_crossovers() {
+        let c = Crossovers::from_lookup(|k| match k {
+            "OXMPI_COLL_SHM_BCAST_LONG" => Some("8k".into()),
+            "OXMPI_COLL_SHM_BCAST_LONG_OVERSUBSCRIBED" => Some("1m".into()),
+            "OXMPI_COLL_SHM_ALLREDUCE_LONG_OVERSUBSCRIBED" => Some("3".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(c.shm_bcast_min(false), 8192);
+        assert_eq!(c.shm_bcast_min(true), 1 << 20);
+        assert_eq!(
+            c.shm_allreduce_min(false),
+            Crossovers::default().shm_allreduce_long
+        );
+        assert_eq!(c.shm_allreduce_min(true), 3);
+        // By default the single copies start later where ranks share cores.
+        let d = Crossovers::default();
+        assert!(d.shm_bcast_min(true) > d.shm_bcast_min(false));
+        assert!(d.shm_allreduce_min(true) > d.shm_allreduce_min(false));
     }
 }

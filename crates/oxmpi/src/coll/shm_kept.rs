@@ -63,7 +63,8 @@ impl ShmKind {
                 if slot(recv) {
                     return Some(ShmKind::Bcast { root });
                 }
-                let min = super::select::crossovers().shm_bcast_long;
+                let min =
+                    super::select::crossovers().shm_bcast_min(crate::runtime::oversubscribed());
                 (recv >= min && recv > COLL_SLOT_BYTES).then_some(ShmKind::BcastLarge { root })
             }
             ShmKind::Reduce { root, elem } | ShmKind::ReduceLarge { root, elem } => {
@@ -78,7 +79,7 @@ impl ShmKind {
                 let min = if root.is_some() {
                     c.shm_reduce_long
                 } else {
-                    c.shm_allreduce_long
+                    c.shm_allreduce_min(crate::runtime::oversubscribed())
                 };
                 (len >= min && len > COLL_SLOT_BYTES).then_some(ShmKind::ReduceLarge { root, elem })
             }

@@ -10,7 +10,7 @@ pub mod card;
 pub mod dynamic;
 pub mod locality;
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::config::Config;
@@ -30,6 +30,16 @@ const FINALIZED: u8 = 2;
 
 /// MPI allows one initialization per process, and none after finalize.
 static STATE: AtomicU8 = AtomicU8::new(NEVER);
+
+/// Whether this host runs more of the job's ranks than it has cores (set at init).
+static OVERSUBSCRIBED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this host runs more of the job's ranks than it has cores: waits then yield almost
+/// at once, and the shared-memory collectives that need every member scheduled at the same
+/// time start at larger sizes. Every rank of a host gives the same answer.
+pub(crate) fn oversubscribed() -> bool {
+    OVERSUBSCRIBED.load(Ordering::Relaxed)
+}
 
 /// Whether MPI is initialized and not yet finalized in this process.
 pub fn is_initialized() -> bool {
@@ -237,6 +247,7 @@ impl Runtime {
         // SAFETY: sysconf reads a system constant.
         let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
         let cores = usize::try_from(online).unwrap_or(1).max(1);
+        OVERSUBSCRIBED.store(local.len() > cores, Ordering::Relaxed);
         let wait = crate::p2p::progress::WaitPolicy::new(
             config.spin_count,
             config.yield_count,
