@@ -116,7 +116,13 @@ impl StoreCache {
             },
             None => Vec::with_capacity(len),
         };
-        v.resize(len, 0);
+        // A recycled buffer keeps its last message's length: only bytes beyond it are
+        // zeroed before `fill` writes all `len`.
+        if v.len() >= len {
+            v.truncate(len);
+        } else {
+            v.resize(len, 0);
+        }
         fill(&mut v);
         Stored::Heap(v)
     }
@@ -138,7 +144,6 @@ impl StoreCache {
         if list.len() >= MAX_PER_CLASS || self.bytes + cap > MAX_BYTES {
             return;
         }
-        v.clear();
         self.bytes += cap;
         list.push(v);
     }
@@ -165,6 +170,11 @@ mod tests {
         let t = c.store(256, |b| b.fill(9));
         assert_eq!(t.as_slice().as_ptr(), p);
         assert_eq!(t.as_slice(), &[9u8; 256][..]);
+        // A shorter one after it: the same buffer, cut to its length.
+        c.recycle(t);
+        let t = c.store(130, |b| b.fill(4));
+        assert_eq!(t.as_slice().as_ptr(), p);
+        assert_eq!(t.as_slice(), &[4u8; 130][..]);
         // A longer message does not take a shorter buffer.
         c.recycle(t);
         let u = c.store(257, |b| b.fill(1));
