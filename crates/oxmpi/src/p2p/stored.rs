@@ -131,7 +131,7 @@ impl StoreCache {
     /// class or the cache is full.
     #[inline]
     pub fn recycle(&mut self, s: Stored) {
-        let Stored::Heap(mut v) = s else { return };
+        let Stored::Heap(v) = s else { return };
         let cap = v.capacity();
         if cap < 1 << MIN_CLASS {
             return;
