@@ -118,9 +118,7 @@ impl Crossovers {
                 .or_else(|| Some(file?.entry(k)?.value.clone()))
         })
     }
-}
 
-impl Crossovers {
     /// The smallest bcast that goes by single-copy pulls on a communicator within one host,
     /// on a host that is `oversubscribed` or not (the same for every member).
     pub fn shm_bcast_min(&self, oversubscribed: bool) -> usize {
