@@ -169,14 +169,15 @@ fn counter(so: &str, phase: &str, name: &str) -> u64 {
 #[test]
 fn a_lone_rendezvous_is_pushed_and_a_window_is_pulled() {
     let prog = env!("CARGO_BIN_EXE_p2p_rndv_choice");
-    // The 1 MiB messages in the pushed band (from OXMPI_PUSH_MIN): each lone one is pushed
-    // by its sender; of a window of 8, at most the first is.
-    let so = run_ok(2, prog, &["10"], &[("OXMPI_PUSH_MIN", "0")]);
+    // The 1 MiB messages are in the pushed band (by default every size below
+    // OXMPI_SINGLE_COPY_MIN): each lone one is pushed by its sender; of a window of 8, at
+    // most the first is.
+    let so = run_ok(2, prog, &["10"], &[]);
     assert_eq!(counter(&so, "lone", "pushed"), 5, "{so}");
     assert_eq!(counter(&so, "lone", "pulls"), 0, "{so}");
     assert!(counter(&so, "window", "pulls") >= 7, "{so}");
-    // By default (below OXMPI_PUSH_MIN) a lone 1 MiB message is copied once, never pushed.
-    let so = run_ok(2, prog, &["10"], &[]);
+    // Below OXMPI_PUSH_MIN a lone 1 MiB message is copied once, never pushed.
+    let so = run_ok(2, prog, &["10"], &[("OXMPI_PUSH_MIN", "2M")]);
     assert_eq!(counter(&so, "lone", "pushed"), 0, "{so}");
     // With the crossover at the size nothing is pushed (pulled, or written by the sender
     // into an advertised receive, whichever the timing gives).
@@ -234,13 +235,15 @@ fn stat_line(so: &str, name: &str) -> u64 {
 
 #[test]
 fn large_derived_datatype_messages_move_as_iovec_lists_or_packed() {
-    // Outside the pushed band (by default every size here) senders with large blocks offer
-    // pieces, and a receiver with large blocks gathers a contiguous sender's data too; finer
-    // senders pack as they push. In the band (OXMPI_PUSH_MIN to OXMPI_SINGLE_COPY_MIN),
-    // where a lone contiguous message is pushed, every sender packs as it pushes.
+    // Outside the pushed band (here every size) senders with large blocks offer pieces, and
+    // a receiver with large blocks gathers a contiguous sender's data too; finer senders
+    // pack as they push. In the band (OXMPI_PUSH_MIN to OXMPI_SINGLE_COPY_MIN, by default
+    // every size here), where a lone contiguous message is pushed, every sender packs as it
+    // pushes.
+    let outside_band = [("OXMPI_PUSH_MIN", "1G")];
     let band = [("OXMPI_PUSH_MIN", "0"), ("OXMPI_SINGLE_COPY_MIN", "16M")];
     for np in [2, 3, 4] {
-        let so = run_ok(np, env!("CARGO_BIN_EXE_ddt_iov"), &[], &[]);
+        let so = run_ok(np, env!("CARGO_BIN_EXE_ddt_iov"), &[], &outside_band);
         assert_eq!(so.matches("iov OK").count(), np, "{so}");
         assert!(
             stat_line(&so, "iov_pulls") > 0,
@@ -276,8 +279,14 @@ fn refused_iovec_pulls_fall_back_to_gathered_pushes() {
         eprintln!("skipped: the seccomp filter of ddt_iov is written for x86_64");
         return;
     }
+    // Outside the pushed band, where senders with large blocks offer pieces.
     for np in [2, 3] {
-        let so = run_ok(np, env!("CARGO_BIN_EXE_ddt_iov"), &["refuse"], &[]);
+        let so = run_ok(
+            np,
+            env!("CARGO_BIN_EXE_ddt_iov"),
+            &["refuse"],
+            &[("OXMPI_PUSH_MIN", "1G")],
+        );
         assert_eq!(so.matches("iov OK").count(), np, "{so}");
         assert_eq!(stat_line(&so, "iov_pulls"), 0, "np {np}: {so}");
         assert!(
