@@ -90,8 +90,8 @@ tunables! {
         "yields of the core before a waiting rank starts to sleep between polls";
     yield_sleep_us: u32 = 50 => "50", "OXMPI_YIELD_SLEEP_US",
         "longest sleep between polls once a waiting rank backs off (microseconds)";
-    eager_limit: usize = 16384 => "16384", "OXMPI_EAGER_LIMIT",
-        "largest message sent eagerly (in pool-block chunks above the block size); larger ones use rendezvous (np 2, 4 rounds on cores 0.065-0.093 us apart: eager against rendezvous latency 32 KiB 5.1-5.6 against 3.1-4.0 us, 64 KiB 8.3-9.0 against 4.9-6.4, bibw 64 KiB 9.3-10.0 against 22.0-29.4 GB/s; at 8-16 KiB eager bandwidth is 1.1-3.8x, and on cores 0.02 us apart eager latency is lower up to 32 KiB at least)";
+    eager_limit: usize = 65536 => "65536", "OXMPI_EAGER_LIMIT",
+        "largest message sent eagerly (in pool-block chunks above the block size); larger ones use rendezvous (np 2, 3-5 interleaved rounds, 16 KiB against 64 KiB: latency 32 KiB 1.19 against 0.92 us and 64 KiB 1.85 against 1.57 on cores 0.04 us apart, 3.46 against 2.52 and 5.46 against 4.70 on cores 0.3-0.4 us apart; latency-fresh 32 KiB 1.33 against 1.21; bw 32-64 KiB 10.0-11.7 against 45.5-47.1 GB/s, bibw 19.3-24.4 against 43.5-45.1. Earlier code on another host measured eager behind from 32 KiB: bibw 64 KiB 9.3-10.0 against 22.0-29.4 GB/s)";
     single_copy: bool = true => "true", "OXMPI_SINGLE_COPY",
         "rendezvous pulls data with one process_vm_readv; 0 forces the pipelined two-copy path";
     recv_write: bool = true => "true", "OXMPI_RECV_WRITE",

@@ -34,7 +34,7 @@ fn shows_overrides_and_rejects_bad_values() {
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("2k (environment; default 16384)"), "{text}");
+    assert!(text.contains("2k (environment; default 65536)"), "{text}");
     assert!(text.contains("single copy off"), "{text}");
     let out = Command::new(env!("CARGO_BIN_EXE_oxmpi-info"))
         .env("OXMPI_SHM_POOL_BLOCKS", "many")
