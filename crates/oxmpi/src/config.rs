@@ -95,7 +95,7 @@ tunables! {
     single_copy: bool = true => "true", "OXMPI_SINGLE_COPY",
         "rendezvous pulls data with one process_vm_readv; 0 forces the pipelined two-copy path";
     recv_write: bool = true => "true", "OXMPI_RECV_WRITE",
-        "a large receive posted before its message tells the sender where to write it (seed 002)";
+        "a large receive posted before its message, where a lone message is copied once (below OXMPI_PUSH_MIN or from OXMPI_SINGLE_COPY_MIN, by default from 16 MiB), tells the sender where to write it (seed 002)";
     coll_eager_limit: usize = 131072 => "131072", "OXMPI_COLL_EAGER_LIMIT",
         "largest message sent eagerly through shared memory (at least OXMPI_EAGER_LIMIT) of a collective's own point-to-point steps, whose sending rank then goes on at once so that back-to-back collectives overlap (np 2 reduce, eager against rendezvous: 32 KiB 7.6-8.2 against 12.2-13.6 us, 64 KiB 13.7-14.4 against 21.7-25.7), and of derived-datatype data packed as it is sent, which no single copy can read (ddt-vector 32-64 KiB 5.2-6.4 against 4.3-6.2 GB/s)";
     push_min: usize = 0 => "0", "OXMPI_PUSH_MIN",
