@@ -176,6 +176,9 @@ fn a_lone_rendezvous_is_pushed_and_a_window_is_pulled() {
     assert_eq!(counter(&so, "lone", "pushed"), 5, "{so}");
     assert_eq!(counter(&so, "lone", "pulls"), 0, "{so}");
     assert!(counter(&so, "window", "pulls") >= 7, "{so}");
+    // Pushed one block per fragment instead of runs of blocks: the same bytes arrive.
+    let so = run_ok(2, prog, &["4"], &[("OXMPI_SHM_PUSH_BLOCKS", "1")]);
+    assert_eq!(counter(&so, "lone", "pushed"), 2, "{so}");
     // Below OXMPI_PUSH_MIN a lone 1 MiB message is copied once, never pushed.
     let so = run_ok(2, prog, &["10"], &[("OXMPI_PUSH_MIN", "2M")]);
     assert_eq!(counter(&so, "lone", "pushed"), 0, "{so}");

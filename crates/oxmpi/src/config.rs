@@ -116,6 +116,8 @@ tunables! {
         "blocks in each rank's send pool";
     shm_block_size: u32 = 8192 => "8192", "OXMPI_SHM_BLOCK_SIZE",
         "bytes per pool block: the largest fragment and the two-copy chunk size";
+    shm_push_blocks: u32 = 4 => "4", "OXMPI_SHM_PUSH_BLOCKS",
+        "adjacent pool blocks one fragment of a pushed rendezvous message takes when they are free (1: one block, as an eager fragment); each fragment is a hand-over between the cores, which costs more than copying a block when they are far apart (np 2, 3 interleaved rounds on cores 0.3-0.4 us apart, 1 against 4: latency 1 MiB 66 against 32 us, 4 MiB 275 against 129; latency-fresh 1 MiB 85 against 61; ddt-vector64k 256 KiB-4 MiB 12.0-13.6 against 20.2-25.4 GB/s; bibw 512 KiB-2 MiB, whose windows are pulled but for one pushed message each, 2-6% lower; on cores 0.04 us apart latency 64 KiB-4 MiB 0-10% lower, bibw 512 KiB-2 MiB 5-15% lower in 5 rounds)";
     shm_inline_max: usize = 512 => "512", "OXMPI_SHM_INLINE_MAX",
         "largest payload carried inline in cells rather than in a pool block (oxmpi-info --calibrate measures the crossover, which differs by host; np 2, 3 interleaved rounds, inline against pool: latency 128 B 0.28-0.33 against 0.38-0.43 us, 512 B 0.43-0.48 against 0.52-0.59, msgrate 128-512 B 5.4-8.8 against 3.0-4.5 M/s, bw and bibw 128-512 B 1.2-2x; 1 KiB a tie. An earlier host had the pool ahead from 256 B: 0.21 against 0.25 us)";
     transport: String = "auto".to_owned() => "auto", "OXMPI_TRANSPORT",

@@ -122,6 +122,7 @@ impl Kind {
             single_copy: true,
             recv_write: true,
             push_min: 0,
+            push_blocks: 4,
             single_copy_min: 0,
             arena_bytes: 1 << 20,
         };

@@ -1248,6 +1248,7 @@ mod tests {
             single_copy: true,
             recv_write: true,
             push_min,
+            push_blocks: 2,
             single_copy_min,
             arena_bytes: 1 << 20,
         };

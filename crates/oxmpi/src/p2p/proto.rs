@@ -928,10 +928,12 @@ impl Proto {
         else {
             return (0, true);
         };
-        let max = link.limits().max_frag;
+        let limits = link.limits();
         let mut n = 0;
         let mut fault = None;
         let chunked = self.packed_of(id);
+        // Push-sized chunks while the transport has room for them, else fragment-sized ones.
+        let mut max = limits.push_frag.max(limits.max_frag);
         while offset < len {
             let k = (len - offset).min(max);
             let c = CtrlHdr {
@@ -962,6 +964,7 @@ impl Proto {
                     offset += k;
                     n += 1;
                 }
+                Err(SendError::Busy) if k > limits.max_frag => max = limits.max_frag,
                 Err(SendError::Busy) => break,
                 Err(SendError::Fatal(e)) => {
                     fault = Some(e);

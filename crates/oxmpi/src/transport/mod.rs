@@ -44,6 +44,11 @@ pub struct Limits {
     pub inline_max: usize,
     /// Largest payload one fragment carries.
     pub max_frag: usize,
+    /// Largest payload one fragment of a pushed rendezvous message carries (at least
+    /// `max_frag`; a transport may refuse one this large for want of room, and then takes
+    /// `max_frag`): a push copies long runs, and each fragment costs a hand-over between
+    /// the cores, which on cores far apart outweighs copying 8 KiB.
+    pub push_frag: usize,
     /// Largest message sent eagerly; larger ones use rendezvous.
     pub eager_limit: usize,
     /// Largest message sent eagerly (at least `eager_limit`) of a collective's schedule,

@@ -62,6 +62,7 @@ impl Link for SelfLoop {
         Limits {
             inline_max: usize::MAX,
             max_frag: usize::MAX,
+            push_frag: usize::MAX,
             eager_limit: usize::MAX,
             coll_eager_limit: usize::MAX,
             get: false,

@@ -140,6 +140,8 @@ pub struct ShmConfig {
     /// Smallest rendezvous message pushed when it is the only one arriving (see
     /// [`Limits::push_min`]).
     pub push_min: usize,
+    /// Adjacent pool blocks one pushed fragment takes (see [`Limits::push_frag`]).
+    pub push_blocks: u32,
     /// Smallest rendezvous message copied once again when it is the only one arriving (see
     /// [`Limits::single_copy_min`]).
     pub single_copy_min: usize,
@@ -162,6 +164,7 @@ impl ShmConfig {
             single_copy: c.single_copy,
             recv_write: c.recv_write,
             push_min: c.push_min,
+            push_blocks: c.shm_push_blocks,
             single_copy_min: c.single_copy_min,
             arena_bytes: c.alloc_mem_bytes,
         }
@@ -175,6 +178,7 @@ impl ShmConfig {
         Limits {
             inline_max: self.inline_max.min(block).min(MAX_INLINE),
             max_frag: block,
+            push_frag: block * pool::run_blocks(self.layout.pool_blocks, self.push_blocks) as usize,
             eager_limit: self.eager_limit,
             coll_eager_limit: self.coll_eager_limit.max(self.eager_limit),
             get: true,
@@ -489,7 +493,7 @@ impl Transport for ShmTransport {
                         }),
                     },
                 );
-                view.release(block);
+                view.release(block, len as usize);
             } else {
                 let first_room = CELL_BODY - INLINE_META - hdr_len as usize;
                 let needed = if len as usize <= first_room {
@@ -642,8 +646,9 @@ impl ShmLink {
 }
 
 impl ShmLink {
-    /// Sends a fragment of `len` (≤ `max_frag`) payload bytes that `fill` writes into a
-    /// fresh pool block (its address, `len` writable bytes), and `hdr` (≤ `MAX_HDR`).
+    /// Sends a fragment of `len` (≤ `push_frag`) payload bytes that `fill` writes into a
+    /// fresh pool block, or a run of adjacent blocks above `max_frag` (its address, `len`
+    /// writable bytes), and `hdr` (≤ `MAX_HDR`). `Busy` also when no run is free.
     #[inline]
     fn send_block(
         &mut self,
@@ -654,18 +659,32 @@ impl ShmLink {
         fill: impl FnOnce(*mut u8),
     ) -> std::result::Result<(), SendError> {
         let me = self.me;
-        let block = self.pool.alloc(len).ok_or(SendError::Busy)?;
-        // SAFETY: the block is ours and unannounced, `max_frag` ≥ `len` bytes long.
-        fill(unsafe { self.pool.block_mut(block) });
+        let run = len.div_ceil(self.limits.max_frag) as u32;
+        let block = if run > 1 {
+            self.pool.alloc_run(run)
+        } else {
+            self.pool.alloc(len)
+        }
+        .ok_or(SendError::Busy)?;
+        let pool = &mut self.pool;
+        let unalloc = |pool: &mut PoolOwner| {
+            if run > 1 {
+                pool.unalloc_run(block, run);
+            } else {
+                pool.unalloc(block);
+            }
+        };
+        // SAFETY: the block (or run) is ours and unannounced, `len` bytes long at least.
+        fill(unsafe { pool.block_mut(block) });
         let peer = match self.peer(to) {
             Ok(p) => p,
             Err(e) => {
-                self.pool.unalloc(block);
+                unalloc(&mut self.pool);
                 return Err(SendError::Fatal(e));
             }
         };
         let Some(claim) = peer.tx.claim(1) else {
-            self.pool.unalloc(block);
+            unalloc(&mut self.pool);
             return Err(SendError::Busy);
         };
         // SAFETY: claimed, unpublished cell; header fits (hdr ≤ MAX_HDR).
@@ -697,7 +716,7 @@ impl Link for ShmLink {
         hdr: &[u8],
         payload: &[u8],
     ) -> std::result::Result<(), SendError> {
-        if hdr.len() > MAX_HDR || payload.len() > self.limits.max_frag {
+        if hdr.len() > MAX_HDR || payload.len() > self.limits.push_frag {
             return Err(SendError::Fatal(Error::new(
                 ErrorClass::Intern,
                 format!(
@@ -762,7 +781,7 @@ impl Link for ShmLink {
         len: usize,
         fill: &mut dyn FnMut(&mut [u8]),
     ) -> std::result::Result<bool, SendError> {
-        if len <= self.limits.inline_max || len > self.limits.max_frag || hdr.len() > MAX_HDR {
+        if len <= self.limits.inline_max || len > self.limits.push_frag || hdr.len() > MAX_HDR {
             return Ok(false);
         }
         self.send_block(to, am, hdr, len, |b| {
@@ -913,6 +932,7 @@ mod tests {
         single_copy: true,
         recv_write: true,
         push_min: 0,
+        push_blocks: 2,
         single_copy_min: 0,
         arena_bytes: 1 << 20,
     };
@@ -1082,8 +1102,9 @@ mod tests {
             (
                 "pl",
                 1,
+                // A run may span blocks, but not past the pool's last one.
                 (0, FLAG_POOL, 0, 1, 0, LAYOUT.block_size + 1),
-                0,
+                LAYOUT.pool_blocks - 1,
                 "pool fragment (block or length) from rank 0",
             ),
             (

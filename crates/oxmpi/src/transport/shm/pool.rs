@@ -69,6 +69,13 @@ impl PoolRef {
     }
 }
 
+/// Blocks a run of adjacent blocks may take in a pool of `blocks` blocks when `wanted` are
+/// asked for: at least 1, and at most a quarter of the blocks outside the hot set, so that a
+/// run of free blocks is usually there to be found.
+pub fn run_blocks(blocks: u32, wanted: u32) -> u32 {
+    wanted.min((blocks - blocks / 8) / 4).max(1)
+}
+
 /// Largest fragment that takes a block of the hot set (see [`PoolOwner`]). Payloads this
 /// small normally travel inline in ring cells (`OXMPI_SHM_INLINE_MAX`, 512 B by default); the
 /// hot set serves them where a host's calibration set that lower.
@@ -202,6 +209,44 @@ impl PoolOwner {
         None
     }
 
+    /// Takes `n` adjacent free blocks outside the hot set (the first one's index) for one
+    /// fragment longer than a block; `None` when no such run is free now (the caller may
+    /// send a block-sized fragment instead). Looks from where the last allocation of the other
+    /// blocks ended, as [`alloc`](Self::alloc) does, skipping past each busy block it meets,
+    /// over at most `4 n` starts: blocks come back in the order they went out, so a free run
+    /// is found at once or not soon, and each flag looked at may be a line the receiver holds.
+    pub fn alloc_run(&mut self, n: u32) -> Option<u32> {
+        let cold = self.pool.blocks - self.hot;
+        if n == 0 || n > cold {
+            return None;
+        }
+        // Runs start at `hot..=blocks - n`; the scan wraps around those starts.
+        let starts = cold - n + 1;
+        let first = (self.cursor - self.hot) % starts;
+        let mut k = 0;
+        while k < starts.min(4 * n) {
+            let i = self.hot + (first + k) % starts;
+            match (0..n).find(|&j| !self.is_back(i + j)) {
+                Some(j) => k += j + 1,
+                None => {
+                    for j in 0..n {
+                        self.pool.flag(i + j).store(BUSY, Ordering::Relaxed);
+                    }
+                    self.cursor = self.hot + (i - self.hot + n) % cold;
+                    return Some(i);
+                }
+            }
+        }
+        None
+    }
+
+    /// Returns a run from [`alloc_run`](Self::alloc_run) that was never announced.
+    pub fn unalloc_run(&mut self, first: u32, n: u32) {
+        for j in 0..n {
+            self.pool.flag(first + j).store(FREE, Ordering::Relaxed);
+        }
+    }
+
     /// The bytes of an allocated block, for filling before it is announced in a cell.
     ///
     /// # Safety
@@ -235,19 +280,24 @@ impl PoolView {
         PoolView { pool }
     }
 
-    /// The announced bytes of `block`, or `None` if the peer named a block or length outside
-    /// its pool (never trust indices that came through shared memory).
+    /// The announced bytes of the fragment that starts at `block` and fills `len` bytes of
+    /// it and the blocks after it (a run), or `None` if the peer named a block or length
+    /// outside its pool (never trust indices that came through shared memory).
     #[inline]
     pub fn block(&self, block: u32, len: usize) -> Option<*const u8> {
-        (block < self.pool.blocks && len <= self.pool.block_size())
-            .then(|| self.pool.data(block).cast_const())
+        (block < self.pool.blocks
+            && len <= (self.pool.blocks - block) as usize * self.pool.block_size())
+        .then(|| self.pool.data(block).cast_const())
     }
 
-    /// Hands `block` back to its owner; the caller has finished reading it.
+    /// Hands the blocks of the fragment of `len` bytes at `block` back to their owner (one
+    /// block, or a run); the caller has finished reading them. Call only after
+    /// [`block`](Self::block) accepted the pair.
     #[inline]
-    pub fn release(&self, block: u32) {
-        if block < self.pool.blocks {
-            self.pool.flag(block).store(FREE, Ordering::Release);
+    pub fn release(&self, block: u32, len: usize) {
+        let n = len.div_ceil(self.pool.block_size()).max(1) as u32;
+        for j in block..(block + n).min(self.pool.blocks) {
+            self.pool.flag(j).store(FREE, Ordering::Release);
         }
     }
 }
@@ -295,7 +345,7 @@ mod tests {
         unsafe { o.block_mut(b).write(9) };
         // SAFETY: the view's pointer is inside the pool.
         assert_eq!(unsafe { v.block(b, 128).unwrap().read() }, 9);
-        v.release(b);
+        v.release(b, SMALL);
         assert_eq!(o.alloc(LARGE), Some(b));
         o.unalloc(a);
         assert_eq!(o.alloc(LARGE), Some(a));
@@ -310,7 +360,7 @@ mod tests {
         for _ in 0..20 {
             let b = o.alloc(SMALL).unwrap();
             assert_eq!(b, 0, "the working set stays one block");
-            v.release(b);
+            v.release(b, SMALL);
         }
         // Two in flight, returned newest first and oldest first: both stay in {0, 1}.
         for k in 0..20 {
@@ -318,11 +368,11 @@ mod tests {
             let b = o.alloc(SMALL).unwrap();
             assert_eq!([a.min(b), a.max(b)], [0, 1]);
             if k % 2 == 0 {
-                v.release(b);
-                v.release(a);
+                v.release(b, SMALL);
+                v.release(a, SMALL);
             } else {
-                v.release(a);
-                v.release(b);
+                v.release(a, SMALL);
+                v.release(b, SMALL);
             }
         }
     }
@@ -336,7 +386,7 @@ mod tests {
         for k in 0..40u32 {
             let b = o.alloc(LARGE).unwrap();
             assert_eq!(b, 2 + k % 14);
-            v.release(b);
+            v.release(b, SMALL);
         }
     }
 
@@ -350,7 +400,7 @@ mod tests {
         let mut seen = [false; 64];
         for _ in 0..200 {
             if window.len() == 4 {
-                v.release(window.pop_front().unwrap());
+                v.release(window.pop_front().unwrap(), SMALL);
             }
             let b = o.alloc(SMALL).unwrap();
             assert!(!window.contains(&b), "block {b} handed out twice");
@@ -360,7 +410,7 @@ mod tests {
         let used = seen.iter().filter(|&&s| s).count();
         assert_eq!(used, 4, "a window of 4 touched {used} blocks");
         for b in window.drain(..) {
-            v.release(b);
+            v.release(b, SMALL);
         }
         // Everything back: all 64 can be taken at once by either size, then the pool is
         // exhausted for both.
@@ -385,21 +435,21 @@ mod tests {
         assert_eq!(taken, [0, 1, 2, 3, 4, 5]);
         assert_eq!(o.alloc(SMALL), None, "exhausted");
         // Two receivers: one returns its blocks from the middle, the other holds its blocks.
-        v.release(taken[2]);
-        v.release(taken[3]);
+        v.release(taken[2], SMALL);
+        v.release(taken[3], SMALL);
         let mut again = [o.alloc(SMALL).unwrap(), o.alloc(SMALL).unwrap()];
         again.sort_unstable();
         assert_eq!(again, [taken[2], taken[3]]);
         assert_eq!(o.alloc(SMALL), None, "the held blocks stay out");
-        v.release(taken[0]);
+        v.release(taken[0], SMALL);
         assert_eq!(
             o.alloc(LARGE),
             Some(taken[0]),
             "large ones borrow a hot block"
         );
         // Returned after a block allocated later.
-        v.release(taken[5]);
-        v.release(again[1]);
+        v.release(taken[5], SMALL);
+        v.release(again[1], SMALL);
         let mut last = [o.alloc(SMALL).unwrap(), o.alloc(SMALL).unwrap()];
         last.sort_unstable();
         let mut want = [taken[5], again[1]];
@@ -407,7 +457,7 @@ mod tests {
         assert_eq!(last, want);
         assert_eq!(o.alloc(SMALL), None);
         // A cold block returned serves a small fragment when the hot set is out.
-        v.release(cold[7]);
+        v.release(cold[7], SMALL);
         assert_eq!(o.alloc(SMALL), Some(cold[7]));
     }
 
@@ -487,7 +537,7 @@ mod tests {
             // SAFETY: the announced block holds 64 bytes until we release it.
             let bytes = unsafe { std::slice::from_raw_parts(data, 64) };
             assert!(bytes.iter().all(|&b| b == k as u8), "message {k} intact");
-            v.release(block);
+            v.release(block, SMALL);
             rx.advance(1);
             rx.release();
         }
@@ -499,8 +549,60 @@ mod tests {
         let (_f, _d, p) = pool(2, 64);
         let v = PoolView::new(p);
         assert!(v.block(2, 1).is_none());
-        assert!(v.block(0, 65).is_none());
+        assert!(v.block(0, 129).is_none());
+        assert!(v.block(1, 65).is_none());
         assert!(v.block(1, 64).is_some());
-        v.release(7);
+        assert!(v.block(0, 65).is_some(), "a run of both blocks");
+        v.release(7, SMALL);
+    }
+
+    #[test]
+    fn runs_take_adjacent_free_blocks_outside_the_hot_set() {
+        // 16 blocks: hot 0..2, runs of 3 start at 2..=13.
+        let (_f, _d, p) = pool(16, 64);
+        let mut o = PoolOwner::new(p);
+        let v = PoolView::new(p);
+        assert_eq!(run_blocks(16, 3), 3);
+        assert_eq!(
+            run_blocks(16, 8),
+            3,
+            "at most a quarter of the 14 other blocks"
+        );
+        assert_eq!(run_blocks(2, 4), 1);
+        let a = o.alloc_run(3).unwrap();
+        assert_eq!(a, 2);
+        // The view accepts the run's length from its first block, and nothing past the pool.
+        assert!(v.block(a, 3 * 64).is_some());
+        assert!(v.block(13, 3 * 64).is_some());
+        assert!(v.block(14, 3 * 64).is_none());
+        // A block taken in the middle of the next candidate run is skipped over.
+        let b = o.alloc(LARGE).unwrap();
+        assert_eq!(b, 5);
+        let c = o.alloc_run(3).unwrap();
+        assert_eq!(c, 6);
+        // A returned run frees each of its blocks, a partial last block included.
+        v.release(a, 2 * 64 + 1);
+        let mut got: Vec<u32> = (0..3).map(|_| o.alloc_run(1).unwrap()).collect();
+        got.sort_unstable();
+        assert_eq!(got, [9, 10, 11], "the scan goes on from the last run");
+        for g in got {
+            v.release(g, LARGE);
+        }
+        // Busy blocks everywhere but one gap of 2: no run of 3.
+        o.unalloc_run(c, 3);
+        let held: Vec<u32> = (2..16)
+            .filter(|&i| i != 5)
+            .map(|_| o.alloc(LARGE).unwrap())
+            .collect();
+        assert_eq!(o.alloc_run(3), None);
+        assert_eq!(held.len(), 13);
+        v.release(3, 2 * 64);
+        assert_eq!(o.alloc_run(3), None, "two free blocks next to busy ones");
+        v.release(b, LARGE);
+        assert_eq!(
+            o.alloc_run(3),
+            Some(3),
+            "three adjacent free blocks make a run"
+        );
     }
 }

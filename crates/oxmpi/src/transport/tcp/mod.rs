@@ -143,6 +143,7 @@ impl TcpConfig {
         Limits {
             inline_max: self.inline_max,
             max_frag: self.max_frag,
+            push_frag: self.max_frag,
             eager_limit: self.eager_limit,
             coll_eager_limit: self.eager_limit,
             get: false,
