@@ -659,32 +659,29 @@ impl ShmLink {
         fill: impl FnOnce(*mut u8),
     ) -> std::result::Result<(), SendError> {
         let me = self.me;
-        let run = len.div_ceil(self.limits.max_frag) as u32;
+        // A compare, not a division, on an eager fragment's path.
+        let run = if len > self.limits.max_frag {
+            len.div_ceil(self.limits.max_frag) as u32
+        } else {
+            1
+        };
         let block = if run > 1 {
             self.pool.alloc_run(run)
         } else {
             self.pool.alloc(len)
         }
         .ok_or(SendError::Busy)?;
-        let pool = &mut self.pool;
-        let unalloc = |pool: &mut PoolOwner| {
-            if run > 1 {
-                pool.unalloc_run(block, run);
-            } else {
-                pool.unalloc(block);
-            }
-        };
         // SAFETY: the block (or run) is ours and unannounced, `len` bytes long at least.
-        fill(unsafe { pool.block_mut(block) });
+        fill(unsafe { self.pool.block_mut(block) });
         let peer = match self.peer(to) {
             Ok(p) => p,
             Err(e) => {
-                unalloc(&mut self.pool);
+                self.pool.unalloc_run(block, run);
                 return Err(SendError::Fatal(e));
             }
         };
         let Some(claim) = peer.tx.claim(1) else {
-            unalloc(&mut self.pool);
+            self.pool.unalloc_run(block, run);
             return Err(SendError::Busy);
         };
         // SAFETY: claimed, unpublished cell; header fits (hdr ≤ MAX_HDR).

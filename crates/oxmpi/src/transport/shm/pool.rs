@@ -240,8 +240,12 @@ impl PoolOwner {
         None
     }
 
-    /// Returns a run from [`alloc_run`](Self::alloc_run) that was never announced.
+    /// Returns `n` blocks from `first` that were allocated (one by [`alloc`](Self::alloc),
+    /// a run by [`alloc_run`](Self::alloc_run)) but never announced.
     pub fn unalloc_run(&mut self, first: u32, n: u32) {
+        if n <= 1 {
+            return self.unalloc(first);
+        }
         for j in 0..n {
             self.pool.flag(first + j).store(FREE, Ordering::Relaxed);
         }
