@@ -359,7 +359,7 @@ impl RequestId {
 
     pub(crate) fn engine(id: ReqId) -> RequestId {
         // `idx + 1` keeps every engine id distinct from NULL.
-        RequestId(((id.idx as u64 + 1) << 32) | id.gen as u64)
+        RequestId(((id.idx() as u64 + 1) << 32) | id.gen() as u64)
     }
 
     fn persistent(idx: u32, gen: u32) -> RequestId {
@@ -379,10 +379,7 @@ impl RequestId {
             }
         } else {
             // An id below 2^32 no table made: slot `u32::MAX`, which no live request has.
-            Kind::Engine(ReqId {
-                idx: hi.wrapping_sub(1),
-                gen: lo,
-            })
+            Kind::Engine(ReqId::new(hi.wrapping_sub(1), lo))
         }
     }
 }
@@ -1854,9 +1851,9 @@ mod tests {
     #[test]
     fn ids_round_trip_and_never_collide_with_null() {
         for (idx, gen) in [(0, 0), (0, 1), (7, u32::MAX), (1 << 30, 3)] {
-            let id = RequestId::engine(ReqId { idx, gen });
+            let id = RequestId::engine(ReqId::new(idx, gen));
             assert!(!id.is_null());
-            assert!(matches!(id.kind(), Kind::Engine(r) if r == ReqId { idx, gen }));
+            assert!(matches!(id.kind(), Kind::Engine(r) if r == ReqId::new(idx, gen)));
             let p = RequestId::persistent(idx, gen);
             assert!(!p.is_null() && p != id);
             assert!(
@@ -1876,7 +1873,7 @@ mod tests {
     fn slots_name_the_table_entry_and_nothing_for_null_or_junk() {
         for (idx, gen) in [(0, 0), (5, 9), (1 << 30, u32::MAX)] {
             assert_eq!(
-                RequestId::engine(ReqId { idx, gen }).slot(),
+                RequestId::engine(ReqId::new(idx, gen)).slot(),
                 Some(IdSlot::Engine(idx))
             );
             assert_eq!(
@@ -1901,7 +1898,7 @@ mod tests {
         assert!(s.detach(a));
         assert_eq!(s.live(), 1, "still running");
         s.complete(
-            a.idx,
+            a.idx(),
             Status {
                 bytes: 4,
                 ..Status::default()
@@ -1911,14 +1908,14 @@ mod tests {
         assert!(!s.is_live(a) && s.take_if_done(a).is_none());
         // A finished request is freed at once; a stale id is refused.
         let b = s.alloc(State::SendQueued);
-        assert_eq!(b.idx, a.idx);
-        s.complete(b.idx, Status::default());
+        assert_eq!(b.idx(), a.idx());
+        s.complete(b.idx(), Status::default());
         assert!(s.detach(b));
         assert_eq!(s.live(), 0);
         assert!(!s.detach(b) && !s.detach(a));
         // The next user of the slot is not detached.
         let c = s.alloc(State::SendQueued);
-        s.complete(c.idx, Status::default());
+        s.complete(c.idx(), Status::default());
         assert!(s.is_done(c) && s.live() == 1);
     }
 
@@ -1932,7 +1929,7 @@ mod tests {
             bytes: 12,
             ..Status::default()
         };
-        s.complete(a.idx, st);
+        s.complete(a.idx(), st);
         assert_eq!(s.peek_done(a), Some(st));
         assert_eq!(s.peek_done(a), Some(st), "still there");
         assert_eq!(s.take_if_done(a), Some(st));

@@ -489,7 +489,7 @@ impl Engine {
         self.after_start();
         if let Ok(Some(id)) = &r {
             // Only a send still in flight: an eager one done at once skips this.
-            self.proto.reqs.set_ctx(id.idx, env.ctx);
+            self.proto.reqs.set_ctx(id.idx(), env.ctx);
         }
         r
     }
@@ -515,7 +515,7 @@ impl Engine {
         self.drain_self();
         self.after_start();
         if let Ok(Some(id)) = &r {
-            self.proto.reqs.set_ctx(id.idx, env.ctx);
+            self.proto.reqs.set_ctx(id.idx(), env.ctx);
         }
         r
     }
@@ -580,7 +580,7 @@ impl Engine {
             // SAFETY: forwarded from our caller.
             let r = unsafe { self.recv_unexpected(u, buf, cap) };
             if let RecvStart::Pending(id) = &r {
-                self.proto.reqs.set_ctx(id.idx, ctx);
+                self.proto.reqs.set_ctx(id.idx(), ctx);
             }
             return Ok(r);
         }
@@ -601,7 +601,7 @@ impl Engine {
             Posted {
                 src,
                 tag,
-                req: id.idx,
+                req: id.idx(),
             },
         );
         if let (Some(w), true) = (src_world, cap > self.advert_min) {
@@ -643,7 +643,7 @@ impl Engine {
                 from,
             );
             proto.reqs.complete(
-                id.idx,
+                id.idx(),
                 Status {
                     error: Some(ErrorClass::Intern),
                     ..Status::default()
@@ -719,7 +719,7 @@ impl Engine {
         if !matches!(self.proto.reqs.state(id), Some(State::External)) {
             return false;
         }
-        self.proto.reqs.complete(id.idx, Status::default());
+        self.proto.reqs.complete(id.idx(), Status::default());
         true
     }
 
@@ -739,13 +739,13 @@ impl Engine {
         let Some(&mut State::Recv { ctx, .. }) = self.proto.reqs.state(id) else {
             return false;
         };
-        if self.proto.advertised.contains(&id.idx) {
+        if self.proto.advertised.contains(&id.idx()) {
             // The sender may be writing into the buffer right now.
             return false;
         }
-        if self.proto.matcher.cancel(ctx, id.idx) {
+        if self.proto.matcher.cancel(ctx, id.idx()) {
             self.proto.reqs.complete(
-                id.idx,
+                id.idx(),
                 Status {
                     cancelled: true,
                     ..Status::default()
@@ -831,7 +831,7 @@ impl Engine {
                 Stepped::Done(status, user_drop) => (status, user_drop),
             };
             let (id, s) = list.swap_remove(i);
-            self.proto.reqs.complete(id.idx, status);
+            self.proto.reqs.complete(id.idx(), status);
             done += 1;
             if user_drop {
                 self.unlocked.retire(s.retire());
@@ -1017,7 +1017,7 @@ impl Engine {
             self.proto.pending_to[p.to as usize] -= 1;
             if let Some(id) = p.complete {
                 self.proto.reqs.complete(
-                    id.idx,
+                    id.idx(),
                     Status {
                         error: Some(ErrorClass::Other),
                         ..Status::default()
@@ -1041,7 +1041,7 @@ impl Engine {
             if t >= BROKEN {
                 self.proto.pushing.swap_remove(i);
                 self.proto.reqs.complete(
-                    id.idx,
+                    id.idx(),
                     Status {
                         error: Some(ErrorClass::Other),
                         ..Status::default()
@@ -1107,7 +1107,7 @@ impl Engine {
                 proto.pending_to[p.to as usize] -= 1;
                 if let Some(id) = p.complete {
                     proto.reqs.complete(
-                        id.idx,
+                        id.idx(),
                         Status {
                             error: class,
                             ..Status::default()
@@ -1122,7 +1122,7 @@ impl Engine {
         for id in proto.reqs.live_ids() {
             let p = proto
                 .peer_of
-                .get(id.idx as usize)
+                .get(id.idx() as usize)
                 .copied()
                 .unwrap_or(u32::MAX);
             // Wildcard receives cannot tell whether the broken peer was to send to them.
@@ -1136,8 +1136,8 @@ impl Engine {
             }
             match proto.reqs.state(id) {
                 Some(&mut State::Recv { ctx, .. }) => {
-                    proto.matcher.cancel(ctx, id.idx);
-                    proto.advertised.retain(|&r| r != id.idx);
+                    proto.matcher.cancel(ctx, id.idx());
+                    proto.advertised.retain(|&r| r != id.idx());
                 }
                 Some(State::Done | State::Free | State::Schedule | State::External) | None => {
                     continue
@@ -1146,7 +1146,7 @@ impl Engine {
             }
             proto.pushing.retain(|&r| r != id);
             proto.reqs.complete(
-                id.idx,
+                id.idx(),
                 Status {
                     error: class,
                     ..Status::default()

@@ -339,7 +339,7 @@ impl Proto {
     #[inline(always)]
     pub(super) fn alloc(&mut self, state: State, peer: u32) -> ReqId {
         let id = self.reqs.alloc(state);
-        let i = id.idx as usize;
+        let i = id.idx() as usize;
         if i >= self.peer_of.len() {
             self.peer_of.resize(i + 1, NO_PEER);
         }
@@ -349,7 +349,7 @@ impl Proto {
 
     /// Frees request `id` of an operation that never started.
     fn discard(&mut self, id: ReqId) {
-        self.reqs.complete(id.idx, Status::default());
+        self.reqs.complete(id.idx(), Status::default());
         self.reqs.take_if_done(id);
     }
 
@@ -517,7 +517,7 @@ impl Proto {
         };
         let waiting = wait.then(|| self.alloc(State::SendWait { buf, len }, to));
         if let Some(id) = waiting {
-            h.sreq = id.idx;
+            h.sreq = id.idx();
         }
         let mut hdr = [0u8; HDR_MAX];
         let hdr_len = h.encode(kind, &mut hdr);
@@ -592,7 +592,7 @@ impl Proto {
         let waiting = sync.then(|| self.alloc(State::SendWait { buf: d.key(), len }, to));
         let h = MatchHdr {
             env,
-            sreq: waiting.map_or(0, |w| w.idx),
+            sreq: waiting.map_or(0, |w| w.idx()),
             len: len as u64,
             addr: 0,
             pid: 0,
@@ -778,7 +778,7 @@ impl Proto {
         let waiting = sync.then(|| self.alloc(State::SendWait { buf, len }, to));
         let h = MatchHdr {
             env,
-            sreq: waiting.map_or(0, |w| w.idx),
+            sreq: waiting.map_or(0, |w| w.idx()),
             len: len as u64,
             addr: sync as u64,
             pid: 0,
@@ -877,7 +877,7 @@ impl Proto {
                     self.pending_to[to as usize] -= 1;
                     if let Some(id) = complete {
                         self.reqs.complete(
-                            id.idx,
+                            id.idx(),
                             Status {
                                 bytes: payload.len() as u64,
                                 ..Status::default()
@@ -893,7 +893,7 @@ impl Proto {
                     self.pending_to[to as usize] -= 1;
                     if let Some(id) = complete {
                         self.reqs.complete(
-                            id.idx,
+                            id.idx(),
                             Status {
                                 error: Some(e.class()),
                                 ..Status::default()
@@ -937,7 +937,7 @@ impl Proto {
         while offset < len {
             let k = (len - offset).min(max);
             let c = CtrlHdr {
-                sreq: id.idx,
+                sreq: id.idx(),
                 rreq,
                 offset: offset as u64,
             };
@@ -984,7 +984,7 @@ impl Proto {
                 self.packed.retain(|(r, _)| *r != id);
             }
             self.reqs.complete(
-                id.idx,
+                id.idx(),
                 Status {
                     bytes: len as u64,
                     ..Status::default()
@@ -1027,7 +1027,7 @@ impl Proto {
         if !limits.put
             || cap <= limits.eager_limit
             || !limits.copied_once_when_lone(cap)
-            || self.matcher.other_posted_from(ctx, src, id.idx)
+            || self.matcher.other_posted_from(ctx, src, id.idx())
         {
             return;
         }
@@ -1045,13 +1045,13 @@ impl Proto {
             from: self.me,
             ctx,
             tag,
-            rreq: id.idx,
+            rreq: id.idx(),
             seq: self.arrived.get(w, ctx) as u32,
             addr: r.addr,
             cap: cap as u64,
             pid: r.key,
         };
-        self.advertised.push(id.idx);
+        self.advertised.push(id.idx());
         self.send_ctrl(
             link,
             w,
@@ -1104,7 +1104,7 @@ impl Proto {
         };
         self.deliver(
             link,
-            id.idx,
+            id.idx(),
             u.from,
             kind,
             &h,

@@ -75,10 +75,32 @@ impl Status {
 }
 
 /// Handle to a request: slot index plus generation, so a stale handle is detected.
+///
+/// One `u64` (generation high, index low), not two `u32` fields: a pair is stored as two
+/// narrow stores and reloaded as one wide load where a receive's start returns through
+/// memory, and that failed store forward waited for the ring stores of the message just
+/// sent, once per message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ReqId {
-    pub(crate) idx: u32,
-    pub(crate) gen: u32,
+pub struct ReqId(u64);
+
+impl ReqId {
+    /// The id of slot `idx` in generation `gen`.
+    #[inline(always)]
+    pub(crate) const fn new(idx: u32, gen: u32) -> ReqId {
+        ReqId(((gen as u64) << 32) | idx as u64)
+    }
+
+    /// The slot index.
+    #[inline(always)]
+    pub(crate) const fn idx(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// The slot's generation when the id was made.
+    #[inline(always)]
+    pub(crate) const fn gen(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
 }
 
 // A send's start returns this in two registers (see `Error`): through memory, its reload
@@ -185,7 +207,7 @@ impl Slab {
         s.status = Status::default();
         s.detached = false;
         s.ctx = NO_CTX;
-        ReqId { idx, gen: s.gen }
+        ReqId::new(idx, s.gen)
     }
 
     /// Records that the operation at slot `idx` runs on context `ctx` (for
@@ -218,7 +240,7 @@ impl Slab {
     /// is collected (the handle layer gives every operation an id).
     pub fn alloc_done(&mut self, status: Status) -> ReqId {
         let id = self.alloc(State::Done);
-        self.slots[id.idx as usize].status = status;
+        self.slots[id.idx() as usize].status = status;
         id
     }
 
@@ -226,8 +248,8 @@ impl Slab {
     #[inline]
     fn slot(&mut self, id: ReqId) -> Option<&mut Slot> {
         self.slots
-            .get_mut(id.idx as usize)
-            .filter(|s| s.gen == id.gen && !matches!(s.state, State::Free))
+            .get_mut(id.idx() as usize)
+            .filter(|s| s.gen == id.gen() && !matches!(s.state, State::Free))
     }
 
     /// The state of the request at slot `idx` (ids carried in wire headers have no generation).
@@ -241,10 +263,7 @@ impl Slab {
 
     /// The full id of slot `idx`.
     pub fn id_at(&self, idx: u32) -> ReqId {
-        ReqId {
-            idx,
-            gen: self.slots[idx as usize].gen,
-        }
+        ReqId::new(idx, self.slots[idx as usize].gen)
     }
 
     /// The state of request `id`.
@@ -278,7 +297,7 @@ impl Slab {
         };
         if matches!(s.state, State::Done) {
             s.state = State::Free;
-            self.free.push(id.idx);
+            self.free.push(id.idx());
         } else {
             s.detached = true;
         }
@@ -314,7 +333,7 @@ impl Slab {
         }
         s.state = State::Free;
         let st = s.status;
-        self.free.push(id.idx);
+        self.free.push(id.idx());
         Some(st)
     }
 
@@ -334,10 +353,7 @@ impl Slab {
             .iter()
             .enumerate()
             .filter(|(_, s)| !matches!(s.state, State::Free))
-            .map(|(i, s)| ReqId {
-                idx: i as u32,
-                gen: s.gen,
-            })
+            .map(|(i, s)| ReqId::new(i as u32, s.gen))
             .collect()
     }
 
@@ -359,7 +375,7 @@ mod tests {
         assert!(!s.pending_on(on4), "empty");
         // A send on context 6 (another communicator) and an untagged one: not ours.
         let other = s.alloc(State::SendQueued);
-        s.set_ctx(other.idx, 6);
+        s.set_ctx(other.idx(), 6);
         s.alloc(State::SendQueued);
         assert!(!s.pending_on(on4));
         // A send in flight on context 5 (the collective half of pair 2) is.
@@ -367,9 +383,9 @@ mod tests {
             buf: std::ptr::null(),
             len: 0,
         });
-        s.set_ctx(mine.idx, 5);
+        s.set_ctx(mine.idx(), 5);
         assert!(s.pending_on(on4));
-        s.complete(mine.idx, Status::default());
+        s.complete(mine.idx(), Status::default());
         assert!(!s.pending_on(on4), "done, uncollected");
         // A posted receive counts only once freed, by the context in its state.
         let r = s.alloc(State::Recv {
@@ -380,7 +396,7 @@ mod tests {
         assert!(!s.pending_on(on4), "the caller still holds it");
         assert!(s.detach(r));
         assert!(s.pending_on(on4), "freed before it completed");
-        s.complete(r.idx, Status::default());
+        s.complete(r.idx(), Status::default());
         assert!(!s.pending_on(on4), "freed on completion");
     }
 
@@ -390,7 +406,7 @@ mod tests {
         let a = s.alloc(State::SendQueued);
         assert!(s.take_if_done(a).is_none(), "pending");
         s.complete(
-            a.idx,
+            a.idx(),
             Status {
                 bytes: 8,
                 ..Status::default()
@@ -400,8 +416,8 @@ mod tests {
         assert_eq!(s.take_if_done(a).unwrap().bytes, 8);
         assert!(s.take_if_done(a).is_none(), "already collected");
         let b = s.alloc(State::SendQueued);
-        assert_eq!(b.idx, a.idx, "slot reused");
-        assert_ne!(b.gen, a.gen);
+        assert_eq!(b.idx(), a.idx(), "slot reused");
+        assert_ne!(b.gen(), a.gen());
         assert!(!s.is_live(a), "stale handle");
         assert!(s.is_live(b));
         assert_eq!(s.live(), 1);
