@@ -176,6 +176,12 @@ fn a_lone_rendezvous_is_pushed_and_a_window_is_pulled() {
     assert_eq!(counter(&so, "lone", "pushed"), 5, "{so}");
     assert_eq!(counter(&so, "lone", "pulls"), 0, "{so}");
     assert!(counter(&so, "window", "pulls") >= 7, "{so}");
+    // An exchange: the message that arrives while the receiver's own send to its sender is
+    // unfinished is pulled; the other, lone, is pushed.
+    assert_eq!(counter(&so, "exchange0", "pulls"), 1, "{so}");
+    assert_eq!(counter(&so, "exchange0", "pushed"), 1, "{so}");
+    assert_eq!(counter(&so, "exchange1", "pulls"), 0, "{so}");
+    assert_eq!(counter(&so, "exchange1", "pushed"), 0, "{so}");
     // Pushed one block per fragment instead of runs of blocks: the same bytes arrive.
     let so = run_ok(2, prog, &["4"], &[("OXMPI_SHM_PUSH_BLOCKS", "1")]);
     assert_eq!(counter(&so, "lone", "pushed"), 2, "{so}");

@@ -5,6 +5,11 @@
 //! Phase 1: `rounds` ping-pongs of one 1 MiB message each way. Phase 2: rank 0 sends a window
 //! of 8 such messages to rank 1, which has posted all 8 receives. Every byte is checked. Rank 1
 //! prints `pulls=N` (rendezvous it pulled with one copy) after each phase, rank 0 `pushed=N`.
+//! Phase 3 (`exchange`): rank 0 starts a send to rank 1 and then receives rank 1's message,
+//! which rank 1 sends before it posts its own receive. Rank 0's send is unfinished when rank
+//! 1's message matches there, so that one is pulled; rank 0's, matched after rank 1's send
+//! finished, is lone and pushed. Each rank r prints `exchange{r} pushed=N` and `pulls=N` for
+//! this phase alone.
 
 use oxmpi::{Source, Tag};
 
@@ -83,5 +88,26 @@ fn main() {
         }
     }
     report("window");
+    world.barrier().unwrap();
+    let before = universe.protocol_stats();
+    let round = 200 + me as usize;
+    let out: Vec<u8> = (0..LEN).map(|i| pattern(round, i)).collect();
+    if me == 0 {
+        oxmpi::scope(|s| {
+            let r = world.immediate_send(s, &out[..], 1, 8).unwrap();
+            world.receive_into(&mut v[..], 1, 9).unwrap();
+            r.wait().unwrap();
+        });
+    } else {
+        world.send(&out[..], 0, 9).unwrap();
+        world.receive_into(&mut v[..], 0, 8).unwrap();
+    }
+    check(200 + peer as usize, &v);
+    let after = universe.protocol_stats();
+    println!("exchange{me} pushed={}", after.pushed - before.pushed);
+    println!(
+        "exchange{me} pulls={}",
+        after.single_copy_pulls - before.single_copy_pulls
+    );
     universe.finalize().unwrap();
 }

@@ -1743,11 +1743,18 @@ impl Proto {
         // more receives waiting (a window, a halo) pulls spread the copying better, and so
         // with more messages waiting: a window whose messages arrived before its receives
         // were posted finds them unexpected one by one (a bidirectional window pushed
-        // every message then, at about half the bandwidth of pulling them).
+        // every message then, at about half the bandwidth of pulling them). And so while a
+        // rendezvous send of ours to the same peer is unfinished: that peer is busy copying
+        // our data, so a push would wait for it where a pull goes on at once (the last
+        // message of a bidirectional window).
         let ctx = h.env.ctx;
+        let peer_of = &self.peer_of;
         let lone = self.pushed_recvs == 0
             && self.matcher.posted_on(ctx) == 0
-            && self.matcher.unexpected_on(ctx) == 0;
+            && self.matcher.unexpected_on(ctx) == 0
+            && !self
+                .reqs
+                .sending_rendezvous(limits.eager_limit, |i| peer_of.get(i) == Some(&from));
         let pull = h.flags != 0 || limits.copied_once_when_lone(h.len as usize) || !lone;
         if limits.get && pull && !sent_iov && !packed {
             let src = Remote {

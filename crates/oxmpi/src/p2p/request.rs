@@ -236,6 +236,17 @@ impl Slab {
         })
     }
 
+    /// Whether some rendezvous send longer than `eager` to a peer `to_peer` accepts (by slot
+    /// index) still waits for its receiver or is being pushed. Scans every slot: for callers
+    /// that move far more bytes than there are slots.
+    pub fn sending_rendezvous(&self, eager: usize, to_peer: impl Fn(usize) -> bool) -> bool {
+        self.slots.iter().enumerate().any(|(i, s)| match s.state {
+            State::SendWait { len, .. } => len > eager && to_peer(i),
+            State::SendPush { .. } => to_peer(i),
+            _ => false,
+        })
+    }
+
     /// Takes a slot for an operation that finished as it started, holding `status` until it
     /// is collected (the handle layer gives every operation an id).
     pub fn alloc_done(&mut self, status: Status) -> ReqId {
@@ -398,6 +409,47 @@ mod tests {
         assert!(s.pending_on(on4), "freed before it completed");
         s.complete(r.idx(), Status::default());
         assert!(!s.pending_on(on4), "freed on completion");
+    }
+
+    #[test]
+    fn sending_rendezvous_sees_unfinished_long_sends_to_the_peer() {
+        let mut s = Slab::default();
+        // Slot i goes to peer i % 2 here.
+        let to1 = |i: usize| i % 2 == 1;
+        let eager = 100;
+        let send = |len| State::SendWait {
+            buf: std::ptr::null(),
+            len,
+        };
+        let a = s.alloc(send(1000)); // slot 0: to peer 0
+        assert!(!s.sending_rendezvous(eager, to1), "another peer");
+        let b = s.alloc(send(100)); // slot 1: a synchronous eager send
+        assert!(
+            !s.sending_rendezvous(eager, to1),
+            "not past the eager limit"
+        );
+        let c = s.alloc(State::Recv {
+            buf: std::ptr::null_mut(),
+            cap: 1000,
+            ctx: 0,
+        }); // slot 2
+        let d = s.alloc(send(101)); // slot 3
+        assert!(s.sending_rendezvous(eager, to1));
+        s.complete(d.idx(), Status::default());
+        assert!(!s.sending_rendezvous(eager, to1), "finished");
+        if let Some(st) = s.state(b) {
+            *st = State::SendPush {
+                buf: std::ptr::null(),
+                len: 100,
+                offset: 0,
+                to: 1,
+                rreq: 0,
+            };
+        }
+        assert!(s.sending_rendezvous(eager, to1), "being pushed");
+        s.complete(b.idx(), Status::default());
+        assert!(!s.sending_rendezvous(eager, to1));
+        assert!(s.sending_rendezvous(eager, |i| i == 0), "{a:?} {c:?}");
     }
 
     #[test]
