@@ -63,6 +63,7 @@ fn node_aware_intra_host_stages_through_host_communicators() {
         ("OXMPI_COLL_SHM_REDUCE_LONG", "1"),
         ("OXMPI_COLL_SHM_BCAST_LONG", "1"),
         ("OXMPI_COLL_SHM_BCAST_LONG_OVERSUBSCRIBED", "1"),
+        ("OXMPI_COLL_HIER_BCAST_LONG", "1"),
     ];
     run(6, "any", &forced);
     run(
@@ -132,4 +133,16 @@ fn persistent_collectives_on_shm_channels_np1_to_6() {
     }
     run_persist(3, "expect", &[("OXMPI_COLL_SHM_ROOTED_EARLY", "0")]);
     run_persist(4, "any", &[("OXMPI_HOST_OVERRIDE", "0,0,1,1")]);
+    // The single-copy crossovers below the largest counts, so that persistent bcasts,
+    // reduces and allreduces copy between the members' buffers too.
+    let low = [
+        ("OXMPI_COLL_SHM_BCAST_LONG", "16k"),
+        ("OXMPI_COLL_SHM_BCAST_LONG_OVERSUBSCRIBED", "128k"),
+        ("OXMPI_COLL_SHM_REDUCE_LONG", "256k"),
+        ("OXMPI_COLL_SHM_ALLREDUCE_LONG", "16k"),
+        ("OXMPI_COLL_SHM_ALLREDUCE_LONG_OVERSUBSCRIBED", "32k"),
+    ];
+    for np in [2, 3, 5] {
+        run_persist(np, "expect", &low);
+    }
 }

@@ -64,23 +64,26 @@ fn v(r: i32, j: usize, k: usize) -> i64 {
     (r as i64 * 31 + j as i64 * 7 + k as i64 * 13) % 1009 - 500
 }
 
-/// Counts of i64: one element, inside the 1 KiB slots, a full slot, one past it, 32 KiB
-/// (past the default single-copy crossovers of bcast and allreduce, 16 KiB, and the
-/// allreduce's on a host with more ranks than cores, 32 KiB) and past the reduce's and the
-/// oversubscribed bcast's (256 and 128 KiB), uneven.
+/// Counts of i64: one element, inside the 1 KiB slots, a full slot, one past it, 32 KiB and
+/// just past 256 KiB, uneven (the test sets the single-copy crossovers of bcast, reduce and
+/// allreduce between them in one run; by default only the bcast's on a host with more ranks
+/// than cores, 128 KiB, lies below the largest).
 const COUNTS: [usize; 6] = [1, 16, 128, 129, 4096, 32771];
 
 /// Whether this host runs more ranks than it has cores (every rank of the job is here in
 /// `expect` mode), as the runtime judges it; set in `main`.
 static OVERSUBSCRIBED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 
-/// The default single-copy crossovers of the blocking bcast and allreduce on this host.
-fn single_copy_mins() -> (usize, usize) {
-    if *OVERSUBSCRIBED.get().expect("set in main") {
-        (128 << 10, 32 << 10)
-    } else {
-        (16 << 10, 16 << 10)
-    }
+/// The single-copy crossovers in force of the blocking bcast, reduce and allreduce on this
+/// host.
+fn single_copy_mins() -> (usize, usize, usize) {
+    let over = *OVERSUBSCRIBED.get().expect("set in main");
+    let c = oxmpi::coll::crossovers();
+    (
+        c.shm_bcast_min(over),
+        c.shm_reduce_long,
+        c.shm_allreduce_min(over),
+    )
 }
 
 /// Whether a persistent collective of `n` i64 on `c` must run through shared memory.
@@ -151,11 +154,11 @@ fn restarts_with_new_contents(c: &Communicator, expect: bool, restarts: usize, w
             // The barrier (request 0) carries no data: on shared memory at every count.
             // Large bcasts (1, 2), reduces (3, 4) and allreduces (5-7) copy between the
             // buffers instead.
-            let (bcast_min, allreduce_min) = single_copy_mins();
+            let (bcast_min, reduce_min, allreduce_min) = single_copy_mins();
             let shm = shm
                 || (i == 0 && want_shm(c, expect, 1))
                 || ((1..=2).contains(&i) && want_single_copy(c, expect, n, bcast_min))
-                || ((3..=4).contains(&i) && want_single_copy(c, expect, n, 256 << 10))
+                || ((3..=4).contains(&i) && want_single_copy(c, expect, n, reduce_min))
                 || (i >= 5 && want_single_copy(c, expect, n, allreduce_min));
             check!(
                 reqs.runs_on_shared_memory(*id) == shm,
@@ -517,7 +520,7 @@ fn main() {
     free_and_reuse(&dup, expect, "dup");
     if expect && p >= 2 {
         mismatched_counts(&dup);
-        if want_single_copy(&dup, expect, 8192, single_copy_mins().1) {
+        if want_single_copy(&dup, expect, 8192, single_copy_mins().2) {
             mismatched_large_counts(&dup);
         }
     }

@@ -621,8 +621,18 @@ fn calibrate(args: &[String]) -> Result<(), String> {
             bench,
             np,
             sizes: sizes(
-                &[8 * k, 16 * k, 32 * k, 64 * k, 128 * k, 256 * k, 512 * k],
-                &[8 * k, 64 * k, 512 * k],
+                &[
+                    8 * k,
+                    16 * k,
+                    32 * k,
+                    64 * k,
+                    128 * k,
+                    256 * k,
+                    512 * k,
+                    1024 * k,
+                    4096 * k,
+                ],
+                &[8 * k, 64 * k, 512 * k, 4096 * k],
             ),
             iters: if quick { 5 } else { 50 },
             small: Candidate {

@@ -143,10 +143,9 @@ impl<L: ThreadLevel> Communicator<L> {
                         return Ok(());
                     }
                 }
-                // Below the single-copy crossover the host stage's slots lost to messages
-                // (the root waits for every host member's arrival). Hosts may differ in
-                // oversubscription, so every rank of the job decides by the same value.
-                if bytes.len() >= c.shm_bcast_long {
+                // Hosts may differ in oversubscription: every rank of the job decides by the
+                // same value.
+                if bytes.len() >= c.hier_bcast_long {
                     if let Some(t) = self.two_level()? {
                         return self.two_level_bcast(t, r, bytes, elem);
                     }

@@ -66,26 +66,28 @@ coll_tunables! {
         "alltoall blocks of at most this many bytes on 8+ ranks: Bruck";
     alltoall_pairwise = 32768, "OXMPI_COLL_ALLTOALL_PAIRWISE",
         "alltoall blocks of at least this many bytes: pairwise exchange (else everything posted at once)";
-    shm_allreduce_long = 16384, "OXMPI_COLL_SHM_ALLREDUCE_LONG",
-        "allreduce of at least this many bytes on a communicator within one host: shared-memory reduce-scatter with single copies between processes, instead of messages";
-    shm_allreduce_long_oversubscribed = 32768, "OXMPI_COLL_SHM_ALLREDUCE_LONG_OVERSUBSCRIBED",
+    shm_allreduce_long = 16777216, "OXMPI_COLL_SHM_ALLREDUCE_LONG",
+        "allreduce of at least this many bytes on a communicator within one host: shared-memory reduce-scatter with single copies between processes, instead of messages (np 2, 8 interleaved rounds, messages against it: 256 KiB 14.6 against 27.0 us, 1 MiB 89 against 107, 8 MiB 1226 against 1452; np 4 on 2 cores 256 KiB 46 against 91, 4 MiB 1653 against 2112)";
+    shm_allreduce_long_oversubscribed = 16777216, "OXMPI_COLL_SHM_ALLREDUCE_LONG_OVERSUBSCRIBED",
         "OXMPI_COLL_SHM_ALLREDUCE_LONG on a host that runs more ranks than it has cores (every member must be scheduled for each step of the single-copy form)";
-    shm_reduce_long = 262144, "OXMPI_COLL_SHM_REDUCE_LONG",
-        "reduce of at least this many bytes on a communicator within one host: shared-memory reduce-scatter with single copies, each slice written to the root, instead of messages";
-    shm_bcast_long = 16384, "OXMPI_COLL_SHM_BCAST_LONG",
-        "bcast of at least this many bytes on a communicator within one host: every rank pulls the root's buffer with one copy, instead of messages";
+    shm_reduce_long = 16777216, "OXMPI_COLL_SHM_REDUCE_LONG",
+        "reduce of at least this many bytes on a communicator within one host: shared-memory reduce-scatter with single copies, each slice written to the root, instead of messages (np 2, 10 interleaved rounds, messages against it: 1 MiB 31 against 104 us, 8 MiB 350 against 1299; np 3 and 4 on 2 cores 2.5-3x faster by messages from 256 KiB to 4 MiB)";
+    shm_bcast_long = 4194304, "OXMPI_COLL_SHM_BCAST_LONG",
+        "bcast of at least this many bytes on a communicator within one host: every rank pulls the root's buffer with one copy, instead of messages (np 2, messages against it: on cores 0.05 us apart, 15 rounds, 64 KiB 1.3 against 3.6 us, 1 MiB 21 against 40, 4 MiB 84 against 144; 0.38 us apart, 4 rounds, 64 KiB 4.0 against 4.6, 256 KiB 13.2 against 11.0, 1 MiB 41 against 49, 4 MiB 159 against 142)";
     shm_bcast_long_oversubscribed = 131072, "OXMPI_COLL_SHM_BCAST_LONG_OVERSUBSCRIBED",
         "OXMPI_COLL_SHM_BCAST_LONG on a host that runs more ranks than it has cores (every member must be scheduled for each step of the single-copy form)";
     shm_bcast_split = 4, "OXMPI_COLL_SHM_BCAST_SPLIT",
         "single-copy bcast on at most this many ranks (count, not bytes): the root writes the last 1/p of every receiver's buffer while the receivers read the rest; on more ranks (or 0) the receivers read it all";
-    shm_allgather_long = 65536, "OXMPI_COLL_SHM_ALLGATHER_LONG",
-        "allgather(v) of at least this many bytes in total on a communicator within one host: every rank reads every peer's block with one copy, instead of messages";
-    shm_gather_long = 65536, "OXMPI_COLL_SHM_GATHER_LONG",
-        "gather of at least this many bytes in total on a communicator within one host: the root reads every rank's block with one copy, instead of messages";
-    shm_alltoall_long = 65536, "OXMPI_COLL_SHM_ALLTOALL_LONG",
-        "alltoall (not in place) of at least this many bytes in total on a communicator within one host: every rank reads its block of every peer's buffer with one copy, instead of messages";
+    shm_allgather_long = 524288, "OXMPI_COLL_SHM_ALLGATHER_LONG",
+        "allgather(v) of at least this many bytes in total on a communicator within one host: every rank reads every peer's block with one copy, instead of messages (np 2, 8 interleaved rounds, messages against it: 64 KiB a rank 3.5 against 6.5 us, 128 KiB 6.7 against 11.4, a tie from 256 KiB)";
+    shm_gather_long = 16777216, "OXMPI_COLL_SHM_GATHER_LONG",
+        "gather of at least this many bytes in total on a communicator within one host: the root reads every rank's block with one copy, instead of messages (np 2, 8 interleaved rounds, messages against it: 64 KiB a rank 1.7 against 6.5 us, 4 MiB 165 against 456; np 4 on 2 cores 2-7x faster by messages up to 2 MiB)";
+    shm_alltoall_long = 524288, "OXMPI_COLL_SHM_ALLTOALL_LONG",
+        "alltoall (not in place) of at least this many bytes in total on a communicator within one host: every rank reads its block of every peer's buffer with one copy, instead of messages (np 2, as allgather: 64 KiB a rank 3.3 against 6.7 us, a tie from 256 KiB)";
     shm_rooted_early = 1, "OXMPI_COLL_SHM_ROOTED_EARLY",
         "1: small shared-memory bcast/reduce (slots): ranks that need nothing from the others leave once they have arrived (the bcast root, the reduce non-roots); 0: every rank waits for all";
+    hier_bcast_long = 16384, "OXMPI_COLL_HIER_BCAST_LONG",
+        "blocking bcast of at least this many bytes on a communicator spanning hosts: node-aware (across the host leaders, then within each host), instead of the flat message program (below it the host stage's shared-memory slots lost to messages: the root waits for every host member's arrival)";
     hierarchical = 1, "OXMPI_COLL_HIERARCHICAL",
         "1: node-aware two-level barrier/bcast/reduce/allreduce when a communicator spans several hosts; 0: flat only";
     hier_shm = 1, "OXMPI_COLL_HIER_SHM",
@@ -253,7 +255,7 @@ pub fn algorithm_table() -> &'static [AlgorithmChoice] {
         "gather", "single-copy pulls (shared memory)", "total bytes >= OXMPI_COLL_SHM_GATHER_LONG, every rank on this host, single copy allowed: the root reads every rank's block into place";
         "alltoall", "single-copy pulls (shared memory)", "not in place, total bytes >= OXMPI_COLL_SHM_ALLTOALL_LONG, every rank on this host, single copy allowed: each rank reads its block of every peer's buffer into place";
         "any", "node-aware (hierarchical)", "barrier/bcast/reduce/allreduce when the communicator spans 2+ hosts and some host has 2+ of its ranks, OXMPI_COLL_HIERARCHICAL=1, commutative op: across host leaders, then within each host";
-        "any", "node-aware, intra-host stage on a host sub-communicator", "blocking node-aware barrier, reduce/allreduce, bcast of at least OXMPI_COLL_SHM_BCAST_LONG bytes, OXMPI_COLL_HIER_SHM=1: the stages within each host are that host's collectives (shared memory where they can), the stage across hosts messages among the leaders";
+        "any", "node-aware, intra-host stage on a host sub-communicator", "blocking node-aware barrier, reduce/allreduce, bcast of at least OXMPI_COLL_HIER_BCAST_LONG bytes, OXMPI_COLL_HIER_SHM=1: the stages within each host are that host's collectives (shared memory where they can), the stage across hosts messages among the leaders";
         "barrier", "dissemination", "always (flat); ceil(log2 p) rounds";
         "bcast", "scatter + ring allgather", "bytes >= OXMPI_COLL_BCAST_LONG and p >= 4";
         "bcast", "binomial tree", "otherwise";
@@ -327,9 +329,5 @@ mod tests {
             Crossovers::default().shm_allreduce_long
         );
         assert_eq!(c.shm_allreduce_min(true), 3);
-        // By default the single copies start later where ranks share cores.
-        let d = Crossovers::default();
-        assert!(d.shm_bcast_min(true) > d.shm_bcast_min(false));
-        assert!(d.shm_allreduce_min(true) > d.shm_allreduce_min(false));
     }
 }
