@@ -67,7 +67,7 @@ coll_tunables! {
     alltoall_pairwise = 32768, "OXMPI_COLL_ALLTOALL_PAIRWISE",
         "alltoall blocks of at least this many bytes: pairwise exchange (else everything posted at once)";
     shm_allreduce_long = 16777216, "OXMPI_COLL_SHM_ALLREDUCE_LONG",
-        "allreduce of at least this many bytes on a communicator within one host: shared-memory reduce-scatter with single copies between processes, instead of messages (np 2, 8 interleaved rounds, messages against it: 256 KiB 14.6 against 27.0 us, 1 MiB 89 against 107, 8 MiB 1226 against 1452; np 4 on 2 cores 256 KiB 46 against 91, 4 MiB 1653 against 2112)";
+        "allreduce of at least this many bytes on a communicator within one host: shared-memory reduce-scatter with single copies between processes, instead of messages (np 2, 8 interleaved rounds, messages against it: 256 KiB 14.6 against 27.0 us, 1 MiB 89 against 107, 8 MiB 1226 against 1452; np 4 on 2 cores 256 KiB 46 against 91, 4 MiB 1653 against 2112; but on cores 0.36 us apart single copies were 7-17% faster from 256 KiB: 1 MiB 111 against 126)";
     shm_allreduce_long_oversubscribed = 16777216, "OXMPI_COLL_SHM_ALLREDUCE_LONG_OVERSUBSCRIBED",
         "OXMPI_COLL_SHM_ALLREDUCE_LONG on a host that runs more ranks than it has cores (every member must be scheduled for each step of the single-copy form)";
     shm_reduce_long = 16777216, "OXMPI_COLL_SHM_REDUCE_LONG",
