@@ -322,19 +322,15 @@ fn exercise_gathers(c: &Communicator, what: &str) {
     }
 }
 
-/// Whether every single-copy crossover that [`mismatched_large_counts`] passes was set to 1
-/// byte.
-fn single_copy_forced() -> bool {
-    [
-        "OXMPI_COLL_SHM_ALLREDUCE_LONG",
-        "OXMPI_COLL_SHM_ALLREDUCE_LONG_OVERSUBSCRIBED",
-        "OXMPI_COLL_SHM_BCAST_LONG",
-        "OXMPI_COLL_SHM_BCAST_LONG_OVERSUBSCRIBED",
-        "OXMPI_COLL_SHM_ALLGATHER_LONG",
-        "OXMPI_COLL_SHM_GATHER_LONG",
-    ]
-    .iter()
-    .all(|v| std::env::var(v).as_deref() == Ok("1"))
+/// Whether [`mismatched_large_counts`]'s collectives (about `bytes` each) all take the
+/// single-copy paths under the crossovers in force, with or without oversubscription.
+fn single_copy_at(bytes: usize) -> bool {
+    let c = oxmpi::coll::crossovers();
+    [false, true]
+        .iter()
+        .all(|&over| c.shm_allreduce_min(over) <= bytes && c.shm_bcast_min(over) <= bytes)
+        && c.shm_allgather_long <= bytes
+        && c.shm_gather_long <= bytes
 }
 
 /// Large reductions and broadcasts whose counts differ between ranks (rank 1 passes more):
@@ -558,7 +554,8 @@ fn main() {
     // Only where the single-copy paths run at its sizes (1 MiB; by default they start
     // later, so the test that forces every crossover to 1 byte runs it): message algorithms
     // need not detect differing counts (the program is erroneous).
-    if expect && std::env::var("OXMPI_SINGLE_COPY").as_deref() != Ok("0") && single_copy_forced() {
+    if expect && std::env::var("OXMPI_SINGLE_COPY").as_deref() != Ok("0") && single_copy_at(1 << 20)
+    {
         mismatched_large_counts(&dup);
     }
 
