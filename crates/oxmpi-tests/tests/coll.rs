@@ -67,12 +67,14 @@ fn node_aware_paths_with_forced_host_grouping() {
 fn long_message_algorithms_forced_at_small_sizes() {
     let long = [
         ("OXMPI_COLL_BCAST_LONG", "64"),
+        ("OXMPI_COLL_BCAST_LONG_OVERSUBSCRIBED", "64"),
         ("OXMPI_COLL_ALLREDUCE_LONG", "64"),
         ("OXMPI_COLL_GATHER_LONG", "64"),
         ("OXMPI_COLL_ALLGATHER_LONG", "64"),
         ("OXMPI_COLL_ALLGATHER_BRUCK", "0"),
         ("OXMPI_COLL_ALLTOALL_BRUCK", "0"),
         ("OXMPI_COLL_ALLTOALL_PAIRWISE", "1"),
+        ("OXMPI_COLL_ALLTOALL_PAIRWISE_OVERSUBSCRIBED", "1"),
         ("OXMPI_COLL_REDUCE_SCATTER_LONG", "1"),
     ];
     for np in [4, 5, 6] {
@@ -188,7 +190,9 @@ fn persistent_collectives_restarted_with_changing_contents_np1_to_6() {
     let long = [
         ("OXMPI_COLL_ALLREDUCE_LONG", "64"),
         ("OXMPI_COLL_BCAST_LONG", "64"),
+        ("OXMPI_COLL_BCAST_LONG_OVERSUBSCRIBED", "64"),
         ("OXMPI_COLL_ALLTOALL_PAIRWISE", "1"),
+        ("OXMPI_COLL_ALLTOALL_PAIRWISE_OVERSUBSCRIBED", "1"),
         ("OXMPI_COLL_REDUCE_SCATTER_LONG", "1"),
     ];
     run(PERSISTENT, 5, &["5"], &long);

@@ -95,6 +95,7 @@ fn large_shm_paths_forced_at_every_size_and_switched_off() {
         ("OXMPI_COLL_SHM_BCAST_LONG", "1"),
         ("OXMPI_COLL_SHM_BCAST_LONG_OVERSUBSCRIBED", "1"),
         ("OXMPI_COLL_SHM_ALLGATHER_LONG", "1"),
+        ("OXMPI_COLL_SHM_ALLGATHER_LONG_OVERSUBSCRIBED", "1"),
         ("OXMPI_COLL_SHM_GATHER_LONG", "1"),
         ("OXMPI_COLL_SHM_ALLTOALL_LONG", "1"),
     ];

@@ -150,6 +150,9 @@ pub(crate) struct CommState {
     tag_base: u32,
     /// Host placement, computed on first use by a collective.
     layout: OnceLock<Option<HostLayout>>,
+    /// Whether every member is on one host that runs more ranks than it has cores, computed
+    /// on first use by a collective.
+    crowded: OnceLock<bool>,
     /// Cached attributes (`MPI_Comm_set_attr`).
     pub(crate) attrs: Attrs,
     /// The process topology (Cartesian, graph, distributed graph), set once when the
@@ -231,6 +234,7 @@ impl CommState {
             seq: AtomicU32::new(0),
             tag_base: 0,
             layout: OnceLock::new(),
+            crowded: OnceLock::new(),
             attrs: Attrs::default(),
             topo: OnceLock::new(),
             raw: OnceLock::new(),
@@ -249,6 +253,21 @@ impl CommState {
 
     /// How the (local group's) members spread over hosts, per the runtime's collective
     /// placement; `None` when a two-level algorithm cannot help.
+    /// Whether every member shares one host that runs more ranks than it has cores: there a
+    /// collective's ranks wait for the scheduler at every step, so fewer steps win (every
+    /// member gives the same answer).
+    pub(crate) fn crowded(&self, rt: &Runtime) -> bool {
+        *self.crowded.get_or_init(|| {
+            let loc = &rt.coll_locality;
+            crate::runtime::oversubscribed()
+                && loc.all_in_job(&self.members)
+                && self.members.first().is_some_and(|&m0| {
+                    let h = loc.host_of(m0);
+                    self.members.iter().all(|&m| loc.host_of(m) == h)
+                })
+        })
+    }
+
     pub(crate) fn layout(&self, rt: &Runtime) -> Option<&HostLayout> {
         self.layout
             .get_or_init(|| HostLayout::new(&self.members, &rt.coll_locality))

@@ -326,11 +326,11 @@ fn exercise_gathers(c: &Communicator, what: &str) {
 /// single-copy paths under the crossovers in force, with or without oversubscription.
 fn single_copy_at(bytes: usize) -> bool {
     let c = oxmpi::coll::crossovers();
-    [false, true]
-        .iter()
-        .all(|&over| c.shm_allreduce_min(over) <= bytes && c.shm_bcast_min(over) <= bytes)
-        && c.shm_allgather_long <= bytes
-        && c.shm_gather_long <= bytes
+    [false, true].iter().all(|&over| {
+        c.shm_allreduce_min(over) <= bytes
+            && c.shm_bcast_min(over) <= bytes
+            && c.shm_allgather_min(over) <= bytes
+    }) && c.shm_gather_long <= bytes
 }
 
 /// Large reductions and broadcasts whose counts differ between ranks (rank 1 passes more):

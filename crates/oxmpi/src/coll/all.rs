@@ -99,7 +99,7 @@ fn plan_alltoall(x: Ctx<'_>, n: usize, in_place: bool) -> Program {
         Span::new(Region::Send, 0, pn)
     };
     let per = |s: Span| -> Vec<Span> { (0..x.p as usize).map(|i| s.sub(i * n, n)).collect() };
-    match select::alltoall(x.c, n, x.p) {
+    match select::alltoall(x.c, n, x.p, x.crowded) {
         select::Alltoall::Bruck => alltoall::bruck(&mut pr, x.grp(), input, output, n),
         select::Alltoall::Linear => alltoall::linear(&mut pr, x.grp(), &per(input), &per(output)),
         select::Alltoall::Pairwise => {
@@ -112,7 +112,7 @@ fn plan_alltoall(x: Ctx<'_>, n: usize, in_place: bool) -> Program {
 fn plan_alltoallv(x: Ctx<'_>, send: &[Span], recv: &[Span]) -> Program {
     let mut pr = Program::new();
     let biggest = send.iter().chain(recv).map(|s| s.len).max().unwrap_or(0);
-    if biggest >= x.c.alltoall_pairwise {
+    if biggest >= x.c.alltoall_pairwise_min(x.crowded) {
         alltoall::pairwise(&mut pr, x.grp(), send, recv);
     } else {
         alltoall::linear(&mut pr, x.grp(), send, recv);
@@ -181,7 +181,7 @@ impl<L: ThreadLevel> Communicator<L> {
             if let Some(at) = self.shm_fits(n)? {
                 return self.shm_allgather(at, send.map(bytes), bytes_mut(recv), &place);
             }
-            let min = select::crossovers().shm_allgather_long;
+            let min = select::crossovers().shm_allgather_min(crate::runtime::oversubscribed());
             if let Some(at) = self.shm_large(n * p, min)? {
                 if self.shm_gather_large(at, None, send.map(bytes), bytes_mut(recv), &place)? {
                     return Ok(());
@@ -209,7 +209,7 @@ impl<L: ThreadLevel> Communicator<L> {
                 if let Some(at) = self.shm_fits(biggest)? {
                     return self.shm_allgather(at, Some(bytes(send)), bytes_mut(recv), &place);
                 }
-                let min = select::crossovers().shm_allgather_long;
+                let min = select::crossovers().shm_allgather_min(crate::runtime::oversubscribed());
                 if let Some(at) = self.shm_large(total, min)? {
                     if self.shm_gather_large(
                         at,

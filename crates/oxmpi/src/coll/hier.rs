@@ -111,7 +111,12 @@ pub(crate) fn bcast(
     let leaders = lay.leaders(Some(root));
     let h = lay.host[me as usize];
     let hr = lay.host[root as usize];
-    let flat = |pr: &mut Program, g: Grp<'_>, root: u32| match select::bcast(c, buf.len, g.size()) {
+    let flat = |pr: &mut Program, g: Grp<'_>, root: u32| match select::bcast(
+        c,
+        buf.len,
+        g.size(),
+        false,
+    ) {
         select::Bcast::Binomial => tree::bcast_binomial(pr, g, root, buf),
         select::Bcast::ScatterAllgather => {
             tree::bcast_scatter_allgather(pr, g, root, buf, count, elem)
@@ -186,7 +191,7 @@ pub(crate) fn allreduce(
             select::Allreduce::Ring => allreduce::ring(pr, g, output, output, count, elem),
         }
     }
-    match select::bcast(c, output.len, local.size()) {
+    match select::bcast(c, output.len, local.size(), false) {
         select::Bcast::Binomial => tree::bcast_binomial(pr, local, li, output),
         select::Bcast::ScatterAllgather => {
             tree::bcast_scatter_allgather(pr, local, li, output, count, elem)
@@ -326,7 +331,7 @@ impl<L: ThreadLevel> Communicator<L> {
             let g = Grp::of(&leaders, t.lay.host[me as usize]);
             let hr = t.lay.host[root as usize];
             let span = Span::new(Region::Recv, 0, buf.len());
-            match select::bcast(super::crossovers(), buf.len(), g.size()) {
+            match select::bcast(super::crossovers(), buf.len(), g.size(), false) {
                 select::Bcast::Binomial => tree::bcast_binomial(&mut pr, g, hr, span),
                 select::Bcast::ScatterAllgather => {
                     let elem = elem.max(1);

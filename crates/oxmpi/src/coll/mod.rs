@@ -71,6 +71,8 @@ pub(crate) struct Ctx<'c> {
     pub p: u32,
     pub lay: Option<&'c hier::HostLayout>,
     pub c: &'static Crossovers,
+    /// Every member on one oversubscribed host ([`CommState::crowded`]).
+    pub crowded: bool,
 }
 
 impl<'c> Ctx<'c> {
@@ -86,6 +88,7 @@ impl<'c> Ctx<'c> {
             p: st.members.len() as u32,
             lay,
             c,
+            crowded: st.crowded(rt),
         }
     }
     fn grp(&self) -> Grp<'static> {

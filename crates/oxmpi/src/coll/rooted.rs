@@ -20,7 +20,7 @@ fn plan_bcast(x: Ctx<'_>, root: u32, n: usize, elem: usize) -> Program {
     let count = n / elem.max(1);
     match x.lay {
         Some(l) => hier::bcast(&mut pr, l, x.me, root, buf, count, elem.max(1), x.c),
-        None => match select::bcast(x.c, n, x.p) {
+        None => match select::bcast(x.c, n, x.p, x.crowded) {
             select::Bcast::Binomial => tree::bcast_binomial(&mut pr, x.grp(), root, buf),
             select::Bcast::ScatterAllgather => {
                 tree::bcast_scatter_allgather(&mut pr, x.grp(), root, buf, count, elem.max(1))

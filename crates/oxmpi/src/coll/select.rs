@@ -52,6 +52,8 @@ macro_rules! coll_tunables {
 coll_tunables! {
     bcast_long = 131072, "OXMPI_COLL_BCAST_LONG",
         "bcast of at least this many bytes on 4+ ranks: scatter + ring allgather instead of a binomial tree";
+    bcast_long_oversubscribed = 16777216, "OXMPI_COLL_BCAST_LONG_OVERSUBSCRIBED",
+        "as OXMPI_COLL_BCAST_LONG on a communicator within one host that has more ranks than cores, where each of the more steps waits for the scheduler (np 4 on 2 cores, 4 interleaved rounds, binomial against scatter + allgather: 128 KiB 8.3 against 29 us, 1 MiB 78 against 165, 4 MiB 359 against 587; np 3 and 6 alike)";
     allreduce_long = 16384, "OXMPI_COLL_ALLREDUCE_LONG",
         "allreduce of at least this many bytes: Rabenseifner (power-of-two groups or non-commutative ops) or ring, instead of recursive doubling";
     reduce_scatter_long = 16384, "OXMPI_COLL_REDUCE_SCATTER_LONG",
@@ -66,6 +68,8 @@ coll_tunables! {
         "alltoall blocks of at most this many bytes on 8+ ranks: Bruck";
     alltoall_pairwise = 32768, "OXMPI_COLL_ALLTOALL_PAIRWISE",
         "alltoall blocks of at least this many bytes: pairwise exchange (else everything posted at once)";
+    alltoall_pairwise_oversubscribed = 262144, "OXMPI_COLL_ALLTOALL_PAIRWISE_OVERSUBSCRIBED",
+        "OXMPI_COLL_ALLTOALL_PAIRWISE on a communicator within one host that has more ranks than cores, where each of the p - 1 exchanges waits for the scheduler (np 4 on 2 cores, 3-4 interleaved rounds, everything posted at once against pairwise: 32 KiB 13.7 against 52.7 us, 64 KiB 23 against 93, 128 KiB 59 against 207; 256 KiB 183 against 147)";
     shm_allreduce_long = 16777216, "OXMPI_COLL_SHM_ALLREDUCE_LONG",
         "allreduce of at least this many bytes on a communicator within one host: shared-memory reduce-scatter with single copies between processes, instead of messages (np 2, 8 interleaved rounds, messages against it: 256 KiB 14.6 against 27.0 us, 1 MiB 89 against 107, 8 MiB 1226 against 1452; np 4 on 2 cores 256 KiB 46 against 91, 4 MiB 1653 against 2112; but on cores 0.36 us apart single copies were 7-17% faster from 256 KiB: 1 MiB 111 against 126)";
     shm_allreduce_long_oversubscribed = 16777216, "OXMPI_COLL_SHM_ALLREDUCE_LONG_OVERSUBSCRIBED",
@@ -74,10 +78,12 @@ coll_tunables! {
         "reduce of at least this many bytes on a communicator within one host: shared-memory reduce-scatter with single copies, each slice written to the root, instead of messages (np 2, 10 interleaved rounds, messages against it: 1 MiB 31 against 104 us, 8 MiB 350 against 1299; np 3 and 4 on 2 cores 2.5-3x faster by messages from 256 KiB to 4 MiB)";
     shm_bcast_long = 4194304, "OXMPI_COLL_SHM_BCAST_LONG",
         "bcast of at least this many bytes on a communicator within one host: every rank pulls the root's buffer with one copy, instead of messages (np 2, messages against it: on cores 0.05 us apart, 15 rounds, 64 KiB 1.3 against 3.6 us, 1 MiB 21 against 40, 4 MiB 84 against 144; 0.38 us apart, 4 rounds, 64 KiB 4.0 against 4.6, 256 KiB 13.2 against 11.0, 1 MiB 41 against 49, 4 MiB 159 against 142)";
-    shm_bcast_long_oversubscribed = 131072, "OXMPI_COLL_SHM_BCAST_LONG_OVERSUBSCRIBED",
-        "OXMPI_COLL_SHM_BCAST_LONG on a host that runs more ranks than it has cores (every member must be scheduled for each step of the single-copy form)";
+    shm_bcast_long_oversubscribed = 16777216, "OXMPI_COLL_SHM_BCAST_LONG_OVERSUBSCRIBED",
+        "OXMPI_COLL_SHM_BCAST_LONG on a host that runs more ranks than it has cores (every member must be scheduled for each step of the single-copy form; np 4 on 2 cores, 4 interleaved rounds, a binomial tree of messages against it: 128 KiB 8.3 against 25-29 us, 1 MiB 78 against 141-165, 4 MiB 359 against 587, 8 MiB 650 against 1374; 16 MiB 4633 against 3315; np 3 and 6 alike)";
     shm_bcast_split = 4, "OXMPI_COLL_SHM_BCAST_SPLIT",
         "single-copy bcast on at most this many ranks (count, not bytes): the root writes the last 1/p of every receiver's buffer while the receivers read the rest; on more ranks (or 0) the receivers read it all";
+    shm_allgather_long_oversubscribed = 65536, "OXMPI_COLL_SHM_ALLGATHER_LONG_OVERSUBSCRIBED",
+        "OXMPI_COLL_SHM_ALLGATHER_LONG on a host that runs more ranks than it has cores (np 4 on 2 cores, 4 interleaved rounds, single copies against messages: 16 KiB a rank 18.7 against 22.9 us, 32 KiB 25 against 40, 64 KiB 38 against 78; 8 KiB 16.1 against 13.4)";
     shm_allgather_long = 524288, "OXMPI_COLL_SHM_ALLGATHER_LONG",
         "allgather(v) of at least this many bytes in total on a communicator within one host: every rank reads every peer's block with one copy, instead of messages (np 2, 8 interleaved rounds, messages against it: 64 KiB a rank 3.5 against 6.5 us, 128 KiB 6.7 against 11.4, a tie from 256 KiB)";
     shm_gather_long = 16777216, "OXMPI_COLL_SHM_GATHER_LONG",
@@ -131,6 +137,26 @@ impl Crossovers {
         }
     }
 
+    /// The smallest allgather(v) (bytes in total) done by single copies, as
+    /// [`shm_bcast_min`](Self::shm_bcast_min).
+    pub fn shm_allgather_min(&self, oversubscribed: bool) -> usize {
+        if oversubscribed {
+            self.shm_allgather_long_oversubscribed
+        } else {
+            self.shm_allgather_long
+        }
+    }
+
+    /// The smallest alltoall(v) block sent by pairwise exchange; `crowded`: every rank on
+    /// one host with more ranks than cores.
+    pub fn alltoall_pairwise_min(&self, crowded: bool) -> usize {
+        if crowded {
+            self.alltoall_pairwise_oversubscribed
+        } else {
+            self.alltoall_pairwise
+        }
+    }
+
     /// The smallest allreduce done as a shared-memory reduce-scatter, as
     /// [`shm_bcast_min`](Self::shm_bcast_min).
     pub fn shm_allreduce_min(&self, oversubscribed: bool) -> usize {
@@ -149,8 +175,14 @@ pub(crate) enum Bcast {
     ScatterAllgather,
 }
 
-pub(crate) fn bcast(c: &Crossovers, bytes: usize, p: u32) -> Bcast {
-    if bytes >= c.bcast_long && p >= 4 {
+/// The bcast of `bytes` among `p` ranks; `crowded`: all on one oversubscribed host.
+pub(crate) fn bcast(c: &Crossovers, bytes: usize, p: u32, crowded: bool) -> Bcast {
+    let long = if crowded {
+        c.bcast_long_oversubscribed
+    } else {
+        c.bcast_long
+    };
+    if bytes >= long && p >= 4 {
         Bcast::ScatterAllgather
     } else {
         Bcast::Binomial
@@ -207,10 +239,11 @@ pub(crate) enum Alltoall {
     Pairwise,
 }
 
-pub(crate) fn alltoall(c: &Crossovers, block: usize, p: u32) -> Alltoall {
+/// The alltoall of `block` bytes a pair among `p` ranks; `crowded` as for [`bcast`].
+pub(crate) fn alltoall(c: &Crossovers, block: usize, p: u32, crowded: bool) -> Alltoall {
     if block <= c.alltoall_bruck && p >= 8 {
         Alltoall::Bruck
-    } else if block < c.alltoall_pairwise {
+    } else if block < c.alltoall_pairwise_min(crowded) {
         Alltoall::Linear
     } else {
         Alltoall::Pairwise
@@ -257,7 +290,7 @@ pub fn algorithm_table() -> &'static [AlgorithmChoice] {
         "any", "node-aware (hierarchical)", "barrier/bcast/reduce/allreduce when the communicator spans 2+ hosts and some host has 2+ of its ranks, OXMPI_COLL_HIERARCHICAL=1, commutative op: across host leaders, then within each host";
         "any", "node-aware, intra-host stage on a host sub-communicator", "blocking node-aware barrier, reduce/allreduce, bcast of at least OXMPI_COLL_HIER_BCAST_LONG bytes, OXMPI_COLL_HIER_SHM=1: the stages within each host are that host's collectives (shared memory where they can), the stage across hosts messages among the leaders";
         "barrier", "dissemination", "always (flat); ceil(log2 p) rounds";
-        "bcast", "scatter + ring allgather", "bytes >= OXMPI_COLL_BCAST_LONG and p >= 4";
+        "bcast", "scatter + ring allgather", "bytes >= OXMPI_COLL_BCAST_LONG (_OVERSUBSCRIBED when every rank is on one host with more ranks than cores) and p >= 4";
         "bcast", "binomial tree", "otherwise";
         "reduce", "binomial tree", "always; rooted at rank 0 then forwarded for non-commutative ops";
         "allreduce", "recursive doubling", "bytes < OXMPI_COLL_ALLREDUCE_LONG, or count < p, or p = 1";
@@ -288,8 +321,11 @@ mod tests {
             Crossovers::from_lookup(|k| (k == "OXMPI_COLL_BCAST_LONG").then(|| "1k".to_string()))
                 .unwrap();
         assert_eq!(c.bcast_long, 1024);
-        assert_eq!(bcast(&c, 1024, 4), Bcast::ScatterAllgather);
-        assert_eq!(bcast(&c, 1024, 3), Bcast::Binomial);
+        assert_eq!(bcast(&c, 1024, 4, false), Bcast::ScatterAllgather);
+        assert_eq!(bcast(&c, 1024, 3, false), Bcast::Binomial);
+        // A crowded host keeps the tree up to its own crossover.
+        assert_eq!(bcast(&c, 1024, 4, true), Bcast::Binomial);
+        assert_eq!(bcast(&c, 16 << 20, 4, true), Bcast::ScatterAllgather);
         let bad = Crossovers::from_lookup(|k| {
             (k == "OXMPI_COLL_ALLREDUCE_LONG").then(|| "big".to_string())
         });
@@ -306,8 +342,10 @@ mod tests {
             Allreduce::Rabenseifner
         );
         assert_eq!(allgather(&d, 64, 6), Allgather::Bruck);
-        assert_eq!(alltoall(&d, 8, 8), Alltoall::Bruck);
-        assert_eq!(alltoall(&d, 1 << 20, 8), Alltoall::Pairwise);
+        assert_eq!(alltoall(&d, 8, 8, false), Alltoall::Bruck);
+        assert_eq!(alltoall(&d, 1 << 20, 8, false), Alltoall::Pairwise);
+        assert_eq!(alltoall(&d, 64 << 10, 4, false), Alltoall::Pairwise);
+        assert_eq!(alltoall(&d, 64 << 10, 4, true), Alltoall::Linear);
         assert!(algorithm_table().iter().all(|a| !a.when.is_empty()));
         let names: Vec<_> = COLL_TUNABLES.iter().map(|t| t.name).collect();
         assert!(names.iter().all(|n| n.starts_with("OXMPI_COLL_")));
@@ -324,6 +362,11 @@ mod tests {
         .unwrap();
         assert_eq!(c.shm_bcast_min(false), 8192);
         assert_eq!(c.shm_bcast_min(true), 1 << 20);
+        assert_eq!(c.shm_allgather_min(false), c.shm_allgather_long);
+        assert_eq!(
+            c.shm_allgather_min(true),
+            c.shm_allgather_long_oversubscribed
+        );
         assert_eq!(
             c.shm_allreduce_min(false),
             Crossovers::default().shm_allreduce_long
