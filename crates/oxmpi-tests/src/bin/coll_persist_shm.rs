@@ -64,11 +64,11 @@ fn v(r: i32, j: usize, k: usize) -> i64 {
     (r as i64 * 31 + j as i64 * 7 + k as i64 * 13) % 1009 - 500
 }
 
-/// Counts of i64: one element, inside the 1 KiB slots, a full slot, one past it, 32 KiB and
-/// just past 256 KiB, uneven (the test sets the single-copy crossovers of bcast, reduce and
-/// allreduce between them in one run; by default only the bcast's on a host with more ranks
-/// than cores, 128 KiB, lies below the largest).
-const COUNTS: [usize; 6] = [1, 16, 128, 129, 4096, 32771];
+/// Counts of i64: one element, inside the slots, 1 KiB and one past it (the most a reduction
+/// at np 9 and up puts in a slot), a full 8 KiB slot and one past it, 32 KiB and just past
+/// 256 KiB, uneven (the test sets the single-copy crossovers of bcast, reduce and allreduce
+/// between them in one run; by default none lies below the largest).
+const COUNTS: [usize; 8] = [1, 16, 128, 129, 1024, 1025, 4096, 32771];
 
 /// Whether this host runs more ranks than it has cores (every rank of the job is here in
 /// `expect` mode), as the runtime judges it; set in `main`.
@@ -86,9 +86,21 @@ fn single_copy_mins() -> (usize, usize, usize) {
     )
 }
 
-/// Whether a persistent collective of `n` i64 on `c` must run through shared memory.
+/// Bytes of a shared-memory slot.
+const SLOT: usize = 8192;
+
+/// Whether a persistent bcast of `n` i64 on `c` must run through the slots.
 fn want_shm(c: &Communicator, expect: bool, n: usize) -> bool {
-    expect && c.size() >= 2 && n * 8 <= 1024
+    expect && c.size() >= 2 && n * 8 <= SLOT
+}
+
+/// Whether a persistent reduction of `n` i64 on `c` must run through the slots: at most
+/// 1 KiB, or the inputs of the p - 1 others fit a slot together (half a slot when every
+/// rank combines them: `all`).
+fn want_shm_reduce(c: &Communicator, expect: bool, n: usize, all: bool) -> bool {
+    let others = c.size().max(1) as usize - 1;
+    let budget = if all { SLOT / 2 } else { SLOT };
+    want_shm(c, expect, n) && (n * 8 <= 1024 || n * 8 * others <= budget)
 }
 
 /// Whether a persistent reduction of `n` i64 on `c` must run by single copies between the
@@ -108,7 +120,11 @@ fn restarts_with_new_contents(c: &Communicator, expect: bool, restarts: usize, w
     let last = p - 1;
     let mut reqs = Requests::new(c);
     for &n in &COUNTS {
-        let shm = want_shm(c, expect, n);
+        let bshm = want_shm(c, expect, n);
+        let (rshm, arshm) = (
+            want_shm_reduce(c, expect, n, false),
+            want_shm_reduce(c, expect, n, true),
+        );
         let (bc0, bcl) = (RawBuf::new(n), RawBuf::new(n));
         let (rs, rr0, rrl) = (RawBuf::new(n), RawBuf::new(n), RawBuf::new(n));
         let (ars, arr, arp) = (RawBuf::new(n), RawBuf::new(n), RawBuf::new(n));
@@ -155,8 +171,10 @@ fn restarts_with_new_contents(c: &Communicator, expect: bool, restarts: usize, w
             // Large bcasts (1, 2), reduces (3, 4) and allreduces (5-7) copy between the
             // buffers instead.
             let (bcast_min, reduce_min, allreduce_min) = single_copy_mins();
-            let shm = shm
-                || (i == 0 && want_shm(c, expect, 1))
+            let shm = (i == 0 && want_shm(c, expect, 1))
+                || ((1..=2).contains(&i) && bshm)
+                || ((3..=4).contains(&i) && rshm)
+                || (i >= 5 && arshm)
                 || ((1..=2).contains(&i) && want_single_copy(c, expect, n, bcast_min))
                 || ((3..=4).contains(&i) && want_single_copy(c, expect, n, reduce_min))
                 || (i >= 5 && want_single_copy(c, expect, n, allreduce_min));
@@ -312,7 +330,7 @@ fn free_and_reuse(c: &Communicator, expect: bool, what: &str) {
             )
         };
         check!(
-            !want_shm(c, expect, 3) || reqs.runs_on_shared_memory(id),
+            !want_shm_reduce(c, expect, 3, true) || reqs.runs_on_shared_memory(id),
             "{what} loop {k}: no channel"
         );
         x.set(|j| v(me, j, k));
@@ -475,7 +493,7 @@ fn rust_api(c: &Communicator, expect: bool) {
             "a user operation on shared memory"
         );
         check!(
-            !want_shm(c, expect, 2) || rb.runs_on_shared_memory(),
+            !want_shm_reduce(c, expect, 2, true) || rb.runs_on_shared_memory(),
             "a builtin allreduce not on shared memory"
         );
         let mut all = [ra, rb];

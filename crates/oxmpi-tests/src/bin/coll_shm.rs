@@ -15,10 +15,12 @@ fn val(r: i32, j: usize) -> i64 {
     (r as i64 * 31 + j as i64 * 7) % 1009 - 500
 }
 
-/// Element counts exercised: inside the 1 KiB slots (1, 8 B, full), just past them, around
-/// the single-copy crossover (4 KiB by default), across the 64 KiB pieces of a rank's slice,
-/// and 1 MiB.
-const COUNTS: [usize; 10] = [1, 3, 64, 128, 129, 511, 512, 513, 24_577, 131_072];
+/// Element counts exercised: inside the 8 KiB slots (1, 8 B, 1 KiB, the most a reduction
+/// at np 3 puts there, full), just past those, across the 64 KiB pieces of a rank's slice
+/// by single copies, and 1 MiB.
+const COUNTS: [usize; 12] = [
+    1, 3, 64, 128, 129, 511, 512, 513, 1024, 1025, 24_577, 131_072,
+];
 
 fn check_channel(c: &Communicator, expect: bool, what: &str) {
     if expect && c.size() >= 2 {

@@ -733,7 +733,7 @@ impl<L: ThreadLevel> Communicator<L> {
     ) -> Result<()> {
         let same = send.is_none_or(|s| s.len() == recv.len());
         if same {
-            if let Some(at) = self.shm_fits(size_of_val(recv))? {
+            if let Some(at) = self.shm_fits_reduce(size_of_val(recv), true)? {
                 return self.shm_reduce(at, None, send, recv, op);
             }
             let min =

@@ -139,10 +139,11 @@ impl<'b> Planned<'b> {
 
     /// The shared-memory form of this plan if a persistent request can use one: every
     /// member of a correct program computes the same answer (same counts, same operation).
-    pub(crate) fn shm_kind(&self) -> Option<shm_kept::ShmKind> {
+    /// `p` is the communicator's size.
+    pub(crate) fn shm_kind(&self, p: usize) -> Option<shm_kept::ShmKind> {
         self.prog.as_ref()?;
         let kind = self.shm?;
-        kind.fit(self.send.len, self.recv.len, self.combine.as_ref())
+        kind.fit(self.send.len, self.recv.len, self.combine.as_ref(), p)
     }
 
     /// A call with nothing to do: it completes at once in every form.
@@ -261,7 +262,7 @@ impl<'b> Planned<'b> {
         state: &Arc<CommState>,
         claim: Option<shm::ChanClaim>,
     ) -> Result<persistent::Kept> {
-        if let (Some(claim), Some(kind)) = (claim, self.shm_kind()) {
+        if let (Some(claim), Some(kind)) = (claim, self.shm_kind(state.members.len())) {
             if crate::runtime::is_finalized() {
                 return Err(Error::new(
                     ErrorClass::Other,

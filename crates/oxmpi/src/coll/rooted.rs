@@ -737,7 +737,7 @@ impl<L: ThreadLevel> Communicator<L> {
         if let Ok(r) = u32::try_from(root) {
             let fine = r < self.size() as u32 && (r != self.state.rank || recv.len() == n);
             if fine {
-                if let Some(at) = self.shm_fits(n * size_of::<T>())? {
+                if let Some(at) = self.shm_fits_reduce(n * size_of::<T>(), false)? {
                     return self.shm_reduce(at, Some(r), send, recv, op);
                 }
                 let min = super::select::crossovers().shm_reduce_long;

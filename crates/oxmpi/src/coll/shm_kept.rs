@@ -55,7 +55,14 @@ impl ShmKind {
     /// 1 byte to a slot; a reduction above the slots from the size where the blocking one
     /// goes by single copies; never a user operation (which may call MPI and so cannot run
     /// inside the engine, where runs complete).
-    pub(crate) fn fit(self, send: usize, recv: usize, combine: Option<&Combine>) -> Option<Self> {
+    /// `p` is the communicator's size.
+    pub(crate) fn fit(
+        self,
+        send: usize,
+        recv: usize,
+        combine: Option<&Combine>,
+        p: usize,
+    ) -> Option<Self> {
         let slot = |n: usize| (1..=COLL_SLOT_BYTES).contains(&n);
         match self {
             ShmKind::Barrier => Some(self),
@@ -72,7 +79,7 @@ impl ShmKind {
                     return None;
                 }
                 let len = if send > 0 { send } else { recv };
-                if slot(len) {
+                if super::shm::reduce_fits(len, p, root.is_none()) {
                     return Some(ShmKind::Reduce { root, elem });
                 }
                 let c = super::select::crossovers();

@@ -32,10 +32,9 @@ const CTL_OFFSET: usize = 256;
 /// The world collectives' arrival counter: a cache line of the header page that only its owner
 /// writes and peers read.
 const BARRIER_OFFSET: usize = 512;
-/// Two data slots (used alternately by arrival number) for small world allreduces.
-const COLL_SLOT_OFFSET: usize = 1024;
-/// Bytes per data slot: the largest vector a shared-memory allreduce carries.
-pub const COLL_SLOT_BYTES: usize = 1024;
+/// Bytes per data slot of a shared-memory collective: the most one rank publishes with an
+/// arrival (the slots of the world and of each channel follow the header page).
+pub const COLL_SLOT_BYTES: usize = 8192;
 const FLAG_POOL: u8 = 1;
 /// Cell-body bytes before the fragment header of an inline fragment.
 const INLINE_META: usize = 12;

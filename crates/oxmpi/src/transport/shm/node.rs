@@ -17,18 +17,28 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{ShmLink, BARRIER_OFFSET, COLL_SLOT_BYTES, COLL_SLOT_OFFSET, HEADER_BYTES};
+use super::{ShmLink, BARRIER_OFFSET, COLL_SLOT_BYTES, HEADER_BYTES};
 use crate::error::{Error, ErrorClass, Result};
 
 /// Per-communicator collective channels in each rank's segment.
 pub const CHANNELS: usize = 16;
 /// Bytes of one channel: its counter's cache line and two slots.
 const CHAN_STRIDE: usize = 64 + 2 * COLL_SLOT_BYTES;
-/// Bytes reserved for the channels right after the header page.
-pub(super) const CHAN_REGION: usize = (CHANNELS * CHAN_STRIDE).next_multiple_of(4096);
+/// Offset of the world's two slots: right after the header page (whose counter line they
+/// go with).
+const WORLD_SLOTS: usize = HEADER_BYTES;
+/// Offset of the first channel: after the world's slots.
+const CHAN_BASE: usize = WORLD_SLOTS + 2 * COLL_SLOT_BYTES;
+/// Bytes reserved for the world's slots and the channels right after the header page.
+pub(super) const CHAN_REGION: usize =
+    (CHAN_BASE - HEADER_BYTES + CHANNELS * CHAN_STRIDE).next_multiple_of(4096);
 
 // The channels fit their region, each counter on a cache line of its own.
-const _: () = assert!(CHANNELS * CHAN_STRIDE <= CHAN_REGION && CHAN_STRIDE.is_multiple_of(64));
+const _: () = assert!(
+    CHAN_BASE + CHANNELS * CHAN_STRIDE <= HEADER_BYTES + CHAN_REGION
+        && CHAN_STRIDE.is_multiple_of(64)
+        && CHAN_BASE.is_multiple_of(64)
+);
 
 /// What [`Node::chan_offer`] reports for a channel this rank cannot take now.
 pub const CHAN_BUSY: u64 = u64::MAX;
@@ -167,7 +177,7 @@ pub trait Node {
 fn counter_offset(at: Meet) -> usize {
     match at {
         Meet::World => BARRIER_OFFSET,
-        Meet::Chan(k) => HEADER_BYTES + k * CHAN_STRIDE,
+        Meet::Chan(k) => CHAN_BASE + k * CHAN_STRIDE,
     }
 }
 
@@ -200,8 +210,8 @@ fn data_offset(at: Meet, n: u64, len: usize) -> usize {
 fn slot_offset(at: Meet, n: u64) -> usize {
     let half = (n % 2) as usize * COLL_SLOT_BYTES;
     match at {
-        Meet::World => COLL_SLOT_OFFSET + half,
-        Meet::Chan(k) => HEADER_BYTES + k * CHAN_STRIDE + 64 + half,
+        Meet::World => WORLD_SLOTS + half,
+        Meet::Chan(k) => CHAN_BASE + k * CHAN_STRIDE + 64 + half,
     }
 }
 
@@ -709,7 +719,8 @@ mod tests {
             assert_eq!(slot_offset(Meet::Chan(k), 1), c + 64 + COLL_SLOT_BYTES);
             assert!(slot_offset(Meet::Chan(k), 1) + COLL_SLOT_BYTES <= HEADER_BYTES + CHAN_REGION);
         }
-        assert!(slot_offset(Meet::World, 1) + COLL_SLOT_BYTES <= HEADER_BYTES);
+        assert!(slot_offset(Meet::World, 0) >= HEADER_BYTES);
+        assert!(slot_offset(Meet::World, 1) + COLL_SLOT_BYTES <= counter_offset(Meet::Chan(0)));
         assert!(len_offset(Meet::World, 1) + 8 <= BARRIER_OFFSET + 64);
         // Inline data: 16-byte aligned, after the length words, inside the counter's line.
         for at in [Meet::World, Meet::Chan(0), Meet::Chan(CHANNELS - 1)] {
