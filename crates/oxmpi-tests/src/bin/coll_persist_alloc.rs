@@ -118,9 +118,10 @@ fn main() {
     let root = 1 % p;
     let mut reqs = Requests::new(&world);
     let mut failed = false;
-    // Element counts: inside a shared-memory slot, past it, and past the single-copy
-    // crossovers of the large reductions and broadcasts.
-    for n in [1usize, 300, 40_000] {
+    // Element counts: inside a shared-memory slot (300: only a bcast's or a small group's
+    // reduction), past it, and past the single-copy crossovers of the large reductions and
+    // broadcasts.
+    for n in [1usize, 300, 1100, 40_000] {
         let mut cases = Vec::new();
         let mut add = |name: &str,
                        send: usize,

@@ -111,19 +111,12 @@ pub(crate) struct Program {
 }
 
 impl Program {
-    /// An empty program: the step list of this thread's last finished program when there
-    /// is one (so a blocking collective allocates nothing), else room for a few steps.
+    /// An empty program (capacity for a few steps).
     pub fn new() -> Program {
-        let steps = LISTS
-            .try_with(|l| {
-                let (steps, pending) = l.take();
-                l.set((Vec::new(), pending));
-                steps
-            })
-            .ok()
-            .filter(|v| v.capacity() > 0)
-            .unwrap_or_else(|| Vec::with_capacity(8));
-        Program { steps, tmp: 0 }
+        Program {
+            steps: Vec::with_capacity(8),
+            tmp: 0,
+        }
     }
     /// Reserves `len` bytes of scratch, aligned to 16 bytes.
     pub fn scratch(&mut self, len: usize) -> Span {
@@ -332,54 +325,6 @@ thread_local! {
     static SPARE: std::cell::Cell<Vec<u128>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// Most steps (and transfers in flight) of the lists a thread keeps between programs.
-const LISTS_MAX: usize = 4096;
-
-type InFlight = Vec<(ReqId, usize)>;
-
-thread_local! {
-    /// The (emptied) step and in-flight lists of this thread's last finished program, for
-    /// the next one: two allocations and frees per blocking collective otherwise.
-    static LISTS: std::cell::Cell<(Vec<Step>, InFlight)> =
-        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
-}
-
-/// The thread's spare in-flight list (empty), or a new one.
-fn in_flight_list() -> InFlight {
-    LISTS
-        .try_with(|l| {
-            let (steps, pending) = l.take();
-            l.set((steps, Vec::new()));
-            pending
-        })
-        .unwrap_or_default()
-}
-
-/// Keeps a finished program's lists for the next program of this thread.
-fn keep_lists(mut steps: Vec<Step>, mut pending: InFlight) {
-    if steps.capacity() > LISTS_MAX || pending.capacity() > LISTS_MAX {
-        return;
-    }
-    steps.clear();
-    pending.clear();
-    // `try_with`: during thread teardown the lists may be gone already; then just free.
-    let _ = LISTS.try_with(|l| {
-        let (old_s, old_p) = l.take();
-        l.set((
-            if steps.capacity() >= old_s.capacity() {
-                steps
-            } else {
-                old_s
-            },
-            if pending.capacity() >= old_p.capacity() {
-                pending
-            } else {
-                old_p
-            },
-        ));
-    });
-}
-
 /// Scratch of at least `bytes` bytes: the thread's spare if it is large enough.
 fn scratch(bytes: usize) -> Vec<u128> {
     let words = bytes.div_ceil(16);
@@ -486,7 +431,7 @@ impl Exec {
         Ok(Exec {
             steps: prog.steps,
             pc: 0,
-            pending: in_flight_list(),
+            pending: Vec::new(),
             send,
             recv,
             tmp,
@@ -774,10 +719,6 @@ impl Drop for Exec {
         let tmp = std::mem::take(&mut self.tmp);
         if self.pending.is_empty() {
             keep_spare(tmp);
-            keep_lists(
-                std::mem::take(&mut self.steps),
-                std::mem::take(&mut self.pending),
-            );
         } else {
             std::mem::forget(tmp);
         }
