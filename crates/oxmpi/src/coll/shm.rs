@@ -46,7 +46,7 @@ const REDUCE_SLOT_ANY: usize = 1024;
 /// every rank reads them at once (np 2, interleaved rounds, slots against messages: reduce
 /// 2 KiB 0.16 against 0.33 µs, 8 KiB 0.33 against 0.52; allreduce 2 KiB 0.24 against 0.43,
 /// 4 KiB 0.55 against 0.58, but 8 KiB 0.79 against 0.75 on cores 0.04 µs apart and 1.82
-/// against 1.54 on cores 0.38 µs apart).
+/// against 1.54 on cores far apart, a cache line taking over 0.15 µs one way).
 pub(crate) fn reduce_fits(len: usize, p: usize, all: bool) -> bool {
     let budget = if all {
         COLL_SLOT_BYTES / 2
