@@ -743,7 +743,9 @@ impl<'a, L: ThreadLevel> Window<'a, L> {
         self.core.unlock_all()
     }
 
-    /// `MPI_Win_flush`.
+    /// `MPI_Win_flush`: this process's operations to `target` are complete there, and
+    /// ordered before its later ones. It does not order the program's own loads and stores
+    /// to shared window memory: [`sync`](Self::sync) does, as the standard says.
     pub fn flush(&self, target: i32) -> Result<()> {
         self.core.flush("win_flush", Some(target))
     }

@@ -5,8 +5,9 @@
 //! integers through the other paths), get_accumulate, fetch_and_op and compare_and_swap from
 //! every rank to one location. Then contended counters (fetch_and_op and CAS loops),
 //! accumulates of mixed sizes from every rank onto overlapping elements (exact sums), CAS
-//! increments beside bulk sums on one element (exact totals), shared
-//! windows through direct pointers, dynamic attach/detach, and each erroneous use's class.
+//! increments beside bulk sums on one element (exact totals), a flush ordering a put before
+//! a later get (a store-buffering litmus test between ranks 0 and 1), shared windows through
+//! direct pointers, dynamic attach/detach, and each erroneous use's class.
 //!
 //! `rma_check` runs everything; `rma_check multihost` is for windows spanning hosts (real
 //! ones, or faked by `OXMPI_HOST_OVERRIDE`), where targets elsewhere are reached by active
@@ -492,6 +493,70 @@ fn cas_mixed(world: &Communicator, flavor: Flavor) {
     must("free", w4.free());
 }
 
+/// A flush orders this rank's puts before its later gets (the store-buffering litmus test):
+/// ranks 0 and 1 each put the round number into the other's window, flush, and get what the
+/// other put into theirs; in no round may both still see the previous value. Without a full
+/// barrier between the put's stores and the get's loads, x86 lets both loads pass the
+/// stores. Round k starts at the same instant on both ranks (a slot of the host's clock
+/// agreed beforehand), so the two run side by side wherever the scheduler lets them.
+fn flush_orders_puts(world: &Communicator, flavor: Flavor) {
+    const ROUNDS: u64 = 20_000;
+    const SLOT_NS: u128 = 4_000;
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    };
+    let me = world.rank();
+    let win = must(
+        "allocate",
+        match flavor {
+            Flavor::Shared => world.window_allocate_shared::<u64>(1),
+            _ => world.window_allocate::<u64>(1),
+        },
+    );
+    // The first round starts a millisecond after rank 0 read its clock.
+    let mut base = [(now() + 1_000_000) as u64];
+    must("bcast", world.broadcast_into(0, &mut base[..]));
+    if me < 2 && world.size() >= 2 {
+        let other = 1 - me;
+        // old[k - 1]: whether round k's get still saw round k - 1's value.
+        let mut old = vec![0u8; ROUNDS as usize];
+        must("lock_all", win.lock_all(0));
+        for k in 1..=ROUNDS {
+            let start = u128::from(base[0]) + u128::from(k) * SLOT_NS;
+            while now() < start {
+                std::hint::spin_loop();
+            }
+            must("put", win.put(&[k][..], other, 0));
+            must("flush", win.flush(other));
+            let mut seen = [0u64];
+            must("get", win.get(&mut seen[..], me, 0));
+            must("flush", win.flush(me));
+            old[k as usize - 1] = u8::from(seen[0] < k);
+        }
+        must("unlock_all", win.unlock_all());
+        if me == 1 {
+            must("send", world.send(&old[..], 0, 77));
+        } else {
+            let mut theirs = vec![0u8; ROUNDS as usize];
+            must(
+                "receive",
+                world.receive_into(&mut theirs[..], 1, 77).map(drop),
+            );
+            let both = (0..old.len())
+                .filter(|&i| old[i] == 1 && theirs[i] == 1)
+                .count();
+            check!(
+                both == 0,
+                "{flavor:?}: in {both} of {ROUNDS} rounds both ranks' gets after a flush missed the other's put"
+            );
+        }
+    }
+    must("barrier", world.barrier());
+    must("free", win.free());
+}
+
 /// Shared windows: contiguous memory, neighbours' memory stored to and loaded through the
 /// pointers `shared_query` gives.
 fn shared(world: &Communicator) {
@@ -901,6 +966,8 @@ fn main() {
     mixed(&world, Flavor::Shared);
     cas_mixed(&world, Flavor::Allocate);
     cas_mixed(&world, Flavor::Shared);
+    flush_orders_puts(&world, Flavor::Allocate);
+    flush_orders_puts(&world, Flavor::Shared);
     shared(&world);
     dynamic(&world);
     errors(&world);
