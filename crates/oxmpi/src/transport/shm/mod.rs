@@ -671,7 +671,7 @@ impl ShmLink {
         }
         .ok_or(SendError::Busy)?;
         // SAFETY: the block (or run) is ours and unannounced, `len` bytes long at least.
-        fill(unsafe { self.pool.block_mut(block) });
+        let dst = unsafe { self.pool.block_mut(block) };
         let peer = match self.peer(to) {
             Ok(p) => p,
             Err(e) => {
@@ -679,10 +679,14 @@ impl ShmLink {
                 return Err(SendError::Fatal(e));
             }
         };
+        // The cell is claimed before the payload is copied: the claim's locked instruction
+        // waits for every store before it to leave the store buffer, and after the copy
+        // those are the block's lines, each fetched from the core that read them last.
         let Some(claim) = peer.tx.claim(1) else {
             self.pool.unalloc_run(block, run);
             return Err(SendError::Busy);
         };
+        fill(dst);
         // SAFETY: claimed, unpublished cell; header fits (hdr ≤ MAX_HDR).
         unsafe {
             let b = peer.tx.body(&claim, 0).cast::<u8>();
