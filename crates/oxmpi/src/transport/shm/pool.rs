@@ -197,14 +197,18 @@ impl PoolOwner {
     /// One of the other blocks, scanning from where the last such allocation ended.
     #[inline]
     fn alloc_cold(&mut self) -> Option<u32> {
-        let n = self.pool.blocks - self.hot;
-        for k in 0..n {
-            let i = self.hot + (self.cursor - self.hot + k) % n;
+        let (hot, blocks) = (self.hot, self.pool.blocks);
+        // Wraps from the last block to the first cold one by a compare, not a division (the
+        // block count is no power of two: a division was on every allocation's path).
+        let next = |i: u32| if i + 1 == blocks { hot } else { i + 1 };
+        let mut i = self.cursor;
+        for _ in hot..blocks {
             if self.is_back(i) {
                 self.pool.flag(i).store(BUSY, Ordering::Relaxed);
-                self.cursor = self.hot + (i - self.hot + 1) % n;
+                self.cursor = next(i);
                 return Some(i);
             }
+            i = next(i);
         }
         None
     }
