@@ -672,6 +672,17 @@ impl ShmLink {
         .ok_or(SendError::Busy)?;
         // SAFETY: the block (or run) is ours and unannounced, `len` bytes long at least.
         let dst = unsafe { self.pool.block_mut(block) };
+        // A block's payload is copied after the cell is claimed: the claim's locked
+        // instruction waits for every store before it to leave the store buffer, and after
+        // the copy those are the block's lines, each fetched from the core that read them
+        // last. A run's copy is long enough that a cell claimed meanwhile would hold up the
+        // receiver's ring for every sender behind it: copied first.
+        let fill = if run > 1 {
+            fill(dst);
+            None
+        } else {
+            Some(fill)
+        };
         let peer = match self.peer(to) {
             Ok(p) => p,
             Err(e) => {
@@ -679,14 +690,13 @@ impl ShmLink {
                 return Err(SendError::Fatal(e));
             }
         };
-        // The cell is claimed before the payload is copied: the claim's locked instruction
-        // waits for every store before it to leave the store buffer, and after the copy
-        // those are the block's lines, each fetched from the core that read them last.
         let Some(claim) = peer.tx.claim(1) else {
             self.pool.unalloc_run(block, run);
             return Err(SendError::Busy);
         };
-        fill(dst);
+        if let Some(fill) = fill {
+            fill(dst);
+        }
         // SAFETY: claimed, unpublished cell; header fits (hdr ≤ MAX_HDR).
         unsafe {
             let b = peer.tx.body(&claim, 0).cast::<u8>();
