@@ -158,6 +158,18 @@ pub fn type_committed(call: &str, h: TypeHandle) -> Result<Type> {
     Ok(e.ty)
 }
 
+/// [`type_committed`], lending a predefined type instead of counting a reference to it (two
+/// locked instructions per use, on every one-sided call of the C ABI).
+pub(crate) fn type_committed_lent(
+    call: &str,
+    h: TypeHandle,
+) -> Result<std::borrow::Cow<'static, Type>> {
+    match predefined_index(h) {
+        Some(i) => Ok(std::borrow::Cow::Borrowed(&fixed().types[i])),
+        None => type_committed(call, h).map(std::borrow::Cow::Owned),
+    }
+}
+
 /// A new id for a type built with the [`Type`] constructors (not committed).
 pub fn type_from(ty: Type) -> Result<TypeHandle> {
     if let Some(p) = ty.as_predefined() {

@@ -246,7 +246,7 @@ pub fn win_get_group(w: WinHandle) -> Result<super::group::GroupHandle> {
 /// One side of an operation: `count` elements of a datatype, for the C ABI (from ids) and the
 /// Rust API (from views) alike.
 pub(crate) struct Side {
-    ty: Type,
+    ty: std::borrow::Cow<'static, Type>,
     count: u64,
     /// Data bytes (the type's size times the count).
     len: usize,
@@ -255,6 +255,11 @@ pub(crate) struct Side {
 impl Side {
     /// `count` elements of `ty`; [`ErrorClass::Count`] when their data bytes overflow.
     pub(crate) fn new(call: &str, ty: Type, count: u64) -> Result<Side> {
+        Side::of(call, std::borrow::Cow::Owned(ty), count)
+    }
+
+    /// [`Side::new`] of a type that may be lent (a predefined one).
+    fn of(call: &str, ty: std::borrow::Cow<'static, Type>, count: u64) -> Result<Side> {
         let len = count
             .checked_mul(ty.size())
             .and_then(|l| usize::try_from(l).ok())
@@ -271,33 +276,54 @@ impl Side {
 
     /// The contiguous pieces `(byte offset from the buffer's address, position in the packed
     /// stream, length)`.
-    fn pieces(&self) -> Vec<(i64, usize, usize)> {
+    fn pieces(&self) -> Pieces {
         if self.plain() {
-            return vec![(0, 0, self.len)];
+            return Pieces::One([(0, 0, self.len)]);
         }
         let (runs, _) =
             crate::datatype::pack::pieces(&self.ty, self.count, 0, self.len as u64, usize::MAX);
         let mut pos = 0;
-        runs.into_iter()
-            .map(|(off, n)| {
-                let piece = (off, pos, n as usize);
-                pos += n as usize;
-                piece
-            })
-            .collect()
+        Pieces::Many(
+            runs.into_iter()
+                .map(|(off, n)| {
+                    let piece = (off, pos, n as usize);
+                    pos += n as usize;
+                    piece
+                })
+                .collect(),
+        )
+    }
+}
+
+/// A side's contiguous pieces (see [`Side::pieces`]): a plain side's one without a heap
+/// allocation (one per call of a one-sided operation otherwise).
+#[derive(Debug, PartialEq)]
+enum Pieces {
+    One([(i64, usize, usize); 1]),
+    Many(Vec<(i64, usize, usize)>),
+}
+
+impl std::ops::Deref for Pieces {
+    type Target = [(i64, usize, usize)];
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Pieces::One(p) => p,
+            Pieces::Many(v) => v,
+        }
     }
 }
 
 /// `count` elements of the committed datatype `dt`.
 fn side(call: &str, count: i64, dt: TypeHandle) -> Result<Side> {
-    let ty = super::datatype::type_committed(call, dt)?;
+    let ty = super::datatype::type_committed_lent(call, dt)?;
     let count = u64::try_from(count).map_err(|_| {
         Error::new(
             ErrorClass::Count,
             format!("{call}: count {count} is negative"),
         )
     })?;
-    Side::new(call, ty, count)
+    Side::of(call, ty, count)
 }
 
 /// Checks that two sides of one operation describe the same data: as many bytes
@@ -427,10 +453,10 @@ pub(crate) struct Remote<'t> {
 impl Remote<'_> {
     /// The target side's pieces, all checked against the window first (epoch, range), so an
     /// operation that fails has moved nothing.
-    fn pieces(&self, core: &WinCore, call: &str) -> Result<Vec<(i64, usize, usize)>> {
+    fn pieces(&self, core: &WinCore, call: &str) -> Result<Pieces> {
         let pieces = self.side.pieces();
         if pieces.len() > 1 {
-            for &(skew, _, n) in &pieces {
+            for &(skew, _, n) in pieces.iter() {
                 core.check_at(call, self.rank, self.disp, skew, n)?;
             }
         }
@@ -453,7 +479,7 @@ pub(crate) unsafe fn put_on(
     let pieces = t.pieces(core, "put")?;
     // SAFETY: forwarded contract.
     let data = unsafe { gather("put", origin, o)? };
-    for (skew, pos, n) in pieces {
+    for &(skew, pos, n) in pieces.iter() {
         core.put_at(&data[pos..pos + n], t.rank, t.disp, skew)?;
     }
     Ok(())
@@ -474,7 +500,7 @@ pub(crate) unsafe fn get_on(
     // SAFETY: forwarded contract.
     unsafe {
         scatter("get", origin, o, |buf| {
-            for (skew, pos, n) in pieces {
+            for &(skew, pos, n) in pieces.iter() {
                 core.get_at(&mut buf[pos..pos + n], t.rank, t.disp, skew)?;
             }
             Ok(())
@@ -517,7 +543,7 @@ pub(crate) unsafe fn accumulate_on(
         None => std::borrow::Cow::Borrowed(&[][..]),
     };
     let each = |mut out: Option<&mut [u8]>| -> Result<()> {
-        for &(skew, pos, n) in &pieces {
+        for &(skew, pos, n) in pieces.iter() {
             let from = if data.is_empty() {
                 &[][..]
             } else {
@@ -856,7 +882,7 @@ mod tests {
                 .collect();
             let side = Side::new("t", ty.clone(), count).unwrap();
             let mut got = Vec::new();
-            for (off, pos, n) in side.pieces() {
+            for &(off, pos, n) in side.pieces().iter() {
                 assert_eq!(
                     pos,
                     got.len(),
@@ -867,6 +893,6 @@ mod tests {
             assert_eq!(got, want, "count {count}");
         }
         let plain = Side::new("t", i64s(), 4).unwrap();
-        assert_eq!(plain.pieces(), vec![(0, 0, 32)]);
+        assert_eq!(plain.pieces(), Pieces::One([(0, 0, 32)]));
     }
 }
