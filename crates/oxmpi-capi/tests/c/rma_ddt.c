@@ -252,6 +252,11 @@ static void objects(void) {
     MUST(MPI_Info_free(&used));
     MUST(MPI_Info_free(&info));
 
+    /* A flush keeps the window for this thread's next call: freeing it must forget that. */
+    MUST(MPI_Win_lock_all(0, win));
+    MUST(MPI_Win_flush(0, win));
+    MUST(MPI_Win_unlock_all(win));
+
     MPI_Win freed = win;
     MUST(MPI_Win_free(&win));
     CHECK(win == MPI_WIN_NULL, "free did not null the handle");
@@ -264,6 +269,10 @@ static void objects(void) {
     /* Bad input: a freed window, a NULL name, a NULL function. */
     MUST(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     CHECK(class_of(MPI_Win_set_name(freed, "x")) == MPI_ERR_WIN, "freed window named");
+    CHECK(class_of(MPI_Win_flush(0, freed)) == MPI_ERR_WIN, "freed window flushed");
+    int one = 1;
+    CHECK(class_of(MPI_Put(&one, 1, MPI_INT, 0, 0, 1, MPI_INT, freed)) == MPI_ERR_WIN,
+          "put to a freed window");
     MPI_Win w2;
     MUST(MPI_Win_allocate(0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &w2));
     MUST(MPI_Win_set_errhandler(w2, MPI_ERRORS_RETURN));

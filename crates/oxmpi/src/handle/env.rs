@@ -144,6 +144,7 @@ pub(crate) fn session_leave(call: &str) -> Result<()> {
 /// callbacks run, MPI-5.0 §11.2.4), then finalizes collectively.
 fn shut_down(call: &str) -> Result<()> {
     let rt = runtime(call)?;
+    super::win::forget_kept();
     let attrs = super::comm::free_predefined();
     rt.finalize().and(attrs)
 }

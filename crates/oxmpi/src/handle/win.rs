@@ -11,6 +11,8 @@
 //! # Standard sections
 //! MPI-5.0 chapter 12 (one-sided communications).
 
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::comm::CommHandle;
@@ -47,9 +49,74 @@ struct Entry {
     core: WinCore,
     /// The communicator id whose error handler is the window's.
     errs: CommHandle,
+    /// Set by [`win_free`] before the id leaves the table, for threads that kept the entry
+    /// in [`LAST`].
+    freed: AtomicBool,
 }
 
 static WINS: Table<Arc<Entry>> = Table::new();
+
+thread_local! {
+    /// The window this thread named last, with its id: a call on it again skips the table's
+    /// read lock and reference count (four locked instructions a call, eight for a put and
+    /// its flush). Freed windows are told apart by [`Entry::freed`]; the thread that frees a
+    /// window, and the one that finalizes, drop theirs (see [`forget_last`]).
+    static LAST: RefCell<Option<(u32, Arc<Entry>)>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on the live window `w`, from [`LAST`] when it holds `w`, else from the table
+/// (then kept in [`LAST`]).
+fn with_entry<R>(call: &str, w: WinHandle, f: impl FnOnce(&Entry) -> Result<R>) -> Result<R> {
+    super::env::runtime(call)?;
+    let mut f = Some(f);
+    // A shared borrow: a call nested in `f` (none is, today) finds it again, and only the
+    // miss below ever borrows mutably, never across `f`.
+    let hit = LAST.try_with(|l| {
+        let last = l.borrow();
+        match &*last {
+            Some((id, e)) if *id == w.0 && !e.freed.load(Ordering::Relaxed) => {
+                f.take().map(|f| f(e))
+            }
+            _ => None,
+        }
+    });
+    if let Ok(Some(r)) = hit {
+        return r;
+    }
+    let e = entry(call, w)?;
+    // The entry this replaces may be a window freed by another thread: dropped here, while
+    // MPI is running, rather than at this thread's exit.
+    let _ = LAST.try_with(|l| {
+        if let Ok(mut last) = l.try_borrow_mut() {
+            *last = Some((w.0, Arc::clone(&e)));
+        }
+    });
+    // `f` was taken only on a hit, which returned.
+    let f = f.take().ok_or_else(|| {
+        Error::new(
+            ErrorClass::Intern,
+            format!("{call}: window lookup ran twice"),
+        )
+    })?;
+    f(&e)
+}
+
+/// Drops this thread's [`LAST`] (all of it for `None`, else only if it holds `w`).
+fn forget_last(w: Option<WinHandle>) {
+    let _ = LAST.try_with(|l| {
+        if let Ok(mut last) = l.try_borrow_mut() {
+            if w.is_none_or(|w| last.as_ref().is_some_and(|(id, _)| *id == w.0)) {
+                *last = None;
+            }
+        }
+    });
+}
+
+/// Drops the window this thread kept for its next call (at finalize: the entry must not
+/// outlive MPI in a thread-local).
+pub(crate) fn forget_kept() {
+    forget_last(None);
+}
 
 /// Window id by the id of its private communicator, so a callback reached through that
 /// communicator (an error handler, an attribute's delete function) can name the window.
@@ -114,7 +181,11 @@ fn create(
     let errs = super::comm::put_opt(call, Some(core.comm().clone()))?;
     super::errhandler::inherit(comm, errs);
     let w = WINS
-        .insert(Arc::new(Entry { core, errs }))
+        .insert(Arc::new(Entry {
+            core,
+            errs,
+            freed: AtomicBool::new(false),
+        }))
         .map(WinHandle)
         .ok_or_else(|| {
             Error::new(
@@ -178,6 +249,8 @@ pub fn win_create_dynamic(comm: CommHandle) -> Result<WinHandle> {
 pub fn win_free(w: &mut WinHandle) -> Result<()> {
     let e = entry("win_free", *w)?;
     e.core.free()?;
+    e.freed.store(true, Ordering::Relaxed);
+    forget_last(Some(*w));
     WINS.remove(w.0);
     super::errhandler::forget(e.errs);
     super::name::forget(e.errs);
@@ -576,16 +649,17 @@ pub unsafe fn put(
     ttype: TypeHandle,
     w: WinHandle,
 ) -> Result<()> {
-    let e = entry("put", w)?;
-    let o = side("put", ocount, otype)?;
-    let t = side("put", tcount, ttype)?;
-    let t = Remote {
-        rank: target,
-        disp,
-        side: &t,
-    };
-    // SAFETY: forwarded contract.
-    unsafe { put_on(&e.core, origin, &o, &t) }
+    with_entry("put", w, |e| {
+        let o = side("put", ocount, otype)?;
+        let t = side("put", tcount, ttype)?;
+        let t = Remote {
+            rank: target,
+            disp,
+            side: &t,
+        };
+        // SAFETY: forwarded contract.
+        unsafe { put_on(&e.core, origin, &o, &t) }
+    })
 }
 
 /// `MPI_Get`.
@@ -603,16 +677,17 @@ pub unsafe fn get(
     ttype: TypeHandle,
     w: WinHandle,
 ) -> Result<()> {
-    let e = entry("get", w)?;
-    let o = side("get", ocount, otype)?;
-    let t = side("get", tcount, ttype)?;
-    let t = Remote {
-        rank: target,
-        disp,
-        side: &t,
-    };
-    // SAFETY: forwarded contract.
-    unsafe { get_on(&e.core, origin, &o, &t) }
+    with_entry("get", w, |e| {
+        let o = side("get", ocount, otype)?;
+        let t = side("get", tcount, ttype)?;
+        let t = Remote {
+            rank: target,
+            disp,
+            side: &t,
+        };
+        // SAFETY: forwarded contract.
+        unsafe { get_on(&e.core, origin, &o, &t) }
+    })
 }
 
 /// `MPI_Accumulate`.
@@ -632,16 +707,17 @@ pub unsafe fn accumulate(
     w: WinHandle,
 ) -> Result<()> {
     let call = "accumulate";
-    let e = entry(call, w)?;
-    let o = side(call, ocount, otype)?;
-    let t = side(call, tcount, ttype)?;
-    let t = Remote {
-        rank: target,
-        disp,
-        side: &t,
-    };
-    // SAFETY: forwarded contract.
-    unsafe { accumulate_on(&e.core, call, (origin, Some(&o)), None, &t, op) }
+    with_entry(call, w, |e| {
+        let o = side(call, ocount, otype)?;
+        let t = side(call, tcount, ttype)?;
+        let t = Remote {
+            rank: target,
+            disp,
+            side: &t,
+        };
+        // SAFETY: forwarded contract.
+        unsafe { accumulate_on(&e.core, call, (origin, Some(&o)), None, &t, op) }
+    })
 }
 
 /// `MPI_Get_accumulate` (and `MPI_Fetch_and_op` with counts of 1). With `MPI_NO_OP` the
@@ -666,31 +742,32 @@ pub unsafe fn get_accumulate(
     op: &Op,
     w: WinHandle,
 ) -> Result<()> {
-    let e = entry(call, w)?;
-    let r = side(call, rcount, rtype)?;
-    let t = side(call, tcount, ttype)?;
-    agree(call, &r, &t)?;
-    let o = if matches!(op, Op::NoOp) {
-        None
-    } else {
-        Some(side(call, ocount, otype)?)
-    };
-    let t = Remote {
-        rank: target,
-        disp,
-        side: &t,
-    };
-    // SAFETY: forwarded contract.
-    unsafe {
-        accumulate_on(
-            &e.core,
-            call,
-            (origin, o.as_ref()),
-            Some((result, &r)),
-            &t,
-            op,
-        )
-    }
+    with_entry(call, w, |e| {
+        let r = side(call, rcount, rtype)?;
+        let t = side(call, tcount, ttype)?;
+        agree(call, &r, &t)?;
+        let o = if matches!(op, Op::NoOp) {
+            None
+        } else {
+            Some(side(call, ocount, otype)?)
+        };
+        let t = Remote {
+            rank: target,
+            disp,
+            side: &t,
+        };
+        // SAFETY: forwarded contract.
+        unsafe {
+            accumulate_on(
+                &e.core,
+                call,
+                (origin, o.as_ref()),
+                Some((result, &r)),
+                &t,
+                op,
+            )
+        }
+    })
 }
 
 /// `MPI_Compare_and_swap` on one element of the predefined type `dt`.
@@ -707,25 +784,26 @@ pub unsafe fn compare_and_swap(
     w: WinHandle,
 ) -> Result<()> {
     let call = "compare_and_swap";
-    let e = entry(call, w)?;
-    let one = side(call, 1, dt)?;
-    let base = base_of(call, &one.ty)?;
-    if !one.plain() || one.len != base.info().extent {
-        return Err(Error::new(
-            ErrorClass::Type,
-            format!("{call}: compare-and-swap takes one element of a predefined type"),
-        ));
-    }
-    let len = one.len;
-    // SAFETY: forwarded contract.
-    let (o, c, r) = unsafe {
-        (
-            src(call, origin, len)?,
-            src(call, compare, len)?,
-            dst(call, result, len)?,
-        )
-    };
-    e.core.compare_and_swap(o, c, r, target, disp, base)
+    with_entry(call, w, |e| {
+        let one = side(call, 1, dt)?;
+        let base = base_of(call, &one.ty)?;
+        if !one.plain() || one.len != base.info().extent {
+            return Err(Error::new(
+                ErrorClass::Type,
+                format!("{call}: compare-and-swap takes one element of a predefined type"),
+            ));
+        }
+        let len = one.len;
+        // SAFETY: forwarded contract.
+        let (o, c, r) = unsafe {
+            (
+                src(call, origin, len)?,
+                src(call, compare, len)?,
+                dst(call, result, len)?,
+            )
+        };
+        e.core.compare_and_swap(o, c, r, target, disp, base)
+    })
 }
 
 /// A request that is already complete, for `MPI_Rput` and friends: every operation is
@@ -820,7 +898,7 @@ pub fn win_unlock_all(w: WinHandle) -> Result<()> {
 
 /// `MPI_Win_flush`, `MPI_Win_flush_local` (`rank`) and their `_all` forms (`None`).
 pub fn win_flush(call: &str, rank: Option<i32>, w: WinHandle) -> Result<()> {
-    entry(call, w)?.core.flush(call, rank)
+    with_entry(call, w, |e| e.core.flush(call, rank))
 }
 
 /// `MPI_Win_sync`.
