@@ -167,15 +167,18 @@ fn counter(so: &str, phase: &str, name: &str) -> u64 {
 }
 
 #[test]
-fn a_lone_rendezvous_is_pushed_and_a_window_is_pulled() {
+fn a_lone_rendezvous_is_pushed_and_a_busy_senders_window_is_pulled() {
     let prog = env!("CARGO_BIN_EXE_p2p_rndv_choice");
     // The 1 MiB messages are in the pushed band (by default every size below
-    // OXMPI_SINGLE_COPY_MIN): each lone one is pushed by its sender; of a window of 8, at
-    // most the first is.
+    // OXMPI_SINGLE_COPY_MIN): each lone one is pushed by its sender, and so is every message
+    // of a window from a sender with nothing posted to receive; of a window of 8 from a
+    // sender with a receive posted, at most the first is.
     let so = run_ok(2, prog, &["10"], &[]);
     assert_eq!(counter(&so, "lone", "pushed"), 5, "{so}");
     assert_eq!(counter(&so, "lone", "pulls"), 0, "{so}");
-    assert!(counter(&so, "window", "pulls") >= 7, "{so}");
+    assert_eq!(counter(&so, "window", "pushed"), 5 + 8, "{so}");
+    assert_eq!(counter(&so, "window", "pulls"), 0, "{so}");
+    assert!(counter(&so, "busywindow", "pulls") >= 7, "{so}");
     // An exchange: the message that arrives while the receiver's own send to its sender is
     // unfinished is pulled; the other, lone, is pushed.
     assert_eq!(counter(&so, "exchange0", "pulls"), 1, "{so}");

@@ -95,13 +95,13 @@ tunables! {
     single_copy: bool = true => "true", "OXMPI_SINGLE_COPY",
         "rendezvous pulls data with one process_vm_readv; 0 forces the pipelined two-copy path";
     recv_write: bool = true => "true", "OXMPI_RECV_WRITE",
-        "a large receive posted before its message, where a lone message is copied once (below OXMPI_PUSH_MIN or from OXMPI_SINGLE_COPY_MIN, by default from 16 MiB), tells the sender where to write it (seed 002)";
+        "a large receive posted before its message, where a lone message is copied once (below OXMPI_PUSH_MIN or from OXMPI_SINGLE_COPY_MIN, by default at no size), tells the sender where to write it (seed 002)";
     coll_eager_limit: usize = 131072 => "131072", "OXMPI_COLL_EAGER_LIMIT",
         "largest message sent eagerly through shared memory (at least OXMPI_EAGER_LIMIT) of a collective's own point-to-point steps, whose sending rank then goes on at once so that back-to-back collectives overlap (np 2 reduce, eager against rendezvous: 32 KiB 7.6-8.2 against 12.2-13.6 us, 64 KiB 13.7-14.4 against 21.7-25.7), and of derived-datatype data packed as it is sent, which no single copy can read (ddt-vector 32-64 KiB 5.2-6.4 against 4.3-6.2 GB/s)";
     push_min: usize = 0 => "0", "OXMPI_PUSH_MIN",
         "smallest rendezvous message pushed through the pool when it arrives alone, its two copies on two cores at once; a smaller one is copied once, pulled by the receiver or written by the sender into a receive posted in time (oxmpi-info --calibrate measures the crossover; np 2, 4 interleaved rounds, latency copied once against pushed: 32 KiB 4.3 against 3.2 us, 64 KiB 6.4 against 4.6, 256 KiB 18.2 against 16.6, 1 MiB 71 against 67 on cores 0.3-0.4 us apart, and 64 KiB 5.8 against 1.7, 1 MiB 72 against 23 on cores 0.04 us apart; with fresh data each time, 64 KiB 9.9 against 5.2, 1 MiB 210 against 86; bw and bibw, whose windows are pulled, a tie)";
-    single_copy_min: usize = 16777216 => "16777216", "OXMPI_SINGLE_COPY_MIN",
-        "smallest rendezvous message copied once again when it arrives alone, above the pushed band from OXMPI_PUSH_MIN (oxmpi-info --calibrate measures the crossover; np 2 latency, pushed against pulled: 4 MiB 260-312 against 574-673 us, 16 MiB 1884-1992 against 3642-3994)";
+    single_copy_min: usize = 1 << 40 => "1T", "OXMPI_SINGLE_COPY_MIN",
+        "smallest rendezvous message copied once again when it arrives alone, above the pushed band from OXMPI_PUSH_MIN; by default none is (oxmpi-info --calibrate measures the crossover up to 64 MiB; np 2 latency, pushed against pulled: 4 MiB 260-312 against 574-673 us, 16 MiB 1884-1992 against 3642-3994; ddt-contig ping-pong 16 MiB 27.0-27.1 against 8.0-9.0 GB/s, 64 MiB 22.8-22.9 against 7.9-8.1; bw 16 MiB 29.0-29.4 against 8.4-8.6)";
     ddt_iov_min_block: usize = 4096 => "4096", "OXMPI_DDT_IOV_MIN_BLOCK",
         "a derived-datatype message whose contiguous pieces average at least this many bytes moves as iovec lists in one process_vm_readv copy on one host: a receive from the rendezvous size on (a contiguous sender's data lands in one copy), a send too except in the pushed band (OXMPI_PUSH_MIN to OXMPI_SINGLE_COPY_MIN), where a sender packs its chunks into pool blocks as it pushes them, like a lone contiguous message (by default the band ends at OXMPI_SINGLE_COPY_MIN; np 2, 3 interleaved rounds on cores 0.3-0.4 us apart, ddt-vector64k packed against as pieces: 64 KiB 14.6 against 10.3 GB/s, 128 KiB 17.9 against 10.5, 256 KiB 16.1 against 12.3, 1 MiB 14.2 against 11.5, 2-4 MiB a tie); smaller pieces are always packed";
     ddt_direct_min: usize = 4096 => "4096", "OXMPI_DDT_DIRECT_MIN",
@@ -409,13 +409,14 @@ fn parse<T: ParseTunable>(name: &str, value: &str) -> Result<T> {
     })
 }
 
-/// Parses `123`, `64k`, `4M`, `1g` (binary multiples).
+/// Parses `123`, `64k`, `4M`, `1g`, `1T` (binary multiples).
 pub fn parse_size(s: &str) -> Option<u64> {
     let s = s.trim();
     let (digits, mult) = match s.char_indices().last()? {
         (i, 'k' | 'K') => (&s[..i], 1u64 << 10),
         (i, 'm' | 'M') => (&s[..i], 1 << 20),
         (i, 'g' | 'G') => (&s[..i], 1 << 30),
+        (i, 't' | 'T') => (&s[..i], 1 << 40),
         _ => (s, 1),
     };
     digits.trim().parse::<u64>().ok()?.checked_mul(mult)
@@ -432,6 +433,7 @@ mod tests {
         assert_eq!(parse_size("64k"), Some(65536));
         assert_eq!(parse_size("4M"), Some(4 << 20));
         assert_eq!(parse_size(" 1g "), Some(1 << 30));
+        assert_eq!(parse_size("1T"), Some(1 << 40));
         assert_eq!(parse_size("k"), None);
         assert_eq!(parse_size("-1"), None);
         assert_eq!(parse_size("99999999999999999999g"), None);

@@ -144,6 +144,9 @@ struct Probe {
     large: Candidate,
     /// Whether the tunable names the smallest size of `large` (else the largest of `small`).
     names_large: bool,
+    /// The value when `large` wins at no size measured, where that means it never does
+    /// (else twice the largest size).
+    never: Option<usize>,
 }
 
 /// Where the crossover falls: the index `k` (sizes below it take `small`, the rest `large`)
@@ -162,8 +165,6 @@ fn crossover_index(small: &[f64], large: &[f64]) -> usize {
     best
 }
 
-/// The tunable's value for crossover index `k` over `sizes`; outside the range measured it
-/// is half the smallest or twice the largest size.
 /// Prints the line a calibration ends each tunable with, naming the value it replaces.
 fn report_choice(tunable: &str, value: usize, why: &str) {
     let was = match oxmpi::config::lookup(tunable).ok().flatten() {
@@ -178,6 +179,8 @@ fn report_choice(tunable: &str, value: usize, why: &str) {
     println!("  chosen: {tunable} = {value}{why} (in force before: {was})");
 }
 
+/// The tunable's value for crossover index `k` over `sizes`; outside the range measured it
+/// is half the smallest or twice the largest size.
 fn crossover_value(sizes: &[usize], k: usize, names_large: bool) -> usize {
     let n = sizes.len();
     let (last_small, first_large) = (
@@ -445,7 +448,10 @@ fn calibrate(args: &[String]) -> Result<(), String> {
         let small: Vec<f64> = small.iter_mut().map(|v| median(v)).collect();
         let large: Vec<f64> = large.iter_mut().map(|v| median(v)).collect();
         let k = crossover_index(&small, &large);
-        let value = crossover_value(&p.sizes, k, p.names_large);
+        let value = match p.never {
+            Some(v) if k == n => v,
+            _ => crossover_value(&p.sizes, k, p.names_large),
+        };
         println!();
         println!(
             "{}: {} below, {} from the crossover ({} at np {}, us)",
@@ -490,6 +496,8 @@ fn calibrate(args: &[String]) -> Result<(), String> {
             2 * k * k,
             4 * k * k,
             8 * k * k,
+            16 * k * k,
+            64 * k * k,
         ],
         &[16 * k, 256 * k, 4 * k * k],
     );
@@ -515,6 +523,7 @@ fn calibrate(args: &[String]) -> Result<(), String> {
             env: lone(0, 1 << 40),
         },
         names_large: true,
+        never: None,
     };
     let push_min = measure(&push)?;
     chosen.push((push.tunable, push_min));
@@ -530,6 +539,7 @@ fn calibrate(args: &[String]) -> Result<(), String> {
             label: "single copy",
             env: lone(0, 0),
         },
+        never: Some(1 << 40),
         ..push
     };
     let single_copy_min = if single_copy.sizes.is_empty() {
@@ -581,6 +591,7 @@ fn calibrate(args: &[String]) -> Result<(), String> {
             ],
         },
         names_large: false,
+        never: None,
     };
     chosen.push((eager.tunable, measure(&eager)?));
     let inline = Probe {
@@ -598,6 +609,7 @@ fn calibrate(args: &[String]) -> Result<(), String> {
             env: vec![("OXMPI_SHM_INLINE_MAX", big(0))],
         },
         names_large: false,
+        never: None,
     };
     chosen.push((inline.tunable, measure(&inline)?));
     // The shared-memory collectives against message-based ones, on as many ranks as this
@@ -644,6 +656,7 @@ fn calibrate(args: &[String]) -> Result<(), String> {
                 env: vec![(tunable, big(0))],
             },
             names_large: true,
+            never: None,
         };
         chosen.push((tunable, measure(&probe)?));
     }

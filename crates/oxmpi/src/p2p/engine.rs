@@ -1394,19 +1394,29 @@ mod tests {
         );
     }
 
-    /// A rendezvous message is pushed only when it is alone: messages that arrived before
-    /// their receives were posted (a window, found unexpected one after another) are pulled
-    /// while others wait behind them, and only the last, alone by then, is pushed.
-    #[test]
-    fn messages_waiting_behind_one_another_are_pulled_not_pushed() {
-        let (mut a, mut b) = shm_pair_with("lone", 0, 1 << 20);
+    /// Four 20 000-byte rendezvous messages from `a` announced before `b` posts their
+    /// receives, each received and completed before the next is posted; `a` has a receive
+    /// of its own posted while it sends if `sender_busy`. Returns `b`'s single-copy pulls
+    /// and `a`'s pushed messages.
+    fn window_announced_before_its_receives(tag: &str, sender_busy: bool) -> (u64, u64) {
+        let (mut a, mut b) = shm_pair_with(tag, 0, 1 << 20);
         let len = 20_000;
         let data: Vec<Vec<u8>> = (0..4)
             .map(|m| (0..len).map(|k| (k * 7 + m * 31) as u8).collect())
             .collect();
         let mut got = vec![vec![0u8; len]; 4];
-        // SAFETY: every buffer outlives its request, each waited for below.
+        let mut other = [0u8; 8];
+        // SAFETY: every buffer outlives its request, each waited for (or cancelled) below.
         unsafe {
+            let busy = sender_busy.then(|| {
+                match a
+                    .irecv_from(other.as_mut_ptr(), 8, 0, 1, 99, Some(1))
+                    .unwrap()
+                {
+                    RecvStart::Pending(id) => id,
+                    RecvStart::Done(_) => panic!("nothing was sent with tag 99"),
+                }
+            });
             let sends: Vec<_> = data
                 .iter()
                 .map(|d| {
@@ -1441,9 +1451,29 @@ mod tests {
             for id in sends.into_iter().flatten() {
                 assert!(done(&mut a, id, &mut b), "send completes");
             }
+            if let Some(id) = busy {
+                assert!(a.cancel(id), "the unmatched receive is cancelled");
+                assert!(done(&mut a, id, &mut b), "the cancelled receive completes");
+            }
         }
         assert_eq!(got, data);
-        assert_eq!(b.stats().single_copy_pulls, 3, "{:?}", b.stats());
+        (b.stats().single_copy_pulls, a.stats().pushed)
+    }
+
+    /// A rendezvous message from a sender with a receive of its own posted is pushed only
+    /// when it is alone: messages that arrived before their receives were posted (a window,
+    /// found unexpected one after another) are pulled while others wait behind them, and
+    /// only the last, alone by then, is pushed.
+    #[test]
+    fn messages_from_a_busy_sender_waiting_behind_one_another_are_pulled() {
+        assert_eq!(window_announced_before_its_receives("busy", true), (3, 1));
+    }
+
+    /// A sender with nothing posted to receive says so in its `RTS`: its core is free to
+    /// copy, so every message of its window is pushed.
+    #[test]
+    fn messages_from_an_idle_sender_are_pushed() {
+        assert_eq!(window_announced_before_its_receives("idle", false), (0, 4));
     }
 
     /// A large receive posted for each of many small messages advertises every time; the

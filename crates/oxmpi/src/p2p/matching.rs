@@ -52,6 +52,8 @@ pub enum Body {
         pid: u32,
         /// `RTS` flags (data in the sender's arena), or the piece count of an `RTS_IOV`.
         flags: u32,
+        /// Whether the sender had no receive posted when it sent it (`MatchHdr::idle`).
+        idle: bool,
         /// Which rendezvous request it came as (`RTS`, `RTS_IOV`, `RTS_PACKED`).
         kind: u8,
     },
@@ -188,6 +190,11 @@ impl Matcher {
     #[inline]
     pub fn posted_on(&self, ctx: u32) -> usize {
         self.ctx.get(ctx as usize).map_or(0, |q| q.posted.len())
+    }
+
+    /// Whether any receive is posted, on any context.
+    pub fn any_posted(&self) -> bool {
+        self.ctx.iter().any(|q| !q.posted.is_empty())
     }
 
     /// Number of unexpected messages stored on `ctx`.

@@ -392,6 +392,7 @@ impl Proto {
             addr: 0,
             pid: 0,
             flags: 0,
+            idle: false,
         };
         let mut hdr = [0u8; HDR_MAX];
         let hdr_len = h.encode(am::EAGER, &mut hdr);
@@ -496,6 +497,7 @@ impl Proto {
             addr: 0,
             pid: 0,
             flags: 0,
+            idle: false,
         };
         let (kind, wait) = if let Some((_, nseg)) = pieces {
             (h.addr, h.pid, h.flags) = (exposed.addr, exposed.key, nseg);
@@ -509,6 +511,12 @@ impl Proto {
             )
         } else if protocol == Protocol::Rendezvous {
             (h.addr, h.pid, h.flags) = (exposed.addr, exposed.key, exposed.flags);
+            // Nothing posted for us to receive: this rank's core will be free to copy the
+            // data into its pool if the receiver asks for a push. Not on an oversubscribed
+            // host, where that core is another rank's too.
+            h.idle = self.pushed_recvs == 0
+                && !self.matcher.any_posted()
+                && !crate::runtime::oversubscribed();
             (am::RTS, true)
         } else if sync {
             (am::EAGER_SYNC, true)
@@ -597,6 +605,7 @@ impl Proto {
             addr: 0,
             pid: 0,
             flags: 0,
+            idle: false,
         };
         let mut hdr = [0u8; HDR_MAX];
         let hdr_len = h.encode(kind, &mut hdr);
@@ -705,6 +714,7 @@ impl Proto {
             addr: 0,
             pid: 0,
             flags: 0,
+            idle: false,
         };
         let mut hdr = [0u8; HDR_MAX];
         let n = h.encode(am::RTS, &mut hdr);
@@ -783,6 +793,7 @@ impl Proto {
             addr: sync as u64,
             pid: 0,
             flags: 0,
+            idle: false,
         };
         let mut hdr = [0u8; HDR_MAX];
         let head_len = h.encode(am::RTS, &mut hdr);
@@ -1082,25 +1093,34 @@ impl Proto {
             },
             u.from,
         );
-        let (kind, sreq, data, len, addr, pid, flags) = match u.body {
-            Body::Eager(d) => (am::EAGER, 0, d, 0, 0, 0, 0),
-            Body::EagerSync { data, sreq } => (am::EAGER_SYNC, sreq, data, 0, 0, 0, 0),
+        let mut h = MatchHdr {
+            env: u.env,
+            sreq: 0,
+            len: 0,
+            addr: 0,
+            pid: 0,
+            flags: 0,
+            idle: false,
+        };
+        let (kind, data) = match u.body {
+            Body::Eager(d) => (am::EAGER, d),
+            Body::EagerSync { data, sreq } => {
+                h.sreq = sreq;
+                (am::EAGER_SYNC, data)
+            }
             Body::Rts {
                 sreq,
                 len,
                 addr,
                 pid,
                 flags,
+                idle,
                 kind,
-            } => (kind, sreq, Stored::Heap(Vec::new()), len, addr, pid, flags),
-        };
-        let h = MatchHdr {
-            env: u.env,
-            sreq,
-            len,
-            addr,
-            pid,
-            flags,
+            } => {
+                (h.sreq, h.len, h.addr, h.pid, h.flags, h.idle) =
+                    (sreq, len, addr, pid, flags, idle);
+                (kind, Stored::Heap(Vec::new()))
+            }
         };
         self.deliver(
             link,
@@ -1147,6 +1167,7 @@ impl Proto {
                                 addr: h.addr,
                                 pid: h.pid,
                                 flags: h.flags,
+                                idle: h.idle,
                                 kind,
                             },
                         };
@@ -1423,6 +1444,7 @@ impl Proto {
             addr: 0,
             pid: 0,
             flags: 0,
+            idle: false,
         };
         match a.target {
             Target::Posted {
@@ -1739,19 +1761,23 @@ impl Proto {
         }
         let buf = if chunked.is_some() { buf } else { flat(&found) };
         // Memory the sender exposed for plain copies (flags set) is always pulled; otherwise a
-        // lone message in the pushed band is pushed (see `Limits::copied_once_when_lone`). With
-        // more receives waiting (a window, a halo) pulls spread the copying better, and so
-        // with more messages waiting: a window whose messages arrived before its receives
-        // were posted finds them unexpected one by one (a bidirectional window pushed
-        // every message then, at about half the bandwidth of pulling them). And so while a
-        // rendezvous send of ours to the same peer is unfinished: that peer is busy copying
-        // our data, so a push would wait for it where a pull goes on at once (the last
-        // message of a bidirectional window).
+        // lone message in the pushed band is pushed (see `Limits::copied_once_when_lone`): its
+        // sender copies into its pool while we copy out, two cores at once. A message is
+        // lone when its sender said it had nothing to receive (`idle`: a window of sends,
+        // which then moves at about twice the bandwidth of pulling each message), or when
+        // nothing else waits here: with more receives waiting (a halo) or more messages (a
+        // window whose messages arrived before its receives were posted, found unexpected one
+        // by one; a bidirectional window pushed every message then, at about half the
+        // bandwidth of pulling them) pulls spread the copying better, its sender likely busy
+        // too. Never while a rendezvous send of ours to the same peer is unfinished: that
+        // peer is busy copying our data, so a push would wait for it where a pull goes on at
+        // once (a bidirectional window).
         let ctx = h.env.ctx;
         let peer_of = &self.peer_of;
-        let lone = self.pushed_recvs == 0
-            && self.matcher.posted_on(ctx) == 0
-            && self.matcher.unexpected_on(ctx) == 0
+        let lone = (h.idle
+            || (self.pushed_recvs == 0
+                && self.matcher.posted_on(ctx) == 0
+                && self.matcher.unexpected_on(ctx) == 0))
             && !self
                 .reqs
                 .sending_rendezvous(limits.eager_limit, |i| peer_of.get(i) == Some(&from));

@@ -63,7 +63,7 @@ pub struct MatchHdr {
     pub env: Envelope,
     /// Sender's request id (`EAGER_SYNC`, `RTS`).
     pub sreq: u32,
-    /// Message length (`RTS`).
+    /// Message length (`RTS`; below 2^63, whose bit carries `idle`).
     pub len: u64,
     /// Address of the data in the sender (`RTS`).
     pub addr: u64,
@@ -71,7 +71,14 @@ pub struct MatchHdr {
     pub pid: u32,
     /// `RTS` flags (the transport's [`Remote::flags`](crate::transport::Remote::flags)).
     pub flags: u32,
+    /// `RTS`: the sender had no receive posted, so pushing the data through its pool costs
+    /// it no other work (see `Proto`'s choice between pulling and pushing).
+    pub idle: bool,
 }
+
+/// The bit of an `RTS`'s length word that carries [`MatchHdr::idle`] (no message is 2^63
+/// bytes long).
+const IDLE_BIT: u64 = 1 << 63;
 
 /// Room for the largest header the protocol sends.
 pub const HDR_MAX: usize = 40;
@@ -119,7 +126,8 @@ impl MatchHdr {
             out[12..16].copy_from_slice(&self.sreq.to_le_bytes());
         }
         if n > 16 {
-            out[16..24].copy_from_slice(&self.len.to_le_bytes());
+            let word = self.len | if self.idle { IDLE_BIT } else { 0 };
+            out[16..24].copy_from_slice(&word.to_le_bytes());
             out[24..32].copy_from_slice(&self.addr.to_le_bytes());
             out[32..36].copy_from_slice(&self.pid.to_le_bytes());
             out[36..40].copy_from_slice(&self.flags.to_le_bytes());
@@ -146,12 +154,15 @@ impl MatchHdr {
             addr: 0,
             pid: 0,
             flags: 0,
+            idle: false,
         };
         if n > 12 {
             h.sreq = u32_at(b, 12);
         }
         if n > 16 {
-            h.len = u64_at(b, 16);
+            let word = u64_at(b, 16);
+            h.len = word & !IDLE_BIT;
+            h.idle = word & IDLE_BIT != 0;
             h.addr = u64_at(b, 24);
             h.pid = u32_at(b, 32);
             h.flags = u32_at(b, 36);
@@ -187,9 +198,9 @@ mod tests {
 
     proptest! {
         #[test]
-        fn match_headers_round_trip(ctx: u32, src: u32, tag: i32, sreq: u32, len: u64, addr: u64, pid: u32, flags: u32) {
+        fn match_headers_round_trip(ctx: u32, src: u32, tag: i32, sreq: u32, len in 0..1u64 << 63, addr: u64, pid: u32, flags: u32, idle: bool) {
             let env = Envelope { ctx, src, tag };
-            let h = MatchHdr { env, sreq, len, addr, pid, flags };
+            let h = MatchHdr { env, sreq, len, addr, pid, flags, idle };
             for kind in [am::EAGER, am::EAGER_SYNC, am::RTS, am::RTS_IOV, am::RTS_PACKED] {
                 let mut buf = [0u8; HDR_MAX];
                 let n = h.encode(kind, &mut buf);
