@@ -160,6 +160,9 @@ static void run(int flavor) {
     }
     int rc = MPI_Put(src, 3, MPI_INT32_T, right, 0, 1, every_other, win);
     CHECK(class_of(rc) == MPI_ERR_COUNT, "size mismatch gave class %d", class_of(rc));
+    /* As many bytes, different type signatures. */
+    rc = MPI_Put(src, 2, MPI_INT16_T, right, 0, 1, MPI_INT32_T, win);
+    CHECK(class_of(rc) == MPI_ERR_TYPE, "signature mismatch gave class %d", class_of(rc));
     float f[8] = {0};
     rc = MPI_Accumulate(f, 8, MPI_FLOAT, right, 0, 1, every_other, MPI_SUM, win);
     CHECK(class_of(rc) == MPI_ERR_TYPE, "mixed accumulate gave class %d", class_of(rc));

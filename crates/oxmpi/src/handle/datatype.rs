@@ -162,6 +162,7 @@ pub fn type_committed(call: &str, h: TypeHandle) -> Result<Type> {
 
 /// [`type_committed`], lending a predefined type instead of counting a reference to it (two
 /// locked instructions per use, on every one-sided call of the C ABI).
+#[inline]
 pub(crate) fn type_committed_lent(
     call: &str,
     h: TypeHandle,

@@ -332,27 +332,35 @@ impl Side {
     }
 
     /// [`Side::new`] of a type that may be lent (a predefined one).
+    #[inline(always)]
     fn of(call: &str, ty: std::borrow::Cow<'static, Type>, count: u64) -> Result<Side> {
-        let len = count
+        match count
             .checked_mul(ty.size())
             .and_then(|l| usize::try_from(l).ok())
-            .ok_or_else(|| {
-                Error::new(ErrorClass::Count, format!("{call}: count × size overflows"))
-            })?;
-        Ok(Side { ty, count, len })
+        {
+            Some(len) => Ok(Side { ty, count, len }),
+            None => Err(count_overflows(call)),
+        }
     }
 
     /// Whether the data is the `len` bytes at the buffer's address (no packing needed).
+    #[inline]
     fn plain(&self) -> bool {
         self.len == 0 || (self.ty.is_contiguous() && self.ty.lb() == 0)
     }
 
     /// The contiguous pieces `(byte offset from the buffer's address, position in the packed
     /// stream, length)`.
+    #[inline(always)]
     fn pieces(&self) -> Pieces {
         if self.plain() {
             return Pieces::One([(0, 0, self.len)]);
         }
+        self.derived_pieces()
+    }
+
+    #[inline(never)]
+    fn derived_pieces(&self) -> Pieces {
         let (runs, _) =
             crate::datatype::pack::pieces(&self.ty, self.count, 0, self.len as u64, usize::MAX);
         let mut pos = 0;
@@ -366,6 +374,12 @@ impl Side {
                 .collect(),
         )
     }
+}
+
+#[cold]
+#[inline(never)]
+fn count_overflows(call: &str) -> Error {
+    Error::new(ErrorClass::Count, format!("{call}: count × size overflows"))
 }
 
 /// A side's contiguous pieces (see [`Side::pieces`]): a plain side's one without a heap
@@ -388,30 +402,56 @@ impl std::ops::Deref for Pieces {
 }
 
 /// `count` elements of the committed datatype `dt`.
+// Inlined, as are `Side::of`, `agree` and the pieces of a plain side, with their errors made
+// out of line: a `Side` returned through memory was reloaded 16 bytes at a time over the
+// 8-byte stores that wrote it, a failed store forward, three per C `MPI_Put`.
+#[inline(always)]
 fn side(call: &str, count: i64, dt: TypeHandle) -> Result<Side> {
     let ty = super::datatype::type_committed_lent(call, dt)?;
-    let count = u64::try_from(count).map_err(|_| {
-        Error::new(
-            ErrorClass::Count,
-            format!("{call}: count {count} is negative"),
-        )
-    })?;
+    let Ok(count) = u64::try_from(count) else {
+        return Err(negative_count(call, count));
+    };
     Side::of(call, ty, count)
+}
+
+#[cold]
+#[inline(never)]
+fn negative_count(call: &str, count: i64) -> Error {
+    Error::new(
+        ErrorClass::Count,
+        format!("{call}: count {count} is negative"),
+    )
 }
 
 /// Checks that two sides of one operation describe the same data: as many bytes
 /// ([`ErrorClass::Count`]) and matching type signatures ([`ErrorClass::Type`]; `MPI_BYTE`
 /// matches anything).
+#[inline(always)]
 fn agree(call: &str, o: &Side, t: &Side) -> Result<()> {
     if o.len != t.len {
-        return Err(Error::new(
-            ErrorClass::Count,
-            format!(
-                "{call}: the origin describes {} bytes, the target {}",
-                o.len, t.len
-            ),
-        ));
+        return Err(lengths_differ(call, o, t));
     }
+    // The same type (a predefined one, lent from one table) the same number of times.
+    if std::ptr::eq::<Type>(&*o.ty, &*t.ty) && o.count == t.count {
+        return Ok(());
+    }
+    signatures_agree(call, o, t)
+}
+
+#[cold]
+#[inline(never)]
+fn lengths_differ(call: &str, o: &Side, t: &Side) -> Error {
+    Error::new(
+        ErrorClass::Count,
+        format!(
+            "{call}: the origin describes {} bytes, the target {}",
+            o.len, t.len
+        ),
+    )
+}
+
+#[inline(never)]
+fn signatures_agree(call: &str, o: &Side, t: &Side) -> Result<()> {
     o.ty.check_match(o.count, &t.ty, t.count)
         .map_err(|e| Error::new(ErrorClass::Type, format!("{call}: {}", e.message())))
 }
@@ -420,11 +460,22 @@ fn agree(call: &str, o: &Side, t: &Side) -> Result<()> {
 ///
 /// # Safety
 /// `p` valid for reads of the side's elements (null is `MPI_BOTTOM` for derived types).
+#[inline(always)]
 unsafe fn gather<'a>(call: &str, p: *const u8, o: &Side) -> Result<std::borrow::Cow<'a, [u8]>> {
     if o.plain() {
         // SAFETY: forwarded contract.
         return Ok(std::borrow::Cow::Borrowed(unsafe { src(call, p, o.len)? }));
     }
+    // SAFETY: forwarded contract.
+    unsafe { pack_side(p, o) }
+}
+
+/// [`gather`] of a side that is not plain.
+///
+/// # Safety
+/// As [`gather`].
+#[inline(never)]
+unsafe fn pack_side<'a>(p: *const u8, o: &Side) -> Result<std::borrow::Cow<'a, [u8]>> {
     let mut v = vec![0u8; o.len];
     // SAFETY: the caller guarantees the elements are readable; `v` is a fresh buffer.
     unsafe { crate::datatype::pack::pack_raw(&o.ty, p, o.count, 0, &mut v) };
@@ -436,6 +487,7 @@ unsafe fn gather<'a>(call: &str, p: *const u8, o: &Side) -> Result<std::borrow::
 ///
 /// # Safety
 /// `p` valid for writes of the side's elements (null is `MPI_BOTTOM` for derived types).
+#[inline(always)]
 unsafe fn scatter(
     call: &str,
     p: *mut u8,
@@ -480,33 +532,38 @@ fn base_of(call: &str, ty: &Type) -> Result<Predefined> {
 ///
 /// # Safety
 /// `p` valid for reads of `len` bytes for `'a`.
+#[inline(always)]
 unsafe fn src<'a>(call: &str, p: *const u8, len: usize) -> Result<&'a [u8]> {
     if len == 0 {
         return Ok(&[]);
     }
     if p.is_null() {
-        return Err(Error::new(
-            ErrorClass::Buffer,
-            format!("{call}: the origin buffer is NULL"),
-        ));
+        return Err(null_buffer(call, "origin"));
     }
     // SAFETY: non-null; valid for `len` reads by the caller's contract.
     Ok(unsafe { std::slice::from_raw_parts(p, len) })
+}
+
+#[cold]
+#[inline(never)]
+fn null_buffer(call: &str, which: &str) -> Error {
+    Error::new(
+        ErrorClass::Buffer,
+        format!("{call}: the {which} buffer is NULL"),
+    )
 }
 
 /// As [`src`], for writes.
 ///
 /// # Safety
 /// `p` valid for writes of `len` bytes for `'a` and not otherwise used.
+#[inline(always)]
 unsafe fn dst<'a>(call: &str, p: *mut u8, len: usize) -> Result<&'a mut [u8]> {
     if len == 0 {
         return Ok(&mut []);
     }
     if p.is_null() {
-        return Err(Error::new(
-            ErrorClass::Buffer,
-            format!("{call}: the result buffer is NULL"),
-        ));
+        return Err(null_buffer(call, "result"));
     }
     // SAFETY: non-null; valid for `len` writes by the caller's contract.
     Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
@@ -526,6 +583,7 @@ pub(crate) struct Remote<'t> {
 impl Remote<'_> {
     /// The target side's pieces, all checked against the window first (epoch, range), so an
     /// operation that fails has moved nothing.
+    #[inline(always)]
     fn pieces(&self, core: &WinCore, call: &str) -> Result<Pieces> {
         let pieces = self.side.pieces();
         if pieces.len() > 1 {
