@@ -170,29 +170,40 @@ pub fn is_thread_main() -> bool {
 
 /// The runtime, if MPI is initialized through the handle layer and not finalized, and the
 /// calling thread may drive the engine at the level in force.
+// Inlined, its errors made out of line: called by every C call, it returned its answer
+// through memory, reloaded wider than it was stored (a failed store forward).
+#[inline(always)]
 pub(crate) fn runtime(call: &str) -> Result<&'static Arc<Runtime>> {
+    match RT.get() {
+        Some(rt)
+            if !crate::runtime::is_finalized() && (rt.level.needs_lock() || is_thread_main()) =>
+        {
+            Ok(rt)
+        }
+        _ => Err(unavailable(call)),
+    }
+}
+
+/// Why [`runtime`] refused `call`.
+#[cold]
+#[inline(never)]
+fn unavailable(call: &str) -> Error {
     let Some(rt) = RT.get() else {
-        return Err(Error::new(
+        return Error::new(
             ErrorClass::Other,
             format!("{call}: MPI is not initialized through the handle layer (init_thread)"),
-        ));
+        );
     };
     if crate::runtime::is_finalized() {
-        return Err(Error::new(
-            ErrorClass::Other,
-            format!("{call}: MPI is finalized"),
-        ));
+        return Error::new(ErrorClass::Other, format!("{call}: MPI is finalized"));
     }
-    if !rt.level.needs_lock() && !is_thread_main() {
-        return Err(Error::new(
-            ErrorClass::Other,
-            format!(
-                "{call}: at thread level {:?} only the thread that initialized MPI may call it",
-                rt.level
-            ),
-        ));
-    }
-    Ok(rt)
+    Error::new(
+        ErrorClass::Other,
+        format!(
+            "{call}: at thread level {:?} only the thread that initialized MPI may call it",
+            rt.level
+        ),
+    )
 }
 
 /// Finalizes the world model (`MPI_Finalize`): first deletes the attributes of

@@ -76,7 +76,12 @@ impl OpHandle {
         OpHandle(i as u32)
     }
 
+    #[inline]
     fn predefined(self) -> Option<Op> {
+        // Predefined ids lie in 0x21..=0x3d; anything else is a user operation's.
+        if !(0x21..=0x3d).contains(&self.0) {
+            return None;
+        }
         PREDEFINED
             .iter()
             .find(|(v, _)| *v == self.0)
@@ -86,6 +91,8 @@ impl OpHandle {
 
 static OPS: Table<UserOp> = Table::new();
 
+#[cold]
+#[inline(never)]
 fn bad_op(call: &str, h: OpHandle) -> Error {
     Error::new(
         ErrorClass::Op,
@@ -105,6 +112,7 @@ pub fn op_create(f: ByteFn, commutative: bool) -> Result<OpHandle> {
 }
 
 /// The operation behind `h`, for any reduction collective.
+#[inline]
 pub fn op_get(h: OpHandle) -> Result<Op> {
     runtime("op_get")?;
     if let Some(op) = h.predefined() {
