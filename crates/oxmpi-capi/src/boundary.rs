@@ -276,9 +276,16 @@ pub unsafe fn slice_mut<'a, T>(name: &str, p: *mut T, n: usize) -> Result<&'a mu
 
 /// A count argument as `usize`: negative is [`ErrorClass::Count`].
 /// Takes `int` counts and the `MPI_Count` of the large-count (`_c`) functions alike.
+#[inline]
 pub fn count(name: &str, n: impl Into<i64>) -> Result<usize> {
     let n: i64 = n.into();
-    usize::try_from(n).map_err(|_| err(ErrorClass::Count, name, format!("count {n} is negative")))
+    usize::try_from(n).map_err(|_| negative_count(name, n))
+}
+
+#[cold]
+#[inline(never)]
+fn negative_count(name: &str, n: i64) -> Error {
+    err(ErrorClass::Count, name, format!("count {n} is negative"))
 }
 
 /// An integer array element of the C ABI: a count (`int`, `MPI_Count`) or a displacement
@@ -308,6 +315,9 @@ impl AbiInt for isize {
 
 /// The byte length of `n` elements of datatype `dt`, and the datatype: an unknown datatype
 /// is [`ErrorClass::Type`], a negative count [`ErrorClass::Count`].
+// Inlined, errors out of line: its answer came back through memory, reloaded wider than it
+// was stored (a failed store forward), on every C reduction.
+#[inline]
 pub fn span(
     name: &str,
     n: impl Into<i64>,
@@ -315,10 +325,16 @@ pub fn span(
 ) -> Result<(usize, &'static crate::datatypes::Predef)> {
     let n = count(name, n)?;
     let d = crate::datatypes::lookup(name, dt as usize)?;
-    let len = n
-        .checked_mul(d.size)
-        .ok_or_else(|| err(ErrorClass::Count, name, "count × datatype size overflows"))?;
-    Ok((len, d))
+    match n.checked_mul(d.size) {
+        Some(len) => Ok((len, d)),
+        None => Err(span_overflows(name)),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn span_overflows(name: &str) -> Error {
+    err(ErrorClass::Count, name, "count × datatype size overflows")
 }
 
 /// A send buffer of `len` bytes: null with `len > 0` is [`ErrorClass::Buffer`].

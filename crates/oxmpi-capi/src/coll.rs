@@ -80,6 +80,7 @@ pub(crate) fn typed(c: Handle) -> Result<Communicator<Single>> {
 /// The communicator behind `c` for a collective defined on both kinds: `Err` an
 /// intercommunicator (see [`inter`]).
 #[allow(clippy::type_complexity)]
+#[inline]
 pub(crate) fn either(
     c: Handle,
 ) -> Result<std::result::Result<Cow<'static, Communicator<Single>>, InterCommunicator<Single>>> {
@@ -211,6 +212,9 @@ impl VComm {
     }
 }
 
+// Always inlined: its answer, returned through memory, was reloaded wider than it was
+// stored (a failed store forward) on every C reduction.
+#[inline(always)]
 pub(crate) fn op(h: Handle) -> Result<(OpHandle, Op)> {
     let id = OpHandle::from_int(int_of(h));
     Ok((id, hop::op_get(id)?))
@@ -279,8 +283,9 @@ unsafe fn bytes_mut<'a>(name: &str, p: *mut c_void, len: usize) -> Result<&'a mu
 macro_rules! reduce_as {
     ($name:expr, $dt:expr, $op:expr, $T:ident => $body:expr) => {{
         let dt: &Predef = $dt;
-        CALL_DATATYPE.with(|c| c.set(dt.handle));
         if matches!($op, Op::User(_)) {
+            // Only user kernels read it: a predefined op skips the thread-local store.
+            CALL_DATATYPE.with(|c| c.set(dt.handle));
             match dt.size {
                 1 => { type $T = [u8; 1]; $body }
                 2 => { type $T = [u8; 2]; $body }
@@ -669,10 +674,17 @@ pub(crate) fn derived(
 
 /// A reduction over a derived datatype made of one predefined type: the base's table entry
 /// and the element count, or `None` for a predefined datatype.
+#[inline]
 pub(crate) fn reduction_base(name: &str, dt: Handle) -> Result<Option<&'static Predef>> {
     if crate::datatypes::predef(dt as usize).is_some() {
         return Ok(None);
     }
+    derived_base(name, dt)
+}
+
+/// [`reduction_base`] of a handle that is not a predefined datatype's.
+#[inline(never)]
+fn derived_base(name: &str, dt: Handle) -> Result<Option<&'static Predef>> {
     let ty = oxmpi::handle::datatype::type_committed(name, crate::datatypes::id(dt as usize))?;
     let base = ty.base().ok_or_else(|| {
         err(

@@ -17,23 +17,6 @@ use crate::op::{ByteFn, Datatype, Op, UserOp};
 #[repr(transparent)]
 pub struct OpHandle(u32);
 
-const PREDEFINED: [(u32, Op); 14] = [
-    (0x21, Op::Sum),
-    (0x22, Op::Min),
-    (0x23, Op::Max),
-    (0x24, Op::Prod),
-    (0x28, Op::BitwiseAnd),
-    (0x29, Op::BitwiseOr),
-    (0x2a, Op::BitwiseXor),
-    (0x30, Op::LogicalAnd),
-    (0x31, Op::LogicalOr),
-    (0x32, Op::LogicalXor),
-    (0x38, Op::MinLoc),
-    (0x39, Op::MaxLoc),
-    (0x3c, Op::Replace),
-    (0x3d, Op::NoOp),
-];
-
 impl OpHandle {
     /// `MPI_OP_NULL` (ABI value).
     pub const NULL: OpHandle = OpHandle(0x20);
@@ -76,16 +59,25 @@ impl OpHandle {
         OpHandle(i as u32)
     }
 
-    #[inline]
+    #[inline(always)]
     fn predefined(self) -> Option<Op> {
-        // Predefined ids lie in 0x21..=0x3d; anything else is a user operation's.
-        if !(0x21..=0x3d).contains(&self.0) {
-            return None;
-        }
-        PREDEFINED
-            .iter()
-            .find(|(v, _)| *v == self.0)
-            .map(|(_, op)| op.clone())
+        Some(match self {
+            OpHandle::SUM => Op::Sum,
+            OpHandle::MIN => Op::Min,
+            OpHandle::MAX => Op::Max,
+            OpHandle::PROD => Op::Prod,
+            OpHandle::BAND => Op::BitwiseAnd,
+            OpHandle::BOR => Op::BitwiseOr,
+            OpHandle::BXOR => Op::BitwiseXor,
+            OpHandle::LAND => Op::LogicalAnd,
+            OpHandle::LOR => Op::LogicalOr,
+            OpHandle::LXOR => Op::LogicalXor,
+            OpHandle::MINLOC => Op::MinLoc,
+            OpHandle::MAXLOC => Op::MaxLoc,
+            OpHandle::REPLACE => Op::Replace,
+            OpHandle::NO_OP => Op::NoOp,
+            _ => return None,
+        })
     }
 }
 
@@ -112,12 +104,19 @@ pub fn op_create(f: ByteFn, commutative: bool) -> Result<OpHandle> {
 }
 
 /// The operation behind `h`, for any reduction collective.
-#[inline]
+// Always inlined up to a predefined op (the C reductions' short path): its answer came back
+// through memory and was reloaded wider than it was stored (a failed store forward).
+#[inline(always)]
 pub fn op_get(h: OpHandle) -> Result<Op> {
     runtime("op_get")?;
     if let Some(op) = h.predefined() {
         return Ok(op);
     }
+    user_op(h)
+}
+
+#[inline(never)]
+fn user_op(h: OpHandle) -> Result<Op> {
     OPS.get(h.0)
         .map(Op::User)
         .ok_or_else(|| bad_op("op_get", h))
@@ -153,4 +152,45 @@ pub fn reduce_local(
     h: OpHandle,
 ) -> Result<()> {
     crate::op::reduce_local_bytes(input, inout, count, datatype, &op_get(h)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn predefined_ids_name_their_ops_and_nothing_else_does() {
+        let named = [
+            (OpHandle::SUM, Op::Sum),
+            (OpHandle::MIN, Op::Min),
+            (OpHandle::MAX, Op::Max),
+            (OpHandle::PROD, Op::Prod),
+            (OpHandle::BAND, Op::BitwiseAnd),
+            (OpHandle::BOR, Op::BitwiseOr),
+            (OpHandle::BXOR, Op::BitwiseXor),
+            (OpHandle::LAND, Op::LogicalAnd),
+            (OpHandle::LOR, Op::LogicalOr),
+            (OpHandle::LXOR, Op::LogicalXor),
+            (OpHandle::MINLOC, Op::MinLoc),
+            (OpHandle::MAXLOC, Op::MaxLoc),
+            (OpHandle::REPLACE, Op::Replace),
+            (OpHandle::NO_OP, Op::NoOp),
+        ];
+        for (h, op) in &named {
+            let got = h
+                .predefined()
+                .unwrap_or_else(|| panic!("{h:?} is predefined"));
+            assert_eq!(
+                std::mem::discriminant(&got),
+                std::mem::discriminant(op),
+                "{h:?}"
+            );
+        }
+        // Every other value, the null op and user ids included, is not predefined.
+        for v in (0..0x100).chain([0x1000, 0x1021, u32::MAX]) {
+            if !named.iter().any(|(h, _)| h.0 == v) {
+                assert!(OpHandle(v).predefined().is_none(), "{v:#x}");
+            }
+        }
+    }
 }
