@@ -62,6 +62,7 @@ fn node_aware_intra_host_stages_through_host_communicators() {
         ("OXMPI_COLL_SHM_ALLREDUCE_LONG_OVERSUBSCRIBED", "1"),
         ("OXMPI_COLL_SHM_REDUCE_LONG", "1"),
         ("OXMPI_COLL_SHM_BCAST_LONG", "1"),
+        ("OXMPI_COLL_SHM_BCAST_LONG_PAIR", "1"),
         ("OXMPI_COLL_SHM_BCAST_LONG_OVERSUBSCRIBED", "1"),
         ("OXMPI_COLL_HIER_BCAST_LONG", "1"),
     ];
@@ -93,6 +94,7 @@ fn large_shm_paths_forced_at_every_size_and_switched_off() {
         ("OXMPI_COLL_SHM_ALLREDUCE_LONG_OVERSUBSCRIBED", "1"),
         ("OXMPI_COLL_SHM_REDUCE_LONG", "1"),
         ("OXMPI_COLL_SHM_BCAST_LONG", "1"),
+        ("OXMPI_COLL_SHM_BCAST_LONG_PAIR", "1"),
         ("OXMPI_COLL_SHM_BCAST_LONG_OVERSUBSCRIBED", "1"),
         ("OXMPI_COLL_SHM_ALLGATHER_LONG", "1"),
         ("OXMPI_COLL_SHM_ALLGATHER_LONG_OVERSUBSCRIBED", "1"),
@@ -138,6 +140,7 @@ fn persistent_collectives_on_shm_channels_np1_to_6() {
     // reduces and allreduces copy between the members' buffers too.
     let low = [
         ("OXMPI_COLL_SHM_BCAST_LONG", "16k"),
+        ("OXMPI_COLL_SHM_BCAST_LONG_PAIR", "16k"),
         ("OXMPI_COLL_SHM_BCAST_LONG_OVERSUBSCRIBED", "128k"),
         ("OXMPI_COLL_SHM_REDUCE_LONG", "256k"),
         ("OXMPI_COLL_SHM_ALLREDUCE_LONG", "16k"),

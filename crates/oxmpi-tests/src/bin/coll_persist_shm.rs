@@ -75,12 +75,12 @@ const COUNTS: [usize; 8] = [1, 16, 128, 129, 1024, 1025, 4096, 32771];
 static OVERSUBSCRIBED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 
 /// The single-copy crossovers in force of the blocking bcast, reduce and allreduce on this
-/// host.
-fn single_copy_mins() -> (usize, usize, usize) {
+/// host, on a communicator of `ranks`.
+fn single_copy_mins(ranks: usize) -> (usize, usize, usize) {
     let over = *OVERSUBSCRIBED.get().expect("set in main");
     let c = oxmpi::coll::crossovers();
     (
-        c.shm_bcast_min(over),
+        c.shm_bcast_min(over, ranks),
         c.shm_reduce_long,
         c.shm_allreduce_min(over),
     )
@@ -170,7 +170,7 @@ fn restarts_with_new_contents(c: &Communicator, expect: bool, restarts: usize, w
             // The barrier (request 0) carries no data: on shared memory at every count.
             // Large bcasts (1, 2), reduces (3, 4) and allreduces (5-7) copy between the
             // buffers instead.
-            let (bcast_min, reduce_min, allreduce_min) = single_copy_mins();
+            let (bcast_min, reduce_min, allreduce_min) = single_copy_mins(c.size() as usize);
             let shm = (i == 0 && want_shm(c, expect, 1))
                 || ((1..=2).contains(&i) && bshm)
                 || ((3..=4).contains(&i) && rshm)
@@ -538,7 +538,7 @@ fn main() {
     free_and_reuse(&dup, expect, "dup");
     if expect && p >= 2 {
         mismatched_counts(&dup);
-        if want_single_copy(&dup, expect, 8192, single_copy_mins().2) {
+        if want_single_copy(&dup, expect, 8192, single_copy_mins(dup.size() as usize).2) {
             mismatched_large_counts(&dup);
         }
     }

@@ -324,13 +324,14 @@ fn exercise_gathers(c: &Communicator, what: &str) {
     }
 }
 
-/// Whether [`mismatched_large_counts`]'s collectives (about `bytes` each) all take the
-/// single-copy paths under the crossovers in force, with or without oversubscription.
-fn single_copy_at(bytes: usize) -> bool {
+/// Whether [`mismatched_large_counts`]'s collectives (about `bytes` each, on `ranks`) all
+/// take the single-copy paths under the crossovers in force, with or without
+/// oversubscription.
+fn single_copy_at(bytes: usize, ranks: usize) -> bool {
     let c = oxmpi::coll::crossovers();
     [false, true].iter().all(|&over| {
         c.shm_allreduce_min(over) <= bytes
-            && c.shm_bcast_min(over) <= bytes
+            && c.shm_bcast_min(over, ranks) <= bytes
             && c.shm_allgather_min(over) <= bytes
     }) && c.shm_gather_long <= bytes
 }
@@ -556,7 +557,9 @@ fn main() {
     // Only where the single-copy paths run at its sizes (1 MiB; by default they start
     // later, so the test that forces every crossover to 1 byte runs it): message algorithms
     // need not detect differing counts (the program is erroneous).
-    if expect && std::env::var("OXMPI_SINGLE_COPY").as_deref() != Ok("0") && single_copy_at(1 << 20)
+    if expect
+        && std::env::var("OXMPI_SINGLE_COPY").as_deref() != Ok("0")
+        && single_copy_at(1 << 20, dup.size() as usize)
     {
         mismatched_large_counts(&dup);
     }

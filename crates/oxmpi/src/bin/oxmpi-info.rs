@@ -613,21 +613,37 @@ fn calibrate(args: &[String]) -> Result<(), String> {
     };
     chosen.push((inline.tunable, measure(&inline)?));
     // The shared-memory collectives against message-based ones, on as many ranks as this
-    // host has cores (up to 8): single-host jobs usually fill the host.
+    // host has cores (up to 8): single-host jobs usually fill the host. A bcast between two
+    // ranks has a crossover of its own (one message against single copies), timed at np 2;
+    // the general one only where the host has more cores.
     let np = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
-    for (tunable, bench, label) in [
-        ("OXMPI_COLL_SHM_BCAST_LONG", "bcast", "single-copy pulls"),
-        (
-            "OXMPI_COLL_SHM_ALLREDUCE_LONG",
-            "allreduce",
-            "shared-memory reduce-scatter",
-        ),
-        (
-            "OXMPI_COLL_SHM_REDUCE_LONG",
-            "reduce",
-            "shared-memory reduce-scatter",
-        ),
-    ] {
+    let mut colls = vec![(
+        "OXMPI_COLL_SHM_BCAST_LONG_PAIR",
+        "bcast",
+        "single-copy pulls",
+        2,
+    )];
+    if np > 2 {
+        colls.push((
+            "OXMPI_COLL_SHM_BCAST_LONG",
+            "bcast",
+            "single-copy pulls",
+            np,
+        ));
+    }
+    colls.push((
+        "OXMPI_COLL_SHM_ALLREDUCE_LONG",
+        "allreduce",
+        "shared-memory reduce-scatter",
+        np,
+    ));
+    colls.push((
+        "OXMPI_COLL_SHM_REDUCE_LONG",
+        "reduce",
+        "shared-memory reduce-scatter",
+        np,
+    ));
+    for (tunable, bench, label, np) in colls {
         let probe = Probe {
             tunable,
             bench,

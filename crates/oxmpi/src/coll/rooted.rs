@@ -137,7 +137,7 @@ impl<L: ThreadLevel> Communicator<L> {
                     return self.shm_bcast(at, r, bytes);
                 }
                 let c = super::select::crossovers();
-                let min = c.shm_bcast_min(crate::runtime::oversubscribed());
+                let min = c.shm_bcast_min(crate::runtime::oversubscribed(), self.size() as usize);
                 if let Some(at) = self.shm_large(bytes.len(), min)? {
                     if self.shm_bcast_large(at, r, bytes)? {
                         return Ok(());

@@ -80,6 +80,8 @@ coll_tunables! {
         "bcast of at least this many bytes on a communicator within one host: every rank pulls the root's buffer with one copy, instead of messages (np 2, messages against it: on cores 0.05 us apart, 15 rounds, 64 KiB 1.3 against 3.6 us, 1 MiB 21 against 40, 4 MiB 84 against 144; 0.38 us apart, 4 rounds, 64 KiB 4.0 against 4.6, 256 KiB 13.2 against 11.0, 1 MiB 41 against 49, 4 MiB 159 against 142)";
     shm_bcast_long_oversubscribed = 16777216, "OXMPI_COLL_SHM_BCAST_LONG_OVERSUBSCRIBED",
         "OXMPI_COLL_SHM_BCAST_LONG on a host that runs more ranks than it has cores (every member must be scheduled for each step of the single-copy form; np 4 on 2 cores, 4 interleaved rounds, a binomial tree of messages against it: 128 KiB 8.3 against 25-29 us, 1 MiB 78 against 141-165, 4 MiB 359 against 587, 8 MiB 650 against 1374; 16 MiB 4633 against 3315; np 3 and 6 alike)";
+    shm_bcast_long_pair = 1073741824, "OXMPI_COLL_SHM_BCAST_LONG_PAIR",
+        "OXMPI_COLL_SHM_BCAST_LONG on a communicator of two ranks (not oversubscribed), where the message program is one message, pushed through the pool on both cores at once (np 2, 2 interleaved rounds, messages against single copies: 4 MiB 94-96 against 143-186 us, 8 MiB 179-195 against 302-314, 16 MiB 497-508 against 811-923; 1-2 MiB a tie)";
     shm_bcast_split = 4, "OXMPI_COLL_SHM_BCAST_SPLIT",
         "single-copy bcast on at most this many ranks (count, not bytes): the root writes the last 1/p of every receiver's buffer while the receivers read the rest; on more ranks (or 0) the receivers read it all";
     shm_allgather_long_oversubscribed = 65536, "OXMPI_COLL_SHM_ALLGATHER_LONG_OVERSUBSCRIBED",
@@ -127,11 +129,13 @@ impl Crossovers {
         })
     }
 
-    /// The smallest bcast that goes by single-copy pulls on a communicator within one host,
-    /// on a host that is `oversubscribed` or not (the same for every member).
-    pub fn shm_bcast_min(&self, oversubscribed: bool) -> usize {
+    /// The smallest bcast that goes by single-copy pulls on a communicator of `ranks` within
+    /// one host, on a host that is `oversubscribed` or not (the same for every member).
+    pub fn shm_bcast_min(&self, oversubscribed: bool, ranks: usize) -> usize {
         if oversubscribed {
             self.shm_bcast_long_oversubscribed
+        } else if ranks == 2 {
+            self.shm_bcast_long_pair
         } else {
             self.shm_bcast_long
         }
@@ -360,8 +364,10 @@ mod tests {
             _ => None,
         })
         .unwrap();
-        assert_eq!(c.shm_bcast_min(false), 8192);
-        assert_eq!(c.shm_bcast_min(true), 1 << 20);
+        assert_eq!(c.shm_bcast_min(false, 3), 8192);
+        assert_eq!(c.shm_bcast_min(true, 3), 1 << 20);
+        assert_eq!(c.shm_bcast_min(true, 2), 1 << 20);
+        assert_eq!(c.shm_bcast_min(false, 2), c.shm_bcast_long_pair);
         assert_eq!(c.shm_allgather_min(false), c.shm_allgather_long);
         assert_eq!(
             c.shm_allgather_min(true),

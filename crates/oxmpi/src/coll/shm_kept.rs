@@ -71,7 +71,7 @@ impl ShmKind {
                     return Some(ShmKind::Bcast { root });
                 }
                 let min =
-                    super::select::crossovers().shm_bcast_min(crate::runtime::oversubscribed());
+                    super::select::crossovers().shm_bcast_min(crate::runtime::oversubscribed(), p);
                 (recv >= min && recv > COLL_SLOT_BYTES).then_some(ShmKind::BcastLarge { root })
             }
             ShmKind::Reduce { root, elem } | ShmKind::ReduceLarge { root, elem } => {
