@@ -88,8 +88,8 @@ coll_tunables! {
         "OXMPI_COLL_SHM_ALLGATHER_LONG on a host that runs more ranks than it has cores (np 4 on 2 cores, 4 interleaved rounds, single copies against messages: 16 KiB a rank 18.7 against 22.9 us, 32 KiB 25 against 40, 64 KiB 38 against 78; 8 KiB 16.1 against 13.4)";
     shm_allgather_long = 524288, "OXMPI_COLL_SHM_ALLGATHER_LONG",
         "allgather(v) of at least this many bytes in total on a communicator within one host: every rank reads every peer's block with one copy, instead of messages (np 2, 8 interleaved rounds, messages against it: 64 KiB a rank 3.5 against 6.5 us, 128 KiB 6.7 against 11.4, a tie from 256 KiB)";
-    shm_gather_long = 16777216, "OXMPI_COLL_SHM_GATHER_LONG",
-        "gather of at least this many bytes in total on a communicator within one host: the root reads every rank's block with one copy, instead of messages (np 2, 8 interleaved rounds, messages against it: 64 KiB a rank 1.7 against 6.5 us, 4 MiB 165 against 456; np 4 on 2 cores 2-7x faster by messages up to 2 MiB)";
+    shm_gather_long = 1099511627776, "OXMPI_COLL_SHM_GATHER_LONG",
+        "gather of at least this many bytes in total on a communicator within one host: the root reads every rank's block with one copy, instead of messages; by default never, as messages won at every size measured (np 2, 8 interleaved rounds, messages against it: 64 KiB a rank 1.7 against 6.5 us, 4 MiB 165 against 456; 2 rounds, 8 MiB 475-534 against 1134-1295, 16 MiB 1249-1306 against 2813-2845; np 4 on 2 cores 2-7x faster by messages up to 2 MiB)";
     shm_alltoall_long = 524288, "OXMPI_COLL_SHM_ALLTOALL_LONG",
         "alltoall (not in place) of at least this many bytes in total on a communicator within one host: every rank reads its block of every peer's buffer with one copy, instead of messages (np 2, as allgather: 64 KiB a rank 3.3 against 6.7 us, a tie from 256 KiB)";
     shm_rooted_early = 1, "OXMPI_COLL_SHM_ROOTED_EARLY",
