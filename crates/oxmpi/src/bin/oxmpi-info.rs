@@ -672,7 +672,13 @@ fn calibrate(args: &[String]) -> Result<(), String> {
                 env: vec![(tunable, big(0))],
             },
             names_large: true,
-            never: None,
+            // Single copies winning at no size measured keeps the default, which knows
+            // the sizes beyond (for some it is "never").
+            never: COLL_TUNABLES
+                .iter()
+                .find(|t| t.name == tunable)
+                .and_then(|t| oxmpi::config::parse_size(t.default))
+                .and_then(|v| usize::try_from(v).ok()),
         };
         chosen.push((tunable, measure(&probe)?));
     }
