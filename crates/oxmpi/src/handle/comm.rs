@@ -617,33 +617,24 @@ pub fn comm_p2p<L: crate::ThreadLevel>(c: CommHandle) -> Result<crate::Communica
 /// line a peer polls (a rooted shared-memory collective's root: 0.13 instead of 0.05 µs for
 /// an 8-byte broadcast).
 // Inlined up to the lent copy (a C collective's short path), the rest out of line.
-#[allow(clippy::type_complexity)] // either of the two typed communicators
 #[inline]
-pub fn comm_coll_lent(
-    c: CommHandle,
-) -> Result<
-    std::result::Result<
-        std::borrow::Cow<'static, crate::Communicator<crate::Single>>,
-        crate::InterCommunicator<crate::Single>,
-    >,
-> {
+pub fn comm_coll_lent(c: CommHandle) -> Result<CollComm> {
     if let Some(comm) = lent(c) {
         return Ok(Ok(std::borrow::Cow::Borrowed(comm)));
     }
     comm_coll_owned(c)
 }
 
+/// The communicator of a C collective: an intracommunicator, lent where the thread keeps a
+/// copy, or an intercommunicator.
+pub type CollComm = std::result::Result<
+    std::borrow::Cow<'static, crate::Communicator<crate::Single>>,
+    crate::InterCommunicator<crate::Single>,
+>;
+
 /// [`comm_coll_lent`] of a communicator this thread has no copy of.
-#[allow(clippy::type_complexity)]
 #[inline(never)]
-fn comm_coll_owned(
-    c: CommHandle,
-) -> Result<
-    std::result::Result<
-        std::borrow::Cow<'static, crate::Communicator<crate::Single>>,
-        crate::InterCommunicator<crate::Single>,
-    >,
-> {
+fn comm_coll_owned(c: CommHandle) -> Result<CollComm> {
     use std::borrow::Cow;
     if c == CommHandle::WORLD || c == CommHandle::SELF {
         // Makes the thread's copies on its first call, as point-to-point does.

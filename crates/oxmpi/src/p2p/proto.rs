@@ -385,15 +385,7 @@ impl Proto {
         {
             return false;
         }
-        let h = MatchHdr {
-            env,
-            sreq: 0,
-            len: len as u64,
-            addr: 0,
-            pid: 0,
-            flags: 0,
-            idle: false,
-        };
+        let h = MatchHdr::new(env, 0, len as u64);
         let mut hdr = [0u8; HDR_MAX];
         let hdr_len = h.encode(am::EAGER, &mut hdr);
         // SAFETY: the caller guarantees `buf` is valid for `len` bytes.
@@ -490,15 +482,7 @@ impl Proto {
                 self.isend_chunked(link, sync, buf, len, to, env, limits.max_frag, None)
             };
         }
-        let mut h = MatchHdr {
-            env,
-            sreq: 0,
-            len: len as u64,
-            addr: 0,
-            pid: 0,
-            flags: 0,
-            idle: false,
-        };
+        let mut h = MatchHdr::new(env, 0, len as u64);
         let (kind, wait) = if let Some((_, nseg)) = pieces {
             (h.addr, h.pid, h.flags) = (exposed.addr, exposed.key, nseg);
             (
@@ -598,15 +582,7 @@ impl Proto {
         };
         let kind = if sync { am::EAGER_SYNC } else { am::EAGER };
         let waiting = sync.then(|| self.alloc(State::SendWait { buf: d.key(), len }, to));
-        let h = MatchHdr {
-            env,
-            sreq: waiting.map_or(0, |w| w.idx()),
-            len: len as u64,
-            addr: 0,
-            pid: 0,
-            flags: 0,
-            idle: false,
-        };
+        let h = MatchHdr::new(env, waiting.map_or(0, |w| w.idx()), len as u64);
         let mut hdr = [0u8; HDR_MAX];
         let hdr_len = h.encode(kind, &mut hdr);
         if self.pending_to[to as usize] == 0 {
@@ -707,15 +683,7 @@ impl Proto {
             // Refused: the ordinary rendezvous (and its own fallback) carries this message.
             return Ok(false);
         }
-        let h = MatchHdr {
-            env,
-            sreq: a.rreq,
-            len: len as u64,
-            addr: 0,
-            pid: 0,
-            flags: 0,
-            idle: false,
-        };
+        let h = MatchHdr::new(env, a.rreq, len as u64);
         let mut hdr = [0u8; HDR_MAX];
         let n = h.encode(am::RTS, &mut hdr);
         self.send_ctrl(link, to, am::WRITTEN, hdr, n);
@@ -787,13 +755,8 @@ impl Proto {
     ) -> Result<Option<ReqId>> {
         let waiting = sync.then(|| self.alloc(State::SendWait { buf, len }, to));
         let h = MatchHdr {
-            env,
-            sreq: waiting.map_or(0, |w| w.idx()),
-            len: len as u64,
             addr: sync as u64,
-            pid: 0,
-            flags: 0,
-            idle: false,
+            ..MatchHdr::new(env, waiting.map_or(0, |w| w.idx()), len as u64)
         };
         let mut hdr = [0u8; HDR_MAX];
         let head_len = h.encode(am::RTS, &mut hdr);
@@ -1093,15 +1056,7 @@ impl Proto {
             },
             u.from,
         );
-        let mut h = MatchHdr {
-            env: u.env,
-            sreq: 0,
-            len: 0,
-            addr: 0,
-            pid: 0,
-            flags: 0,
-            idle: false,
-        };
+        let mut h = MatchHdr::new(u.env, 0, 0);
         let (kind, data) = match u.body {
             Body::Eager(d) => (am::EAGER, d),
             Body::EagerSync { data, sreq } => {
@@ -1437,15 +1392,7 @@ impl Proto {
         } else {
             am::EAGER
         };
-        let h = MatchHdr {
-            env: a.env,
-            sreq: a.sync.unwrap_or(0),
-            len: a.total,
-            addr: 0,
-            pid: 0,
-            flags: 0,
-            idle: false,
-        };
+        let h = MatchHdr::new(a.env, a.sync.unwrap_or(0), a.total);
         match a.target {
             Target::Posted {
                 req, cap, unpack, ..

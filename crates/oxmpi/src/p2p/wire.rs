@@ -115,6 +115,20 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 impl MatchHdr {
+    /// A header with `env`, `sreq` and `len`, naming no memory of the sender.
+    #[inline]
+    pub fn new(env: Envelope, sreq: u32, len: u64) -> MatchHdr {
+        MatchHdr {
+            env,
+            sreq,
+            len,
+            addr: 0,
+            pid: 0,
+            flags: 0,
+            idle: false,
+        }
+    }
+
     /// Writes the header for `am` into `out`, returning its length.
     #[inline]
     pub fn encode(&self, am: u8, out: &mut [u8; HDR_MAX]) -> usize {
@@ -147,15 +161,7 @@ impl MatchHdr {
             src: u32_at(b, 4),
             tag: u32_at(b, 8) as i32,
         };
-        let mut h = MatchHdr {
-            env,
-            sreq: 0,
-            len: 0,
-            addr: 0,
-            pid: 0,
-            flags: 0,
-            idle: false,
-        };
+        let mut h = MatchHdr::new(env, 0, 0);
         if n > 12 {
             h.sreq = u32_at(b, 12);
         }
