@@ -410,6 +410,17 @@ fn mismatched_large_counts(c: &Communicator) {
         class == Some(want),
         "small alltoall with a larger count on rank 1 gave {class:?} on rank {me}"
     );
+    // Small gather (through the slots): rank 1 sends 2 elements, the others 1; the root,
+    // which expects 1 from everyone, finds more data than it expects.
+    let mut g = vec![0i64; if me == 0 { p as usize } else { 0 }];
+    let r = c.gather_into(0, &sa[..k], &mut g[..]);
+    if me == 0 {
+        let class = r.as_ref().err().map(|e| e.class());
+        check!(
+            class == Some(ErrorClass::Truncate),
+            "small gather to rank 0 with a larger count on rank 1 gave {class:?}"
+        );
+    }
     let mut s = [1i64];
     must(
         "allreduce after errors",

@@ -207,8 +207,9 @@ impl<L: ThreadLevel> Communicator<L> {
         Ok(Planned::new(call, prog, None, send, at_root(is_root, recv)))
     }
 
-    /// The blocking gather: the root reads every block with one copy when every rank is on
-    /// this host and the total is long, else the plan.
+    /// The blocking gather: through the shared-memory slots when every rank is on this host
+    /// and a block fits a slot; the root reads every block with one copy when the total is
+    /// long; else the plan.
     fn gather_blocking<T: Equivalence>(
         &self,
         root: i32,
@@ -221,9 +222,13 @@ impl<L: ThreadLevel> Communicator<L> {
             // Shapes the plan rejects go to it for their error.
             let fits = me != r || size_of_val(recv) == n * p;
             if r < p && p > 1 && n > 0 && fits && (send.is_some() || me == r) {
+                let place: Vec<(usize, usize)> = (0..p).map(|k| (k * n, n)).collect();
+                if let Some(at) = self.shm_fits(n)? {
+                    let (send, recv) = (send.map(bytes), bytes_mut(recv));
+                    return self.shm_gather(at, r as u32, send, recv, &place);
+                }
                 let min = super::select::crossovers().shm_gather_long;
                 if let Some(at) = self.shm_large(n * p, min)? {
-                    let place: Vec<(usize, usize)> = (0..p).map(|k| (k * n, n)).collect();
                     let (send, recv) = (send.map(bytes), bytes_mut(recv));
                     if self.shm_gather_large(at, Some(r as u32), send, recv, &place)? {
                         return Ok(());

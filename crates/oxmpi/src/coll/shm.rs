@@ -783,6 +783,56 @@ impl<L: ThreadLevel> Communicator<L> {
         })
     }
 
+    /// Small gather through the slots: every rank but the root publishes its block (`send`)
+    /// with its arrival and leaves (unless `OXMPI_COLL_SHM_ROOTED_EARLY` is 0: then it waits
+    /// for all); once everyone has arrived the root copies every other block from its
+    /// owner's slot. `place[k]` is rank k's block in the root's `recv` (byte offset and
+    /// length, each at most a slot); `send` is `None` in place at the root.
+    pub(super) fn shm_gather(
+        &self,
+        at: Meet,
+        root: u32,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        place: &[(usize, usize)],
+    ) -> Result<()> {
+        let me = self.state.rank;
+        if me != root {
+            let n = self.shm_arrive(at, send.unwrap_or(&[]))?;
+            if Self::shm_rooted_early() {
+                // Our slot stays until everyone has entered the next collective.
+                return Ok(());
+            }
+            return self.shm_coll_wait(at, n);
+        }
+        let n = self.shm_arrive(at, &[])?;
+        if let Some(s) = send {
+            let (off, len) = place[me as usize];
+            recv[off..off + len].copy_from_slice(s);
+        }
+        self.shm_coll_wait(at, n)?;
+        self.rt.engine.with(|e| -> Result<()> {
+            let node = node_of(e)?;
+            for (k, &w) in self.state.members.iter().enumerate() {
+                if k == me as usize {
+                    continue;
+                }
+                let (off, len) = place[k];
+                let sent = node.slot_len(at, w, n)?;
+                if sent != len {
+                    return Err(count_mismatch("gather", k as u32, sent, len));
+                }
+                let slot = node.slot(at, w, n)?;
+                // SAFETY: rank k's slot holds the `len` bytes it published before arrival
+                // `n` (checked just above) in a live mapping; k does not rewrite it until we
+                // have arrived at `n + 1`.
+                let theirs = unsafe { std::slice::from_raw_parts(slot, len) };
+                recv[off..off + len].copy_from_slice(theirs);
+            }
+            Ok(())
+        })
+    }
+
     /// Small all-to-all through the slots: every rank publishes the blocks it sends to the
     /// others (its own left out, the rest in rank order, together at most a slot) with its
     /// arrival; after everyone has arrived each copies its block out of every peer's slot.
