@@ -421,6 +421,23 @@ fn mismatched_large_counts(c: &Communicator) {
             "small gather to rank 0 with a larger count on rank 1 gave {class:?}"
         );
     }
+    // Small scatter (through the slots): rank 1 expects 2 elements, the root sends 1 to
+    // everyone.
+    let from = vec![5i64; if me == 0 { p as usize } else { 0 }];
+    let mut mine = vec![0i64; k];
+    let r = c.scatter_into(0, &from[..], &mut mine[..]);
+    if me == 1 {
+        let class = r.as_ref().err().map(|e| e.class());
+        check!(
+            class == Some(ErrorClass::Count),
+            "small scatter from rank 0 with a larger count on rank 1 gave {class:?}"
+        );
+    } else {
+        check!(
+            r.is_ok() && mine[0] == 5,
+            "small scatter on rank {me} with a larger count on rank 1 gave {r:?}"
+        );
+    }
     let mut s = [1i64];
     must(
         "allreduce after errors",

@@ -482,8 +482,31 @@ impl<L: ThreadLevel> Communicator<L> {
     ) -> Result<()> {
         let send = T::raw(send.elements());
         with_raw_mut("scatter", recv.elements_mut(), |recv| {
-            self.coll_run(self.scatter_plan("scatter", root, send, Some(recv))?)
+            self.scatter_blocking(root, send, Some(recv))
         })
+    }
+
+    /// The blocking scatter: through the shared-memory slots when every rank is on this
+    /// host and the root's whole buffer fits a slot, else the plan.
+    fn scatter_blocking<T: Equivalence>(
+        &self,
+        root: i32,
+        send: &[T],
+        recv: Option<&mut [T]>,
+    ) -> Result<()> {
+        let (p, me) = (self.size() as usize, self.rank() as usize);
+        if let Ok(r) = usize::try_from(root) {
+            let n = recv.as_deref().map_or(send.len() / p.max(1), <[T]>::len) * size_of::<T>();
+            // Shapes the plan rejects go to it for their error.
+            let fits = me != r || size_of_val(send) == n * p;
+            if r < p && p > 1 && n > 0 && fits && (recv.is_some() || me == r) {
+                if let Some(at) = self.shm_fits(n * p)? {
+                    let send = if me == r { bytes(send) } else { &[] };
+                    return self.shm_scatter(at, r as u32, send, recv.map(bytes_mut), n);
+                }
+            }
+        }
+        self.coll_run(self.scatter_plan("scatter", root, send, recv)?)
     }
 
     /// Scatter from the root, which keeps its own block in place in `buf` (`MPI_IN_PLACE`);
@@ -494,7 +517,7 @@ impl<L: ThreadLevel> Communicator<L> {
         buf: &S,
     ) -> Result<()> {
         let buf = T::raw(buf.elements());
-        self.coll_run(self.scatter_plan("scatter", root, buf, None)?)
+        self.scatter_blocking(root, buf, None)
     }
 
     /// Starts a scatter whose root keeps its own block in place in `buf`

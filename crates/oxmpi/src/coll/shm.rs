@@ -743,6 +743,70 @@ impl<L: ThreadLevel> Communicator<L> {
         self.rt.engine.with(|e| copy(node_of(e)?, n, buf))
     }
 
+    /// Small scatter through the slots: the root publishes its whole `send` (p blocks of
+    /// `block` bytes) with its arrival and leaves (as [`shm_bcast`](Self::shm_bcast)'s root
+    /// does); once the root has arrived every other rank copies its block from the root's
+    /// slot. `recv` is `None` at a root scattering in place.
+    pub(super) fn shm_scatter(
+        &self,
+        at: Meet,
+        root: u32,
+        send: &[u8],
+        recv: Option<&mut [u8]>,
+        block: usize,
+    ) -> Result<()> {
+        let me = self.state.rank;
+        let p = self.state.members.len();
+        let owner = self.state.members[root as usize];
+        if me == root {
+            let n = self.shm_arrive(at, send)?;
+            if let Some(r) = recv {
+                r.copy_from_slice(&send[me as usize * block..][..block]);
+            }
+            if Self::shm_rooted_early() {
+                return Ok(());
+            }
+            return self.shm_coll_wait(at, n);
+        }
+        let Some(recv) = recv else {
+            // The caller sends a non-root without a receive buffer to the plan's error.
+            return Err(Error::new(
+                ErrorClass::Intern,
+                "scatter: a non-root rank has no receive buffer",
+            ));
+        };
+        let copy = |node: &mut dyn Node, n: u64, recv: &mut [u8]| -> Result<()> {
+            let sent = node.slot_len(at, owner, n)?;
+            if sent != block * p {
+                return Err(count_mismatch("scatter", root, sent / p, block));
+            }
+            let slot = node.slot(at, owner, n)?;
+            // SAFETY: the root's slot holds the `block * p` bytes it published before
+            // arrival `n` (checked just above) in a live mapping; the root does not rewrite
+            // it until we have arrived at `n + 1`.
+            let theirs =
+                unsafe { std::slice::from_raw_parts(slot.add(me as usize * block), block) };
+            recv.copy_from_slice(theirs);
+            Ok(())
+        };
+        let early = Self::shm_rooted_early();
+        let n = if early {
+            match self.shm_arrive_then(at, &[], Some(owner), |node, n| copy(node, n, recv))? {
+                Ok(()) => return Ok(()),
+                Err(Some(n)) => n,
+                Err(None) => self.shm_arrive(at, &[])?,
+            }
+        } else {
+            self.shm_arrive(at, &[])?
+        };
+        if early {
+            self.shm_wait_from(at, Some(owner), n)?;
+        } else {
+            self.shm_coll_wait(at, n)?;
+        }
+        self.rt.engine.with(|e| copy(node_of(e)?, n, recv))
+    }
+
     /// Small allgather(v) through the slots: every rank publishes its block (`send`, or its
     /// block of `recv` in place) with its arrival; after everyone has arrived each copies
     /// every other block from its owner's slot. `place[k]` is rank k's block in `recv`
