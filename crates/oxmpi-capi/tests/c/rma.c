@@ -190,6 +190,35 @@ static void error_classes(void) {
           "put past the end");
     CHECK(class_of(MPI_Put(&v, 2, MPI_INT32_T, rank, 0, 1, MPI_INT32_T, win)) == MPI_ERR_COUNT,
           "origin and target sizes differ");
+    /* The same type and count on both sides (the short path) still checks everything. */
+    int64_t r = 0;
+    CHECK(class_of(MPI_Put(NULL, 1, MPI_INT64_T, rank, 0, 1, MPI_INT64_T, win)) == MPI_ERR_BUFFER,
+          "put from NULL");
+    CHECK(class_of(MPI_Get(NULL, 1, MPI_INT64_T, rank, 0, 1, MPI_INT64_T, win)) == MPI_ERR_BUFFER,
+          "get into NULL");
+    CHECK(class_of(MPI_Put(&v, -1, MPI_INT64_T, rank, 0, -1, MPI_INT64_T, win)) == MPI_ERR_COUNT,
+          "negative counts");
+    CHECK(class_of(MPI_Get(&r, 1, MPI_INT64_T, rank, 1, 1, MPI_INT64_T, win)) ==
+              MPI_ERR_RMA_RANGE,
+          "get past the end");
+    CHECK(class_of(MPI_Get(&r, 1, MPI_INT64_T, 99, 0, 1, MPI_INT64_T, win)) == MPI_ERR_RANK,
+          "get from a rank outside the window");
+    CHECK(class_of(MPI_Accumulate(&v, 1, MPI_INT64_T, rank, 1, 1, MPI_INT64_T, MPI_SUM, win)) ==
+              MPI_ERR_RMA_RANGE,
+          "accumulate past the end");
+    CHECK(class_of(MPI_Accumulate(NULL, 1, MPI_INT64_T, rank, 0, 1, MPI_INT64_T, MPI_SUM, win)) ==
+              MPI_ERR_BUFFER,
+          "accumulate from NULL");
+    CHECK(class_of(MPI_Fetch_and_op(&v, NULL, MPI_INT64_T, rank, 0, MPI_SUM, win)) ==
+              MPI_ERR_BUFFER,
+          "fetch_and_op into NULL");
+    CHECK(class_of(MPI_Fetch_and_op(&v, &r, MPI_INT64_T, rank, 0, MPI_OP_NULL, win)) ==
+              MPI_ERR_OP,
+          "fetch_and_op with MPI_OP_NULL");
+    MUST(MPI_Put(&v, 1, MPI_INT64_T, rank, 0, 1, MPI_INT64_T, win));
+    MUST(MPI_Win_flush(rank, win));
+    MUST(MPI_Fetch_and_op(NULL, &r, MPI_INT64_T, rank, 0, MPI_NO_OP, win));
+    CHECK(r == v, "fetch_and_op with MPI_NO_OP reads %ld without an origin", (long)r);
     CHECK(class_of(MPI_Win_shared_query(win, 0, NULL, NULL, NULL)) == MPI_ERR_ARG,
           "NULL outputs");
     MUST(MPI_Win_unlock(rank, win));

@@ -82,6 +82,8 @@ static TYPES: Table<Entry> = Table::new();
 /// f90 types, which are permanent like them.
 struct Fixed {
     types: Vec<Type>,
+    /// Per type of `types`, what [`plain`] answers.
+    plain: Vec<Option<Plain>>,
     names: Mutex<Vec<Option<String>>>,
     attrs: Vec<Arc<Attrs>>,
     f90: Mutex<Vec<(Type, TypeHandle)>>,
@@ -89,19 +91,49 @@ struct Fixed {
 
 fn fixed() -> &'static Fixed {
     static F: OnceLock<Fixed> = OnceLock::new();
-    F.get_or_init(|| Fixed {
-        types: ALL
+    F.get_or_init(|| {
+        let types: Vec<Type> = ALL
             .iter()
             .map(|i| {
                 Type::predefined(
                     Predefined::from_handle(i.handle as u32).unwrap_or(Predefined::BYTE),
                 )
             })
-            .collect(),
-        names: Mutex::new(vec![None; ALL.len()]),
-        attrs: ALL.iter().map(|_| Arc::default()).collect(),
-        f90: Mutex::new(Vec::new()),
+            .collect();
+        let plain = types
+            .iter()
+            .map(|t| {
+                (t.is_contiguous() && t.lb() == 0).then(|| Plain {
+                    size: t.size(),
+                    base: t.base(),
+                })
+            })
+            .collect();
+        Fixed {
+            types,
+            plain,
+            names: Mutex::new(vec![None; ALL.len()]),
+            attrs: ALL.iter().map(|_| Arc::default()).collect(),
+            f90: Mutex::new(Vec::new()),
+        }
     })
+}
+
+/// A predefined type whose data are the `size` bytes at a buffer's address (no gap, lower
+/// bound 0), and the one predefined type it is made of.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Plain {
+    /// Bytes of one element.
+    pub(crate) size: u64,
+    /// What [`Type::base`] says of it.
+    pub(crate) base: Option<Predefined>,
+}
+
+/// `h` as a [`Plain`] type, if it is one: the short path of the one-sided calls, which then
+/// need no [`Type`] (two indexed loads where the type's layout took several dependent ones).
+#[inline(always)]
+pub(crate) fn plain(h: TypeHandle) -> Option<Plain> {
+    fixed().plain[predefined_index(h)?]
 }
 
 /// `h`'s position in [`ALL`] if it is a predefined type (one indexed load: a binary search

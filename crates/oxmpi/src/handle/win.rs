@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::comm::CommHandle;
-use super::datatype::TypeHandle;
+use super::datatype::{Plain, TypeHandle};
 use super::request::RequestId;
 use super::table::Table;
 use crate::datatype::build::Type;
@@ -414,6 +414,24 @@ fn side(call: &str, count: i64, dt: TypeHandle) -> Result<Side> {
     Side::of(call, ty, count)
 }
 
+/// The byte length of both sides and their type when they are the same count of the same
+/// [`Plain`] type: the C calls' short path, which needs no [`Side`], agrees by construction
+/// and has one piece. `None` sends the call down the general path, which reports any error.
+#[inline(always)]
+fn both_plain(
+    ocount: i64,
+    otype: TypeHandle,
+    tcount: i64,
+    ttype: TypeHandle,
+) -> Option<(usize, Plain)> {
+    if otype != ttype || ocount != tcount {
+        return None;
+    }
+    let p = super::datatype::plain(otype)?;
+    let len = u64::try_from(ocount).ok()?.checked_mul(p.size)?;
+    Some((usize::try_from(len).ok()?, p))
+}
+
 #[cold]
 #[inline(never)]
 fn negative_count(call: &str, count: i64) -> Error {
@@ -707,6 +725,13 @@ pub unsafe fn put(
     ttype: TypeHandle,
     w: WinHandle,
 ) -> Result<()> {
+    if let Some((len, _)) = both_plain(ocount, otype, tcount, ttype) {
+        return with_entry("put", w, |e| {
+            // SAFETY: forwarded contract.
+            e.core
+                .put_at(unsafe { src("put", origin, len)? }, target, disp, 0)
+        });
+    }
     with_entry("put", w, |e| {
         let o = side("put", ocount, otype)?;
         let t = side("put", tcount, ttype)?;
@@ -735,6 +760,13 @@ pub unsafe fn get(
     ttype: TypeHandle,
     w: WinHandle,
 ) -> Result<()> {
+    if let Some((len, _)) = both_plain(ocount, otype, tcount, ttype) {
+        return with_entry("get", w, |e| {
+            // SAFETY: forwarded contract.
+            e.core
+                .get_at(unsafe { dst("get", origin, len)? }, target, disp, 0)
+        });
+    }
     with_entry("get", w, |e| {
         let o = side("get", ocount, otype)?;
         let t = side("get", tcount, ttype)?;
@@ -765,6 +797,20 @@ pub unsafe fn accumulate(
     w: WinHandle,
 ) -> Result<()> {
     let call = "accumulate";
+    if let Some((
+        len @ 1..,
+        Plain {
+            base: Some(base), ..
+        },
+    )) = both_plain(ocount, otype, tcount, ttype)
+    {
+        return with_entry(call, w, |e| {
+            // SAFETY: forwarded contract.
+            let data = unsafe { src(call, origin, len)? };
+            e.core
+                .accumulate_at(call, data, None, target, disp, 0, base, op)
+        });
+    }
     with_entry(call, w, |e| {
         let o = side(call, ocount, otype)?;
         let t = side(call, tcount, ttype)?;
@@ -800,11 +846,35 @@ pub unsafe fn get_accumulate(
     op: &Op,
     w: WinHandle,
 ) -> Result<()> {
+    let no_op = matches!(op, Op::NoOp);
+    if let Some((
+        len @ 1..,
+        Plain {
+            base: Some(base), ..
+        },
+    )) = both_plain(rcount, rtype, tcount, ttype)
+    {
+        if no_op || (otype == ttype && ocount == tcount) {
+            return with_entry(call, w, |e| {
+                // SAFETY: forwarded contract (the origin is not read for `MPI_NO_OP`).
+                let (data, out) = unsafe {
+                    let data = if no_op {
+                        &[][..]
+                    } else {
+                        src(call, origin, len)?
+                    };
+                    (data, dst(call, result, len)?)
+                };
+                e.core
+                    .accumulate_at(call, data, Some(out), target, disp, 0, base, op)
+            });
+        }
+    }
     with_entry(call, w, |e| {
         let r = side(call, rcount, rtype)?;
         let t = side(call, tcount, ttype)?;
         agree(call, &r, &t)?;
-        let o = if matches!(op, Op::NoOp) {
+        let o = if no_op {
             None
         } else {
             Some(side(call, ocount, otype)?)
@@ -1030,5 +1100,38 @@ mod tests {
         }
         let plain = Side::new("t", i64s(), 4).unwrap();
         assert_eq!(plain.pieces(), Pieces::One([(0, 0, 32)]));
+    }
+
+    /// The short path takes the same count of the same gapless predefined type on both
+    /// sides and nothing else: every other pairing (and every error) is the general path's.
+    #[test]
+    fn only_equal_sides_of_one_plain_type_take_the_short_path() {
+        let int = TypeHandle::of(Predefined::INT32_T);
+        let dbl = TypeHandle::of(Predefined::DOUBLE);
+        let (len, p) = both_plain(3, int, 3, int).unwrap();
+        assert_eq!((len, p.size, p.base), (12, 4, Some(Predefined::INT32_T)));
+        assert_eq!(both_plain(0, dbl, 0, dbl).map(|(l, _)| l), Some(0));
+        assert!(both_plain(3, int, 3, dbl).is_none(), "different types");
+        assert!(both_plain(3, int, 2, int).is_none(), "different counts");
+        assert!(both_plain(-1, int, -1, int).is_none(), "negative count");
+        assert!(
+            both_plain(i64::MAX, dbl, i64::MAX, dbl).is_none(),
+            "bytes overflow"
+        );
+        // A pair type has a gap between its value and its index.
+        let pair = TypeHandle::of(Predefined::DOUBLE_INT);
+        assert!(both_plain(1, pair, 1, pair).is_none());
+        // Every predefined type's answer is its type's own.
+        for info in crate::datatype::predefined::ALL {
+            let Some(p) = Predefined::from_handle(info.handle as u32) else {
+                continue;
+            };
+            let ty = Type::predefined(p);
+            let want =
+                (ty.is_contiguous() && ty.lb() == 0).then(|| (ty.size() as usize, ty.base()));
+            let got =
+                both_plain(1, TypeHandle::of(p), 1, TypeHandle::of(p)).map(|(l, p)| (l, p.base));
+            assert_eq!(got, want, "{}", info.name);
+        }
     }
 }
