@@ -44,7 +44,9 @@ fn at(origin: *const u8, off: i64) -> *const u8 {
     }
 }
 
-/// Copies `n` bytes; fixed-size moves for the common element sizes.
+/// Copies `n` bytes; fixed-size moves for the common element sizes, and two overlapping
+/// moves for any other short piece (the blocks of an indexed type of a few elements each
+/// called `memcpy` once per block).
 ///
 /// # Safety
 /// `src` is readable and `dst` writable for `n` bytes, and the ranges do not overlap.
@@ -56,6 +58,12 @@ unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
             4 => ptr::write_unaligned(dst as *mut u32, ptr::read_unaligned(src as *const u32)),
             8 => ptr::write_unaligned(dst as *mut u64, ptr::read_unaligned(src as *const u64)),
             16 => ptr::write_unaligned(dst as *mut u128, ptr::read_unaligned(src as *const u128)),
+            17..=32 => {
+                let a = ptr::read_unaligned(src as *const u128);
+                let b = ptr::read_unaligned(src.add(n - 16) as *const u128);
+                ptr::write_unaligned(dst as *mut u128, a);
+                ptr::write_unaligned(dst.add(n - 16) as *mut u128, b);
+            }
             _ => crate::bytecopy::copy(dst, src, n),
         }
     }
@@ -200,7 +208,9 @@ unsafe fn pack_every_other<const N: usize>(mem: *mut u8, off: i64, buf: *mut u8,
 }
 
 impl Visit for Copier {
-    #[inline]
+    // Always inlined into the walk: once its copies grew, it stopped being, and the call per
+    // piece cost a quarter of an indexed type's pack.
+    #[inline(always)]
     fn run(&mut self, off: i64, len: u64) -> bool {
         let n = (len as usize).min(self.want - self.pos);
         // SAFETY: walk reports data bytes of the elements (`off..off + len`), `n <= len`, and
@@ -230,9 +240,9 @@ impl Visit for Copier {
                         let m = at(self.mem, off + i as i64 * stride) as *mut u8;
                         let b = buf.add(i * len);
                         if self.pack {
-                            crate::bytecopy::copy(b, m, len)
+                            copy(m, b, len)
                         } else {
-                            crate::bytecopy::copy(m, b, len)
+                            copy(b, m, len)
                         }
                     }
                 }
