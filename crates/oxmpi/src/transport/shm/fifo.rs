@@ -88,6 +88,23 @@ impl FifoRef {
     }
 }
 
+/// Asks for the line of `cell` without waiting for it. The consumer asks for the cell after
+/// the one it polls each time it polls: a message of two cells (64-256 bytes) is published
+/// second cell first, so when the poll of the first misses, the second is already on its
+/// way instead of missing after it (on a host whose two cores sit far apart, a line takes
+/// 0.18 µs to cross). A cell not yet written is one this core still holds from the ring's
+/// last lap: the request costs nothing then.
+#[inline(always)]
+fn prefetch(cell: *mut Cell) {
+    #[cfg(all(target_arch = "x86_64", not(miri), not(oxmpi_loom)))]
+    // SAFETY: a prefetch is a hint: it reads nothing the program sees and cannot fault.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(cell.cast())
+    };
+    #[cfg(not(all(target_arch = "x86_64", not(miri), not(oxmpi_loom))))]
+    let _ = cell;
+}
+
 /// Whether `n` more cells fit in a ring of `cap` cells, judged from a head and a released tail
 /// that a producer loaded at different times.
 ///
@@ -243,6 +260,7 @@ impl Consumer {
     #[inline]
     pub fn peek(&self) -> Option<*const [u8; CELL_BODY]> {
         let cell = self.fifo.cell(self.pos);
+        prefetch(self.fifo.cell(self.pos + 1));
         // SAFETY: `cell` is inside the ring; the acquire load pairs with the producer's release.
         let seq = unsafe { (*cell).seq.load(Ordering::Acquire) };
         // SAFETY: as above; after the acquire, the body is stable until we release the cell.
@@ -255,6 +273,16 @@ impl Consumer {
         let cell = self.fifo.cell(self.pos + i as u64);
         // SAFETY: inside the ring; covered by the first cell's acquire (see `publish`).
         unsafe { (*cell).body.read_ptr() }
+    }
+
+    /// Asks for the lines of cells `2..n` of the message at the head (the poll asked for
+    /// the second), so that they cross together rather than one after another as the
+    /// message is copied out.
+    #[inline]
+    pub fn prefetch_rest(&self, n: u32) {
+        for i in 2..n as u64 {
+            prefetch(self.fifo.cell(self.pos + i));
+        }
     }
 
     /// Whether cells `1..n` after the head carry their sequence words, as every continuation

@@ -38,6 +38,9 @@ pub const COLL_SLOT_BYTES: usize = 8192;
 const FLAG_POOL: u8 = 1;
 /// Cell-body bytes before the fragment header of an inline fragment.
 const INLINE_META: usize = 12;
+/// Most cells of an inline fragment whose lines the receiver asks for at once (the rest
+/// follow as the copy streams through them).
+const MAX_PREFETCH: u32 = 16;
 /// Cell-body bytes before the fragment header of a pool fragment.
 const POOL_META: usize = 16;
 /// Largest fragment header a cell can carry.
@@ -494,6 +497,9 @@ impl Transport for ShmTransport {
                 );
                 view.release(block, len as usize);
             } else {
+                // Before the count is checked: a prefetch reads nothing, and cell positions
+                // wrap inside the ring.
+                self.rx.prefetch_rest(u32::from(ncells).min(MAX_PREFETCH));
                 let first_room = CELL_BODY - INLINE_META - hdr_len as usize;
                 let needed = if len as usize <= first_room {
                     1
