@@ -63,8 +63,9 @@ fn on_win(h: Handle) -> CommHandle {
     hw::error_comm(win(h))
 }
 
+/// The op of a one-sided call, whose window lookup checks that MPI is running.
 fn op(h: Handle) -> Result<Op> {
-    hop::op_get(OpHandle::from_int(int_of(h)))
+    hop::op_named(OpHandle::from_int(int_of(h)))
 }
 
 fn group(h: Handle) -> GroupHandle {

@@ -1,6 +1,44 @@
 /* Environment: init state, versions, names, time, memory, thread queries. */
+#include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 #include "check.h"
+
+/* At MPI_THREAD_FUNNELED only the main thread may call MPI: another thread's one-sided calls
+ * on a window the main thread just used are refused, not run. */
+static MPI_Win funneled_win;
+static int funneled_rank, funneled_rc[2];
+
+static void *other_thread(void *arg) {
+    (void)arg;
+    int64_t v = 7;
+    funneled_rc[0] = MPI_Put(&v, 1, MPI_INT64_T, funneled_rank, 0, 1, MPI_INT64_T, funneled_win);
+    funneled_rc[1] = MPI_Win_flush(funneled_rank, funneled_win);
+    return NULL;
+}
+
+static void funneled_window(void) {
+    int64_t *base = NULL, v = 1;
+    MUST(MPI_Comm_rank(MPI_COMM_WORLD, &funneled_rank));
+    MUST(MPI_Win_allocate(sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &base,
+                          &funneled_win));
+    MUST(MPI_Win_set_errhandler(funneled_win, MPI_ERRORS_RETURN));
+    MUST(MPI_Win_lock_all(0, funneled_win));
+    MUST(MPI_Put(&v, 1, MPI_INT64_T, funneled_rank, 0, 1, MPI_INT64_T, funneled_win));
+    MUST(MPI_Win_flush(funneled_rank, funneled_win));
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, other_thread, NULL) == 0, "pthread_create");
+    CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+    for (int i = 0; i < 2; i++) {
+        int cls = -1;
+        MUST(MPI_Error_class(funneled_rc[i], &cls));
+        CHECK(cls == MPI_ERR_OTHER, "call %d from another thread at FUNNELED: class %d", i, cls);
+    }
+    MUST(MPI_Win_flush(funneled_rank, funneled_win));
+    CHECK(*base == 1, "the refused put wrote %ld", (long)*base);
+    MUST(MPI_Win_unlock_all(funneled_win));
+    MUST(MPI_Win_free(&funneled_win));
+}
 
 int main(int argc, char **argv) {
     int flag = -1, v = 0, sv = -1, len = 0, provided = -1;
@@ -86,6 +124,7 @@ int main(int argc, char **argv) {
     MUST(MPI_Info_free(&info));
 
     CHECK(MPI_Pcontrol(1) == MPI_SUCCESS, "pcontrol");
+    funneled_window();
     MUST(MPI_Finalize());
     MUST(MPI_Finalized(&flag));
     CHECK(flag == 1, "finalized");

@@ -109,6 +109,13 @@ pub fn op_create(f: ByteFn, commutative: bool) -> Result<OpHandle> {
 #[inline(always)]
 pub fn op_get(h: OpHandle) -> Result<Op> {
     runtime("op_get")?;
+    op_named(h)
+}
+
+/// [`op_get`] without its check that MPI is running, for calls that make that check
+/// themselves (a one-sided accumulate's window lookup does).
+#[inline(always)]
+pub fn op_named(h: OpHandle) -> Result<Op> {
     if let Some(op) = h.predefined() {
         return Ok(op);
     }

@@ -67,14 +67,21 @@ thread_local! {
 /// Runs `f` on the live window `w`, from [`LAST`] when it holds `w`, else from the table
 /// (then kept in [`LAST`]).
 fn with_entry<R>(call: &str, w: WinHandle, f: impl FnOnce(&Entry) -> Result<R>) -> Result<R> {
-    super::env::runtime(call)?;
     let mut f = Some(f);
     // A shared borrow: a call nested in `f` (none is, today) finds it again, and only the
     // miss below ever borrows mutably, never across `f`.
+    // A window in `LAST` was kept by this thread after `runtime` admitted it, and only
+    // finalize undoes that (the thread level and whether this is the main thread never
+    // change): a hit checks just that, not the whole of `runtime` (whose thread-local read
+    // was a tenth of a C `MPI_Put`).
     let hit = LAST.try_with(|l| {
         let last = l.borrow();
         match &*last {
-            Some((id, e)) if *id == w.0 && !e.freed.load(Ordering::Relaxed) => {
+            Some((id, e))
+                if *id == w.0
+                    && !e.freed.load(Ordering::Relaxed)
+                    && !crate::runtime::is_finalized() =>
+            {
                 f.take().map(|f| f(e))
             }
             _ => None,
@@ -83,6 +90,7 @@ fn with_entry<R>(call: &str, w: WinHandle, f: impl FnOnce(&Entry) -> Result<R>) 
     if let Ok(Some(r)) = hit {
         return r;
     }
+    // `entry` checks the runtime in full.
     let e = entry(call, w)?;
     // The entry this replaces may be a window freed by another thread: dropped here, while
     // MPI is running, rather than at this thread's exit.
