@@ -120,6 +120,22 @@ pub(crate) unsafe fn copy_short(dst: *mut u8, src: *const u8, n: usize) {
     }
 }
 
+/// Asks for the cache line holding `p` without waiting for it: a reader about to wait for
+/// one line that another core writes asks for the next line it will read from that core at
+/// the same time, so the two cross together rather than one after the other. Any address
+/// will do: a prefetch reads nothing the program sees and never faults.
+#[inline(always)]
+pub(crate) fn prefetch_line(p: *const u8) {
+    #[cfg(all(target_arch = "x86_64", not(miri), not(oxmpi_loom)))]
+    // SAFETY: a prefetch is a hint with no effect the program can observe; it cannot fault,
+    // whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    };
+    #[cfg(not(all(target_arch = "x86_64", not(miri), not(oxmpi_loom))))]
+    let _ = p;
+}
+
 /// Copies `src` into the start of `dst` (`dst` at least as long).
 #[inline]
 pub(crate) fn copy_slice(dst: &mut [u8], src: &[u8]) {

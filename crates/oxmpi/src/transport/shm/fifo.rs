@@ -14,6 +14,7 @@
 //! very code under loom (every interleaving of two producers and the consumer) and Miri.
 
 use super::sync::{AtomicU32, AtomicU64, Ordering, RacyCell};
+use crate::bytecopy::prefetch_line;
 
 /// Bytes in a cell.
 pub const CELL_SIZE: usize = 64;
@@ -88,21 +89,15 @@ impl FifoRef {
     }
 }
 
-/// Asks for the line of `cell` without waiting for it. The consumer asks for the cell after
-/// the one it polls each time it polls: a message of two cells (64-256 bytes) is published
-/// second cell first, so when the poll of the first misses, the second is already on its
-/// way instead of missing after it (on a host whose two cores sit far apart, a line takes
-/// 0.18 µs to cross). A cell not yet written is one this core still holds from the ring's
-/// last lap: the request costs nothing then.
+/// Asks for the line of `cell` without waiting for it (see [`prefetch_line`]). The consumer
+/// asks for the cell after the one it polls each time it polls: a message of two cells
+/// (64-256 bytes) is published second cell first, so when the poll of the first misses, the
+/// second is already on its way instead of missing after it (on a host whose two cores sit
+/// far apart, a line takes 0.18 µs to cross). A cell not yet written is one this core still
+/// holds from the ring's last lap: the request costs nothing then.
 #[inline(always)]
 fn prefetch(cell: *mut Cell) {
-    #[cfg(all(target_arch = "x86_64", not(miri), not(oxmpi_loom)))]
-    // SAFETY: a prefetch is a hint: it reads nothing the program sees and cannot fault.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(cell.cast())
-    };
-    #[cfg(not(all(target_arch = "x86_64", not(miri), not(oxmpi_loom))))]
-    let _ = cell;
+    prefetch_line(cell.cast_const().cast());
 }
 
 /// Whether `n` more cells fit in a ring of `cap` cells, judged from a head and a released tail

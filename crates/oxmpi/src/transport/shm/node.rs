@@ -244,6 +244,17 @@ impl ShmLink {
         Ok(c.load(Ordering::Acquire))
     }
 
+    /// Asks for the first line of `rank`'s slot for arrival `n` at `at`, which a waiter for
+    /// that arrival reads next when the data is more than 16 bytes (beyond the counter's
+    /// line): it then crosses with the counter's line instead of after it. Only for waits on
+    /// one rank (a bcast's root): where every member waits for every other (an allreduce),
+    /// asking for a slot its owner is still writing cost 512 B-1 KiB allreduces 7-11%.
+    fn prefetch_slot(&mut self, at: Meet, rank: u32, n: u64) -> Result<()> {
+        let slot = self.seg_base(rank)?.wrapping_add(slot_offset(at, n));
+        crate::bytecopy::prefetch_line(slot);
+        Ok(())
+    }
+
     /// Whether every one of `members` but us has arrived at `n` on channel `k`. While the
     /// channel is held, `members` are always its holder's (the communicator's, or the
     /// persistent collective's, members), so what was seen once stays true.
@@ -330,7 +341,11 @@ impl Node for ShmLink {
     }
 
     fn arrived_rank(&mut self, at: Meet, rank: u32, n: u64) -> Result<bool> {
-        Ok(self.counter(rank, at)? >= n)
+        if self.counter(rank, at)? >= n {
+            return Ok(true);
+        }
+        self.prefetch_slot(at, rank, n)?;
+        Ok(false)
     }
 
     fn arrived(&mut self, at: Meet, members: &[u32], n: u64) -> Result<bool> {
