@@ -26,6 +26,21 @@ pub trait Visit {
     fn strided(&mut self, off: i64, len: u64, stride: i64, n: u64) -> bool {
         (0..n).all(|i| self.run(off + i as i64 * stride, len))
     }
+
+    /// The pieces `(off, len)` of `runs`, each moved by `base`, the first `skip` bytes in
+    /// (the shape of an indexed type, so a visitor can keep its state in registers across
+    /// them); `false` stops the walk.
+    #[inline]
+    fn runs(&mut self, base: i64, runs: &[(i64, u64)], skip: u64) -> bool {
+        let mut skip = skip;
+        for &(d, len) in runs {
+            if !self.run(base + d + skip as i64, len - skip) {
+                return false;
+            }
+            skip = 0;
+        }
+        true
+    }
 }
 
 impl<F: FnMut(i64, u64) -> bool> Visit for F {
@@ -373,15 +388,7 @@ impl Layout {
                     0 => 0,
                     _ => starts.partition_point(|&s| s <= start).saturating_sub(1),
                 };
-                let b = base + disp;
-                let mut skip = start - starts[i];
-                for &(d, len) in &runs[i..] {
-                    if !f.run(b + d + skip as i64, len - skip) {
-                        return false;
-                    }
-                    skip = 0;
-                }
-                true
+                f.runs(base + disp, &runs[i..], start - starts[i])
             }
             Layout::Seq {
                 disp,

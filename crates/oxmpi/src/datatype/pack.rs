@@ -207,7 +207,57 @@ unsafe fn pack_every_other<const N: usize>(mem: *mut u8, off: i64, buf: *mut u8,
     }
 }
 
+/// [`Copier`]'s [`Visit::runs`] in one direction, its position in a register: written back
+/// through `self` after every piece, it was stored and reloaded around each copy (the copies'
+/// raw pointers might have aliased it).
+///
+/// # Safety
+/// As [`Copier::one`] for every piece: the pieces are data bytes of the elements being
+/// copied, `buf` holds `want` bytes, `pos <= want`.
+#[inline(always)]
+unsafe fn copy_runs<const PACK: bool>(
+    mem: *mut u8,
+    buf: *mut u8,
+    mut pos: usize,
+    want: usize,
+    base: i64,
+    runs: &[(i64, u64)],
+    mut skip: u64,
+) -> usize {
+    for &(d, len) in runs {
+        let n = ((len - skip) as usize).min(want - pos);
+        let m = at(mem, base + d + skip as i64) as *mut u8;
+        // SAFETY: by this function's contract; `pos + n <= want`.
+        unsafe {
+            if PACK {
+                copy(m, buf.add(pos), n)
+            } else {
+                copy(buf.add(pos), m, n)
+            }
+        }
+        pos += n;
+        if pos == want {
+            break;
+        }
+        skip = 0;
+    }
+    pos
+}
+
 impl Visit for Copier {
+    #[inline(always)]
+    fn runs(&mut self, base: i64, runs: &[(i64, u64)], skip: u64) -> bool {
+        // SAFETY: the walk reports data bytes of the elements; `copy_runs` stops at `want`.
+        self.pos = unsafe {
+            if self.pack {
+                copy_runs::<true>(self.mem, self.buf, self.pos, self.want, base, runs, skip)
+            } else {
+                copy_runs::<false>(self.mem, self.buf, self.pos, self.want, base, runs, skip)
+            }
+        };
+        self.pos < self.want
+    }
+
     // Always inlined into the walk: once its copies grew, it stopped being, and the call per
     // piece cost a quarter of an indexed type's pack.
     #[inline(always)]
