@@ -69,11 +69,10 @@ thread_local! {
 fn with_entry<R>(call: &str, w: WinHandle, f: impl FnOnce(&Entry) -> Result<R>) -> Result<R> {
     let mut f = Some(f);
     // A shared borrow: a call nested in `f` (none is, today) finds it again, and only the
-    // miss below ever borrows mutably, never across `f`.
-    // A window in `LAST` was kept by this thread after `runtime` admitted it, and only
-    // finalize undoes that (the thread level and whether this is the main thread never
-    // change): a hit checks just that, not the whole of `runtime` (whose thread-local read
-    // was a tenth of a C `MPI_Put`).
+    // miss below ever borrows mutably, never across `f`. A window in `LAST` was kept by this
+    // thread after `runtime` admitted it, which only finalize undoes (the thread level and
+    // whether this is the main thread never change): a hit checks just that, not the whole
+    // of `runtime` (whose thread-local read was a tenth of a C `MPI_Put`).
     let hit = LAST.try_with(|l| {
         let last = l.borrow();
         match &*last {
