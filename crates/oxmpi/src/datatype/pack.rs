@@ -58,6 +58,7 @@ unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
             4 => ptr::write_unaligned(dst as *mut u32, ptr::read_unaligned(src as *const u32)),
             8 => ptr::write_unaligned(dst as *mut u64, ptr::read_unaligned(src as *const u64)),
             16 => ptr::write_unaligned(dst as *mut u128, ptr::read_unaligned(src as *const u128)),
+            // Not `bytecopy::copy_short`, whose size tests cost an indexed pack 1-2%.
             17..=32 => {
                 let a = ptr::read_unaligned(src as *const u128);
                 let b = ptr::read_unaligned(src.add(n - 16) as *const u128);
@@ -121,25 +122,6 @@ struct Copier {
     pos: usize,
     want: usize,
     pack: bool,
-}
-
-impl Copier {
-    /// # Safety
-    /// `off..off + n` are data bytes of the elements being copied (readable, or writable when
-    /// unpacking, by the caller's guarantee) and `pos + n <= want`.
-    #[inline(always)]
-    unsafe fn one(&mut self, off: i64, n: usize) {
-        let m = at(self.mem, off) as *mut u8;
-        // SAFETY: by this function's contract; `buf` has `want` bytes.
-        unsafe {
-            if self.pack {
-                copy(m, self.buf.add(self.pos), n)
-            } else {
-                copy(self.buf.add(self.pos), m, n)
-            }
-        }
-        self.pos += n;
-    }
 }
 
 /// Moves `k` pieces of `N` bytes, `stride` apart in memory, packed in `buf`.
@@ -212,8 +194,8 @@ unsafe fn pack_every_other<const N: usize>(mem: *mut u8, off: i64, buf: *mut u8,
 /// raw pointers might have aliased it).
 ///
 /// # Safety
-/// As [`Copier::one`] for every piece: the pieces are data bytes of the elements being
-/// copied, `buf` holds `want` bytes, `pos <= want`.
+/// The pieces are data bytes of the elements being copied (readable, or writable when
+/// unpacking, by the caller's guarantee), `buf` holds `want` bytes, `pos <= want`.
 #[inline(always)]
 unsafe fn copy_runs<const PACK: bool>(
     mem: *mut u8,
@@ -262,11 +244,7 @@ impl Visit for Copier {
     // piece cost a quarter of an indexed type's pack.
     #[inline(always)]
     fn run(&mut self, off: i64, len: u64) -> bool {
-        let n = (len as usize).min(self.want - self.pos);
-        // SAFETY: walk reports data bytes of the elements (`off..off + len`), `n <= len`, and
-        // `pos + n <= want`.
-        unsafe { self.one(off, n) };
-        self.pos < self.want
+        self.runs(off, &[(0, len)], 0)
     }
 
     #[inline]
